@@ -1,0 +1,93 @@
+"""The errors evaldrift raises, each carrying what is needed to fix the input.
+
+    EvaldriftError
+    ├── InputError          a record or file is malformed: file, row, field
+    ├── WiringError         a template names a field its metric may not read: metric, field
+    ├── LintError           a template reads a must-never-receive field: metric, field
+    ├── JudgeError          a judge call failed after its retries: reason
+    ├── StoreError          the database cannot be opened or is missing something
+    │   └── StoreBusyError  another process holds the database file
+    └── NotFoundError       an unknown run, metric or ablation id
+"""
+
+from __future__ import annotations
+
+
+class EvaldriftError(Exception):
+    """Base of every error evaldrift raises on purpose."""
+
+
+class InputError(EvaldriftError):
+    """A record or file is malformed.
+
+    Attributes:
+        row: 1-based row (line) number in the source, or None for the whole file.
+        field: the offending field, or None.
+        source: the file name or frame description.
+    """
+
+    def __init__(self, message: str, *, row: int | None = None, field: str | None = None,
+                 source: str | None = None) -> None:
+        where = []
+        if source:
+            where.append(str(source))
+        if row is not None:
+            where.append(f"row {row}")
+        if field:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+        self.row = row
+        self.field = field
+        self.source = source
+        self.reason = message
+
+
+class WiringError(EvaldriftError):
+    """A template asked for a field that its metric's typed input does not have."""
+
+    def __init__(self, metric: str, field: str) -> None:
+        super().__init__(
+            f"metric {metric!r} cannot read field {field!r}: it is not in the metric's input, "
+            f"so the judge must not see it"
+        )
+        self.metric = metric
+        self.field = field
+
+
+class LintError(EvaldriftError):
+    """A template reads a field its metric must never receive."""
+
+    def __init__(self, metric: str, field: str, prompt_hash: str | None = None) -> None:
+        tail = f" (template {prompt_hash})" if prompt_hash else ""
+        super().__init__(f"template for {metric!r} reads {field!r}, which {metric} must never receive{tail}")
+        self.metric = metric
+        self.field = field
+        self.prompt_hash = prompt_hash
+
+
+class JudgeError(EvaldriftError):
+    """A judge call failed for good (after retries)."""
+
+    def __init__(self, reason: str, *, retryable: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+
+
+class StoreError(EvaldriftError):
+    """The database cannot be opened, or lacks what a query needs."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the DuckDB file (DuckDB allows one writer process)."""
+
+    def __init__(self, path: str, detail: str = "") -> None:
+        super().__init__(
+            f"database {path} is held by another process (the dashboard or another job); "
+            f"hand runs over through the inbox folder instead. {detail}".strip()
+        )
+        self.path = path
+
+
+class NotFoundError(EvaldriftError):
+    """An unknown run, metric or ablation."""

@@ -1,0 +1,115 @@
+"""A judge on any OpenAI-compatible chat.completions server, through the openai SDK.
+
+The SDK's own retries are switched off (max_retries=0) so that every attempt,
+its wait and its reason are ours to bound and record: 429 (honouring
+Retry-After), 5xx, timeouts and dropped connections are retried with
+exponential backoff and full jitter; other 4xx are final.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+
+import openai
+
+from lib.errors import JudgeError
+from lib.judges.base import JudgeReply, JudgeRequest, Usage
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+    except AttributeError:
+        return None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIJudge:
+    """A judge that calls `chat.completions` on an OpenAI-compatible server.
+
+    Args:
+        model: the model name the server knows.
+        base_url: the server's /v1 URL (OpenAI, vLLM, Ollama, LM Studio, ...).
+        api_key: the key; never logged, stored or shown.
+        timeout: seconds for one attempt.
+        max_attempts: attempts per call, first included.
+        backoff: base of the exponential backoff, seconds.
+        max_backoff: cap on one wait, seconds (Retry-After is capped too).
+        concurrency: calls the harness may have in flight at once.
+        json_mode: ask the server for a JSON object (response_format).
+        sleep: how to wait (tests pass a recorder).
+    """
+
+    cacheable = True
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0, max_attempts: int = 4, backoff: float = 0.5,
+                 max_backoff: float = 20.0, concurrency: int = 8, json_mode: bool = True,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.json_mode = json_mode
+        self._sleep = sleep
+        self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                     timeout=timeout, max_retries=0)
+        self._lock = threading.Lock()
+        self.attempts = 0
+        self.retries: list[str] = []
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _wait(self, attempt: int, hint: float | None) -> None:
+        if hint is not None:
+            delay = min(hint, self.max_backoff)
+        else:
+            delay = random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
+        self._sleep(delay)
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        kwargs: dict[str, object] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if self.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        last = ""
+        for attempt in range(self.max_attempts):
+            with self._lock:
+                self.attempts += 1
+            hint: float | None = None
+            try:
+                resp = self._client.chat.completions.create(**kwargs)
+            except openai.RateLimitError as exc:
+                last, hint = "rate limited (429)", _retry_after(exc)
+            except openai.APITimeoutError:
+                last = "timed out"
+            except openai.APIConnectionError as exc:
+                last = f"connection failed: {type(exc).__name__}"
+            except openai.APIStatusError as exc:
+                if exc.status_code < 500:
+                    raise JudgeError(f"judge server refused the request ({exc.status_code})") from None
+                last, hint = f"server error ({exc.status_code})", _retry_after(exc)
+            else:
+                choice = resp.choices[0] if resp.choices else None
+                text = (choice.message.content or "") if choice else ""
+                usage = Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens) if resp.usage else Usage()
+                return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)
+            with self._lock:
+                self.retries.append(last)
+            if attempt + 1 < self.max_attempts:
+                self._wait(attempt, hint)
+        raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)

@@ -1,0 +1,89 @@
+"""Settings, read from the environment (and Streamlit secrets) in one place.
+
+| setting | environment | default |
+|---|---|---|
+| db_path | EVALDRIFT_DB | data/demo.duckdb (the demo is built when absent) |
+| inbox | EVALDRIFT_INBOX | <db folder>/inbox |
+| judge_model | EVALDRIFT_JUDGE_MODEL | offline-lexical-v2 |
+| base_url | OPENAI_BASE_URL | none (the SDK's default) |
+| api_key | OPENAI_API_KEY | none |
+| judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
+| judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_DB = ROOT / "data" / "demo.duckdb"
+
+SETTINGS: tuple[tuple[str, str, str], ...] = (
+    ("db_path", "EVALDRIFT_DB", "the DuckDB file; the demo database is built there when absent"),
+    ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while the database is busy are dropped"),
+    ("judge_model", "EVALDRIFT_JUDGE_MODEL", "judge model; offline-lexical-* is the embedded offline judge"),
+    ("base_url", "OPENAI_BASE_URL", "OpenAI-compatible server for the model judge"),
+    ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
+    ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
+    ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path
+    inbox: Path
+    judge_model: str
+    base_url: str | None
+    api_key: str | None
+    judge_concurrency: int
+    judge_timeout: float
+
+    def __repr__(self) -> str:  # the key never appears in logs
+        return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
+                f"base_url={self.base_url!r}, api_key={'set' if self.api_key else 'unset'})")
+
+    @property
+    def is_demo(self) -> bool:
+        return self.db_path.resolve() == DEMO_DB.resolve()
+
+
+def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object] | None = None) -> Settings:
+    """Read settings; `secrets` (e.g. st.secrets) fill what the environment leaves unset."""
+    env = dict(os.environ if environ is None else environ)
+    sec = dict(secrets or {})
+
+    def get(name: str) -> str | None:
+        value = env.get(name)
+        if value in (None, ""):
+            value = sec.get(name)
+        return str(value) if value not in (None, "") else None
+
+    db = Path(get("EVALDRIFT_DB") or DEMO_DB)
+    inbox = Path(get("EVALDRIFT_INBOX") or db.parent / "inbox")
+    from lib.judges.offline import DEFAULT_MODEL
+
+    return Settings(
+        db_path=db,
+        inbox=inbox,
+        judge_model=get("EVALDRIFT_JUDGE_MODEL") or DEFAULT_MODEL,
+        base_url=get("OPENAI_BASE_URL"),
+        api_key=get("OPENAI_API_KEY"),
+        judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
+        judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
+    )
+
+
+def make_judge(settings: Settings, *, model: str | None = None, noise: float | None = None):
+    """The judge the settings name: offline for offline-lexical-*, else OpenAI-compatible."""
+    from lib.judges import OfflineJudge, OpenAIJudge
+    from lib.judges.offline import VARIANTS
+
+    name = model or settings.judge_model
+    if name in VARIANTS:
+        return OfflineJudge(name, noise=0.03 if noise is None else noise)
+    return OpenAIJudge(name, base_url=settings.base_url, api_key=settings.api_key,
+                       timeout=settings.judge_timeout, concurrency=settings.judge_concurrency)

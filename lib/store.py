@@ -1,0 +1,453 @@
+"""The DuckDB run store: schema, migrations, transactional writes, the queries pages need.
+
+One process owns a database file at a time (DuckDB locks the file against
+every other process, even readers). Within the owning process one connection
+is shared and every use takes its own `.cursor()`, so Streamlit's session
+threads and the ablation worker can use it at once. Writes are serialised by
+a lock and run in a transaction: a run, an ingest or a batch of ablation
+results is wholly there or wholly absent. All SQL lives here and takes
+parameters; no sample text is ever put into SQL text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from lib.errors import InputError, NotFoundError, StoreBusyError, StoreError
+from lib.harness import EXCLUDED, FAILED, OK, SampleResult
+from lib.judges.base import JudgeReply, JudgeRequest, Usage
+from lib.metrics import METRICS
+from lib.prompts import BINDINGS
+from lib.records import MAIN, RunRecord
+from lib.samples import EvalSample
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = [
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id VARCHAR PRIMARY KEY, started_at TIMESTAMP NOT NULL, label VARCHAR,
+        pipeline VARCHAR NOT NULL, recorded_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS prompts (
+        prompt_hash VARCHAR PRIMARY KEY, metric VARCHAR NOT NULL, template VARCHAR NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS run_metrics (
+        run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        judge_model VARCHAR, prompt_hash VARCHAR, binding VARCHAR, fingerprint VARCHAR,
+        score DOUBLE, n INTEGER NOT NULL, n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL,
+        PRIMARY KEY (run_id, suite, metric))""",
+    """CREATE TABLE IF NOT EXISTS samples (
+        run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, sample_id VARCHAR NOT NULL,
+        question VARCHAR NOT NULL, answer VARCHAR NOT NULL, contexts VARCHAR[] NOT NULL,
+        ground_truth VARCHAR NOT NULL, PRIMARY KEY (run_id, suite, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS sample_scores (
+        run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL, score DOUBLE, reason VARCHAR,
+        verdicts VARCHAR NOT NULL, PRIMARY KEY (run_id, suite, metric, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS judge_cache (
+        key VARCHAR PRIMARY KEY, model VARCHAR NOT NULL, request VARCHAR NOT NULL, reply VARCHAR NOT NULL,
+        prompt_tokens INTEGER, completion_tokens INTEGER, fingerprint VARCHAR, created_at TIMESTAMP)""",
+    """CREATE TABLE IF NOT EXISTS ablations (
+        ablation_id VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL,
+        spec VARCHAR NOT NULL, judge_model VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        total INTEGER NOT NULL, done INTEGER NOT NULL, created_at TIMESTAMP NOT NULL,
+        updated_at TIMESTAMP NOT NULL, result VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS ablation_results (
+        ablation_id VARCHAR NOT NULL, metric VARCHAR NOT NULL, arm VARCHAR NOT NULL, rep INTEGER NOT NULL,
+        sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL, score DOUBLE, reason VARCHAR,
+        verdicts VARCHAR NOT NULL, calls INTEGER NOT NULL, cached BOOLEAN NOT NULL,
+        PRIMARY KEY (ablation_id, metric, arm, rep, sample_id))""",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1}
+
+STATUSES = (OK, FAILED, EXCLUDED)
+
+
+def _now() -> datetime:
+    return datetime.now().replace(microsecond=0)
+
+
+class Store:
+    """A DuckDB run store (see module docstring for the threading and lock rules).
+
+    Args:
+        path: the database file (created with its schema when absent).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise StoreBusyError(str(self.path)) from None
+            raise StoreError(f"cannot open database {self.path}: {exc}") from None
+        self._write_lock = threading.RLock()
+        self._migrate()
+
+    # -- plumbing -----------------------------------------------------------------
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor for one use (one per thread, fetched before reuse)."""
+        return self._con.cursor()
+
+    def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        return self.cursor().execute(sql, list(params)).df()
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self.cursor().execute(sql, list(params)).fetchall()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A serialised write transaction: committed whole, or rolled back whole."""
+        with self._write_lock:
+            cur = self.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+
+    def _insert_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+        if frame.empty:
+            return
+        cols = ", ".join(frame.columns)
+        cur.register("_incoming", frame)
+        try:
+            cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")
+        finally:
+            cur.unregister("_incoming")
+
+    def _migrate(self) -> None:
+        with self.transaction() as cur:
+            cur.execute(MIGRATIONS[1][0])
+            row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} has schema {version}, newer than this evaldrift ({SCHEMA_VERSION})")
+            for v in range(version + 1, SCHEMA_VERSION + 1):
+                for stmt in MIGRATIONS[v]:
+                    cur.execute(stmt)
+            cur.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+    # -- writes -------------------------------------------------------------------
+    def record_run(self, run: RunRecord) -> None:
+        """Record a run, replacing any earlier copy of the same run id, in one transaction.
+
+        Raises:
+            InputError: naming the sample or metric and field at fault; nothing is written.
+        """
+        _validate_run(run)
+        sample_rows = []
+        for suite, samples in run.samples.items():
+            for s in samples:
+                sample_rows.append((run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts),
+                                    s.ground_truth))
+        samples_df = pd.DataFrame(sample_rows, columns=["run_id", "suite", "sample_id", "question", "answer",
+                                                        "contexts", "ground_truth"])
+        metric_rows, score_rows, prompt_rows = [], [], []
+        from lib.harness import aggregate
+
+        for m in run.metrics:
+            agg = aggregate(m.results)
+            metric_rows.append((run.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding,
+                                m.fingerprint, agg.score, agg.n, agg.n_failed, agg.n_excluded))
+            if m.template is not None:
+                prompt_rows.append((m.prompt_hash, m.metric, m.template))
+            for r in m.results:
+                score_rows.append((run.run_id, m.suite, m.metric, r.sample_id, r.status, r.score, r.reason,
+                                   r.verdicts_json()))
+        metrics_df = pd.DataFrame(metric_rows, columns=["run_id", "suite", "metric", "judge_model", "prompt_hash",
+                                                        "binding", "fingerprint", "score", "n", "n_failed",
+                                                        "n_excluded"])
+        scores_df = pd.DataFrame(score_rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score",
+                                                      "reason", "verdicts"])
+        with self.transaction() as cur:
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+            cur.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?)",
+                        [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now()])
+            for row in dict.fromkeys(prompt_rows):
+                cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
+            self._insert_frame(cur, "samples", samples_df)
+            self._insert_frame(cur, "run_metrics", metrics_df)
+            self._insert_frame(cur, "sample_scores", scores_df)
+
+    def record_runs(self, runs: Iterable[RunRecord]) -> int:
+        """Record several runs; each is its own transaction. Returns how many."""
+        n = 0
+        for run in runs:
+            self.record_run(run)
+            n += 1
+        return n
+
+    def delete_run(self, run_id: str) -> None:
+        with self.transaction() as cur:
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    # -- reads: runs and metrics ----------------------------------------------------
+    def runs(self) -> pd.DataFrame:
+        """Every run: run_id, started_at, label, pipeline (JSON text), oldest first."""
+        return self._df("SELECT run_id, started_at, label, pipeline FROM runs ORDER BY started_at, run_id")
+
+    def run_ids(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT run_id FROM runs ORDER BY started_at, run_id")]
+
+    def has_run(self, run_id: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM runs WHERE run_id = ?", [run_id]))
+
+    def run(self, run_id: str) -> dict[str, object]:
+        """One run's header: run_id, started_at, label, pipeline (dict)."""
+        rows = self._rows("SELECT run_id, started_at, label, pipeline FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise NotFoundError(f"no run {run_id!r} in {self.path}")
+        rid, started, label, pipeline = rows[0]
+        return {"run_id": rid, "started_at": started, "label": label, "pipeline": json.loads(pipeline)}
+
+    def resolve_run(self, run_id: str) -> str:
+        """'latest' or a run id -> an existing run id (NotFoundError otherwise)."""
+        if run_id == "latest":
+            rows = self._rows("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
+            if not rows:
+                raise NotFoundError(f"{self.path} holds no runs")
+            return rows[0][0]
+        self.run(run_id)
+        return run_id
+
+    def previous_run(self, run_id: str) -> str | None:
+        rows = self._rows(
+            """SELECT run_id FROM runs WHERE started_at < (SELECT started_at FROM runs WHERE run_id = ?)
+               ORDER BY started_at DESC, run_id DESC LIMIT 1""", [run_id])
+        return rows[0][0] if rows else None
+
+    def metric_history(self, *, suite: str = MAIN, metrics: Sequence[str] | None = None,
+                       since: datetime | None = None, until: datetime | None = None) -> pd.DataFrame:
+        """Each metric's score per run, oldest first, with the instrument that produced it."""
+        sql = ["""SELECT r.run_id, r.started_at, r.label, r.pipeline, m.metric, m.score, m.n, m.n_failed,
+                         m.n_excluded, m.judge_model, m.prompt_hash, m.binding
+                  FROM run_metrics m JOIN runs r USING (run_id) WHERE m.suite = ?"""]
+        params: list[object] = [suite]
+        if metrics:
+            sql.append("AND m.metric IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(list(metrics))
+        if since is not None:
+            sql.append("AND r.started_at >= ?")
+            params.append(since)
+        if until is not None:
+            sql.append("AND r.started_at <= ?")
+            params.append(until)
+        sql.append("ORDER BY r.started_at, r.run_id, m.metric")
+        return self._df(" ".join(sql), params)
+
+    def run_metrics(self, run_id: str, suite: str = MAIN) -> pd.DataFrame:
+        """One run's metrics with judge model, prompt hash, binding, score, n, failures."""
+        return self._df("""SELECT metric, score, n, n_failed, n_excluded, judge_model, prompt_hash, binding,
+                                  fingerprint FROM run_metrics WHERE run_id = ? AND suite = ? ORDER BY metric""",
+                        [run_id, suite])
+
+    def instrument(self, run_id: str, metric: str, suite: str = MAIN) -> dict[str, object]:
+        """The judge model, template and binding that produced a stored score."""
+        rows = self._rows(
+            """SELECT m.judge_model, m.prompt_hash, p.template, m.binding, m.score, m.n, m.n_failed
+               FROM run_metrics m LEFT JOIN prompts p USING (prompt_hash)
+               WHERE m.run_id = ? AND m.suite = ? AND m.metric = ?""", [run_id, suite, metric])
+        if not rows:
+            raise NotFoundError(f"run {run_id!r} has no {metric!r} score in suite {suite!r}")
+        model, h, template, binding, score, n, n_failed = rows[0]
+        return {"judge_model": model, "prompt_hash": h, "template": template, "binding": binding,
+                "score": score, "n": n, "n_failed": n_failed}
+
+    def prompts(self) -> pd.DataFrame:
+        return self._df("SELECT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")
+
+    def prompt(self, prompt_hash: str) -> str | None:
+        rows = self._rows("SELECT template FROM prompts WHERE prompt_hash = ?", [prompt_hash])
+        return rows[0][0] if rows else None
+
+    # -- reads: samples and verdicts ------------------------------------------------
+    def samples(self, run_id: str, suite: str = MAIN) -> list[EvalSample]:
+        """A run's samples, in sample-id order."""
+        rows = self._rows("""SELECT sample_id, question, answer, contexts, ground_truth FROM samples
+                             WHERE run_id = ? AND suite = ? ORDER BY sample_id""", [run_id, suite])
+        return [EvalSample(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in rows]
+
+    def samples_frame(self, run_id: str, suite: str = MAIN) -> pd.DataFrame:
+        return self._df("""SELECT sample_id, question, answer, contexts, ground_truth FROM samples
+                           WHERE run_id = ? AND suite = ? ORDER BY sample_id""", [run_id, suite])
+
+    def sample_scores(self, run_id: str, suite: str = MAIN, metric: str | None = None) -> pd.DataFrame:
+        """Per-sample scores: metric, sample_id, status, score, reason, verdicts (JSON text)."""
+        sql = """SELECT metric, sample_id, status, score, reason, verdicts FROM sample_scores
+                 WHERE run_id = ? AND suite = ?"""
+        params: list[object] = [run_id, suite]
+        if metric is not None:
+            sql += " AND metric = ?"
+            params.append(metric)
+        return self._df(sql + " ORDER BY metric, sample_id", params)
+
+    def suites(self, run_id: str) -> list[str]:
+        return [r[0] for r in self._rows("SELECT DISTINCT suite FROM samples WHERE run_id = ? ORDER BY suite",
+                                         [run_id])]
+
+    def counts(self) -> dict[str, int]:
+        """Row counts per table (for status lines and tests)."""
+        tables = ("runs", "prompts", "run_metrics", "samples", "sample_scores", "judge_cache", "ablations",
+                  "ablation_results")
+        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in tables}
+
+    # -- judge call cache (a CallCache) ---------------------------------------------
+    def get(self, key: str) -> JudgeReply | None:
+        rows = self._rows("SELECT reply, fingerprint FROM judge_cache WHERE key = ?", [key])
+        if not rows:
+            return None
+        return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True)
+
+    def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
+        with self.transaction() as cur:
+            cur.execute("INSERT OR IGNORE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [request.key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
+                         reply.usage.completion_tokens, reply.fingerprint, _now()])
+
+    # -- ablations ----------------------------------------------------------------
+    def ablation(self, ablation_id: str) -> dict[str, object] | None:
+        rows = self._rows("""SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done,
+                                    created_at, updated_at, result FROM ablations WHERE ablation_id = ?""",
+                          [ablation_id])
+        if not rows:
+            return None
+        keys = ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total", "done", "created_at",
+                "updated_at", "result")
+        d = dict(zip(keys, rows[0], strict=True))
+        d["spec"] = json.loads(d["spec"])  # type: ignore[arg-type]
+        d["result"] = json.loads(d["result"]) if d["result"] else None  # type: ignore[arg-type]
+        return d
+
+    def ablations(self, run_id: str | None = None) -> pd.DataFrame:
+        sql = """SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done, created_at, updated_at,
+                        result FROM ablations"""
+        params: list[object] = []
+        if run_id is not None:
+            sql += " WHERE run_id = ?"
+            params.append(run_id)
+        return self._df(sql + " ORDER BY created_at DESC, ablation_id", params)
+
+    def start_ablation(self, ablation_id: str, run_id: str, suite: str, spec: dict[str, object],
+                       judge_model: str, total: int) -> None:
+        """Create the ablation row if absent (a resumed ablation keeps its row)."""
+        with self.transaction() as cur:
+            cur.execute("""INSERT OR IGNORE INTO ablations VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL)""",
+                        [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
+                         _now(), _now()])
+            cur.execute("UPDATE ablations SET status = 'running', updated_at = ? WHERE ablation_id = ? "
+                        "AND status <> 'done'", [_now(), ablation_id])
+
+    def ablation_done_keys(self, ablation_id: str) -> set[tuple[str, str, int, str]]:
+        rows = self._rows("SELECT metric, arm, rep, sample_id FROM ablation_results WHERE ablation_id = ?",
+                          [ablation_id])
+        return {(r[0], r[1], int(r[2]), r[3]) for r in rows}
+
+    def add_ablation_results(self, ablation_id: str, metric: str, arm: str, rep: int,
+                             results: Sequence[SampleResult]) -> None:
+        """Store a batch of per-sample results and advance the progress count, atomically."""
+        if not results:
+            return
+        frame = pd.DataFrame(
+            [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
+              r.calls, r.cached) for r in results],
+            columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
+                     "calls", "cached"])
+        with self.transaction() as cur:
+            cur.register("_incoming", frame)
+            try:
+                cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
+            finally:
+                cur.unregister("_incoming")
+            cur.execute("""UPDATE ablations SET updated_at = ?,
+                           done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
+                           WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
+
+    def ablation_results(self, ablation_id: str) -> pd.DataFrame:
+        return self._df("""SELECT metric, arm, rep, sample_id, status, score, reason, verdicts, calls, cached
+                           FROM ablation_results WHERE ablation_id = ? ORDER BY metric, arm, rep, sample_id""",
+                        [ablation_id])
+
+    def finish_ablation(self, ablation_id: str, status: str, result: dict[str, object] | None) -> None:
+        with self.transaction() as cur:
+            cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
+                        [status, json.dumps(result) if result is not None else None, _now(), ablation_id])
+
+
+def _validate_run(run: RunRecord) -> None:
+    src = f"run {run.run_id!r}"
+    if not isinstance(run.run_id, str) or not run.run_id.strip():
+        raise InputError("run id must be a non-empty string", field="run_id", source="run")
+    if not isinstance(run.started_at, datetime):
+        raise InputError("must be a datetime", field="started_at", source=src)
+    try:
+        json.dumps(run.pipeline)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"pipeline config is not JSON-serialisable: {exc}", field="pipeline", source=src) from None
+    ids_by_suite: dict[str, set[str]] = {}
+    for suite, samples in run.samples.items():
+        seen: set[str] = set()
+        for i, s in enumerate(samples, start=1):
+            for name in ("sample_id", "question", "answer", "ground_truth"):
+                if not isinstance(getattr(s, name), str):
+                    raise InputError(f"must be text, got {type(getattr(s, name)).__name__}", row=i, field=name,
+                                     source=f"{src} suite {suite!r}")
+            if not isinstance(s.contexts, tuple) or not all(isinstance(p, str) for p in s.contexts):
+                raise InputError("must be a list of passages (text)", row=i, field="contexts",
+                                 source=f"{src} suite {suite!r}")
+            if s.sample_id in seen:
+                raise InputError(f"duplicate sample id {s.sample_id!r}", row=i, field="sample_id",
+                                 source=f"{src} suite {suite!r}")
+            seen.add(s.sample_id)
+        ids_by_suite[suite] = seen
+    keys = set()
+    for m in run.metrics:
+        where = f"{src} metric {m.metric!r}"
+        if m.metric not in METRICS:
+            raise InputError(f"unknown metric; known: {', '.join(METRICS)}", field="metric", source=where)
+        if (m.suite, m.metric) in keys:
+            raise InputError("metric recorded twice for the same suite", field="metric", source=where)
+        keys.add((m.suite, m.metric))
+        if m.binding is not None and m.binding not in BINDINGS:
+            raise InputError(f"unknown binding {m.binding!r}", field="binding", source=where)
+        known = ids_by_suite.get(m.suite)
+        if known is None:
+            raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
+        seen_ids: set[str] = set()
+        for i, r in enumerate(m.results, start=1):
+            if r.sample_id not in known:
+                raise InputError(f"score for unknown sample {r.sample_id!r}", row=i, field="sample_id", source=where)
+            if r.sample_id in seen_ids:
+                raise InputError(f"sample {r.sample_id!r} scored twice", row=i, field="sample_id", source=where)
+            seen_ids.add(r.sample_id)
+            if r.status not in STATUSES:
+                raise InputError(f"unknown status {r.status!r}", row=i, field="status", source=where)
+            if r.status == OK:
+                if r.score is None or not isinstance(r.score, int | float) or not (0.0 <= r.score <= 1.0):
+                    raise InputError(f"score must be a number in [0, 1], got {r.score!r}", row=i, field="score",
+                                     source=where)
+            elif r.score is not None:
+                raise InputError(f"a {r.status} sample has no score", row=i, field="score", source=where)

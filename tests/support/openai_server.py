@@ -1,0 +1,642 @@
+"""A small OpenAI-compatible HTTP server for tests (standard library only).
+
+The real ``openai`` SDK talks to the network through its own HTTP layer, so
+request-mocking libraries do not intercept it. This module provides a real
+socket server, bound to ``127.0.0.1`` on a free port, that speaks just enough
+of the OpenAI REST API for tests:
+
+* ``POST /v1/chat/completions`` answers with a standard ``chat.completion``
+  object whose assistant content comes from a user-supplied *responder*.
+* ``GET /v1/models`` lists a single model.
+* Anything else is a 404 JSON error.
+
+Misbehaviour (rate limits, server errors, slow answers, dropped connections,
+unparseable content, ...) can be scripted with :class:`Fault`.
+
+The server never prints anything: request logging is disabled so that tests
+can assert that API keys (sent in the ``Authorization`` header) never show up
+in any output.
+
+Example:
+    >>> from openai import OpenAI
+    >>> with OpenAIServer(lambda body: '{"verdict": "supported"}') as srv:
+    ...     client = OpenAI(api_key="sk-test", base_url=srv.base_url)
+    ...     srv.script(Fault("429", retry_after=0.1))
+    ...     # first call gets a 429, the next one a normal completion
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+__all__ = ["FAULT_KINDS", "MODEL_ID", "Fault", "OpenAIServer", "Responder"]
+
+Responder = Callable[[dict], str]
+"""Gets the parsed request JSON body, returns the assistant message content."""
+
+FAULT_KINDS: frozenset[str] = frozenset(
+    {"429", "500", "503", "timeout", "drop", "malformed", "truncated", "text"}
+)
+"""All fault kinds understood by :class:`OpenAIServer`."""
+
+MODEL_ID = "evaldrift-test-model"
+"""The single model id listed by ``GET /v1/models``."""
+
+MALFORMED_CONTENT = "Sure! Here are the verdicts: supported, supported"
+"""Assistant content returned for a ``"malformed"`` fault (not JSON)."""
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour, consumed in order by incoming chat requests.
+
+    Attributes:
+        kind: One of ``"429"``, ``"500"``, ``"503"`` (HTTP error with an
+            OpenAI-style JSON error body), ``"timeout"`` (sleep ``delay``
+            seconds, then answer normally), ``"drop"`` (close the socket
+            without sending a single byte), ``"malformed"`` (200 completion
+            whose content is prose, not JSON), ``"truncated"`` (200
+            completion whose content is the responder's text cut in half) or
+            ``"text"`` (200 completion whose content is exactly ``text``).
+        retry_after: For ``"429"``: value of the ``Retry-After`` header in
+            seconds; no header is sent when ``None``.
+        delay: For ``"timeout"``: seconds to sleep before answering.
+        text: For ``"text"``: the exact assistant content to return.
+    """
+
+    kind: str
+    retry_after: float | None = None
+    delay: float = 0.0
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        """Validate the fault kind.
+
+        Raises:
+            ValueError: If ``kind`` is not one of :data:`FAULT_KINDS`.
+        """
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(
+                f"unknown fault kind {self.kind!r}; "
+                f"expected one of {sorted(FAULT_KINDS)}"
+            )
+
+
+def _count_tokens(text: str) -> int:
+    """Counts "tokens" as whitespace-separated words.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The number of whitespace-separated words in ``text``.
+    """
+    return len(text.split())
+
+
+def _content_text(content: Any) -> str:
+    """Extracts plain text from a chat message ``content`` field.
+
+    Args:
+        content: A string, a list of content parts (``{"type": "text",
+            "text": ...}``) or ``None``.
+
+    Returns:
+        The concatenated text of the content.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        ]
+        return " ".join(parts)
+    return ""
+
+
+def _prompt_tokens(body: dict) -> int:
+    """Counts the prompt tokens of a chat request body.
+
+    Args:
+        body: The parsed request JSON body.
+
+    Returns:
+        The number of whitespace-separated words over all message contents.
+    """
+    messages = body.get("messages") or []
+    return sum(
+        _count_tokens(_content_text(m.get("content")))
+        for m in messages
+        if isinstance(m, dict)
+    )
+
+
+def _error_body(message: str, error_type: str) -> dict[str, Any]:
+    """Builds an OpenAI-style JSON error body.
+
+    Args:
+        message: Human-readable error message.
+        error_type: OpenAI error ``type`` (e.g. ``"rate_limit_error"``).
+
+    Returns:
+        The error body as a dict.
+    """
+    return {
+        "error": {
+            "message": message,
+            "type": error_type,
+            "param": None,
+            "code": None,
+        }
+    }
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Threaded HTTP server that knows its :class:`OpenAIServer` owner."""
+
+    daemon_threads = True
+    # Do not join handler threads on server_close(): a handler may be
+    # sleeping on a "timeout" fault and stop() must be prompt.
+    block_on_close = False
+    request_queue_size = 128
+
+    def __init__(self, owner: OpenAIServer) -> None:
+        """Binds to a free port on 127.0.0.1.
+
+        Args:
+            owner: The :class:`OpenAIServer` whose state handlers use.
+        """
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Records handler errors instead of printing a traceback.
+
+        Args:
+            request: The client socket.
+            client_address: The client address.
+        """
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            self.owner._record_error(exc)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Request handler implementing the tiny OpenAI-compatible API."""
+
+    server: _HTTPServer
+    server_version = "evaldrift-openai-test-server"
+    sys_version = ""
+    # HTTP/1.0: one request per connection, no idle keep-alive threads.
+    protocol_version = "HTTP/1.0"
+
+    # --- quiet -----------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Suppresses all request logging (never print headers or keys)."""
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """Suppresses error logging."""
+
+    # --- helpers ---------------------------------------------------------
+
+    @property
+    def owner(self) -> OpenAIServer:
+        """The :class:`OpenAIServer` this handler serves."""
+        return self.server.owner
+
+    def _send_json(
+        self,
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Writes a JSON response, ignoring clients that already hung up.
+
+        Args:
+            status: HTTP status code.
+            payload: JSON-serialisable response body.
+            headers: Extra response headers.
+        """
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass
+        self.close_connection = True
+
+    def _send_error_json(
+        self,
+        status: int,
+        message: str,
+        error_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Writes an OpenAI-style JSON error response.
+
+        Args:
+            status: HTTP status code.
+            message: Error message.
+            error_type: OpenAI error ``type``.
+            headers: Extra response headers.
+        """
+        self._send_json(status, _error_body(message, error_type), headers)
+
+    def _drop(self) -> None:
+        """Closes the connection without writing any byte."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.connection.close()
+        except OSError:
+            pass
+
+    def _path(self) -> str:
+        """Returns the request path without query string or trailing slash."""
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    # --- verbs -----------------------------------------------------------
+
+    def do_GET(self) -> None:
+        """Serves ``GET /v1/models``; anything else is a 404."""
+        if self._path() == "/v1/models":
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": MODEL_ID,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "evaldrift-tests",
+                        }
+                    ],
+                },
+            )
+            return
+        self._not_found()
+
+    def do_POST(self) -> None:
+        """Serves ``POST /v1/chat/completions``; anything else is a 404."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        if self._path() != "/v1/chat/completions":
+            self._not_found()
+            return
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            body = None
+        if not isinstance(body, dict):
+            self._send_error_json(
+                400, "request body is not a JSON object", "invalid_request_error"
+            )
+            return
+        self._chat(body)
+
+    def do_PUT(self) -> None:
+        """Any PUT is a 404."""
+        self._not_found()
+
+    def do_DELETE(self) -> None:
+        """Any DELETE is a 404."""
+        self._not_found()
+
+    def do_PATCH(self) -> None:
+        """Any PATCH is a 404."""
+        self._not_found()
+
+    def _not_found(self) -> None:
+        """Writes a 404 JSON error."""
+        self._send_error_json(
+            404,
+            f"Unknown endpoint: {self.command} {self._path()}",
+            "invalid_request_error",
+        )
+
+    # --- chat completions ------------------------------------------------
+
+    def _chat(self, body: dict) -> None:
+        """Handles one chat completion request.
+
+        Args:
+            body: The parsed request JSON body.
+        """
+        owner = self.owner
+        fault = owner._register(body, dict(self.headers.items()))
+        if not owner._sleep(owner.latency):
+            self._drop()  # server is stopping
+            return
+
+        if fault is not None:
+            kind = fault.kind
+            if kind == "429":
+                headers = {}
+                if fault.retry_after is not None:
+                    headers["Retry-After"] = f"{fault.retry_after:g}"
+                self._send_error_json(
+                    429,
+                    "Rate limit reached (scripted test fault).",
+                    "rate_limit_error",
+                    headers,
+                )
+                return
+            if kind == "500":
+                self._send_error_json(
+                    500,
+                    "Internal server error (scripted test fault).",
+                    "server_error",
+                )
+                return
+            if kind == "503":
+                self._send_error_json(
+                    503,
+                    "Service unavailable (scripted test fault).",
+                    "service_unavailable",
+                )
+                return
+            if kind == "drop":
+                self._drop()
+                return
+            if kind == "timeout":
+                if not owner._sleep(fault.delay):
+                    self._drop()
+                    return
+            elif kind == "malformed":
+                self._complete(body, MALFORMED_CONTENT)
+                return
+            elif kind == "text":
+                self._complete(body, fault.text)
+                return
+
+        try:
+            text = owner.responder(body)
+        # A buggy responder must surface as an HTTP 500 the test can see,
+        # not as a silently dropped connection.
+        except Exception as exc:  # noqa: BLE001
+            owner._record_error(exc)
+            self._send_error_json(
+                500,
+                f"responder raised {type(exc).__name__}: {exc}",
+                "server_error",
+            )
+            return
+        if fault is not None and fault.kind == "truncated":
+            text = text[: len(text) // 2]
+        self._complete(body, text)
+
+    def _complete(self, body: dict, text: str) -> None:
+        """Writes a 200 ``chat.completion`` response.
+
+        Args:
+            body: The parsed request JSON body.
+            text: The assistant message content.
+        """
+        prompt_tokens = _prompt_tokens(body)
+        completion_tokens = _count_tokens(text)
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or MODEL_ID,
+                "system_fingerprint": self.owner.model_fingerprint,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": text,
+                            "refusal": None,
+                        },
+                        "logprobs": None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+        )
+
+
+class OpenAIServer:
+    """An OpenAI-compatible chat completions server for tests.
+
+    Serves on ``127.0.0.1`` on a free port in a daemon thread; every request
+    is handled in its own thread, so simulated latency never blocks other
+    requests.
+
+    Fault selection: each chat request, on arrival, consumes the next
+    scripted fault (see :meth:`script`); when none is queued, the persistent
+    fault set by :meth:`fail_always` applies, if any. The ``latency`` sleep
+    applies to every chat request, faulted or not.
+
+    Attributes:
+        responder: Produces the assistant content from the request body.
+        latency: Seconds every chat request sleeps before being answered.
+        model_fingerprint: Value of ``system_fingerprint`` in completions.
+        requests: Every chat request body received, in arrival order,
+            including faulted ones.
+        headers_seen: Request headers of each chat request, aligned with
+            ``requests``.
+        errors: Exceptions raised by the responder or by request handlers
+            (for debugging; never printed).
+    """
+
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        latency: float = 0.0,
+        model_fingerprint: str = "fp_test",
+    ) -> None:
+        """Creates a server; call :meth:`start` (or use ``with``) to serve.
+
+        Args:
+            responder: Gets the parsed request JSON body, returns the
+                assistant message content text.
+            latency: Simulated model latency in seconds per chat request.
+            model_fingerprint: ``system_fingerprint`` reported in completions.
+        """
+        self.responder = responder
+        self.latency = latency
+        self.model_fingerprint = model_fingerprint
+        self.requests: list[dict] = []
+        self.headers_seen: list[dict] = []
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._faults: deque[Fault] = deque()
+        self._always: Fault | None = None
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._base_url: str | None = None
+
+    # --- lifecycle -------------------------------------------------------
+
+    def start(self) -> Self:
+        """Binds a free port and starts serving in a daemon thread.
+
+        Returns:
+            This server, for chaining (``srv = OpenAIServer(r).start()``).
+
+        Raises:
+            RuntimeError: If the server is already running.
+        """
+        if self._httpd is not None:
+            raise RuntimeError("OpenAIServer is already running")
+        self._stopping.clear()
+        httpd = _HTTPServer(self)
+        host, port = httpd.server_address[:2]
+        self._httpd = httpd
+        self._base_url = f"http://{host}:{port}/v1"
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"OpenAIServer:{port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops serving promptly; safe to call more than once.
+
+        Handlers still sleeping (latency or ``"timeout"`` faults) are woken
+        up and drop their connection.
+        """
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5.0)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        """Starts the server.
+
+        Returns:
+            This server.
+        """
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stops the server."""
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """Base URL for ``OpenAI(base_url=...)``, e.g. ``http://127.0.0.1:54321/v1``.
+
+        Raises:
+            RuntimeError: If the server has never been started.
+        """
+        if self._base_url is None:
+            raise RuntimeError("OpenAIServer has not been started")
+        return self._base_url
+
+    # --- faults ----------------------------------------------------------
+
+    def script(self, *faults: Fault) -> None:
+        """Queues faults; each subsequent chat request consumes one, in order.
+
+        Args:
+            *faults: Faults to append to the queue.
+        """
+        with self._lock:
+            self._faults.extend(faults)
+
+    def fail_always(self, fault: Fault | None) -> None:
+        """Applies ``fault`` to every chat request until set to ``None``.
+
+        Scripted faults (see :meth:`script`) are consumed first.
+
+        Args:
+            fault: The persistent fault, or ``None`` to clear it.
+        """
+        with self._lock:
+            self._always = fault
+
+    @property
+    def n_calls(self) -> int:
+        """Number of chat requests received so far (``len(requests)``)."""
+        with self._lock:
+            return len(self.requests)
+
+    # --- used by handlers ------------------------------------------------
+
+    def _register(self, body: dict, headers: dict) -> Fault | None:
+        """Records a chat request and picks its fault atomically.
+
+        Args:
+            body: The parsed request JSON body.
+            headers: The request headers.
+
+        Returns:
+            The fault to apply, or ``None`` for a normal answer.
+        """
+        with self._lock:
+            self.requests.append(body)
+            self.headers_seen.append(headers)
+            if self._faults:
+                return self._faults.popleft()
+            return self._always
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleeps, waking early if the server stops.
+
+        Args:
+            seconds: How long to sleep.
+
+        Returns:
+            ``True`` if the full sleep elapsed, ``False`` if the server is
+            stopping.
+        """
+        if seconds <= 0:
+            return not self._stopping.is_set()
+        return not self._stopping.wait(seconds)
+
+    def _record_error(self, exc: BaseException) -> None:
+        """Remembers an exception raised while serving a request.
+
+        Args:
+            exc: The exception.
+        """
+        with self._lock:
+            self.errors.append(exc)
