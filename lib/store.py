@@ -315,6 +315,42 @@ class Store:
                   "ablation_results")
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
+    def supported_evidence(self, metric: str, suite: str = MAIN, run_id: str | None = None) -> pd.DataFrame:
+        """Every positive verdict with where its evidence string occurs verbatim.
+
+        Columns: run_id, sample_id, item, evidence, in_contexts, in_ground_truth,
+        in_question, in_answer (case- and whitespace-insensitive substring tests,
+        done in SQL), and the sample's texts for rows found nowhere (for fuzzy
+        matching in Python).
+        """
+        sql = """
+            WITH v AS (
+                SELECT run_id, suite, sample_id, unnest(from_json(verdicts,
+                    '[{"item": "VARCHAR", "label": "BOOLEAN", "evidence": "VARCHAR"}]')) AS v
+                FROM sample_scores WHERE metric = ? AND suite = ? AND status = 'ok' {run_filter}
+            ), e AS (
+                SELECT v.run_id, v.suite, v.sample_id, v.v.item AS item,
+                       lower(regexp_replace(coalesce(v.v.evidence, ''), '\\s+', ' ', 'g')) AS ev,
+                       coalesce(v.v.evidence, '') AS evidence
+                FROM v WHERE v.v.label
+            )
+            SELECT e.run_id, e.sample_id, e.item, e.evidence,
+                   e.ev <> '' AND contains(lower(regexp_replace(array_to_string(s.contexts, ' '), '\\s+', ' ', 'g')), e.ev)
+                       AS in_contexts,
+                   e.ev <> '' AND contains(lower(regexp_replace(s.ground_truth, '\\s+', ' ', 'g')), e.ev) AS in_ground_truth,
+                   e.ev <> '' AND contains(lower(regexp_replace(s.question, '\\s+', ' ', 'g')), e.ev) AS in_question,
+                   e.ev <> '' AND contains(lower(regexp_replace(s.answer, '\\s+', ' ', 'g')), e.ev) AS in_answer,
+                   s.question, s.contexts, s.ground_truth
+            FROM e JOIN samples s USING (run_id, suite, sample_id)
+            ORDER BY e.run_id, e.sample_id
+        """
+        params: list[object] = [metric, suite]
+        run_filter = ""
+        if run_id is not None:
+            run_filter = "AND run_id = ?"
+            params.append(run_id)
+        return self._df(sql.replace("{run_filter}", run_filter), params)
+
     # -- judge call cache (a CallCache) ---------------------------------------------
     def get(self, key: str) -> JudgeReply | None:
         rows = self._rows("SELECT reply, fingerprint FROM judge_cache WHERE key = ?", [key])

@@ -21,7 +21,9 @@ Rules:
   model partly obeys such an instruction; this models that as a parameter,
   it does not derive it.
 - noise: with `noise` > 0 each verdict flips with that probability, seeded by
-  (request seed, item): a stand-in for a model's run-to-run variation.
+  (request seed, whole prompt, item): a stand-in for a model's run-to-run
+  variation. An identical prompt at the same seed gets identical verdicts; any
+  change to the prompt redraws the noise, as it would for a model.
 """
 
 from __future__ import annotations
@@ -113,10 +115,12 @@ class OfflineJudge:
         self._relevance_share = VARIANTS[model]["relevance_share"]
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
-        verdicts = self._decide(request.prompt)
+        prompt = request.prompt
+        verdicts = self._decide(prompt)
+        salt = hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest() if self.noise else ""
         out = []
         for n, item, label, evidence, positive, negative in verdicts:
-            if self.noise and _unit(request.seed, item, str(n)) < self.noise:
+            if self.noise and _unit(request.seed, salt, item, str(n)) < self.noise:
                 label = not label
                 evidence = "" if not label else evidence
             out.append({"item": n, "verdict": positive if label else negative, "evidence": evidence})

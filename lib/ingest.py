@@ -1,0 +1,436 @@
+"""Files and frames -> validated run records -> the store, for runs scored elsewhere.
+
+A nightly job or a Ragas export hands over one table, one row per sample:
+
+| column | also accepted | value | required |
+|---|---|---|---|
+| `sample_id` | `id` | text (an integer is read as text); unique | no: when the column is absent everywhere, ids are `row-<n>` |
+| `question` | `user_input` | text | yes |
+| `answer` | `response` | text | yes |
+| `contexts` | `retrieved_contexts` | list of passages (text), in rank order | yes |
+| `ground_truth` | `reference` | text | yes |
+| `faithfulness` | | score in [0, 1], or empty/null = not scored | no |
+| `answer_relevance` | `answer_relevancy`, `response_relevancy` | as above | no |
+| `context_precision` | `llm_context_precision_with_reference` | as above | no |
+| `context_recall` | | as above | no |
+| `answer_correctness` | `factual_correctness` | as above | no |
+
+Columns not named above are ignored. A name and its alias in the same table
+(say `question` and `user_input`) is an error: which one is meant is not ours
+to guess.
+
+Formats, chosen by the file extension:
+- `.jsonl`, `.json`: JSON Lines, one object per line. `contexts` is a JSON
+  array; `null` (or a missing key) is a missing value. Blank lines are
+  skipped; the bare tokens `NaN` and `Infinity` are not JSON and are refused.
+- `.csv`: UTF-8, one header line. `contexts` is a JSON array in a cell, e.g.
+  `["p1", "p2"]`. An empty cell is a missing value; CSV cannot tell it from an
+  empty string, so a sample with an empty answer needs JSONL or Parquet.
+- `.parquet`: `contexts` is a list-of-string column; null is a missing value,
+  and so is a NaN score (Ragas writes NaN for a metric it failed to compute).
+
+Rows are 1-based data rows, and every error names one: for JSONL the row is
+the line number; for CSV the header is not a row, so the first data record is
+row 1 (a quoted cell may span lines, so row n is the n-th record, not line
+n); for Parquet and frames, the n-th row. An error is an `InputError` with
+`.row`, `.field` (the column as the source spells it) and `.source`.
+
+Values:
+- Text fields must be text. A missing value (null, NaN, an empty CSV cell), a
+  NUL character (it breaks downstream tools) or an unpaired surrogate is an
+  error. Anything else (huge strings, emoji, right-to-left text) is kept intact.
+- `contexts` must be a list of text. A string is accepted only when it is a
+  JSON array of strings; any other string is an error.
+- A score is a number in [0, 1] (a numeric string such as "0.5" too). A
+  missing value means "not scored": the sample is stored as failed with the
+  reason "no score in source", never as 0. Infinity, out-of-range numbers,
+  text such as "nan" or "inf", and non-numbers are errors.
+
+Run-level facts (run id, start time, pipeline config, judge model, the
+templates and their binding) are arguments, not columns. What is not given is
+stored as None: such scores are unattributed, and every page flags them.
+
+Validation is total: every row is checked before anything is written, and the
+run is recorded in one transaction, so on any error the store is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lib.errors import InputError
+from lib.harness import FAILED, OK, SampleResult
+from lib.metrics import METRIC_NAMES
+from lib.records import MAIN, MetricRecord, RunRecord
+from lib.samples import ANSWER, CONTEXTS, GROUND_TRUTH, QUESTION, EvalSample
+from lib.store import Store
+
+SAMPLE_ID = "sample_id"
+NO_SCORE = "no score in source"
+
+# Canonical name -> every column name that means it (our name first).
+FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
+    SAMPLE_ID: (SAMPLE_ID, "id"),
+    QUESTION: (QUESTION, "user_input"),
+    ANSWER: (ANSWER, "response"),
+    CONTEXTS: (CONTEXTS, "retrieved_contexts"),
+    GROUND_TRUTH: (GROUND_TRUTH, "reference"),
+}
+METRIC_COLUMNS: dict[str, tuple[str, ...]] = {
+    "faithfulness": ("faithfulness",),
+    "answer_relevance": ("answer_relevance", "answer_relevancy", "response_relevancy"),
+    "context_precision": ("context_precision", "llm_context_precision_with_reference"),
+    "context_recall": ("context_recall",),
+    "answer_correctness": ("answer_correctness", "factual_correctness"),
+}
+assert tuple(METRIC_COLUMNS) == METRIC_NAMES, "METRIC_COLUMNS must follow the metric registry"
+
+ROW_INDEX = "row"
+_Fail = Callable[..., InputError]  # (message, canonical field) -> the error naming row and column
+_READERS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class _BareConstant:
+    """A `NaN`/`Infinity` token in a JSON line: kept so the error can name its field."""
+
+    token: str
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+# -- reading ------------------------------------------------------------------------
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a JSONL, CSV or Parquet file into a frame of plain Python values.
+
+    The frame's index, named "row", holds each record's row number as the
+    module docstring defines it; `records_from_frame` reports errors by it.
+
+    Raises:
+        InputError: the file cannot be read or parsed (for a malformed JSONL
+            line, `row` is its line number).
+    """
+    path = Path(path)
+    source = str(path)
+    kind = _READERS.get(path.suffix.lower())
+    if kind is None:
+        raise InputError(f"unsupported file type {path.suffix or '(none)'!r}; use .jsonl, .json, .csv or .parquet",
+                         source=source)
+    if kind == "jsonl":
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+        return _read_jsonl(data, source)
+    if kind == "csv":
+        return _read_csv(path, source)
+    return _read_parquet(path, source)
+
+
+def _read_jsonl(data: bytes, source: str) -> pd.DataFrame:
+    records: list[dict[str, object]] = []
+    rows: list[int] = []
+    # Split on b"\n" only: str.splitlines would also split on U+2028 and friends,
+    # which JSON allows unescaped inside strings.
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", row=lineno,
+                             source=source) from None
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_BareConstant)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", row=lineno, source=source) from None
+        if not isinstance(obj, dict):
+            hint = " (this reader wants JSON Lines: one object per line)" if isinstance(obj, list) else ""
+            raise InputError(f"expected a JSON object, got {_describe(obj)}{hint}", row=lineno, source=source)
+        records.append(obj)
+        rows.append(lineno)
+    frame = pd.DataFrame(records, dtype=object)
+    frame.index = pd.Index(rows, name=ROW_INDEX)
+    return frame
+
+
+def _read_csv(path: Path, source: str) -> pd.DataFrame:
+    try:
+        # Every cell as text, nothing guessed: "NA" or "None" in a question stays text.
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(f"not a readable CSV file: {str(exc).strip()}", source=source) from None
+    frame = frame.astype(object).where(frame != "", None)  # an empty cell is CSV's only missing value
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name=ROW_INDEX)
+    return frame
+
+
+def _read_parquet(path: Path, source: str) -> pd.DataFrame:
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"not a readable Parquet file: {exc}", source=source) from None
+    # to_pylist keeps null (None) apart from NaN and gives list columns as lists.
+    frame = pd.DataFrame({name: table.column(name).to_pylist() for name in table.column_names}, dtype=object)
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name=ROW_INDEX)
+    return frame
+
+
+# -- validating -----------------------------------------------------------------------
+def records_from_frame(df: pd.DataFrame, *, source: str
+                       ) -> tuple[list[EvalSample], dict[str, list[SampleResult]]]:
+    """Validate every row of a frame and turn it into samples and per-metric results.
+
+    Works on `read_table`'s frames and on frames built elsewhere (e.g. a Ragas
+    result's `to_pandas()`, where NaN in a score column means not scored).
+
+    Args:
+        df: one row per sample, columns as in the module docstring.
+        source: the file name or frame description errors carry.
+
+    Returns:
+        The samples in row order, and for each metric column present its
+        results keyed by canonical metric name, in the same order.
+
+    Raises:
+        InputError: for the first bad cell in row order (row = the frame's
+            "row" index when it has one, else the 1-based position; field =
+            the column as spelled in the source), or a bad column set (row None).
+    """
+    columns = _resolve_columns(df, source)
+    n = len(df)
+    if n == 0:
+        raise InputError("no rows: a run needs at least one sample", source=source)
+    row_numbers = [int(r) for r in df.index] if df.index.name == ROW_INDEX else list(range(1, n + 1))
+    values = {canon: df[col].tolist() for canon, col in columns.items()}
+    metrics = [m for m in METRIC_NAMES if m in columns]
+
+    samples: list[EvalSample] = []
+    results: dict[str, list[SampleResult]] = {m: [] for m in metrics}
+    first_row_of: dict[str, int] = {}
+    for i, row in enumerate(row_numbers):
+        def bad(message: str, canon: str, row: int = row) -> InputError:
+            return InputError(message, row=row, field=columns[canon], source=source)
+
+        if SAMPLE_ID in columns:
+            sample_id = _sample_id(values[SAMPLE_ID][i], bad)
+        else:
+            sample_id = f"row-{row}"
+        if sample_id in first_row_of:
+            raise bad(f"duplicate sample id {sample_id!r} (first at row {first_row_of[sample_id]})", SAMPLE_ID)
+        first_row_of[sample_id] = row
+        texts = {name: _text(values[name][i], name, bad) for name in (QUESTION, ANSWER)}
+        contexts = _contexts(values[CONTEXTS][i], bad)
+        ground_truth = _text(values[GROUND_TRUTH][i], GROUND_TRUTH, bad)
+        samples.append(EvalSample(sample_id, texts[QUESTION], texts[ANSWER], contexts, ground_truth))
+        for metric in metrics:
+            score = _score(values[metric][i], metric, bad)
+            results[metric].append(SampleResult(sample_id, OK, score) if score is not None
+                                   else SampleResult(sample_id, FAILED, reason=NO_SCORE))
+    return samples, results
+
+
+def _resolve_columns(df: pd.DataFrame, source: str) -> dict[str, str]:
+    """Canonical name -> the frame's column that gives it; errors for missing or doubled ones."""
+    names = [str(c).strip() for c in df.columns]
+    doubled = sorted({c for c in names if names.count(c) > 1})
+    if doubled:
+        raise InputError(f"column {doubled[0]!r} appears more than once", field=doubled[0], source=source)
+    by_name = {str(c).strip(): c for c in df.columns}
+    out: dict[str, str] = {}
+    for canon, aliases in {**FIELD_COLUMNS, **METRIC_COLUMNS}.items():
+        present = [a for a in aliases if a in by_name]
+        if len(present) > 1:
+            raise InputError(f"columns {' and '.join(map(repr, present))} both give {canon}; keep one",
+                             field=present[1], source=source)
+        if present:
+            out[canon] = by_name[present[0]]
+        elif canon in FIELD_COLUMNS and canon != SAMPLE_ID:
+            raise InputError(f"missing column; give one of: {', '.join(aliases)}", field=canon, source=source)
+    return out
+
+
+def _is_missing(value: object) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(float(value))
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, _BareConstant):
+        return f"bare {value.token} (not JSON)"
+    if isinstance(value, str):
+        return "a string"
+    return {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains an unpaired surrogate {text[exc.start]!r}, which is not valid Unicode text"
+    return None
+
+
+def _text(value: object, canon: str, bad: _Fail) -> str:
+    if _is_missing(value):
+        raise bad("missing value: every sample needs this text", canon)
+    if not isinstance(value, str):
+        raise bad(f"must be text, got {_describe(value)}", canon)
+    problem = _text_problem(value)
+    if problem:
+        raise bad(problem, canon)
+    return str(value)
+
+
+def _sample_id(value: object, bad: _Fail) -> str:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    text = _text(value, SAMPLE_ID, bad)
+    if not text.strip():
+        raise bad("sample id is empty", SAMPLE_ID)
+    return text
+
+
+def _contexts(value: object, bad: _Fail) -> tuple[str, ...]:
+    if _is_missing(value):
+        raise bad("missing value: every sample needs its list of passages ([] for none)", CONTEXTS)
+    if isinstance(value, str):
+        if not value.lstrip().startswith("["):
+            raise bad("contexts must be a list of passages, got a string (write a JSON array: [\"p1\", \"p2\"])",
+                      CONTEXTS)
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise bad(f"contexts is not a valid JSON array: {exc.msg} (column {exc.colno})", CONTEXTS) from None
+    elif hasattr(value, "tolist") and not isinstance(value, list | tuple):
+        value = value.tolist()  # a numpy array, as pandas gives list columns
+    if not isinstance(value, list | tuple):
+        raise bad(f"contexts must be a list of passages, got {_describe(value)}", CONTEXTS)
+    passages = []
+    for k, passage in enumerate(value, start=1):
+        if not isinstance(passage, str):
+            raise bad(f"passage {k} must be text, got {_describe(passage) if passage is not None else 'null'}",
+                      CONTEXTS)
+        problem = _text_problem(passage)
+        if problem:
+            raise bad(f"passage {k} {problem}", CONTEXTS)
+        passages.append(str(passage))
+    return tuple(passages)
+
+
+def _score(value: object, metric: str, bad: _Fail) -> float | None:
+    """A score in [0, 1], or None when the source left it empty (not scored)."""
+    if _is_missing(value):
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            raise bad(f"score must be a number in [0, 1], got the text {value!r}", metric) from None
+        if not math.isfinite(number):
+            raise bad(f"score must be a number in [0, 1], got the text {value!r} "
+                      f"(leave the cell empty or null for not scored)", metric)
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        raise bad(f"score must be a number in [0, 1], got {_describe(value)}", metric)
+    if not (0.0 <= number <= 1.0):  # also refuses infinity
+        raise bad(f"score must be a number in [0, 1], got {value!r}", metric)
+    return number
+
+
+# -- building and recording -------------------------------------------------------------
+def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: datetime | None = None,
+                   pipeline: Mapping[str, object] | None = None, judge_model: str | None = None,
+                   templates: Mapping[str, str] | None = None, binding: str | None = None,
+                   suite: str = MAIN) -> RunRecord:
+    """Validate a frame and build the run record it describes (nothing is written).
+
+    Args:
+        df: one row per sample (see the module docstring).
+        source: the file name or frame description errors carry.
+        run_id: the run's id; recording it again replaces the earlier copy.
+        started_at: when the run happened (default: now).
+        pipeline: the pipeline config, JSON-serialisable (default: empty).
+        judge_model: the judge model that scored the file, or None (unattributed).
+        templates: metric name (or its Ragas alias) -> the judge template text
+            that produced its scores; metrics without one are unattributed.
+            Templates for metrics the file does not score are ignored.
+        binding: how the templates were bound ("projected" or "replay"), or None.
+        suite: the suite the samples belong to.
+
+    Raises:
+        InputError: a bad argument (row None) or the first bad cell.
+    """
+    by_alias = {alias: canon for canon, aliases in METRIC_COLUMNS.items() for alias in aliases}
+    chosen: dict[str, str] = {}
+    for name, text in (templates or {}).items():
+        canon = by_alias.get(name)
+        if canon is None:
+            raise InputError(f"template for unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}",
+                             field="templates", source=source)
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"template for {name!r} must be non-empty text", field="templates", source=source)
+        chosen[canon] = text
+    samples, results = records_from_frame(df, source=source)
+    return RunRecord(
+        run_id=run_id,
+        started_at=started_at if started_at is not None else datetime.now().replace(microsecond=0),
+        pipeline=dict(pipeline or {}),
+        samples={suite: samples},
+        metrics=[MetricRecord(metric=m, results=rs, judge_model=judge_model, template=chosen.get(m),
+                              binding=binding, suite=suite)
+                 for m, rs in results.items()],
+    )
+
+
+def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,
+                pipeline: dict | None = None, judge_model: str | None = None,
+                templates: dict[str, str] | None = None, binding: str | None = None,
+                suite: str = MAIN) -> RunRecord:
+    """Read, validate and record one file as one run, all or nothing.
+
+    Arguments after `path` are as in `run_from_frame`. The whole file is
+    validated before the store is touched, and the run is written in one
+    transaction that replaces any earlier copy of `run_id`: ingesting the same
+    file twice leaves one copy.
+
+    Returns:
+        The recorded run.
+
+    Raises:
+        InputError: the file is unreadable, or a row, field or argument is bad;
+            the store is then unchanged.
+    """
+    source = str(path)
+    run = run_from_frame(read_table(path), source=source, run_id=run_id, started_at=started_at,
+                         pipeline=pipeline, judge_model=judge_model, templates=templates, binding=binding,
+                         suite=suite)
+    store.record_run(run)
+    return run
+
+
+__all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "ingest_file", "read_table", "records_from_frame",
+           "run_from_frame"]

@@ -1,0 +1,59 @@
+"""Shared fixtures: a clean environment, the demo database built once, fresh files, a loopback judge server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lib.demo import build_demo
+from lib.judges import JudgeRequest, Message, OfflineJudge
+from tests.support.openai_server import OpenAIServer
+
+ENV_PREFIXES = ("OPENAI_", "EVALDRIFT_")
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test can reach a real service or the developer's database through the environment."""
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The full demo database, built once per session. Read-only: open with Store, close after."""
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    build_demo(path)
+    return path
+
+
+@pytest.fixture
+def fresh_db(tmp_path: Path) -> Path:
+    """A path for a new DuckDB file (not yet created)."""
+    return tmp_path / "evaldrift.duckdb"
+
+
+def offline_responder(body: dict) -> str:
+    """Answer a chat.completions body the way the offline judge answers the same messages."""
+    judge = OfflineJudge()
+    request = JudgeRequest(
+        model=judge.model,
+        messages=tuple(Message(m["role"], m["content"]) for m in body["messages"]),
+        temperature=float(body.get("temperature") or 0.0),
+        seed=body.get("seed"),
+    )
+    return judge.complete(request).text
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A loopback OpenAI-compatible server whose model is the offline judge."""
+    server = OpenAIServer(offline_responder).start()
+    try:
+        yield server
+    finally:
+        server.stop()

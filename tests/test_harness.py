@@ -1,0 +1,283 @@
+"""The harness: verdict parsing, excluded and failed samples, aggregation, and wiring on the demo set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from lib.demo import LEAKY_FAITHFULNESS, demo_samples
+from lib.errors import JudgeError
+from lib.harness import (
+    EXCLUDED,
+    FAILED,
+    OK,
+    Instrument,
+    SampleResult,
+    Verdict,
+    aggregate,
+    parse_verdicts,
+    score_sample,
+    score_samples,
+)
+from lib.judges import JudgeReply, JudgeRequest, MemoryCache, OfflineJudge, Usage
+from lib.metrics import METRICS
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.samples import EvalSample, blank
+
+LABELS = ("supported", "unsupported")
+ITEMS = ["Backups are kept for 30 days.", "Exports run nightly."]
+
+SAMPLE = EvalSample(
+    sample_id="s-1",
+    question="How long are backups kept?",
+    answer="Backups are kept for 30 days. Exports run nightly.",
+    contexts=("Backups are kept for 30 days.",),
+    ground_truth="Backups are kept for 30 days.",
+)
+FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+
+
+def reply_json(*verdicts: str) -> str:
+    return json.dumps({"verdicts": [{"item": i, "verdict": v, "evidence": ""}
+                                    for i, v in enumerate(verdicts, start=1)]})
+
+
+class ScriptedJudge:
+    """A judge whose replies come from a function of the call number; counts its calls."""
+
+    concurrency = 1
+
+    def __init__(self, answer: Callable[[int], str], *, cacheable: bool = True) -> None:
+        self.model = "scripted"
+        self.cacheable = cacheable
+        self.calls = 0
+        self._answer = answer
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        self.calls += 1
+        return JudgeReply(self._answer(self.calls), Usage(10, 2))
+
+
+# -- parse_verdicts ----------------------------------------------------------------
+
+def test_parse_verdicts_reads_one_verdict_per_item_in_order() -> None:
+    text = json.dumps({"verdicts": [{"item": 1, "verdict": "supported", "evidence": "Backups are kept."},
+                                    {"item": 2, "verdict": "Unsupported "}]})
+    assert parse_verdicts(text, ITEMS, LABELS) == (
+        Verdict(ITEMS[0], True, "supported", "Backups are kept."),
+        Verdict(ITEMS[1], False, "unsupported", ""),
+    )
+
+
+def test_parse_verdicts_accepts_a_json_code_fence() -> None:
+    fenced = "```json\n" + reply_json("supported", "supported") + "\n```"
+    assert [v.label for v in parse_verdicts(fenced, ITEMS, LABELS)] == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (reply_json("supported"), "1 verdicts for 2 items"),
+        (reply_json("supported", "supported", "supported"), "3 verdicts for 2 items"),
+        (reply_json("supported", "maybe"), "verdict 2 is 'maybe'"),
+        ("Sure! Both claims are supported.", "not JSON"),
+        ('{"verdicts": [{"item": 1, "verdict": "supported"}', "not JSON"),
+        ('{"labels": ["supported", "supported"]}', "bad shape"),
+    ],
+)
+def test_parse_verdicts_says_why_a_reply_cannot_be_read(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_verdicts(text, ITEMS, LABELS)
+
+
+# -- one sample: ok, excluded, failed -------------------------------------------------
+
+def test_a_sample_scores_supported_over_claims() -> None:
+    # the passage states the first of two claims: 1/2
+    result = score_sample(SAMPLE, FAITHFULNESS, OfflineJudge())
+    assert result.status == OK
+    assert result.score == pytest.approx(1 / 2)
+    assert [(v.item, v.label) for v in result.verdicts] == [(ITEMS[0], True), (ITEMS[1], False)]
+    assert result.verdicts[0].evidence == "Backups are kept for 30 days."
+    assert result.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("metric", "emptied", "reason"),
+    [
+        ("faithfulness", "answer", "no claims to judge: answer is empty"),
+        ("answer_relevance", "answer", "no claims to judge: answer is empty"),
+        ("answer_correctness", "answer", "no claims to judge: answer is empty"),
+        ("context_precision", "contexts", "no passages to judge: contexts is empty"),
+        ("context_recall", "ground_truth", "no statements to judge: ground_truth is empty"),
+    ],
+)
+def test_a_sample_with_nothing_to_judge_is_excluded_with_a_reason_not_scored(
+        metric: str, emptied: str, reason: str) -> None:
+    judge = ScriptedJudge(lambda n: reply_json("supported"))
+    result = score_sample(blank(SAMPLE, [emptied]), Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED), judge)
+    assert result.status == EXCLUDED
+    assert result.score is None
+    assert result.reason == reason
+    assert judge.calls == 0
+
+
+def test_whitespace_only_passages_count_as_no_passages() -> None:
+    sample = EvalSample("s-2", "How long are backups kept?", "Backups are kept.", ("  ", "\n"), "Kept.")
+    inst = Instrument("context_precision", DEFAULT_TEMPLATES["context_precision"], PROJECTED)
+    assert score_sample(sample, inst, OfflineJudge()).status == EXCLUDED
+
+
+def test_a_judge_that_always_returns_malformed_json_fails_the_sample_with_its_reason() -> None:
+    judge = ScriptedJudge(lambda n: "Sure! Both claims are supported.")
+    result = score_sample(SAMPLE, FAITHFULNESS, judge, parse_attempts=3)
+    assert result.status == FAILED
+    assert result.score is None
+    assert result.verdicts == ()
+    assert "not JSON" in result.reason and "after 3 attempts" in result.reason
+    assert result.raw == "Sure! Both claims are supported."
+    assert judge.calls == result.calls == 3
+    assert result.usage == Usage(30, 6)
+
+
+def test_a_malformed_reply_is_retried_and_a_readable_one_scores() -> None:
+    judge = ScriptedJudge(lambda n: "not json" if n == 1 else reply_json("supported", "unsupported"))
+    result = score_sample(SAMPLE, FAITHFULNESS, judge, parse_attempts=3)
+    assert (result.status, result.score, result.calls) == (OK, 0.5, 2)
+
+
+def test_a_judge_call_that_fails_for_good_fails_the_sample() -> None:
+    class Refusing(ScriptedJudge):
+        def complete(self, request: JudgeRequest) -> JudgeReply:
+            raise JudgeError("rate limited (429), after 4 attempts", retryable=True)
+
+    result = score_sample(SAMPLE, FAITHFULNESS, Refusing(lambda n: ""))
+    assert result.status == FAILED
+    assert result.score is None
+    assert result.reason == "judge call failed: rate limited (429), after 4 attempts"
+
+
+def test_a_cache_answers_an_identical_request_and_never_keeps_an_unreadable_reply() -> None:
+    cache = MemoryCache()
+    bad = ScriptedJudge(lambda n: "not json")
+    assert score_sample(SAMPLE, FAITHFULNESS, bad, cache=cache, parse_attempts=2).status == FAILED
+    assert len(cache) == 0
+    good = ScriptedJudge(lambda n: reply_json("supported", "unsupported"))
+    first = score_sample(SAMPLE, FAITHFULNESS, good, cache=cache)
+    second = score_sample(SAMPLE, FAITHFULNESS, good, cache=cache)
+    assert good.calls == 1
+    assert (first.cached, second.cached, second.calls, second.usage) == (False, True, 0, Usage())
+    assert second.verdicts == first.verdicts
+    # another seed is another request
+    score_sample(SAMPLE, FAITHFULNESS, good, cache=cache, seed=1)
+    assert good.calls == 2
+
+
+def test_a_judge_not_worth_caching_is_always_called() -> None:
+    cache = MemoryCache()
+    judge = ScriptedJudge(lambda n: reply_json("supported", "unsupported"), cacheable=False)
+    score_sample(SAMPLE, FAITHFULNESS, judge, cache=cache)
+    score_sample(SAMPLE, FAITHFULNESS, judge, cache=cache)
+    assert (judge.calls, len(cache)) == (2, 0)
+
+
+# -- aggregate ------------------------------------------------------------------------
+
+def test_aggregate_averages_scored_samples_and_counts_the_others() -> None:
+    results = [
+        SampleResult("a", OK, 1.0, usage=Usage(5, 1)),
+        SampleResult("b", OK, 0.5, usage=Usage(7, 1)),
+        SampleResult("c", FAILED, reason="judge reply is not JSON", usage=Usage(9, 3)),
+        SampleResult("d", EXCLUDED, reason="no claims to judge: answer is empty"),
+    ]
+    agg = aggregate(results)
+    assert agg.score == pytest.approx((1.0 + 0.5) / 2)
+    assert (agg.n, agg.n_failed, agg.n_excluded) == (2, 1, 1)
+    assert agg.usage == Usage(21, 5)
+
+
+def test_aggregate_of_nothing_scored_has_no_score() -> None:
+    agg = aggregate([SampleResult("a", EXCLUDED, reason="empty"), SampleResult("b", FAILED, reason="x")])
+    assert agg.score is None
+    assert (agg.n, agg.n_failed, agg.n_excluded) == (0, 1, 1)
+
+
+def test_score_samples_keeps_sample_order_and_reports_progress_per_sample() -> None:
+    samples = [EvalSample(f"s-{i}", "q", f"Claim number {i}." if i % 3 else "", ("Claim number 1.",), "r")
+               for i in range(12)]
+    seen: list[str] = []
+    results = score_samples(samples, FAITHFULNESS, OfflineJudge(), concurrency=4, progress=lambda r: seen.append(
+        r.sample_id))
+    assert [r.sample_id for r in results] == [s.sample_id for s in samples]
+    assert sorted(seen) == sorted(s.sample_id for s in samples)
+    assert [r.status for r in results[:4]] == [EXCLUDED, OK, OK, EXCLUDED]
+    assert results[1].score == 1.0 and results[2].score == 0.0
+
+
+# -- wiring on the demo set ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_set() -> list[EvalSample]:
+    main, _ = demo_samples()
+    return [d.sample for d in main]
+
+
+def _scores(samples: list[EvalSample], inst: Instrument) -> list[float | None]:
+    return [r.score for r in score_samples(samples, inst, OfflineJudge(noise=0.0))]
+
+
+def _mean(results: list[SampleResult]) -> float:
+    agg = aggregate(results)
+    assert agg.score is not None
+    return agg.score
+
+
+NEVER = [(m, f) for m, spec in sorted(METRICS.items()) for f in sorted(spec.never)]
+
+
+@pytest.mark.parametrize(("metric", "field"), NEVER)
+def test_projected_metric_is_invariant_to_blanking_a_field_it_must_never_receive(
+        demo_set: list[EvalSample], metric: str, field: str) -> None:
+    samples = demo_set[:60]
+    inst = Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED)
+    before = score_samples(samples, inst, OfflineJudge(noise=0.0))
+    after = score_samples([blank(s, [field]) for s in samples], inst, OfflineJudge(noise=0.0))
+    assert [(r.status, r.score, r.verdicts) for r in after] == [(r.status, r.score, r.verdicts) for r in before]
+
+
+@pytest.mark.parametrize("metric", sorted(METRICS))
+def test_projected_metric_moves_when_the_artifact_it_judges_against_is_blanked(
+        demo_set: list[EvalSample], metric: str) -> None:
+    # the control that keeps the invariance test honest: the judge does read what the metric receives
+    samples = demo_set[:60]
+    inst = Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED)
+    against = METRICS[metric].against
+    before = _mean(score_samples(samples, inst, OfflineJudge()))
+    after = _mean(score_samples([blank(s, [against]) for s in samples], inst, OfflineJudge()))
+    assert before - after > 0.5
+
+
+def test_leaky_faithfulness_drops_when_ground_truth_is_blanked(demo_set: list[EvalSample]) -> None:
+    samples = demo_set[:150]
+    leaky = Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+    judge = OfflineJudge(noise=0.0)
+    with_reference = _mean(score_samples(samples, leaky, judge))
+    without_reference = _mean(score_samples([blank(s, ["ground_truth"]) for s in samples], leaky, judge))
+    assert with_reference - without_reference > 0.1
+
+
+def test_faithfulness_without_contexts_falls_to_zero_when_wired_right_and_stays_high_when_leaky(
+        demo_set: list[EvalSample]) -> None:
+    samples = demo_set[:150]
+    no_contexts = [blank(s, ["contexts"]) for s in samples]
+    judge = OfflineJudge(noise=0.0)
+    correct = _mean(score_samples(no_contexts, FAITHFULNESS, judge))
+    leaky = _mean(score_samples(no_contexts, Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY), judge))
+    correctness = _mean(score_samples(
+        samples, Instrument("answer_correctness", DEFAULT_TEMPLATES["answer_correctness"], PROJECTED), judge))
+    assert correct < 0.05
+    # with nothing to check against but the reference, the leaky judge measures answer correctness
+    assert abs(leaky - correctness) < 0.1
+    assert leaky > 0.5
