@@ -190,7 +190,6 @@ class RunPlan:
             "retriever": {"embedding_model": "e5-small-v2-int8" if self.regressed else "e5-base-v2",
                           "top_k": 3, "index": "docs-2026-08"},
             "generator": {"model": "gen-model-a", "prompt": "rag-answer-v7", "temperature": 0.2},
-            "eval_harness": "uniform-v2" if 30 <= self.index else "per-metric-v1",
         }
 
 

@@ -284,6 +284,14 @@ class Store:
         rows = self._rows("SELECT template FROM prompts WHERE prompt_hash = ?", [prompt_hash])
         return rows[0][0] if rows else None
 
+    def prompt_usage(self) -> dict[str, dict[str, object]]:
+        """Per prompt hash: how many runs used it, the latest run, the bindings it was used with."""
+        rows = self._rows("""SELECT m.prompt_hash, count(DISTINCT m.run_id), arg_max(m.run_id, r.started_at),
+                                    string_agg(DISTINCT m.binding, ', ')
+                             FROM run_metrics m JOIN runs r USING (run_id)
+                             WHERE m.prompt_hash IS NOT NULL GROUP BY m.prompt_hash""")
+        return {r[0]: {"runs": r[1], "last_run": r[2], "bindings": r[3] or ""} for r in rows}
+
     # -- reads: samples and verdicts ------------------------------------------------
     def samples(self, run_id: str, suite: str = MAIN) -> list[EvalSample]:
         """A run's samples, in sample-id order."""

@@ -1,0 +1,439 @@
+"""Diagnosis: what changed at a run, which jumps exceed noise, where evidence came from.
+
+Pure reductions over frames the store returns, plus the instrument/outputs
+split, which re-judges. No Streamlit here: every page and CLI command calls
+these functions, and so do the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from lib.harness import Instrument, aggregate, score_samples
+from lib.judges.base import Judge
+from lib.metrics import METRIC_NAMES, get_metric
+from lib.prompts import fields_read, lint, template_diff
+from lib.records import CANARY, MAIN
+from lib.stats import robust_step_sd, step_flags
+from lib.store import Store
+
+JUMP_K = 4.0
+
+
+def flatten(d: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """Nested config -> {'retriever.top_k': 3, ...}."""
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diff(before: Mapping[str, object], after: Mapping[str, object]) -> dict[str, tuple[object, object]]:
+    """Changed keys of two (nested) configs: key -> (before, after); absent is None."""
+    a, b = flatten(before), flatten(after)
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+# -- what changed between two runs -------------------------------------------------------
+@dataclass(frozen=True)
+class TemplateChange:
+    metric: str
+    before_hash: str | None
+    after_hash: str | None
+    diff: str
+    fields_before: tuple[str, ...]
+    fields_after: tuple[str, ...]
+    newly_forbidden: tuple[str, ...]   # must-never-receive fields the new template reads and the old did not
+
+    @property
+    def description(self) -> str:
+        text = (f"{self.metric} prompt {self.before_hash} -> {self.after_hash} (reads "
+                f"{', '.join(self.fields_before) or '?'} -> {', '.join(self.fields_after) or '?'})")
+        if self.newly_forbidden:
+            text += f"; now reads {', '.join(self.newly_forbidden)}, which {self.metric} must never receive"
+        return text
+
+
+@dataclass(frozen=True)
+class RunChanges:
+    run_id: str
+    prev_run_id: str | None
+    judge_models: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    templates: list[TemplateChange] = field(default_factory=list)
+    bindings: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    pipeline: dict[str, tuple[object, object]] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.judge_models or self.templates or self.bindings or self.pipeline)
+
+
+def _fields_of(template: str | None, metric: str) -> tuple[str, ...]:
+    if template is None:
+        return ()
+    from lib.samples import FIELDS
+
+    read = fields_read(template, metric)
+    return tuple(f for f in FIELDS if f in read)
+
+
+def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, suite: str = MAIN) -> RunChanges:
+    """Everything recorded that differs between a run and the one before it (or `prev_run_id`)."""
+    prev = prev_run_id if prev_run_id is not None else store.previous_run(run_id)
+    if prev is None:
+        return RunChanges(run_id, None)
+    a, b = store.run_metrics(prev, suite).set_index("metric"), store.run_metrics(run_id, suite).set_index("metric")
+    judges, bindings, templates = {}, {}, []
+    for m in METRIC_NAMES:
+        if m not in a.index or m not in b.index:
+            continue
+        ra, rb = a.loc[m], b.loc[m]
+        if ra["judge_model"] != rb["judge_model"]:
+            judges[m] = (ra["judge_model"], rb["judge_model"])
+        if ra["binding"] != rb["binding"]:
+            bindings[m] = (ra["binding"], rb["binding"])
+        if ra["prompt_hash"] != rb["prompt_hash"]:
+            ta = store.prompt(ra["prompt_hash"]) if ra["prompt_hash"] else None
+            tb = store.prompt(rb["prompt_hash"]) if rb["prompt_hash"] else None
+            fa, fb = _fields_of(ta, m), _fields_of(tb, m)
+            never = get_metric(m).never
+            templates.append(TemplateChange(
+                m, ra["prompt_hash"], rb["prompt_hash"],
+                template_diff(ta or "", tb or "", old_name=str(ra["prompt_hash"]), new_name=str(rb["prompt_hash"])),
+                fa, fb, tuple(f for f in fb if f in never and f not in fa)))
+    pipe = config_diff(store.run(prev)["pipeline"], store.run(run_id)["pipeline"])  # type: ignore[arg-type]
+    return RunChanges(run_id, prev, judges, templates, bindings, pipe)
+
+
+def change_events(history: pd.DataFrame) -> pd.DataFrame:
+    """Markers for a trend chart: one row per recorded change between consecutive runs.
+
+    Columns: run_id, started_at, kind ('judge model' | 'prompt' | 'binding' | 'pipeline'),
+    metric (None for pipeline), text.
+    """
+    rows: list[dict[str, object]] = []
+    if history.empty:
+        return pd.DataFrame(columns=["run_id", "started_at", "kind", "metric", "text"])
+    runs = history.drop_duplicates("run_id")[["run_id", "started_at", "pipeline"]].reset_index(drop=True)
+    by_metric = {m: g.set_index("run_id") for m, g in history.groupby("metric")}
+    prev_pipe: dict[str, object] | None = None
+    prev_run: str | None = None
+    for r in runs.itertuples(index=False):
+        pipe = json.loads(r.pipeline) if isinstance(r.pipeline, str) else dict(r.pipeline)
+        if prev_pipe is not None:
+            diff = config_diff(prev_pipe, pipe)
+            if diff:
+                text = "; ".join(f"{k}: {v[0]} -> {v[1]}" for k, v in diff.items())
+                rows.append({"run_id": r.run_id, "started_at": r.started_at, "kind": "pipeline", "metric": None,
+                             "text": text})
+            for m, g in by_metric.items():
+                if r.run_id not in g.index or prev_run not in g.index:
+                    continue
+                cur, old = g.loc[r.run_id], g.loc[prev_run]
+                for col, kind in (("judge_model", "judge model"), ("prompt_hash", "prompt"), ("binding", "binding")):
+                    if cur[col] != old[col]:
+                        rows.append({"run_id": r.run_id, "started_at": r.started_at, "kind": kind, "metric": m,
+                                     "text": f"{m} {kind}: {old[col]} -> {cur[col]}"})
+        prev_pipe, prev_run = pipe, r.run_id
+    return pd.DataFrame(rows, columns=["run_id", "started_at", "kind", "metric", "text"])
+
+
+# -- jumps and their suspects ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Suspect:
+    """A recorded change that could explain a jump, and how to test it."""
+
+    kind: str
+    description: str
+    test: str
+    blank: str | None = None   # the field an ablation should blank, when that is the test
+
+
+@dataclass(frozen=True)
+class Jump:
+    metric: str
+    run_id: str
+    prev_run_id: str
+    started_at: datetime
+    before: float
+    after: float
+    delta: float
+    threshold: float
+    noise_sd: float
+    suspects: tuple[Suspect, ...]
+
+    @property
+    def ratio(self) -> float:
+        return abs(self.delta) / self.threshold if self.threshold else math.inf
+
+    @property
+    def sentence(self) -> str:
+        top = self.suspects[0].description if self.suspects else "no recorded change"
+        return (f"{self.metric} {self.before:.3f} -> {self.after:.3f} ({self.delta:+.3f}) at {self.run_id}, "
+                f"{self.ratio:.1f}x the jump threshold ±{self.threshold:.3f}; first suspect: {top}.")
+
+
+def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
+    """Rank the recorded changes at a run as suspects for a move in `metric`."""
+    out: list[Suspect] = []
+    for t in changes.templates:
+        if t.metric != metric:
+            continue
+        if t.newly_forbidden:
+            f = t.newly_forbidden[0]
+            out.append(Suspect("prompt", t.description, f"ablate {metric} with {f} blanked", f))
+        else:
+            out.append(Suspect("prompt", t.description, f"split {metric}'s jump into instrument and outputs"))
+    if metric in changes.bindings:
+        b = changes.bindings[metric]
+        forbidden = sorted(get_metric(metric).never)
+        out.append(Suspect("binding", f"{metric} binding {b[0]} -> {b[1]}",
+                           f"ablate {metric} with {forbidden[0]} blanked", forbidden[0]))
+    if metric in changes.judge_models:
+        j = changes.judge_models[metric]
+        out.append(Suspect("judge model", f"judge model {j[0]} -> {j[1]}",
+                           f"split {metric}'s jump into instrument and outputs"))
+    for k, (a, b) in changes.pipeline.items():
+        out.append(Suspect("pipeline", f"pipeline {k}: {a} -> {b}",
+                           f"split {metric}'s jump; an invariant ablation clears the wiring"))
+    if not out:
+        out.append(Suspect("none", "no recorded change at this run",
+                           "re-judge both runs (an unrecorded change, or judge noise)"))
+    return tuple(out)
+
+
+def trend_noise(history: pd.DataFrame) -> dict[str, float]:
+    """Per metric: the robust noise sd of one run's score (see stats.robust_step_sd)."""
+    return {m: robust_step_sd(g["score"].tolist()) for m, g in history.groupby("metric")}
+
+
+def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = None, k: float = JUMP_K,
+               history: pd.DataFrame | None = None) -> list[Jump]:
+    """Consecutive-run changes beyond k noise sds of a difference, each with its suspects.
+
+    Method: stats.step_flags on each metric's series. The noise sd comes from
+    the median absolute deviation of consecutive differences, which a handful
+    of genuine level shifts cannot inflate; that matters because the runs we
+    most need to flag are exactly the ones that would widen a plain sd.
+    """
+    h = history if history is not None else store.metric_history(suite=suite, metrics=metrics)
+    jumps: list[Jump] = []
+    changes_cache: dict[str, RunChanges] = {}
+    for m, g in h.groupby("metric", sort=False):
+        g = g.dropna(subset=["score"]).reset_index(drop=True)
+        scores = g["score"].tolist()
+        flags, threshold = step_flags(scores, k=k)
+        sd = robust_step_sd(scores)
+        for i, flagged in enumerate(flags):
+            if not flagged:
+                continue
+            rid, prev = g.loc[i, "run_id"], g.loc[i - 1, "run_id"]
+            if rid not in changes_cache:
+                changes_cache[rid] = run_changes(store, rid, prev, suite=suite)
+            jumps.append(Jump(m, rid, prev, g.loc[i, "started_at"], scores[i - 1], scores[i],
+                              scores[i] - scores[i - 1], threshold, sd, suspects_for(changes_cache[rid], m)))
+    return sorted(jumps, key=lambda j: (j.started_at, j.metric))
+
+
+# -- instrument versus outputs ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Split:
+    """A jump between runs A and B split into what the instrument and the outputs changed."""
+
+    metric: str
+    run_a: str
+    run_b: str
+    a_with_a: float
+    b_with_b: float
+    b_with_a: float
+    a_with_b: float
+    instrument: float
+    outputs: float
+    stored_delta: float | None
+    n: int
+
+    @property
+    def total(self) -> float:
+        return self.b_with_b - self.a_with_a
+
+    @property
+    def sentence(self) -> str:
+        share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs)) if (
+            self.instrument or self.outputs) else 0.0
+        side = "the measurement (instrument)" if share >= 0.5 else "the system's outputs"
+        return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged, of which the instrument "
+                f"accounts for {self.instrument:+.3f} and the outputs for {self.outputs:+.3f}: mostly {side} "
+                f"({share:.0%} instrument), n={self.n}.")
+
+
+def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Callable[[str | None], Judge], *,
+               suite: str = MAIN, seed: int = 0) -> Split:
+    """Score B's outputs with A's instrument and A's with B's (a 2x2), and split the jump.
+
+    instrument = mean over outputs of (B's instrument - A's instrument);
+    outputs    = mean over instruments of (B's outputs - A's outputs).
+    The two add up to the re-judged jump exactly. `judge_for(model)` returns
+    the judge to use for an instrument that recorded `model`.
+    """
+    insts, judges = {}, {}
+    for rid in (run_a, run_b):
+        rec = store.instrument(rid, metric, suite)
+        insts[rid] = Instrument(metric, rec["template"] or "", rec["binding"] or "projected")
+        judges[rid] = judge_for(rec["judge_model"])  # type: ignore[arg-type]
+    outs = {rid: store.samples(rid, suite) for rid in (run_a, run_b)}
+    cell = {}
+    for o in (run_a, run_b):
+        for i in (run_a, run_b):
+            cell[(o, i)] = aggregate(score_samples(outs[o], insts[i], judges[i], seed=seed)).score or 0.0
+    aa, bb, ba, ab = cell[(run_a, run_a)], cell[(run_b, run_b)], cell[(run_b, run_a)], cell[(run_a, run_b)]
+    instrument = ((ab - aa) + (bb - ba)) / 2
+    outputs = ((ba - aa) + (bb - ab)) / 2
+    ra, rb = store.instrument(run_a, metric, suite), store.instrument(run_b, metric, suite)
+    stored = (rb["score"] - ra["score"]) if ra["score"] is not None and rb["score"] is not None else None
+    return Split(metric, run_a, run_b, aa, bb, ba, ab, instrument, outputs, stored,  # type: ignore[arg-type]
+                 min(len(outs[run_a]), len(outs[run_b])))
+
+
+# -- evidence provenance --------------------------------------------------------------------
+LOCATIONS = ("contexts", "ground_truth", "question", "answer", "nowhere")
+_WORDS = re.compile(r"[a-z0-9][a-z0-9:.\-]*")
+
+
+def _fuzzy_in(evidence: str, text: str, threshold: float = 0.8) -> bool:
+    ev = set(_WORDS.findall(evidence.lower()))
+    if not ev:
+        return False
+    from lib.metrics import split_sentences
+
+    for sent in split_sentences(text):
+        if len(ev & set(_WORDS.findall(sent.lower()))) / len(ev) >= threshold:
+            return True
+    return False
+
+
+def provenance(store: Store, run_id: str | None, metric: str = "faithfulness", *, suite: str = MAIN,
+               fuzzy: bool = True) -> pd.DataFrame:
+    """Where each positive verdict's evidence string occurs.
+
+    Returns a frame: run_id, sample_id, item, evidence, location, match
+    ('exact' | 'fuzzy' | ''). The metric's own right-hand artifact is checked
+    first (contexts for faithfulness): evidence there is legitimate. Evidence
+    found only in another artifact was read from something the metric should
+    not have relied on; 'nowhere' means the judge cited text it was not shown.
+    """
+    raw = store.supported_evidence(metric, suite, run_id)
+    spec = get_metric(metric)
+    order = [spec.against] + [f for f in ("contexts", "ground_truth", "question") if f != spec.against]
+    col = {"contexts": "in_contexts", "ground_truth": "in_ground_truth", "question": "in_question"}
+    locations, matches = [], []
+    for r in raw.itertuples(index=False):
+        loc, how = "nowhere", ""
+        for f in order:
+            if getattr(r, col[f]):
+                loc, how = f, "exact"
+                break
+        if loc == "nowhere" and fuzzy and r.evidence:
+            texts = {"contexts": " ".join(r.contexts), "ground_truth": r.ground_truth, "question": r.question}
+            for f in order:
+                if _fuzzy_in(r.evidence, texts[f]):
+                    loc, how = f, "fuzzy"
+                    break
+        locations.append(loc)
+        matches.append(how)
+    out = raw[["run_id", "sample_id", "item", "evidence"]].copy()
+    out["location"] = locations
+    out["match"] = matches
+    return out
+
+
+def provenance_summary(frame: pd.DataFrame, metric: str = "faithfulness") -> pd.DataFrame:
+    """Per run: positive verdicts, counts by location, and the share evidenced outside the metric's own artifact."""
+    against = get_metric(metric).against
+    if frame.empty:
+        return pd.DataFrame(columns=["run_id", "supported", *LOCATIONS, "outside_share"])
+    counts = frame.pivot_table(index="run_id", columns="location", values="item", aggfunc="count", fill_value=0)
+    for loc in LOCATIONS:
+        if loc not in counts:
+            counts[loc] = 0
+    counts = counts[list(LOCATIONS)]
+    counts.insert(0, "supported", counts.sum(axis=1))
+    counts["outside_share"] = (counts["supported"] - counts[against]) / counts["supported"]
+    return counts.reset_index()
+
+
+# -- canaries --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CanaryStatus:
+    frame: pd.DataFrame          # run_id, started_at, score, alarm
+    baseline: float | None
+    threshold: float | None
+    alarm_runs: tuple[str, ...]
+    latest_alarm: bool
+    sentence: str
+
+
+def canary_status(store: Store, *, metric: str = "faithfulness", baseline_runs: int = 10, k: float = JUMP_K,
+                  min_margin: float = 0.05, history: pd.DataFrame | None = None) -> CanaryStatus:
+    """The canary set's score per run against its baseline, with the alarm.
+
+    The canary answers hold correct facts that only the reference states, so a
+    correctly wired faithfulness reads them low. Baseline: the median of the
+    first `baseline_runs` canary scores. Alarm: a score above baseline + max(k
+    noise sds, min_margin), noise from stats.robust_step_sd of the canary series.
+    """
+    h = history if history is not None else store.metric_history(suite=CANARY, metrics=[metric])
+    h = h[h["metric"] == metric].dropna(subset=["score"])
+    if h.empty:
+        return CanaryStatus(pd.DataFrame(columns=["run_id", "started_at", "score", "alarm"]), None, None, (), False,
+                            "No canary runs recorded.")
+    scores = h["score"].to_numpy()
+    baseline = float(np.median(scores[:baseline_runs]))
+    sd = robust_step_sd(scores.tolist())
+    margin = max(k * (sd if not math.isnan(sd) else 0.0), min_margin)
+    threshold = baseline + margin
+    frame = h[["run_id", "started_at", "score"]].reset_index(drop=True)
+    frame["alarm"] = frame["score"] > threshold
+    alarms = tuple(frame.loc[frame["alarm"], "run_id"])
+    latest = bool(frame["alarm"].iloc[-1])
+    last = float(frame["score"].iloc[-1])
+    if latest:
+        sentence = (f"ALARM: canary {metric} is {last:.2f} at {frame['run_id'].iloc[-1]}, above its baseline "
+                    f"{baseline:.2f} + {margin:.2f}: answers that only the reference supports are being marked "
+                    f"supported. Something has started leaking.")
+    else:
+        sentence = (f"Canary {metric} is {last:.2f}, within its baseline {baseline:.2f} + {margin:.2f}"
+                    + (f"; it alarmed on {len(alarms)} earlier run(s)." if alarms else "."))
+    return CanaryStatus(frame, baseline, threshold, alarms, latest, sentence)
+
+
+# -- template lint over the store --------------------------------------------------------------
+def lint_status(store: Store) -> pd.DataFrame:
+    """Every stored template with the fields it reads and its lint findings, and where it is in use.
+
+    Columns: metric, prompt_hash, reads, findings (text, '' when clean), runs (count), last_run, bindings.
+    """
+    prompts = store.prompts()
+    usage = store.prompt_usage()
+    rows = []
+    for p in prompts.itertuples(index=False):
+        found = lint(p.template, p.metric)
+        u = usage.get(p.prompt_hash, {})
+        rows.append({
+            "metric": p.metric, "prompt_hash": p.prompt_hash,
+            "reads": ", ".join(_fields_of(p.template, p.metric)),
+            "findings": "; ".join(f.message for f in found),
+            "runs": u.get("runs", 0), "last_run": u.get("last_run"), "bindings": u.get("bindings", ""),
+        })
+    return pd.DataFrame(rows, columns=["metric", "prompt_hash", "reads", "findings", "runs", "last_run", "bindings"])
