@@ -205,6 +205,13 @@ class Store:
             for table in ("sample_scores", "run_metrics", "samples", "runs"):
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
+    def data_version(self) -> str:
+        """Changes whenever runs or ablations are written (a cache key for page loaders)."""
+        row = self._rows("""SELECT (SELECT count(*) FROM runs), (SELECT max(recorded_at) FROM runs),
+                                   (SELECT count(*) FROM ablations), (SELECT max(updated_at) FROM ablations),
+                                   (SELECT sum(done) FROM ablations)""")[0]
+        return "|".join(str(x) for x in row)
+
     # -- reads: runs and metrics ----------------------------------------------------
     def runs(self) -> pd.DataFrame:
         """Every run: run_id, started_at, label, pipeline (JSON text), oldest first."""

@@ -1,0 +1,17 @@
+"""evaldrift: did the system change, or did the measurement? The dashboard's entry point."""
+
+import streamlit as st
+
+st.set_page_config(page_title="evaldrift", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", default=True, url_path="overview"),
+    st.Page("pages/trends.py", title="Trends", url_path="trends"),
+    st.Page("pages/run.py", title="Run", url_path="run"),
+    st.Page("pages/compare.py", title="Compare", url_path="compare"),
+    st.Page("pages/ablation.py", title="Ablation", url_path="ablation"),
+    st.Page("pages/canary.py", title="Canary", url_path="canary"),
+    st.Page("pages/review.py", title="Review", url_path="review"),
+]
+
+st.navigation(PAGES).run()

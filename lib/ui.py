@@ -1,0 +1,117 @@
+"""Streamlit glue shared by the pages: the owned store, the job runner, the sidebar, deep links.
+
+Pages stay thin: they call these helpers and lib functions, and render.
+Resources (the store, the runner) are process-wide through st.cache_resource;
+frames are cached with st.cache_data keyed by the store's data version, so a
+run recorded by the nightly job appears on the next refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from lib import inbox, settings
+from lib.ablation import AblationSpec
+from lib.demo import ensure_demo
+from lib.jobs import JobRunner
+from lib.judges import OfflineJudge, OpenAIJudge
+from lib.judges.base import Judge
+from lib.judges.offline import VARIANTS
+from lib.store import Store
+
+OFFLINE = "offline"
+ABLATION_NOISE = 0.03   # the offline judge's stand-in for a model's run-to-run variation
+QUERY_KEYS = ("run", "metric", "view", "ablation", "run_b")
+
+
+def load_settings() -> settings.Settings:
+    try:
+        secrets = dict(st.secrets)
+    except Exception:  # no secrets.toml: the environment alone decides
+        secrets = {}
+    return settings.load(secrets=secrets)
+
+
+@st.cache_resource(show_spinner="Opening the database (building the demo on first start)...")
+def open_store(path: str) -> Store:
+    """The process's one connection to a database file (DuckDB: one owning process)."""
+    if Path(path).resolve() == settings.DEMO_DB.resolve():
+        ensure_demo(path)
+    return Store(path)
+
+
+def judge_for_spec(spec: AblationSpec) -> Judge | None:
+    """The judge an ablation spec names (None when an external scorer is used)."""
+    if spec.scorer:
+        return None
+    if spec.endpoint == OFFLINE:
+        return OfflineJudge(spec.judge, noise=ABLATION_NOISE)
+    s = load_settings()
+    return OpenAIJudge(spec.judge, base_url=spec.endpoint, api_key=s.api_key, timeout=s.judge_timeout,
+                       concurrency=s.judge_concurrency)
+
+
+@st.cache_resource
+def job_runner(path: str) -> JobRunner:
+    return JobRunner(open_store(path), judge_for_spec)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every page needs: the store, its path, and the chosen judge."""
+
+    store: Store
+    db_path: str
+    judge: str
+    endpoint: str
+
+    @property
+    def runner(self) -> JobRunner:
+        return job_runner(self.db_path)
+
+    @property
+    def version(self) -> str:
+        return self.store.data_version()
+
+
+def sidebar() -> Context:
+    """Database and judge pickers (defaults from the environment); returns the page context."""
+    s = load_settings()
+    st.session_state.setdefault("db_path", str(s.db_path))
+    with st.sidebar:
+        db_path = st.text_input("Database file", key="db_path",
+                                help="A DuckDB file; EVALDRIFT_DB sets the default. The demo is built when absent.")
+        models = list(VARIANTS)
+        if s.judge_model not in models:
+            models.insert(0, s.judge_model)
+        judge = st.selectbox("Judge for ablations", models, index=models.index(s.judge_model), key="judge_model",
+                             help="offline-lexical-* is the embedded offline judge; any other model is called on "
+                                  "the OpenAI-compatible server at OPENAI_BASE_URL.")
+    endpoint = OFFLINE if judge in VARIANTS else (s.base_url or "https://api.openai.com/v1")
+    path = db_path.strip() or str(s.db_path)
+    if not Path(path).exists() and Path(path).resolve() != settings.DEMO_DB.resolve():
+        st.error(f"No database at {path}. Create one with `python -m lib ingest` or `python -m lib demo --db PATH`.")
+        st.stop()
+    store = open_store(path)
+    inbox.drain(store, s.inbox if Path(path).resolve() == s.db_path.resolve() else Path(path).parent / "inbox")
+    with st.sidebar:
+        st.caption(f"Database: `{path}`  \nJudge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
+    return Context(store, path, judge, endpoint)
+
+
+def query_param(name: str, default: str | None = None) -> str | None:
+    """A deep-link parameter from the URL."""
+    value = st.query_params.get(name)
+    return value if value not in (None, "") else default
+
+
+def set_query(**params: str | None) -> None:
+    """Put the current view into the URL so a pasted link opens the same view."""
+    for k, v in params.items():
+        if v is None:
+            st.query_params.pop(k, None)
+        else:
+            st.query_params[k] = v

@@ -1,0 +1,99 @@
+"""Settings: defaults, environment overrides, secrets fallback, a repr that hides the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lib.judges import OfflineJudge, OpenAIJudge
+from lib.settings import DEMO_DB, ROOT, SETTINGS, load, make_judge
+
+KEY = "sk-live-never-print-me-0001"
+
+
+def test_defaults() -> None:
+    s = load(environ={})
+    assert s.db_path == ROOT / "data" / "demo.duckdb" == DEMO_DB
+    assert s.inbox == ROOT / "data" / "inbox"
+    assert s.judge_model == "offline-lexical-v2"
+    assert s.base_url is None and s.api_key is None
+    assert s.judge_concurrency == 8
+    assert s.judge_timeout == 60.0
+    assert s.is_demo
+
+
+def test_environment_overrides_every_setting(tmp_path: Path) -> None:
+    env = {
+        "EVALDRIFT_DB": str(tmp_path / "runs.duckdb"),
+        "EVALDRIFT_INBOX": str(tmp_path / "drop"),
+        "EVALDRIFT_JUDGE_MODEL": "gpt-judge",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEY": KEY,
+        "EVALDRIFT_JUDGE_CONCURRENCY": "3",
+        "EVALDRIFT_JUDGE_TIMEOUT": "12.5",
+    }
+    s = load(environ=env)
+    assert s.db_path == tmp_path / "runs.duckdb"
+    assert s.inbox == tmp_path / "drop"
+    assert s.judge_model == "gpt-judge"
+    assert s.base_url == "http://127.0.0.1:9/v1"
+    assert s.api_key == KEY
+    assert (s.judge_concurrency, s.judge_timeout) == (3, 12.5)
+    assert not s.is_demo
+
+
+def test_inbox_defaults_to_a_folder_beside_the_database(tmp_path: Path) -> None:
+    assert load(environ={"EVALDRIFT_DB": str(tmp_path / "x.duckdb")}).inbox == tmp_path / "inbox"
+
+
+def test_load_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EVALDRIFT_DB", str(tmp_path / "env.duckdb"))
+    assert load().db_path == tmp_path / "env.duckdb"
+
+
+def test_autouse_fixture_leaves_no_openai_or_evaldrift_variables() -> None:
+    s = load()
+    assert (s.api_key, s.base_url) == (None, None)
+    assert s.db_path == DEMO_DB
+
+
+def test_secrets_fill_what_the_environment_leaves_unset() -> None:
+    s = load(environ={"EVALDRIFT_JUDGE_MODEL": "env-model", "OPENAI_BASE_URL": ""},
+             secrets={"OPENAI_API_KEY": KEY, "EVALDRIFT_JUDGE_MODEL": "secret-model",
+                      "OPENAI_BASE_URL": "http://secrets.example/v1", "EVALDRIFT_JUDGE_CONCURRENCY": 2})
+    assert s.api_key == KEY
+    assert s.judge_model == "env-model"  # the environment wins
+    assert s.base_url == "http://secrets.example/v1"  # an empty variable counts as unset
+    assert s.judge_concurrency == 2
+
+
+def test_repr_hides_the_key() -> None:
+    s = load(environ={"OPENAI_API_KEY": KEY})
+    assert KEY not in repr(s) and KEY not in str(s)
+    assert "api_key='set'" not in repr(s) and "api_key=set" in repr(s)
+    assert "api_key=unset" in repr(load(environ={}))
+
+
+def test_every_setting_is_a_field_and_named_in_the_table() -> None:
+    s = load(environ={})
+    for name, variable, help_text in SETTINGS:
+        assert hasattr(s, name)
+        assert variable.startswith(("EVALDRIFT_", "OPENAI_"))
+        assert help_text
+
+
+def test_make_judge_gives_the_offline_judge_for_offline_models() -> None:
+    judge = make_judge(load(environ={}), noise=0.0)
+    assert isinstance(judge, OfflineJudge)
+    assert (judge.model, judge.noise) == ("offline-lexical-v2", 0.0)
+    assert make_judge(load(environ={}), model="offline-lexical-v1").model == "offline-lexical-v1"
+
+
+def test_make_judge_gives_an_openai_judge_for_other_models_without_showing_the_key() -> None:
+    s = load(environ={"EVALDRIFT_JUDGE_MODEL": "gpt-judge", "OPENAI_API_KEY": KEY,
+                      "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "EVALDRIFT_JUDGE_CONCURRENCY": "2"})
+    judge = make_judge(s)
+    assert isinstance(judge, OpenAIJudge)
+    assert (judge.model, judge.base_url, judge.concurrency) == ("gpt-judge", "http://127.0.0.1:9/v1", 2)
+    assert KEY not in repr(judge)
