@@ -10,10 +10,10 @@ events:
 | run | event | what it does to the numbers |
 |---|---|---|
 | 18 | judge model offline-lexical-v1 -> v2 | a marker; nothing moves beyond noise |
-| 30 | harness refactor: faithfulness template also renders ground_truth | faithfulness leaps toward 0.94 on an unchanged pipeline |
+| 30 | harness refactor: the faithfulness template renders ground_truth | faithfulness leaps toward 0.94 |
 | 45 | "ignore the reference" instruction added to that template | a few points back, the leak stays |
 | 58 | retriever regression (embedding model swap) | context recall falls; true faithfulness falls, masked by the leak |
-| 75 | leak fixed: faithfulness template renders answer and contexts only | faithfulness drops to its true, regressed level |
+| 75 | leak fixed: template renders answer and contexts only | faithfulness drops to its true, regressed level |
 
 A pinned canary set of 12 samples, whose answers hold correct facts that only
 the reference states, is scored for faithfulness on every run.
@@ -21,9 +21,12 @@ the reference states, is scored for faithfulness on every run.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -232,26 +235,51 @@ def score_run(plan: RunPlan, samples: list[EvalSample], canary: list[EvalSample]
                      plan.label)
 
 
-def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
-    """Build the demo database at `path` (replacing runs with the same ids).
+def _score_plan(args: tuple[RunPlan, int]) -> RunRecord:
+    plan, seed = args
+    main, canary = _cached_samples(seed)
+    return score_run(plan, [d.regressed if plan.regressed else d.sample for d in main], canary)
 
-    Returns timings: seconds in all, runs, judged samples, samples per second.
+
+_SAMPLES: dict[int, tuple[list[DemoSample], list[EvalSample]]] = {}
+
+
+def _cached_samples(seed: int) -> tuple[list[DemoSample], list[EvalSample]]:
+    if seed not in _SAMPLES:
+        _SAMPLES[seed] = demo_samples(seed)
+    return _SAMPLES[seed]
+
+
+def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
+    """Build the demo database at `path`, scoring runs on every core.
+
+    The runs are scored in worker processes (spawned, so this is safe from a
+    threaded server) and recorded in order by this process; the file appears
+    whole or not at all. Returns timings: seconds, runs, judged samples,
+    samples per second.
     """
     t0 = time.perf_counter()
-    main, canary = demo_samples(seed)
+    main, canary = _cached_samples(seed)
     plans = run_plans(n_runs)
-    judged = 0
+    judged = n_runs * (len(METRIC_NAMES) * len(main) + len(canary))
     tmp = Path(f"{path}.building")
     tmp.unlink(missing_ok=True)
+    width = workers if workers is not None else min(4, os.cpu_count() or 1)
     with Store(tmp) as store:
-        for k, plan in enumerate(plans):
-            samples = [d.regressed if plan.regressed else d.sample for d in main]
-            store.record_run(score_run(plan, samples, canary))
-            judged += len(METRIC_NAMES) * len(samples) + len(canary)
-            if progress:
-                progress(k + 1, len(plans))
-    Path(tmp).replace(path)  # the demo appears whole or not at all
+        if width > 1:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
+                for k, record in enumerate(pool.map(_score_plan, [(p, seed) for p in plans], chunksize=4)):
+                    store.record_run(record)
+                    if progress:
+                        progress(k + 1, len(plans))
+        else:
+            for k, plan in enumerate(plans):
+                store.record_run(_score_plan((plan, seed)))
+                if progress:
+                    progress(k + 1, len(plans))
+    Path(tmp).replace(path)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "runs": len(plans), "judged": judged, "per_second": judged / seconds}
 

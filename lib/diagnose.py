@@ -317,10 +317,7 @@ def _fuzzy_in(evidence: str, text: str, threshold: float = 0.8) -> bool:
         return False
     from lib.metrics import split_sentences
 
-    for sent in split_sentences(text):
-        if len(ev & set(_WORDS.findall(sent.lower()))) / len(ev) >= threshold:
-            return True
-    return False
+    return any(len(ev & set(_WORDS.findall(sent.lower()))) / len(ev) >= threshold for sent in split_sentences(text))
 
 
 def provenance(store: Store, run_id: str | None, metric: str = "faithfulness", *, suite: str = MAIN,

@@ -51,7 +51,7 @@ class SampleResult:
     verdicts: tuple[Verdict, ...] = ()
     reason: str = ""
     raw: str = ""
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     calls: int = 0
     cached: bool = False
 

@@ -168,5 +168,24 @@ def wiring_table() -> list[dict[str, str]]:
     ]
 
 
-__all__ = ["METRICS", "METRIC_NAMES", "MetricSpec", "get_metric", "items_of", "sample_score",
-           "split_sentences", "wiring_table", "QUESTION", "GROUND_TRUTH"]
+__all__ = [
+    "GROUND_TRUTH",
+    "METRICS",
+    "METRIC_NAMES",
+    "QUESTION",
+    "MetricSpec",
+    "get_metric",
+    "items_of",
+    "sample_score",
+    "split_sentences",
+    "wiring_table",
+]
+
+
+def wiring_markdown() -> str:
+    """The wiring table as Markdown (README.md holds exactly this; a test checks it)."""
+    rows = wiring_table()
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ independent of each other.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -145,7 +146,7 @@ def step_flags(values: Sequence[float], *, k: float = 4.0, floor: float = 0.005)
     sd = robust_step_sd(values)
     threshold = max(k * math.sqrt(2) * (sd if not math.isnan(sd) else 0.0), floor)
     flags = [False]
-    for prev, cur in zip(values, values[1:], strict=False):
+    for prev, cur in itertools.pairwise(values):
         ok = prev is not None and cur is not None and not (math.isnan(prev) or math.isnan(cur))
         flags.append(bool(ok and abs(cur - prev) > threshold))
     return flags, threshold

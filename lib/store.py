@@ -338,32 +338,39 @@ class Store:
         done in SQL), and the sample's texts for rows found nowhere (for fuzzy
         matching in Python).
         """
-        sql = """
+        norm = "lower(regexp_replace({}, '\\s+', ' ', 'g'))"
+        sql = f"""
             WITH v AS (
                 SELECT run_id, suite, sample_id, unnest(from_json(verdicts,
-                    '[{"item": "VARCHAR", "label": "BOOLEAN", "evidence": "VARCHAR"}]')) AS v
-                FROM sample_scores WHERE metric = ? AND suite = ? AND status = 'ok' {run_filter}
+                    '[{{"item": "VARCHAR", "label": "BOOLEAN", "evidence": "VARCHAR"}}]')) AS v
+                FROM sample_scores WHERE metric = ? AND suite = ? AND status = 'ok' {{run_filter}}
             ), e AS (
-                SELECT v.run_id, v.suite, v.sample_id, v.v.item AS item,
-                       lower(regexp_replace(coalesce(v.v.evidence, ''), '\\s+', ' ', 'g')) AS ev,
-                       coalesce(v.v.evidence, '') AS evidence
+                SELECT v.run_id, v.suite, v.sample_id, v.v.item AS item, coalesce(v.v.evidence, '') AS evidence,
+                       {norm.format("coalesce(v.v.evidence, '')")} AS ev
                 FROM v WHERE v.v.label
+            ), s AS (
+                SELECT run_id, suite, sample_id, question, contexts, ground_truth,
+                       {norm.format("array_to_string(contexts, ' ')")} AS ctx_n,
+                       {norm.format("ground_truth")} AS gt_n, {norm.format("question")} AS q_n,
+                       {norm.format("answer")} AS a_n
+                FROM samples WHERE suite = ? {{run_filter}}
             )
             SELECT e.run_id, e.sample_id, e.item, e.evidence,
-                   e.ev <> '' AND contains(lower(regexp_replace(array_to_string(s.contexts, ' '), '\\s+', ' ', 'g')), e.ev)
-                       AS in_contexts,
-                   e.ev <> '' AND contains(lower(regexp_replace(s.ground_truth, '\\s+', ' ', 'g')), e.ev) AS in_ground_truth,
-                   e.ev <> '' AND contains(lower(regexp_replace(s.question, '\\s+', ' ', 'g')), e.ev) AS in_question,
-                   e.ev <> '' AND contains(lower(regexp_replace(s.answer, '\\s+', ' ', 'g')), e.ev) AS in_answer,
+                   e.ev <> '' AND contains(s.ctx_n, e.ev) AS in_contexts,
+                   e.ev <> '' AND contains(s.gt_n, e.ev) AS in_ground_truth,
+                   e.ev <> '' AND contains(s.q_n, e.ev) AS in_question,
+                   e.ev <> '' AND contains(s.a_n, e.ev) AS in_answer,
                    s.question, s.contexts, s.ground_truth
-            FROM e JOIN samples s USING (run_id, suite, sample_id)
+            FROM e JOIN s USING (run_id, suite, sample_id)
             ORDER BY e.run_id, e.sample_id
         """
-        params: list[object] = [metric, suite]
         run_filter = ""
+        params: list[object] = [metric, suite]
         if run_id is not None:
             run_filter = "AND run_id = ?"
-            params.append(run_id)
+            params = [metric, suite, run_id, suite, run_id]
+        else:
+            params = [metric, suite, suite]
         return self._df(sql.replace("{run_filter}", run_filter), params)
 
     # -- judge call cache (a CallCache) ---------------------------------------------

@@ -115,3 +115,27 @@ def set_query(**params: str | None) -> None:
             st.query_params.pop(k, None)
         else:
             st.query_params[k] = v
+
+
+def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None) -> None:
+    """Start the keyed widget `key` at the URL's `param`, and follow the URL when a link changes it.
+
+    Call before creating the widget (and give the widget no index/value of its
+    own). A value no longer among `options` falls back to `default`.
+    """
+    wanted = query_param(param)
+    wanted = wanted if wanted in options else None
+    marker = f"_url_{key}"
+    if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):
+        st.session_state[key] = wanted if wanted is not None else default
+    elif st.session_state[key] not in options:
+        st.session_state[key] = default
+    st.session_state[marker] = wanted
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
+
+
+def md_literal(text: object) -> str:
+    """Backslash-escape Markdown so data (run ids, config values) shows literally inside a st.* message."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))

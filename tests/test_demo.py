@@ -68,7 +68,7 @@ def test_run_plans_follow_the_event_table() -> None:
 
 
 def test_build_demo_returns_timing_figures(tmp_path: Path) -> None:
-    timings = build_demo(tmp_path / "one.duckdb", n_runs=1)
+    timings = build_demo(tmp_path / "one.duckdb", n_runs=1, workers=1)
     # one run judges five metrics over 400 samples, plus faithfulness over 12 canaries
     assert timings["runs"] == 1
     assert timings["judged"] == 5 * 400 + 12

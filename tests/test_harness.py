@@ -124,6 +124,14 @@ def test_a_sample_with_nothing_to_judge_is_excluded_with_a_reason_not_scored(
     assert judge.calls == 0
 
 
+def test_an_excluded_sample_is_counted_in_the_aggregate_but_not_averaged() -> None:
+    # SAMPLE scores 1/2 (one of its two claims is in the passage); its empty-answer twin is excluded
+    results = score_samples([SAMPLE, blank(SAMPLE, ["answer"])], FAITHFULNESS, OfflineJudge())
+    agg = aggregate(results)
+    assert agg.score == pytest.approx(1 / 2)
+    assert (agg.n, agg.n_failed, agg.n_excluded) == (1, 0, 1)
+
+
 def test_whitespace_only_passages_count_as_no_passages() -> None:
     sample = EvalSample("s-2", "How long are backups kept?", "Backups are kept.", ("  ", "\n"), "Kept.")
     inst = Instrument("context_precision", DEFAULT_TEMPLATES["context_precision"], PROJECTED)

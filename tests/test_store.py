@@ -184,25 +184,29 @@ from lib.store import Store
 try:
     Store(sys.argv[1]).close()
 except StoreBusyError as exc:
-    print(exc, file=sys.stderr)
-    sys.exit(3)
-print("opened")
+    print(exc, file=sys.stderr, flush=True)
+    print("busy", flush=True)
+else:
+    print("opened", flush=True)
+    sys.exit(0)
+sys.stdin.readline()  # the owner lets go
+Store(sys.argv[1]).close()
+print("opened", flush=True)
 """
 
 
-def _open_in_another_process(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CHILD, str(path)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
-
-
-def test_a_second_process_opening_a_held_database_is_told_it_is_busy(fresh_db: Path) -> None:
-    with Store(fresh_db) as store:
+def test_a_second_process_is_told_the_database_is_busy_until_the_owner_lets_go(fresh_db: Path) -> None:
+    store = Store(fresh_db)
+    try:
         store.record_run(make_run())
-        child = _open_in_another_process(fresh_db)
-        assert child.returncode == 3, child.stderr
-        assert "held by another process" in child.stderr
-        assert str(fresh_db) in child.stderr
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(fresh_db)], cwd=ROOT, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = child.stdout.readline().strip()  # type: ignore[union-attr]
         # the owner is unaffected
         assert store.run_ids() == ["nightly-1"]
-    child = _open_in_another_process(fresh_db)
-    assert (child.returncode, child.stdout.strip()) == (0, "opened")
+    finally:
+        store.close()
+    out, err = child.communicate("\n", timeout=60)
+    assert first == "busy", err
+    assert "held by another process" in err and str(fresh_db) in err
+    assert (child.returncode, out.strip()) == (0, "opened")

@@ -5,5 +5,15 @@ from lib.judges.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judges.offline import OfflineJudge
 from lib.judges.openai_judge import OpenAIJudge
 
-__all__ = ["CallCache", "Judge", "JudgeReply", "JudgeRequest", "MemoryCache", "Message", "OFFLINE_MODEL",
-           "OfflineJudge", "OpenAIJudge", "Usage"]
+__all__ = [
+           "OFFLINE_MODEL",
+           "CallCache",
+           "Judge",
+           "JudgeReply",
+           "JudgeRequest",
+           "MemoryCache",
+           "Message",
+           "OfflineJudge",
+           "OpenAIJudge",
+           "Usage",
+]

@@ -1,0 +1,370 @@
+"""The weekly review: what moved beyond noise in a date range, what changed, what the checks said.
+
+`review(store, start, end)` gathers, for the runs started in [start, end]:
+the jumps beyond the judge's noise (diagnose.find_jumps over the whole
+history, so the noise estimate does not shrink with the range), each with its
+suspects and any ablation that tested it; the recorded changes to the
+instrument (judge model, prompt, binding) and to the pipeline; the canary
+alarms; and the ablations of those runs or launched in the range.
+`review_markdown` writes it down for the meeting. No Streamlit here: the
+Review page, the tests and a CLI report present the same values.
+
+Run ids, labels, config values and ablation text are untrusted in Markdown:
+every value passes through report.md_escape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+import pandas as pd
+
+from lib import diagnose
+from lib.ablation import INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, AblationResult
+from lib.metrics import get_metric
+from lib.records import MAIN
+from lib.report import md_escape
+from lib.samples import arm_fields
+from lib.store import Store
+
+WEEK = 7
+INSTRUMENT_KINDS = ("judge model", "prompt", "binding")
+NOT_TESTED = "not tested"
+ALARMING = (LEAK, INSENSITIVE)
+
+
+# -- ablations, as listed on the Ablation and Review pages -----------------------------
+@dataclass(frozen=True)
+class AblationBrief:
+    """One stored ablation in a line: what it tested, how far it got, what it found."""
+
+    ablation_id: str
+    run_id: str
+    created_at: datetime
+    status: str
+    done: int
+    total: int
+    metrics: tuple[str, ...]
+    blanks: tuple[str, ...]
+    repeats: int
+    limit: int | None
+    judge: str
+    summary: str                              # '' until done
+    verdicts: tuple[tuple[str, str], ...]     # (kind, sentence) per cell
+    mismatches: tuple[str, ...]               # replay-mismatch sentences
+    four: str | None                          # the four readings' sentence, when measured
+
+    @property
+    def what(self) -> str:
+        """'faithfulness x ground_truth, contexts; 3 repeats; first 60 samples; judge offline-lexical-v2'."""
+        samples = f"first {self.limit} samples" if self.limit else "all samples"
+        return (f"{', '.join(self.metrics)} x {', '.join(self.blanks)} blanked; {self.repeats} repeat(s); "
+                f"{samples}; judge {self.judge}")
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.verdicts)
+
+    @property
+    def alarming(self) -> bool:
+        return any(k in ALARMING for k in self.kinds)
+
+    def tests(self, metric: str) -> bool:
+        return metric in self.metrics
+
+
+def _brief(row: pd.Series) -> AblationBrief:
+    spec = json.loads(row["spec"]) if isinstance(row["spec"], str) else dict(row["spec"])
+    raw = row["result"]
+    result = AblationResult.from_dict(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    verdicts = tuple((v.kind, v.sentence) for v in result.verdicts) if result else ()
+    mismatches = tuple(r.sentence for r in result.replay if r.mismatch) if result else ()
+    return AblationBrief(
+        ablation_id=str(row["ablation_id"]), run_id=str(row["run_id"]), created_at=row["created_at"],
+        status=str(row["status"]), done=int(row["done"]), total=int(row["total"]),
+        metrics=tuple(spec.get("metrics", ())), blanks=tuple(spec.get("blanks", ())),
+        repeats=int(spec.get("repeats", 1)), limit=spec.get("limit"), judge=str(spec.get("judge", row["judge_model"])),
+        summary=result.summary if result else "", verdicts=verdicts, mismatches=mismatches,
+        four=result.four.sentence if result and result.four else None,
+    )
+
+
+def ablation_briefs(store: Store, run_id: str | None = None) -> list[AblationBrief]:
+    """Stored ablations (of one run, or all), newest first."""
+    frame = store.ablations(run_id)
+    return [_brief(row) for _, row in frame.iterrows()]
+
+
+def verdict_matrix(result: AblationResult) -> pd.DataFrame:
+    """Every (metric, arm) cell of an ablation with its verdict and what the wiring table expects.
+
+    Columns: metric, arm, kind (NOT_TESTED when the cell has no verdict),
+    expected ('invariant' when every blanked field is one the metric must
+    never receive, else 'sensitive'), delta, ratio, noise, sentence. Rows in
+    the spec's metric order, then arm order.
+    """
+    spec = result.spec
+    by_cell = {(v.metric, v.arm): v for v in result.verdicts}
+    rows = []
+    for m in spec["metrics"]:  # type: ignore[union-attr]
+        never = get_metric(m).never
+        for arm in spec["blanks"]:  # type: ignore[union-attr]
+            v = by_cell.get((m, arm))
+            rows.append({
+                "metric": m, "arm": arm,
+                "kind": v.kind if v else NOT_TESTED,
+                "expected": "invariant" if set(arm_fields(arm)) <= never else "sensitive",
+                "delta": v.delta if v else None, "ratio": v.ratio if v else None,
+                "noise": v.noise if v else None, "sentence": v.sentence if v else "",
+            })
+    return pd.DataFrame(rows, columns=["metric", "arm", "kind", "expected", "delta", "ratio", "noise", "sentence"])
+
+
+def result_banner(result: AblationResult) -> str:
+    """The banner kind for a result: 'error' (a leak or a miswired metric), 'warning', or 'success'."""
+    kinds = {v.kind for v in result.verdicts}
+    if kinds & set(ALARMING):
+        return "error"
+    if INCONCLUSIVE in kinds or any(r.mismatch for r in result.replay):
+        return "warning"
+    return "success"
+
+
+def sentence_level(kind: str) -> str:
+    """How a verdict sentence is shown: 'error' for LEAK/INSENSITIVE, 'warning' for INCONCLUSIVE and a
+    replay mismatch, 'success' for CLEAN/SENSITIVE."""
+    if kind in ALARMING:
+        return "error"
+    if kind in (INCONCLUSIVE, REPLAY_MISMATCH):
+        return "warning"
+    return "success"
+
+
+# -- the review ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Change:
+    """A recorded change between a run and the one before it."""
+
+    run_id: str
+    started_at: datetime
+    kind: str            # 'judge model' | 'prompt' | 'binding' | 'pipeline'
+    metric: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class JumpFinding:
+    """A jump beyond noise, which side its first suspect is on, and the ablations that tested it."""
+
+    jump: diagnose.Jump
+    side: str                                 # 'instrument' | 'pipeline' | 'unexplained'
+    ablations: tuple[AblationBrief, ...]
+
+    @property
+    def sentence(self) -> str:
+        j = self.jump
+        first = j.suspects[0] if j.suspects else None
+        text = (f"{j.metric} {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f}) at {j.run_id}, "
+                f"{j.ratio:.1f}x the jump threshold. ")
+        if self.side == "instrument" and first:
+            text += f"The instrument changed at this run: {first.description}. Test: {first.test}."
+        elif self.side == "pipeline" and first:
+            text += f"The pipeline changed at this run: {first.description}. Test: {first.test}."
+        else:
+            text += "No recorded change explains it: re-judge both runs."
+        done = [a for a in self.ablations if a.summary]
+        if done:
+            text += f" Ablation {done[0].ablation_id}: {done[0].summary}"
+        return text
+
+
+@dataclass(frozen=True)
+class CanaryAlarm:
+    run_id: str
+    started_at: datetime
+    score: float
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything the weekly review presents for runs started in [start, end] (whole days)."""
+
+    start: date
+    end: date
+    runs: tuple[str, ...]
+    jumps: tuple[JumpFinding, ...]
+    instrument_changes: tuple[Change, ...]
+    pipeline_changes: tuple[Change, ...]
+    canary_runs: int
+    canary_alarms: tuple[CanaryAlarm, ...]
+    canary_baseline: float | None
+    canary_threshold: float | None
+    ablations: tuple[AblationBrief, ...]
+
+    @property
+    def title(self) -> str:
+        return f"evaldrift review: {self.start:%Y-%m-%d} to {self.end:%Y-%m-%d}"
+
+    @property
+    def canary_sentence(self) -> str:
+        if not self.canary_runs:
+            return "No canary run in this range."
+        if not self.canary_alarms:
+            return (f"The canary stayed within its threshold ({self.canary_threshold:.2f}) on all "
+                    f"{self.canary_runs} run(s): no sign of a leak into faithfulness.")
+        first, last = self.canary_alarms[0], self.canary_alarms[-1]
+        return (f"The canary alarmed on {len(self.canary_alarms)} of {self.canary_runs} run(s) (from {first.run_id}, "
+                f"{first.score:.2f}, to {last.run_id}, {last.score:.2f}; threshold {self.canary_threshold:.2f}): "
+                f"answers only the reference supports were marked supported.")
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        """The findings in sentences, most important first: what to say in the meeting."""
+        if not self.runs:
+            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.",)
+        out = []
+        if self.jumps:
+            sides = [f.side for f in self.jumps]
+            out.append(f"{len(self.jumps)} move(s) beyond noise in {len(self.runs)} run(s): "
+                       f"{sides.count('instrument')} at an instrument change, {sides.count('pipeline')} at a "
+                       f"pipeline change, {sides.count('unexplained')} with no recorded change.")
+            out += [f.sentence for f in self.jumps]
+        else:
+            out.append(f"Nothing moved beyond noise in {len(self.runs)} run(s).")
+        if self.canary_runs:
+            out.append(self.canary_sentence)
+        leaks = [a for a in self.ablations if a.alarming]
+        if self.ablations:
+            out.append(f"{len(self.ablations)} ablation(s) in range, {len(leaks)} finding a leak or a miswired metric.")
+        return tuple(out)
+
+
+def data_range(store: Store) -> tuple[date, date] | None:
+    """The first and last day with a run, or None for an empty store."""
+    runs = store.runs()
+    if runs.empty:
+        return None
+    return pd.Timestamp(runs["started_at"].min()).date(), pd.Timestamp(runs["started_at"].max()).date()
+
+
+def default_range(store: Store) -> tuple[date, date] | None:
+    """The last week of data: the seven days ending on the day of the latest run."""
+    bounds = data_range(store)
+    if bounds is None:
+        return None
+    return max(bounds[0], bounds[1] - timedelta(days=WEEK - 1)), bounds[1]
+
+
+def _within(ts: object, lo: datetime, hi: datetime) -> bool:
+    t = pd.Timestamp(ts).to_pydatetime()
+    return lo <= t < hi
+
+
+def _side(jump: diagnose.Jump) -> str:
+    kind = jump.suspects[0].kind if jump.suspects else "none"
+    if kind in INSTRUMENT_KINDS:
+        return "instrument"
+    return "pipeline" if kind == "pipeline" else "unexplained"
+
+
+def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review:
+    """Assemble the review of runs started on days start..end (inclusive).
+
+    Args:
+        store: the run store.
+        start: first day of the range.
+        end: last day of the range (inclusive).
+        suite: the sample suite whose metrics are reviewed.
+    """
+    if end < start:
+        start, end = end, start
+    lo, hi = datetime.combine(start, time.min), datetime.combine(end + timedelta(days=1), time.min)
+    history = store.metric_history(suite=suite)
+    runs = tuple(r for r, t in history.drop_duplicates("run_id")[["run_id", "started_at"]].itertuples(index=False)
+                 if _within(t, lo, hi))
+    in_range = set(runs)
+
+    briefs = ablation_briefs(store)
+    ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, hi))
+
+    jumps = []
+    for j in diagnose.find_jumps(store, suite=suite, history=history):
+        if j.run_id in in_range:
+            tested = tuple(b for b in briefs if b.run_id == j.run_id and b.tests(j.metric))
+            jumps.append(JumpFinding(j, _side(j), tested))
+
+    events = diagnose.change_events(history)
+    changes = [Change(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), r.kind,
+                      r.metric if isinstance(r.metric, str) else None, r.text)
+               for r in events.itertuples(index=False) if r.run_id in in_range]
+
+    canary = diagnose.canary_status(store)
+    frame = canary.frame[canary.frame["run_id"].isin(in_range)]
+    alarms = tuple(CanaryAlarm(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), float(r.score),
+                               float(canary.threshold or 0.0))
+                   for r in frame.itertuples(index=False) if r.alarm)
+
+    return Review(start, end, runs, tuple(jumps),
+                  tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
+                  tuple(c for c in changes if c.kind == "pipeline"),
+                  len(frame), alarms, canary.baseline, canary.threshold, ablations)
+
+
+# -- Markdown -------------------------------------------------------------------------------
+def _bullets(lines: Sequence[str], empty: str) -> list[str]:
+    return [f"- {md_escape(x)}" for x in lines] if lines else [f"_{empty}_"]
+
+
+def _change_lines(changes: Sequence[Change]) -> list[str]:
+    return [f"{c.run_id} ({c.started_at:%Y-%m-%d}), {c.kind}: {c.text}" for c in changes]
+
+
+def review_markdown(rev: Review) -> str:
+    """The review as Markdown for the meeting notes; every stored value is escaped."""
+    out = [f"# {md_escape(rev.title)}", "",
+           f"{len(rev.runs)} run(s) in range" + (f": {md_escape(rev.runs[0])} to {md_escape(rev.runs[-1])}."
+                                                 if rev.runs else "."), "",
+           "## Summary", "", *_bullets(rev.headline, "Nothing to report."), ""]
+
+    out += ["## What moved beyond noise", ""]
+    if rev.jumps:
+        out += ["| metric | run | before | after | change | x threshold | first suspect | test | ablation |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for f in rev.jumps:
+            j = f.jump
+            s = j.suspects[0] if j.suspects else None
+            abl = next((a for a in f.ablations if a.summary), None)
+            cells = [md_escape(j.metric), md_escape(j.run_id), f"{j.before:.3f}", f"{j.after:.3f}", f"{j.delta:+.3f}",
+                     f"{j.ratio:.1f}", md_escape(f"{s.kind}: {s.description}") if s else "none",
+                     md_escape(s.test) if s else "", md_escape(f"{abl.ablation_id}: {abl.summary}") if abl else ""]
+            out.append("| " + " | ".join(cells) + " |")
+    else:
+        out.append("_Nothing moved beyond the judge's noise._")
+    out += ["", "## What changed in the instrument", "",
+            *_bullets(_change_lines(rev.instrument_changes), "No judge, prompt or binding change."), "",
+            "## What changed in the pipeline", "",
+            *_bullets(_change_lines(rev.pipeline_changes), "No pipeline config change."), "",
+            "## Canary", "", md_escape(rev.canary_sentence), ""]
+    if rev.canary_alarms:
+        out += ["| run | started | canary faithfulness | threshold |", "|---|---|---|---|"]
+        out += [f"| {md_escape(a.run_id)} | {a.started_at:%Y-%m-%d %H:%M} | {a.score:.3f} | {a.threshold:.3f} |"
+                for a in rev.canary_alarms]
+        out.append("")
+    out += ["## Ablations", ""]
+    if not rev.ablations:
+        out.append("_No ablation of these runs, and none launched in this range._")
+    for a in rev.ablations:
+        out += [f"### {md_escape(a.ablation_id)} on {md_escape(a.run_id)}", "",
+                f"{md_escape(a.what)}. Status: {md_escape(a.status)} ({a.done} of {a.total} judgings).", ""]
+        if a.summary:
+            out += [f"**{md_escape(a.summary)}**", ""]
+        out += [f"- {md_escape(sentence)}" for _, sentence in a.verdicts]
+        out += [f"- {md_escape(s)}" for s in a.mismatches]
+        if a.four:
+            out.append(f"- Four readings: {md_escape(a.four)}")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,37 @@
+"""External scorers for ablation tests: `module:function`, samples in, one score (or None) per sample out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lib.demo import LEAKY_FAITHFULNESS
+from lib.harness import OK, Instrument, score_sample
+from lib.judges import OfflineJudge
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.samples import EvalSample
+
+
+def constant(samples: Sequence[EvalSample]) -> list[float | None]:
+    """A harness that ignores its inputs: every sample scores 0.5."""
+    return [0.5 for _ in samples]
+
+
+def mostly_failing(samples: Sequence[EvalSample]) -> list[float | None]:
+    """A harness that returns a score for one sample in four and nothing for the rest."""
+    return [0.5 if i % 4 == 0 else None for i, _ in enumerate(samples)]
+
+
+def _faithfulness(samples: Sequence[EvalSample], instrument: Instrument) -> list[float | None]:
+    judge = OfflineJudge()
+    results = [score_sample(s, instrument, judge) for s in samples]
+    return [r.score if r.status == OK else None for r in results]
+
+
+def leaky_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
+    """A harness whose code hands the judge the reference: a leak no stored template shows."""
+    return _faithfulness(samples, Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY))
+
+
+def wired_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
+    """The same harness wired as the table says: answer and contexts only."""
+    return _faithfulness(samples, Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED))

@@ -1,0 +1,26 @@
+"""The README says what the code does: the wiring table, every setting, the two set-up commands."""
+
+from pathlib import Path
+
+from lib.metrics import wiring_markdown
+from lib.settings import SETTINGS
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_wiring_table_is_the_registry():
+    assert wiring_markdown() in README
+
+
+def test_readme_documents_every_setting():
+    missing = [env for _, env, _ in SETTINGS if f"`{env}`" not in README]
+    assert not missing, f"README.md does not document {missing}"
+
+
+def test_readme_gives_the_two_setup_commands():
+    assert "pip install -r requirements.txt && streamlit run app.py" in README
+    assert "bash .ci/run" in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python -m pytest" in ci
+    assert "-r tests/requirements.txt" in ci
