@@ -54,6 +54,7 @@ class SampleResult:
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
     cached: bool = False
+    fingerprint: str | None = None
 
     def verdicts_json(self) -> str:
         return json.dumps([v.to_dict() for v in self.verdicts], ensure_ascii=False)
@@ -175,7 +176,7 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
             cache.put(request, reply)  # type: ignore[union-attr]
         score = sample_score(spec, [v.label for v in verdicts])
         return SampleResult(sample.sample_id, OK, score, verdicts, raw=raw, usage=usage, calls=calls,
-                            cached=cached)
+                            cached=cached, fingerprint=reply.fingerprint)
     return SampleResult(sample.sample_id, FAILED, reason=f"{reason} (after {parse_attempts} attempts)",
                         raw=raw[:2000], usage=usage, calls=calls)
 

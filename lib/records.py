@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -90,3 +91,38 @@ def run_from_json(text: str) -> RunRecord:
                      for r in m["results"]])
             for m in d["metrics"]],
     )
+
+
+def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge, *, started_at: datetime | None = None,
+                 pipeline: Mapping[str, object] | None = None, metrics: Sequence[str] | None = None,
+                 templates: Mapping[str, str] | None = None, seed: int = 0, cache=None) -> RunRecord:
+    """Score samples with our harness (projected binding: it cannot leak) into a RunRecord.
+
+    This is what a nightly eval job calls before `Store.record_run` (or
+    `lib.inbox.record` when the dashboard owns the database).
+
+    Args:
+        run_id: the run's id (recording it again replaces it).
+        samples: the eval samples.
+        judge: a lib.judges Judge.
+        started_at: when the run started (default: now).
+        pipeline: the pipeline config to record beside the scores.
+        metrics: which metrics (default: all five).
+        templates: per-metric template overrides (default: lib.prompts.DEFAULT_TEMPLATES).
+        seed: the judge seed.
+        cache: an optional call cache (e.g. the Store).
+    """
+    from lib.harness import Instrument, score_samples
+    from lib.metrics import METRIC_NAMES
+    from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+
+    chosen = list(metrics or METRIC_NAMES)
+    records = []
+    for m in chosen:
+        template = (templates or {}).get(m, DEFAULT_TEMPLATES[m])
+        results = score_samples(samples, Instrument(m, template, PROJECTED), judge, seed=seed, cache=cache)
+        prints = Counter(r.fingerprint for r in results if r.fingerprint)
+        records.append(MetricRecord(m, results, judge.model, template, PROJECTED,
+                                    fingerprint=prints.most_common(1)[0][0] if prints else None))
+    return RunRecord(run_id, started_at or datetime.now().replace(microsecond=0), dict(pipeline or {}),
+                     {MAIN: list(samples)}, records)

@@ -98,6 +98,18 @@ def ablation_briefs(store: Store, run_id: str | None = None) -> list[AblationBri
     return [_brief(row) for _, row in frame.iterrows()]
 
 
+def expectation(metric: str, arm: str) -> str:
+    """What the wiring table expects when `arm` is blanked: 'invariant' if every blanked field is one the
+    metric must never receive, else 'sensitive'."""
+    return "invariant" if set(arm_fields(arm)) <= get_metric(metric).never else "sensitive"
+
+
+def expectation_table(metrics: Sequence[str], arms: Sequence[str]) -> pd.DataFrame:
+    """Metrics x arms, each cell 'invariant' or 'sensitive' (what a correctly wired metric does)."""
+    return pd.DataFrame({arm: [expectation(m, arm) for m in metrics] for arm in arms},
+                        index=pd.Index(list(metrics), name="metric"))
+
+
 def verdict_matrix(result: AblationResult) -> pd.DataFrame:
     """Every (metric, arm) cell of an ablation with its verdict and what the wiring table expects.
 
@@ -110,13 +122,12 @@ def verdict_matrix(result: AblationResult) -> pd.DataFrame:
     by_cell = {(v.metric, v.arm): v for v in result.verdicts}
     rows = []
     for m in spec["metrics"]:  # type: ignore[union-attr]
-        never = get_metric(m).never
         for arm in spec["blanks"]:  # type: ignore[union-attr]
             v = by_cell.get((m, arm))
             rows.append({
                 "metric": m, "arm": arm,
                 "kind": v.kind if v else NOT_TESTED,
-                "expected": "invariant" if set(arm_fields(arm)) <= never else "sensitive",
+                "expected": expectation(m, arm),
                 "delta": v.delta if v else None, "ratio": v.ratio if v else None,
                 "noise": v.noise if v else None, "sentence": v.sentence if v else "",
             })
@@ -187,6 +198,39 @@ class CanaryAlarm:
     started_at: datetime
     score: float
     threshold: float
+
+
+@dataclass(frozen=True)
+class AlarmSpell:
+    """Consecutive canary runs in alarm."""
+
+    first_run: str
+    last_run: str
+    first_at: datetime
+    last_at: datetime
+    runs: int
+    peak: float
+
+    @property
+    def sentence(self) -> str:
+        if self.runs == 1:
+            return f"alarmed at {self.first_run} ({self.peak:.2f})"
+        return f"alarmed on {self.runs} consecutive runs, {self.first_run} to {self.last_run} (peak {self.peak:.2f})"
+
+
+def alarm_spells(frame: pd.DataFrame) -> list[AlarmSpell]:
+    """Stretches of consecutive alarm runs in a canary frame (run_id, started_at, score, alarm), oldest first."""
+    spells: list[AlarmSpell] = []
+    current: list[tuple[str, datetime, float]] = []
+    for r in [*frame.itertuples(index=False), None]:
+        if r is not None and bool(r.alarm):
+            current.append((str(r.run_id), pd.Timestamp(r.started_at).to_pydatetime(), float(r.score)))
+            continue
+        if current:
+            spells.append(AlarmSpell(current[0][0], current[-1][0], current[0][1], current[-1][1], len(current),
+                                     max(c[2] for c in current)))
+            current = []
+    return spells
 
 
 @dataclass(frozen=True)

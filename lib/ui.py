@@ -8,6 +8,8 @@ run recorded by the nightly job appears on the next refresh.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,3 +141,9 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 def md_literal(text: object) -> str:
     """Backslash-escape Markdown so data (run ids, config values) shows literally inside a st.* message."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def query_list(name: str) -> list[str]:
+    """A comma-separated deep-link parameter as a list ('' and absent give [])."""
+    value = query_param(name)
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []

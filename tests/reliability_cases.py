@@ -1,0 +1,295 @@
+"""The reliability cases, as data: the tests run over them and README's "Reliability" table is made from them.
+
+Every row of the README table is a case below, and every case below is a
+parametrized test (tests/test_reliability_*.py, tests/test_fuzz_ingest.py,
+tests/test_security.py), so the table can only list what the suite tried. The
+"rows lost" column is what those tests assert: it must be 0.
+
+Regenerate the README section after changing a case:
+
+    python -m tests.reliability_cases --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.openai_server import Fault
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BEGIN = "<!-- section:reliability -->"
+END = "<!-- /section:reliability -->"
+UPDATE_COMMAND = "python -m tests.reliability_cases --write-readme"
+
+TRANSPORT = "transport"   # retried by OpenAIJudge (max_attempts), with backoff and jitter
+PARSE = "parse"           # a 200 reply that cannot be read: asked again by the harness (parse_attempts)
+
+
+@dataclass(frozen=True)
+class JudgeFault:
+    """One way the judge's server misbehaves (tests/test_reliability_judge.py).
+
+    Attributes:
+        id: the test id.
+        fault: what the server does, in words.
+        server: the scripted fault on the loopback server.
+        retried_by: TRANSPORT or PARSE.
+        reason: words the failed sample's reason must hold when the fault never lifts.
+        wait: how the wait before a retry is chosen, in words.
+    """
+
+    id: str
+    fault: str
+    server: Fault
+    retried_by: str
+    reason: str
+    wait: str
+
+
+JUDGE_TIMEOUT = 0.3   # seconds per attempt in the fault tests (the timeout fault sleeps 1.0)
+# The sample the fault cases judge for faithfulness: exactly three claims, two supported by the passages.
+FAULT_SAMPLE = {
+    "sample_id": "fault-1",
+    "question": "How long are audit log exports retained, and how are they delivered?",
+    "answer": ("Audit log exports are retained for 90 days. Audit log exports are delivered daily at 02:00 UTC. "
+               "Audit log exports use 512-bit encryption keys."),
+    "contexts": ("Audit log exports are retained for 90 days.", "Audit log exports are delivered daily at 02:00 UTC."),
+    "ground_truth": "Audit log exports are retained for 90 days and delivered daily at 02:00 UTC.",
+}
+FAULT_SAMPLE_CLAIMS = 3
+FEW_VERDICTS = '{"verdicts": [{"item": 1, "verdict": "supported", "evidence": ""}]}'
+MANY_VERDICTS = '{"verdicts": [' + ", ".join(
+    f'{{"item": {i}, "verdict": "supported", "evidence": ""}}' for i in range(1, 41)) + "]}"
+
+JUDGE_FAULTS: tuple[JudgeFault, ...] = (
+    JudgeFault("timeout", f"answers after 1.0 s; the judge allows {JUDGE_TIMEOUT} s", Fault("timeout", delay=1.0),
+               TRANSPORT, "timed out", "backoff with full jitter"),
+    JudgeFault("429-retry-after", "429 with Retry-After: 0.7", Fault("429", retry_after=0.7), TRANSPORT,
+               "rate limited (429)", "the Retry-After value (0.7 s)"),
+    JudgeFault("429-retry-after-huge", "429 with Retry-After: 3600", Fault("429", retry_after=3600), TRANSPORT,
+               "rate limited (429)", "Retry-After, capped at max_backoff"),
+    JudgeFault("429-retry-after-negative", "429 with Retry-After: -5", Fault("429", retry_after=-5), TRANSPORT,
+               "rate limited (429)", "backoff (a negative Retry-After is ignored)"),
+    JudgeFault("429-bare", "429 without Retry-After", Fault("429"), TRANSPORT, "rate limited (429)",
+               "backoff with full jitter"),
+    JudgeFault("500", "500 Internal Server Error", Fault("500"), TRANSPORT, "server error (500)",
+               "backoff with full jitter"),
+    JudgeFault("503", "503 Service Unavailable", Fault("503"), TRANSPORT, "server error (503)",
+               "backoff with full jitter"),
+    JudgeFault("drop", "closes the connection without a byte", Fault("drop"), TRANSPORT, "connection failed",
+               "backoff with full jitter"),
+    JudgeFault("malformed", "200 with prose instead of JSON", Fault("malformed"), PARSE, "not JSON",
+               "asked again at once"),
+    JudgeFault("truncated", "200 with the JSON cut in half", Fault("truncated"), PARSE, "not JSON",
+               "asked again at once"),
+    JudgeFault("empty", "200 with an empty message", Fault("text", text=""), PARSE, "not JSON",
+               "asked again at once"),
+    JudgeFault("too-few-verdicts", "200 with 1 verdict for 3 claims", Fault("text", text=FEW_VERDICTS), PARSE,
+               "verdicts for", "asked again at once"),
+    JudgeFault("too-many-verdicts", "200 with 40 verdicts for 3 claims", Fault("text", text=MANY_VERDICTS),
+               PARSE, "40 verdicts for", "asked again at once"),
+    JudgeFault("unknown-label", "200 with the verdict \"maybe\"",
+               Fault("text", text='{"verdicts": [' + ", ".join(
+                   f'{{"item": {i}, "verdict": "maybe"}}' for i in range(1, FAULT_SAMPLE_CLAIMS + 1)) + "]}"),
+               PARSE, "is 'maybe'", "asked again at once"),
+    JudgeFault("wrong-shape", "200 with a JSON list, not an object", Fault("text", text='["supported"]'), PARSE,
+               "bad shape", "asked again at once"),
+)
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One kind of bad (or awkward but valid) ingest input (tests/test_fuzz_ingest.py).
+
+    Attributes:
+        id: the corruption's name in the fuzzer.
+        what: the input, in words.
+        formats: the formats it can be written in.
+        outcome: what ingest must do, in words (every error names row and field).
+    """
+
+    id: str
+    what: str
+    formats: tuple[str, ...]
+    outcome: str
+
+
+ALL = ("jsonl", "csv", "parquet")
+BAD_INPUTS: tuple[BadInput, ...] = (
+    BadInput("malformed-line", "a line that is not JSON", ("jsonl",), "error: its line, no field"),
+    BadInput("not-an-object", "a line holding a JSON list or number", ("jsonl",), "error: its line, no field"),
+    BadInput("invalid-utf8", "bytes that are not UTF-8", ("jsonl", "csv"), "error: its line (JSONL) or file (CSV)"),
+    BadInput("wrong-type-text", "a number, list, object or boolean where text belongs", ("jsonl", "parquet"),
+             "error: row and field"),
+    BadInput("bare-nan-text", "bare NaN / Infinity token in a text field", ("jsonl",), "error: row and field"),
+    BadInput("nan-score", "NaN score (bare token, text \"nan\" or float NaN)", ALL,
+             "error (JSONL, CSV); Parquet NaN = not scored"),
+    BadInput("inf-score", "infinite score", ALL, "error: row and field"),
+    BadInput("out-of-range-score", "score below 0 or above 1", ALL, "error: row and field"),
+    BadInput("non-numeric-score", "score given as words or a boolean", ("jsonl", "csv"), "error: row and field"),
+    BadInput("missing-text", "null / empty cell / absent key in a text field", ALL, "error: row and field"),
+    BadInput("empty-text", "an empty string", ALL, "kept (JSONL, Parquet); error in CSV (empty cell = missing)"),
+    BadInput("huge-text", "a 200,000-character string", ALL, "kept intact"),
+    BadInput("unusual-unicode", "emoji, right-to-left, combining marks, U+2028, zero-width, BOM", ALL,
+             "kept intact"),
+    BadInput("nul-char", "a NUL character in text", ALL, "error: row and field"),
+    BadInput("lone-surrogate", "an unpaired surrogate (\\ud800)", ("jsonl",), "error: row and field"),
+    BadInput("duplicate-id", "two rows with one sample id (also 7 and \"7\")", ALL,
+             "error: the second row, sample_id"),
+    BadInput("empty-id", "an empty or blank sample id", ALL, "error: row and field"),
+    BadInput("missing-column", "a required column absent from the file", ALL, "error: no row, the field"),
+    BadInput("alias-clash", "a column and its Ragas alias both present", ALL, "error: no row, the alias"),
+    BadInput("contexts-string", "contexts given as a plain string", ALL, "error: row and field"),
+    BadInput("contexts-json-string", "contexts given as a JSON-array string", ALL, "kept (read as the list)"),
+    BadInput("contexts-bad-passage", "a passage that is a number or null", ("jsonl", "parquet"),
+             "error: row and field"),
+    BadInput("no-rows", "an empty file or a header alone", ALL, "error: no row"),
+    BadInput("random-bytes", "arbitrary bytes under each extension", ALL, "InputError or a clean ingest, nothing else"),
+)
+
+
+@dataclass(frozen=True)
+class CliCase:
+    """A bad command line (tests/test_fuzz_ingest.py): exit code 2, a message, no traceback."""
+
+    id: str
+    args: tuple[str, ...]   # {db} is the database, {file} a valid JSONL file, {bad} a bad one
+    message: str            # a regular expression the message must match (case-insensitive)
+
+
+CLI_CASES: tuple[CliCase, ...] = (
+    CliCase("no-command", (), r"usage|command"),
+    CliCase("unknown-command", ("frobnicate",), r"frobnicate|invalid choice|unknown"),
+    CliCase("unknown-option", ("ingest", "--db", "{db}", "--no-such-flag", "{file}"), r"no-such-flag|unrecognized"),
+    CliCase("ingest-missing-file", ("ingest", "--db", "{db}", "--run", "r1", "/nonexistent/x.jsonl"),
+            r"x\.jsonl|no such file|cannot read|not found"),
+    CliCase("ingest-bad-extension", ("ingest", "--db", "{db}", "--run", "r1", "{db}"), r"unsupported|type|\.duckdb"),
+    CliCase("ingest-bad-row", ("ingest", "--db", "{db}", "--run", "r1", "{bad}"), r"row 2.*question|question.*row 2"),
+    CliCase("ablate-unknown-run", ("ablate", "--db", "{db}", "--run", "no-such-run"), r"no-such-run"),
+    CliCase("ablate-quote-run", ("ablate", "--db", "{db}", "--run", "x'); DROP TABLE runs; --"), r"DROP TABLE runs"),
+    CliCase("ablate-unknown-metric", ("ablate", "--db", "{db}", "--run", "latest", "--metric", "flattery"),
+            r"flattery"),
+    CliCase("ablate-unknown-blank", ("ablate", "--db", "{db}", "--run", "latest", "--blank", "vibes"), r"vibes"),
+    CliCase("ablate-bad-repeats", ("ablate", "--db", "{db}", "--run", "latest", "--repeats", "0"), r"repeats"),
+    CliCase("ablate-nonint-repeats", ("ablate", "--db", "{db}", "--run", "latest", "--repeats", "many"),
+            r"repeats|many|invalid"),
+    CliCase("report-unknown-run", ("report", "--db", "{db}", "--run", "nightly-19990101"), r"nightly-19990101"),
+    CliCase("missing-database", ("report", "--db", "/nonexistent/dir/none.duckdb", "--run", "latest"),
+            r"none\.duckdb|no database|not exist|no runs|cannot"),
+    CliCase("record-bad-json", ("record", "--db", "{db}", "{bad}"), r"json|run|row|field|cannot"),
+)
+
+
+@dataclass(frozen=True)
+class ProcessCase:
+    """A process killed or run alongside others (kill, concurrency and security tests)."""
+
+    id: str
+    area: str
+    what: str
+    checked: str
+    lost: str = "0"
+
+
+PROCESS_CASES: tuple[ProcessCase, ...] = (
+    ProcessCase("kill-ingest", "kill", "SIGKILL an ingest of a 20,000-sample JSONL file at random moments "
+                "(5 times, at least twice inside the write transaction)",
+                "the database opens; that run has 0 or all 20,000 samples; earlier runs untouched"),
+    ProcessCase("kill-ablation", "kill", "SIGKILL an ablation child 3 times while it stores results, then resume",
+                "the database opens; progress count = stored results; no duplicates; resume finishes it"),
+    ProcessCase("dashboard-and-recorder", "concurrency", "dashboard serving 3 browser sessions and an ablation "
+                "while a separate recorder process records a run",
+                "recorder hands over through the inbox; no lock error on any page; the run appears on refresh; "
+                "every run in the database after shutdown"),
+    ProcessCase("xss", "security", "<script> and <img onerror> in an answer, opened on the Run page in Chromium",
+                "no script runs (window.__xss undefined); the literal text is shown"),
+    ProcessCase("sql-quotes", "security", "run ids, sample ids and metric names full of quotes and SQL through "
+                "store, ingest, inbox, ablation and CLI", "stored and read back verbatim; every table still there"),
+    ProcessCase("api-key", "security", "a planted OPENAI_API_KEY through an OpenAI-judge ablation and the dashboard",
+                "absent from stdout/stderr, the database bytes and its text, and every page"),
+    ProcessCase("prompt-injection", "security", "an answer telling the judge to mark every claim supported",
+                "offline judge: verdicts unchanged, a normal sample; an obedient model judge shows up as "
+                "evidence found 'nowhere'"),
+    ProcessCase("ablation-inconclusive", "judge", "OpenAI-judge ablation (30 samples, 2 repeats, 4 in flight) "
+                "against a server failing every call", "INCONCLUSIVE, in words, with the failure reason"),
+)
+
+
+# -- the README table ---------------------------------------------------------------------------
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def readme_section() -> str:
+    """The Markdown that goes between the reliability markers."""
+    lines = [
+        "## Reliability",
+        "",
+        "What the test suite does to evaldrift, and what it checks. This section is generated from",
+        "`tests/reliability_cases.py`, the data the reliability tests are parametrized over",
+        f"(`{UPDATE_COMMAND}`); `tests/test_fuzz_ingest.py` fails when it is out of date.",
+        "\"Rows lost\" is what the tests assert: stored rows that went missing or were half-written.",
+        "",
+        "**Concurrency: one process owns the database.** DuckDB lets one process hold a file (others cannot",
+        "even read it). The dashboard, or the CLI when the dashboard is down, owns it. A recorder that finds",
+        "it held (`python -m lib record`, or `lib.inbox.record`) writes the run as one JSON file into the",
+        "inbox folder (`EVALDRIFT_INBOX`, default `<db folder>/inbox`; written to a temporary name, then",
+        "renamed). The owner drains the inbox on every page load (`lib.ui.sidebar` calls `inbox.drain`):",
+        "each file is recorded in its own transaction, then removed; an invalid one is moved to",
+        "`inbox/rejected/` with its reason. Writes in the owner are transactions, so a killed process",
+        "leaves each run, ingest or batch of ablation results wholly there or wholly absent.",
+        "",
+        "### Judge faults (loopback OpenAI-compatible server)",
+        "",
+        "| fault | retried by | wait before retrying | when it never lifts | rows lost |",
+        "|---|---|---|---|---|",
+    ]
+    for f in JUDGE_FAULTS:
+        by = "judge (max_attempts)" if f.retried_by == TRANSPORT else "harness (parse_attempts)"
+        lines.append(f"| {_cell(f.fault)} | {by} | {_cell(f.wait)} | sample failed: "
+                     f"\"{_cell(f.reason)}\", no score; aggregates count it in n_failed | 0 |")
+    lines += ["", "### Bad input (hypothesis, over JSONL, CSV and Parquet)", "",
+              "| input | formats | outcome | rows lost |", "|---|---|---|---|"]
+    for b in BAD_INPUTS:
+        lines.append(f"| {_cell(b.what)} | {', '.join(b.formats)} | {_cell(b.outcome)}; "
+                     f"the database is unchanged on error | 0 |")
+    lines += ["", "Bad command lines (exit code 2, a message, no traceback): "
+              + ", ".join(f"`{c.id}`" for c in CLI_CASES) + ".", "",
+              "### Processes: kills, concurrency, security", "",
+              "| area | what | checked | rows lost |", "|---|---|---|---|"]
+    for p in PROCESS_CASES:
+        lines.append(f"| {p.area} | {_cell(p.what)} | {_cell(p.checked)} | {p.lost} |")
+    return "\n".join(lines)
+
+
+def readme_with_section(text: str) -> str:
+    """README text with the reliability section replaced by the generated one."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"README.md lacks the {BEGIN} ... {END} markers")
+    return pattern.sub(lambda _: f"{BEGIN}\n{readme_section()}\n{END}", text, count=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-readme", action="store_true", help="rewrite README.md's reliability section")
+    args = parser.parse_args(argv)
+    if args.write_readme:
+        text = README.read_text(encoding="utf-8")
+        new = readme_with_section(text)
+        if new != text:
+            README.write_text(new, encoding="utf-8")
+            print(f"updated {README}")
+        else:
+            print(f"{README} is up to date")
+    else:
+        print(readme_section())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
