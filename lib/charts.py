@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 
 import pandas as pd
-import plotly.graph_objects as go  # noqa: F401  (used by the figures below)
+import plotly.graph_objects as go
 
 
 def safe(text: object, limit: int = 300) -> str:
@@ -199,7 +199,8 @@ def delta_histogram(deltas: pd.DataFrame, *, metric: str, arm: str) -> go.Figure
         fig.add_vline(x=mean, line_color="#c62828", annotation_text=f"mean {mean:+.3f}",
                       annotation_position="top left")
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10), bargap=0.05,
-                      title=dict(text=f"{safe(metric)}: per-sample change with {safe(arm)} blanked", font=dict(size=14)),
+                      title=dict(text=f"{safe(metric)}: per-sample change with {safe(arm)} blanked",
+                                 font=dict(size=14)),
                       xaxis_title="ablated - baseline (per sample)", yaxis_title="samples")
     return fig
 

@@ -36,7 +36,7 @@ from lib.judges.offline import VARIANTS
 from lib.metrics import METRIC_NAMES
 from lib.prompts import BINDINGS
 from lib.records import CANARY, MAIN, RunRecord
-from lib.samples import BLANKABLE
+from lib.samples import BLANKABLE, FIELDS
 from lib.store import Store
 
 PROG = "python -m lib"
@@ -329,7 +329,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
         checked += 1
         flagged += bool(found)
         status = "; ".join(f.message for f in found) or "ok"
-        print(f"{args.template} ({args.metric}, {prompt_hash(text)}) reads {', '.join(sorted(read))}: {status}")
+        reads = ", ".join(f for f in FIELDS if f in read) or "no field"
+        print(f"{args.template} ({args.metric}, {prompt_hash(text)}) reads {reads}: {status}")
     if args.db is not None or args.template is None:
         db = _db_path(args, must_exist=True)
         with Store(db) as store:

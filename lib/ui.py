@@ -15,9 +15,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from lib import inbox, settings
+from lib import inbox, settings, views
 from lib.ablation import AblationSpec
 from lib.demo import ensure_demo
+from lib.diagnose import RunChanges
 from lib.jobs import JobRunner
 from lib.judges import OfflineJudge, OpenAIJudge
 from lib.judges.base import Judge
@@ -143,7 +144,36 @@ def md_literal(text: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
 
 
+def show_run_changes(changes: RunChanges, *, key: str) -> None:
+    """Render what changed between two runs: instrument and pipeline rows, then each template diff
+    with the fields each side reads (a newly read must-never-receive field in red, with its ablation)."""
+    rows = views.change_rows(changes)
+    if not rows.empty:
+        st.dataframe(rows, hide_index=True, key=f"{key}_rows")
+    for t in changes.templates:
+        st.markdown(f"**{md_literal(t.metric)}** judge prompt `{t.before_hash}` → `{t.after_hash}`")
+        st.caption(f"reads {md_literal(', '.join(t.fields_before) or '?')} → "
+                   f"{md_literal(', '.join(t.fields_after) or '?')}")
+        for f in t.newly_forbidden:
+            st.error(f"The new template reads **{md_literal(f)}**, which {md_literal(t.metric)} must never receive.")
+            st.page_link(views.PAGE_ABLATION, label=f"Test it: ablate {md_literal(t.metric)} with {md_literal(f)} "
+                         "blanked", icon=":material/science:",
+                         query_params={"run": changes.run_id, "metric": t.metric, "blank": f})
+        st.code(t.diff or "(no textual difference)", language="diff")
+
+
 def query_list(name: str) -> list[str]:
     """A comma-separated deep-link parameter as a list ('' and absent give [])."""
     value = query_param(name)
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def seed_list_from_query(key: str, param: str, options: Sequence[str], default: Sequence[str]) -> None:
+    """seed_from_query for a multiselect: the URL's comma-separated `param`, filtered to `options`."""
+    wanted = [v for v in query_list(param) if v in options] or None
+    marker = f"_url_{key}"
+    if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):
+        st.session_state[key] = list(wanted if wanted is not None else default)
+    else:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+    st.session_state[marker] = wanted

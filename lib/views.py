@@ -15,9 +15,9 @@ from datetime import date, datetime, time
 
 import pandas as pd
 
-from lib.diagnose import Jump, Split
+from lib.diagnose import Jump, RunChanges, Split
 from lib.metrics import METRIC_NAMES, get_metric
-from lib.stats import PairedDiff, paired_bootstrap, robust_step_sd, step_flags
+from lib.stats import Flips, PairedDiff, flips, paired_bootstrap, robust_step_sd, step_flags
 
 PAGE_ABLATION = "pages/ablation.py"
 PAGE_COMPARE = "pages/compare.py"
@@ -346,39 +346,63 @@ def paired_summary(deltas: pd.DataFrame, *, seed: int = 0) -> PairedDiff:
     return paired_bootstrap(deltas["baseline"].tolist(), deltas["run"].tolist(), seed=seed)
 
 
-def flipped_verdicts(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Items whose verdict flipped between two runs, where the items align (same sample, same item text).
+def aligned_verdicts(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Items judged in both runs for `metric`, aligned by sample and item text (items of an unchanged artifact).
 
-    Columns: sample_id, item, baseline (verdict word), run (verdict word), direction
-    ('to positive' | 'to negative'), evidence_baseline, evidence_run.
+    Columns: sample_id, item, label_baseline, label_run (bool), baseline, run (verdict words),
+    evidence_baseline, evidence_run.
     """
-    cols = ["sample_id", "item", "baseline", "run", "direction", "evidence_baseline", "evidence_run"]
+    cols = ["sample_id", "item", "label_baseline", "label_run", "baseline", "run", "evidence_baseline",
+            "evidence_run"]
     a = baseline[baseline["metric"] == metric].set_index("sample_id")["verdicts"]
     b = run[run["metric"] == metric].set_index("sample_id")["verdicts"]
     rows = []
     for sid in sorted(set(a.index) & set(b.index)):
-        before = {str(v.get("item")): v for v in _verdicts(a[sid])}
+        before: dict[str, dict[str, object]] = {}
+        for v in _verdicts(a[sid]):
+            before.setdefault(str(v.get("item")), v)
         for v in _verdicts(b[sid]):
             old = before.get(str(v.get("item")))
-            if old is None or bool(old.get("label")) == bool(v.get("label")):
+            if old is None:
                 continue
-            rows.append({"sample_id": sid, "item": str(v.get("item")), "baseline": str(old.get("verdict", "")),
-                         "run": str(v.get("verdict", "")),
-                         "direction": "to positive" if v.get("label") else "to negative",
-                         "evidence_baseline": str(old.get("evidence") or ""),
+            rows.append({"sample_id": sid, "item": str(v.get("item")), "label_baseline": old.get("label") is True,
+                         "label_run": v.get("label") is True, "baseline": str(old.get("verdict", "")),
+                         "run": str(v.get("verdict", "")), "evidence_baseline": str(old.get("evidence") or ""),
                          "evidence_run": str(v.get("evidence") or "")})
     return pd.DataFrame(rows, columns=cols)
 
 
-def aligned_items(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> int:
-    """How many items align between two runs for `metric` (the denominator of the flips)."""
-    a = baseline[baseline["metric"] == metric].set_index("sample_id")["verdicts"]
-    b = run[run["metric"] == metric].set_index("sample_id")["verdicts"]
-    n = 0
-    for sid in set(a.index) & set(b.index):
-        items = {str(v.get("item")) for v in _verdicts(a[sid])}
-        n += sum(1 for v in _verdicts(b[sid]) if str(v.get("item")) in items)
-    return n
+def flipped_verdicts(aligned: pd.DataFrame) -> pd.DataFrame:
+    """The aligned items whose verdict flipped, with the direction ('to positive' | 'to negative')."""
+    cols = ["sample_id", "item", "baseline", "run", "direction", "evidence_baseline", "evidence_run"]
+    f = aligned[aligned["label_baseline"] != aligned["label_run"]].copy()
+    f["direction"] = ["to positive" if x else "to negative" for x in f["label_run"]]
+    return f[cols].reset_index(drop=True)
+
+
+def flip_summary(aligned: pd.DataFrame) -> Flips:
+    """Counts of flips each way over the aligned items, with McNemar's exact p (stats.flips)."""
+    return flips(aligned["label_baseline"].astype(bool).tolist(), aligned["label_run"].astype(bool).tolist())
+
+
+def previous_in(run_ids: Sequence[str], run_id: str) -> str | None:
+    """The run before `run_id` in an oldest-first list (None for the first or an unknown run)."""
+    try:
+        i = list(run_ids).index(run_id)
+    except ValueError:
+        return None
+    return run_ids[i - 1] if i > 0 else None
+
+
+def change_rows(changes: RunChanges) -> pd.DataFrame:
+    """A diagnose.RunChanges' judge-model, binding and pipeline changes as rows: kind, what, before, after."""
+    rows = [{"kind": "judge model", "what": m, "before": _text(a), "after": _text(b)}
+            for m, (a, b) in changes.judge_models.items()]
+    rows += [{"kind": "binding", "what": m, "before": _text(a), "after": _text(b)}
+             for m, (a, b) in changes.bindings.items()]
+    rows += [{"kind": "pipeline", "what": k, "before": _text(a), "after": _text(b)}
+             for k, (a, b) in changes.pipeline.items()]
+    return pd.DataFrame(rows, columns=["kind", "what", "before", "after"])
 
 
 def split_cells(split: Split) -> pd.DataFrame:

@@ -1,19 +1,25 @@
-"""Judges: the protocol, the offline judge, the OpenAI-compatible judge."""
+"""Judges: the protocol, the offline judge, the OpenAI-compatible judge.
+
+OpenAIJudge is imported on first use: the openai SDK costs half a second to
+import, which every CLI call and child process would otherwise pay.
+"""
+
+from typing import TYPE_CHECKING
 
 from lib.judges.base import CallCache, Judge, JudgeReply, JudgeRequest, MemoryCache, Message, Usage
 from lib.judges.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judges.offline import OfflineJudge
-from lib.judges.openai_judge import OpenAIJudge
 
-__all__ = [
-           "OFFLINE_MODEL",
-           "CallCache",
-           "Judge",
-           "JudgeReply",
-           "JudgeRequest",
-           "MemoryCache",
-           "Message",
-           "OfflineJudge",
-           "OpenAIJudge",
-           "Usage",
-]
+if TYPE_CHECKING:
+    from lib.judges.openai_judge import OpenAIJudge
+
+__all__ = ["OFFLINE_MODEL", "CallCache", "Judge", "JudgeReply", "JudgeRequest", "MemoryCache", "Message",
+           "OfflineJudge", "OpenAIJudge", "Usage"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "OpenAIJudge":
+        from lib.judges.openai_judge import OpenAIJudge
+
+        return OpenAIJudge
+    raise AttributeError(name)

@@ -1,0 +1,242 @@
+"""The store as a Parquet dataset partitioned by run date, and a read-only Store over one.
+
+A DuckDB file holds one process's history on one disk. Past that, the same
+tables go to a Parquet dataset, one folder per table and one sub-folder per
+run date (hive layout), which DuckDB reads in place, from a local folder or
+from object storage through its httpfs extension:
+
+    <dataset>/runs/run_date=2026-09-03/data_0.parquet
+    <dataset>/sample_scores/run_date=2026-09-03/data_0.parquet
+    <dataset>/prompts/data_0.parquet          (tables without a run are not partitioned)
+
+`ParquetStore` opens such a dataset: an in-memory DuckDB connection whose
+views carry the store's table names and columns, so every Store query (the
+trend, jumps, canaries, lint, samples and verdicts) runs over it unchanged.
+It is read-only: writes raise StoreError. Record runs in a DuckDB store and
+export again (a nightly export is seconds per million score rows).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from lib.errors import StoreError
+from lib.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+Setup = Callable[[duckdb.DuckDBPyConnection], None]
+
+PARTITION = "run_date"
+GRANULARITIES = {"day": "day", "month": "month"}
+_FALLBACK_DATE = "DATE '1970-01-01'"   # rows whose run is gone still land somewhere
+_SHAPE = "_shape"
+
+# Each table and the SQL that gives its rows plus the partition column. `_run_dates`
+# maps run_id -> run_date (a temporary view made per export).
+_PARTITIONED: dict[str, str] = {
+    "runs": "SELECT t.*, d.run_date FROM runs t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
+    "run_metrics": "SELECT t.*, d.run_date FROM run_metrics t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
+    "samples": "SELECT t.*, d.run_date FROM samples t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
+    "sample_scores": "SELECT t.*, d.run_date FROM sample_scores t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
+    "ablations": "SELECT t.*, d.run_date FROM ablations t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
+    "ablation_results": """SELECT t.*, d.run_date FROM ablation_results t
+                           LEFT JOIN ablations a ON a.ablation_id = t.ablation_id
+                           LEFT JOIN _run_dates d ON d.run_id = a.run_id""",
+    "judge_cache": "SELECT t.*, CAST(date_trunc('{unit}', t.created_at) AS DATE) AS run_date FROM judge_cache t",
+}
+_WHOLE = ("meta", "prompts")
+TABLES: tuple[str, ...] = (*_WHOLE, *_PARTITIONED)
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (file locations only: COPY and views take no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def is_remote(location: str | Path) -> bool:
+    """True for a URL (s3://, gs://, r2://, az://, https://...): read through DuckDB's httpfs."""
+    return "://" in str(location)
+
+
+def _join(location: str, *parts: str) -> str:
+    return "/".join([location.rstrip("/"), *parts])
+
+
+def _load_httpfs(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("LOAD httpfs")
+    except duckdb.Error as exc:
+        raise StoreError("object storage needs DuckDB's httpfs extension: run `INSTALL httpfs` once on a machine "
+                         f"that can download it ({exc})") from None
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What an export wrote.
+
+    Attributes:
+        location: the dataset's folder or URL.
+        rows: rows written per table.
+        partitions: distinct run dates written (folders per partitioned table).
+        seconds: wall time of the export.
+    """
+
+    location: str
+    rows: dict[str, int]
+    partitions: int
+    seconds: float
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+
+def export_parquet(store: Store, location: str | Path, *, granularity: str = "day", overwrite: bool = False,
+                   setup: Setup | None = None) -> ExportSummary:
+    """Write every table of `store` to a Parquet dataset partitioned by run date.
+
+    A local dataset is written beside its final place and renamed into it, so
+    readers see the old dataset or the new one, never half of one. A remote
+    one (a URL; needs httpfs and credentials, e.g. a DuckDB secret made in
+    `setup`) is written in place, overwriting files of the same name.
+
+    Args:
+        store: the DuckDB store to export (it stays usable; the export only reads).
+        location: a folder, or an object-storage URL such as s3://bucket/evaldrift.
+        granularity: 'day' (one partition per run date) or 'month' (fewer, larger files).
+        overwrite: replace an existing local dataset.
+        setup: called with the export's cursor first (e.g. to LOAD httpfs and CREATE SECRET).
+
+    Raises:
+        StoreError: the local destination exists and `overwrite` is False, or
+            the granularity is unknown.
+    """
+    if granularity not in GRANULARITIES:
+        raise StoreError(f"unknown granularity {granularity!r}; use {' or '.join(GRANULARITIES)}")
+    t0 = time.perf_counter()
+    remote = is_remote(location)
+    final = str(location).rstrip("/") if remote else str(Path(location).resolve())
+    if not remote and Path(final).exists() and not overwrite:
+        raise StoreError(f"{final} exists; pass overwrite=True to replace it")
+    target = final if remote else f"{final}.partial-{time.time_ns()}"
+    cur = store.cursor()
+    if setup is not None:
+        setup(cur)
+    if remote:
+        _load_httpfs(cur)
+    unit = GRANULARITIES[granularity]
+    rows: dict[str, int] = {}
+    try:
+        if not remote:
+            Path(target).mkdir(parents=True)
+        cur.execute(f"""CREATE OR REPLACE TEMP VIEW _run_dates AS
+                        SELECT run_id, CAST(date_trunc('{unit}', started_at) AS DATE) AS run_date FROM runs""")
+        for table in TABLES:
+            rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            if rows[table] == 0:
+                continue  # the reader gives an absent table its empty, typed shape
+            dest = _join(target, table)
+            if table in _WHOLE:
+                if not remote:
+                    Path(dest).mkdir()
+                cur.execute(f"COPY (SELECT * FROM {table}) TO {_literal(_join(dest, 'data_0.parquet'))} "
+                            "(FORMAT parquet)")
+                continue
+            query = _PARTITIONED[table].replace("{unit}", unit)
+            query = f"SELECT * REPLACE (coalesce(run_date, {_FALLBACK_DATE}) AS run_date) FROM ({query})"
+            option = ", OVERWRITE_OR_IGNORE" if remote else ""
+            cur.execute(f"COPY ({query}) TO {_literal(dest)} (FORMAT parquet, PARTITION_BY ({PARTITION}){option})")
+        partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchone()[0]
+        cur.execute("DROP VIEW IF EXISTS _run_dates")
+    except BaseException:
+        if not remote:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    if not remote:
+        old = f"{final}.old-{time.time_ns()}"
+        if Path(final).exists():
+            Path(final).rename(old)
+        Path(target).rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    return ExportSummary(final, rows, int(partitions), time.perf_counter() - t0)
+
+
+class ParquetStore(Store):
+    """A read-only Store over a dataset written by export_parquet.
+
+    Every query method of Store works unchanged: the tables are views over
+    read_parquet('<dataset>/<table>/**/*.parquet', hive_partitioning = true)
+    in an in-memory DuckDB, with the store's exact column names and order
+    (the partition column is left out). A table the export had no rows for is
+    an empty view of the right types. Writes raise StoreError.
+
+    Args:
+        location: the dataset's folder, or an object-storage URL (needs httpfs).
+        setup: called with the connection before the views are made (e.g. CREATE SECRET for S3).
+
+    Raises:
+        StoreError: no dataset there, or one written by a different schema version.
+    """
+
+    def __init__(self, location: str | Path, *, setup: Setup | None = None) -> None:
+        remote = is_remote(location)
+        self.location = str(location).rstrip("/") if remote else str(Path(location).resolve())
+        self.path = Path(self.location) if not remote else self.location  # type: ignore[assignment]
+        if not remote and not Path(self.location).is_dir():
+            raise StoreError(f"no Parquet dataset at {self.location}")
+        self._con = duckdb.connect(":memory:")
+        self._write_lock = threading.RLock()
+        if setup is not None:
+            setup(self._con)
+        if remote:
+            _load_httpfs(self._con)
+        self._make_views()
+
+    def _make_views(self) -> None:
+        con = self._con
+        con.execute(f"CREATE SCHEMA {_SHAPE}")
+        con.execute(f"SET schema = '{_SHAPE}'")
+        for version in range(1, SCHEMA_VERSION + 1):
+            for stmt in MIGRATIONS[version]:
+                con.execute(stmt)
+        con.execute("SET schema = 'main'")
+        for table in TABLES:
+            cols = ", ".join(r[0] for r in con.execute(
+                """SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ?
+                   ORDER BY column_index""", [_SHAPE, table]).fetchall())
+            pattern = _join(self.location, table, "**", "*.parquet")
+            n_files = con.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchone()[0]
+            source = (f"read_parquet({_literal(pattern)}, hive_partitioning = true)" if n_files
+                      else f"{_SHAPE}.{table}")
+            con.execute(f"CREATE VIEW main.{table} AS SELECT {cols} FROM {source}")
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if not rows:
+            raise StoreError(f"{self.location} is not an evaldrift dataset (no meta table)")
+        version = int(rows[0][0])
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"{self.location} was exported with schema {version}; this evaldrift reads "
+                             f"{SCHEMA_VERSION}: export the store again")
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """No writes: a Parquet dataset is read-only (record in the DuckDB store, then export)."""
+        raise StoreError(f"{self.location} is a read-only Parquet dataset: record runs and ablations in the "
+                         "DuckDB store and export it again")
+        yield self._con  # pragma: no cover (makes this a generator for contextmanager)
+
+
+def is_dataset(location: str | Path) -> bool:
+    """True when `location` is a URL or a folder holding an exported dataset."""
+    return is_remote(location) or (Path(location) / "meta").is_dir()
+
+
+def open_store(location: str | Path) -> Store:
+    """A DuckDB file as a Store (read-write), an exported dataset as a read-only ParquetStore."""
+    return ParquetStore(location) if is_dataset(location) else Store(location)

@@ -1,0 +1,226 @@
+"""Ablation: is this metric reading a field it must never see (a wiring leak), or did the system really change?
+
+Pick a run, metrics and the fields to blank. The run's samples are re-judged
+on a background worker, paired (the same samples with and without the field),
+repeated for a noise band, and the outcome comes back in words: per cell of the
+metrics x fields matrix, against what the wiring table expects. A finished
+ablation is answered from the store; an ablation launched in one browser shows
+its progress in every other one.
+"""
+
+import streamlit as st
+
+import lib.ui
+from lib import charts, review
+from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas
+from lib.errors import EvaldriftError
+from lib.metrics import METRIC_NAMES
+
+FIELDS = ("ground_truth", "question", "contexts")
+DEFAULT_REPEATS = 3
+SHOW_ABLATIONS = 10
+BANNERS = {"error": st.error, "warning": st.warning, "success": st.success}
+md = review.md_escape
+
+ctx = lib.ui.sidebar()
+version = ctx.version
+
+
+@st.cache_data(show_spinner=False)
+def load_run_ids(db_path: str, version: str) -> list[str]:
+    return lib.ui.open_store(db_path).run_ids()
+
+
+@st.cache_data(show_spinner=False)
+def load_briefs(db_path: str, version: str, run_id: str) -> list[review.AblationBrief]:
+    return review.ablation_briefs(lib.ui.open_store(db_path), run_id)
+
+
+@st.cache_data(show_spinner=False)
+def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str):
+    return per_sample_deltas(lib.ui.open_store(db_path), ablation_id, metric, arm)
+
+
+st.title("Ablation")
+st.caption("Blank a field, re-judge the same samples with and without it, and see whether the metric moves. "
+           "A metric that moves when a field it must never receive is blanked has a wiring leak; one that "
+           "does not move is blind to that field, so a jump in it is in the pipeline.")
+
+run_ids = load_run_ids(ctx.db_path, version)
+if not run_ids:
+    st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
+    st.stop()
+
+# -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
+shown_id = lib.ui.query_param("ablation")
+shown_row = ctx.store.ablation(shown_id) if shown_id else None
+shown_spec = shown_row["spec"] if shown_row else {}
+newest_first = run_ids[::-1]
+if lib.ui.query_param("run") not in (None, "latest", *run_ids):
+    st.warning(f"No run {md(lib.ui.query_param('run'))} in this database; showing the latest run.")
+lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", run_ids[-1]))
+lib.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES, shown_spec.get("metrics", ["faithfulness"]))
+lib.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
+                            [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])
+
+st.subheader("What to test")
+c1, c2 = st.columns([2, 3])
+run_id = c1.selectbox("Run", newest_first, key="abl_run", help="The run whose samples and instruments are "
+                      "re-judged (its own template and binding, replayed as it was wired).")
+metrics = c2.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
+c3, c4, c5, c6 = st.columns([2, 3, 1, 1])
+whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank ground_truth, question and contexts, each in turn.")
+blanks = c4.multiselect("Fields to blank", FIELDS, key="abl_blanks", disabled=whole)
+repeats = c5.number_input("Repeats", min_value=1, max_value=20, value=DEFAULT_REPEATS, key="abl_repeats",
+                          help="Re-judgings of each arm; two or more measure the judge's noise band.")
+limit = c6.number_input("Sample limit", min_value=0, value=0, step=50, key="abl_limit",
+                        help="Only the first N samples (0: all), for a quick look.")
+arms = list(FIELDS) if whole else blanks
+lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
+
+if metrics and arms:
+    st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
+    st.dataframe(review.expectation_table(metrics, arms), width="content")
+st.caption(f"Judge: `{ctx.judge}` ({ctx.endpoint}); choose another in the sidebar.")
+launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled=not (metrics and arms))
+
+if launch:
+    try:
+        spec = AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=ctx.judge,
+                            endpoint=ctx.endpoint, limit=int(limit) or None)
+    except EvaldriftError as exc:
+        st.error(md(exc))
+        st.stop()
+    stored = ctx.store.ablation(spec.ablation_id)
+    if stored and stored["status"] == "done" and stored["result"]:
+        st.session_state["abl_from_store"] = spec.ablation_id
+    else:
+        st.session_state.pop("abl_from_store", None)
+        ctx.runner.submit(spec)
+    shown_id = spec.ablation_id
+    lib.ui.set_query(ablation=shown_id)
+
+
+# -- the ablation shown: progress, stall, failure or result ------------------------------------------------
+@st.fragment(run_every=1.0)
+def progress_panel(ablation_id: str) -> None:
+    """Polls the stored progress (shared by every session); the full page takes over when it ends."""
+    status = ctx.runner.status(ablation_id)
+    if status.state not in ("queued", "running"):
+        st.rerun(scope="app")
+    label = (f"Judging: {status.done} of {status.total} ({status.fraction:.0%})" if status.total
+             else "Queued: waiting for the worker...")
+    st.progress(status.fraction, text=label)
+    st.caption("Runs on a background worker: you can leave this page or open it in another browser; "
+               "the result is stored.")
+
+
+def render_result(row: dict, run_label: str) -> None:
+    result = AblationResult.from_dict(row["result"])
+    if st.session_state.get("abl_from_store") == result.ablation_id:
+        st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
+                f"no judge was called again.")
+    BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
+    st.caption(f"{md(run_label)}. {result.calls} judge calls, {result.cached} answered from the call cache.")
+
+    st.subheader("Verdicts")
+    for v in result.verdicts:
+        BANNERS[review.sentence_level(v.kind)](md(v.sentence))
+    for r in result.replay:
+        if r.mismatch:
+            st.warning(md(r.sentence))
+        else:
+            st.caption(md(r.sentence))
+    if result.failures:
+        st.warning("Some judgings failed (not scored, not counted as 0 or 1). Reasons:")
+        st.dataframe([{"reason": k, "count": n} for k, n in result.failures.items()], width="content")
+
+    st.subheader("Metrics x fields")
+    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
+                    config={"displayModeBar": False})
+
+    st.subheader("Per-sample changes")
+    cells = [(v.metric, v.arm) for v in result.verdicts if v.delta is not None]
+    if not cells:
+        st.caption("No cell has paired scores to compare.")
+    else:
+        leaks = {(v.metric, v.arm) for v in result.verdicts if v.kind == LEAK}
+        first = next((i for i, cell in enumerate(cells) if cell in leaks), 0)
+        metric, arm = st.selectbox("Cell", cells, index=first, key="abl_cell",
+                                   format_func=lambda c: f"{c[0]} with {c[1]} blanked")
+        deltas = load_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
+        d1, d2 = st.columns([2, 3])
+        d1.dataframe(deltas, hide_index=True, height=300, column_config={
+            "sample_id": "sample", "baseline": st.column_config.NumberColumn("as wired", format="%.3f"),
+            "ablated": st.column_config.NumberColumn(f"{arm} blanked", format="%.3f"),
+            "delta": st.column_config.NumberColumn("change", format="%+.3f")})
+        d2.plotly_chart(charts.delta_histogram(deltas, metric=metric, arm=arm), key="abl_hist",
+                        config={"displayModeBar": False})
+
+    st.subheader("The four readings")
+    four = result.four
+    if four is None:
+        st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
+                   "needs faithfulness with ground_truth and contexts blanked.")
+        if st.button("Launch the four readings on this run", key="abl_four"):
+            spec = AblationSpec.from_dict(result.spec)
+            four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=ctx.judge,
+                                           endpoint=ctx.endpoint, limit=spec.limit)
+            ctx.runner.submit(four_spec)
+            lib.ui.set_query(ablation=four_spec.ablation_id)
+            st.rerun()
+    else:
+        f1, f2, f3, f4, f5 = st.columns(5)
+        f1.metric("As wired", f"{four.as_wired:.3f}")
+        f2.metric("Without the reference", f"{four.without_reference:.3f}", f"{-four.leak:+.3f}")
+        f3.metric("Without the passages", f"{four.without_contexts:.3f}",
+                  f"{four.without_contexts - four.as_wired:+.3f}")
+        f4.metric("Without both", "n/a" if four.without_both is None else f"{four.without_both:.3f}")
+        f5.metric("Independent channels", f"{four.independence:.3f}",
+                  f"{four.independence_gap:+.3f} as wired vs independent", delta_color="off",
+                  help="1 - (1 - without reference)(1 - without passages): what passages and reference would "
+                       "support together if they were independent channels of support.")
+        st.info(md(four.sentence))
+
+
+if shown_id:
+    st.divider()
+    status = ctx.runner.status(shown_id)
+    row = ctx.store.ablation(shown_id)
+    brief = load_briefs(ctx.db_path, version, row["run_id"]) if row else []
+    what = next((b.what for b in brief if b.ablation_id == shown_id), "")
+    st.subheader(f"Ablation {md(shown_id)}")
+    run_label = f"Run {row['run_id']}: {what}" if row else ""
+    if status.state == "done" and row and row["result"]:
+        render_result(row, run_label)
+    elif status.state in ("queued", "running"):
+        st.caption(md(run_label))
+        progress_panel(shown_id)
+    elif status.state == "stalled" and row:
+        st.warning(f"This ablation stopped at {status.done} of {status.total} judgings: the process that ran it "
+                   f"is gone. Resume keeps every finished judging and does the rest.")
+        if st.button("Resume", key="abl_resume", type="primary"):
+            ctx.runner.submit(AblationSpec.from_dict(row["spec"]))
+            st.rerun()
+    elif status.state == "failed":
+        st.error("This ablation failed. The reason, as the worker recorded it:")
+        st.code(status.error or "no reason recorded (see the server log)", language=None)
+        if row and st.button("Retry", key="abl_retry"):
+            ctx.runner.submit(AblationSpec.from_dict(row["spec"]))
+            st.rerun()
+    else:
+        st.warning("No ablation with this id in this database.")
+
+# -- earlier ablations of the chosen run -----------------------------------------------------------------------
+st.divider()
+st.subheader(f"Ablations of {md(run_id)}")
+briefs = load_briefs(ctx.db_path, version, run_id)
+if not briefs:
+    st.caption("None yet.")
+for b in briefs[:SHOW_ABLATIONS]:
+    with st.container(border=True):
+        st.page_link("pages/ablation.py", label=f"{b.ablation_id} · {b.status} · {b.created_at:%Y-%m-%d %H:%M}",
+                     query_params={"ablation": b.ablation_id, "run": b.run_id}, icon=":material/science:")
+        st.caption(md(f"{b.what}. {b.summary or f'{b.done} of {b.total} judgings.'}"))
+if len(briefs) > SHOW_ABLATIONS:
+    st.caption(f"{len(briefs) - SHOW_ABLATIONS} older ablation(s) not shown.")

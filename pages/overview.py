@@ -1,0 +1,136 @@
+"""Overview: is any metric moving beyond the judge's noise right now, what could explain it, and is the
+measurement itself healthy (canary, template lint, unattributed scores)?"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from lib import diagnose, ui, views
+from lib.diagnose import CanaryStatus, Jump
+from lib.metrics import wiring_table
+from lib.records import CANARY, MAIN
+
+ctx = ui.sidebar()
+
+COLUMN_CONFIG = {
+    "score": st.column_config.NumberColumn(format="%.3f"),
+    "runs": st.column_config.NumberColumn("runs using it"),
+    "in_latest_run": st.column_config.CheckboxColumn("used by the latest run"),
+}
+
+
+@st.cache_data(show_spinner=False)
+def load_history(db_path: str, version: str, suite: str) -> pd.DataFrame:
+    return ui.open_store(db_path).metric_history(suite=suite)
+
+
+@st.cache_data(show_spinner=False)
+def load_jumps(db_path: str, version: str) -> list[Jump]:
+    return diagnose.find_jumps(ui.open_store(db_path), history=load_history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
+def load_canary(db_path: str, version: str) -> CanaryStatus:
+    return diagnose.canary_status(ui.open_store(db_path), history=load_history(db_path, version, CANARY))
+
+
+@st.cache_data(show_spinner=False)
+def load_lint(db_path: str, version: str) -> pd.DataFrame:
+    return diagnose.lint_status(ui.open_store(db_path))
+
+
+# -- lib calls ---------------------------------------------------------------------------------
+history = load_history(ctx.db_path, ctx.version, MAIN)
+if history.empty:
+    st.title("Overview")
+    st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
+    st.stop()
+cards = views.metric_cards(history)
+recent, earlier = views.recent_jumps(load_jumps(ctx.db_path, ctx.version))
+canary = load_canary(ctx.db_path, ctx.version)
+lint = load_lint(ctx.db_path, ctx.version)
+latest_run = str(history["run_id"].iloc[-1])
+latest_at = history["started_at"].iloc[-1]
+findings = views.lint_findings(lint, latest_run)
+unscored_instrument = pd.concat([views.unattributed(history),
+                                 views.unattributed(load_history(ctx.db_path, ctx.version, CANARY))])
+n_runs = history["run_id"].nunique()
+
+# -- render ------------------------------------------------------------------------------------
+st.title("Overview")
+st.caption(f"{n_runs} runs; latest {ui.md_literal(latest_run)} at {latest_at:%Y-%m-%d %H:%M}. "
+           f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
+
+for col, card in zip(st.columns(len(cards)), cards, strict=True):
+    with col:
+        st.metric(
+            card.metric,
+            f"{card.score:.3f}" if card.score is not None else "—",
+            f"{card.delta:+.3f}" if card.delta is not None else None,
+            delta_color="normal" if card.beyond_noise else "off",
+            delta_description="beyond noise" if card.beyond_noise else "within noise",
+            chart_data=list(card.spark), chart_type="line", border=True,
+            help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
+                  f"n={card.n}, {card.n_failed} failed. Noise sd of one run ±{card.noise_sd:.3f}; a run-to-run "
+                  f"change beyond ±{card.threshold:.3f} is flagged. Sparkline: the last {len(card.spark)} runs."),
+        )
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Jumps beyond noise")
+    if not recent:
+        st.success("No run-to-run change exceeds the judge's noise band.")
+    for j in recent:
+        with st.container(border=True):
+            arrow = "up" if j.delta > 0 else "down"
+            st.markdown(f":{'red' if j.ratio >= 2 else 'orange'}[**{ui.md_literal(j.metric)}** {arrow} "
+                        f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
+                        f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d}).")
+            st.caption("Suspects, most likely first:")
+            for a in views.suspect_actions(j):
+                c1, c2 = st.columns([3, 2], vertical_alignment="center")
+                c1.text(f"{a.kind}: {a.description}")
+                with c2:
+                    st.page_link(a.page, label=f"Test: {ui.md_literal(a.test)}", query_params=a.params,
+                                 icon=":material/science:" if a.page == views.PAGE_ABLATION else
+                                 ":material/compare_arrows:")
+            st.page_link(views.PAGE_RUN, label=f"Open run {ui.md_literal(j.run_id)}", icon=":material/open_in_new:",
+                         query_params={"run": j.run_id, "metric": j.metric})
+    if earlier:
+        st.page_link(views.PAGE_TRENDS, label=f"{len(earlier)} earlier jumps: see Trends",
+                     icon=":material/show_chart:")
+
+with right:
+    st.subheader("Is the measurement healthy?")
+    st.markdown("**Canary**")
+    if canary.latest_alarm:
+        st.error(ui.md_literal(canary.sentence), icon=":material/warning:")
+    elif canary.alarm_runs:
+        st.warning(ui.md_literal(canary.sentence))
+    else:
+        st.success(ui.md_literal(canary.sentence))
+
+    st.markdown("**Template lint**")
+    in_use = int(findings["in_latest_run"].sum()) if not findings.empty else 0
+    if in_use:
+        st.error(f"{in_use} template(s) used by the latest run read a field their metric must never receive.")
+    elif not findings.empty:
+        st.warning(f"{len(findings)} of {len(lint)} stored templates have lint findings; none is used by the "
+                   "latest run.")
+    else:
+        st.success(f"All {len(lint)} stored templates are clean.")
+    if not findings.empty:
+        st.dataframe(findings[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
+                     hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
+
+    st.markdown("**Attribution**")
+    if unscored_instrument.empty:
+        st.success("Every stored score records its judge model, prompt hash and binding.")
+    else:
+        st.warning(f"{len(unscored_instrument)} stored score(s) lack a judge model, prompt hash or binding: "
+                   "they cannot be compared with confidence.")
+        st.dataframe(unscored_instrument, hide_index=True, column_config=COLUMN_CONFIG, key="overview_unattributed")
+
+    with st.expander("What each metric may see"):
+        st.dataframe(pd.DataFrame(wiring_table()), hide_index=True, key="overview_wiring")

@@ -1,0 +1,140 @@
+"""Review: what happened to the eval this week (or in any date range), ready to present and export?
+
+For the runs started in the range: what moved beyond the judge's noise and
+which recorded change is the first suspect for it, what changed in the
+instrument (judge model, prompt, binding) and in the pipeline, whether the
+canary alarmed, and the ablations that tested these runs, with their
+verdicts. The whole review downloads as Markdown for the meeting notes.
+"""
+
+from dataclasses import asdict
+from datetime import date, timedelta
+
+import streamlit as st
+
+import lib.ui
+from lib import review
+
+RANGE_KEY = "rev_range"
+SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
+         "unexplained": "with no recorded change"}
+md = review.md_escape
+
+ctx = lib.ui.sidebar()
+version = ctx.version
+
+
+@st.cache_data(show_spinner=False)
+def load_bounds(db_path: str, version: str) -> tuple[date, date] | None:
+    return review.default_range(lib.ui.open_store(db_path))
+
+
+@st.cache_data(show_spinner="Assembling the review...")
+def load_review(db_path: str, version: str, start: date, end: date) -> review.Review:
+    return review.review(lib.ui.open_store(db_path), start, end)
+
+
+def _url_date(name: str) -> date | None:
+    try:
+        return date.fromisoformat(lib.ui.query_param(name) or "")
+    except ValueError:
+        return None
+
+
+def shift_range(days: int) -> None:
+    start, end = st.session_state[RANGE_KEY]
+    st.session_state[RANGE_KEY] = (start + timedelta(days=days), end + timedelta(days=days))
+
+
+st.title("Weekly review")
+default = load_bounds(ctx.db_path, version)
+if default is None:
+    st.info("This database holds no runs yet.")
+    st.stop()
+url_range = (_url_date("from"), _url_date("to"))
+if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
+    st.session_state[RANGE_KEY] = url_range if all(url_range) else default
+
+c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",
+                       help="Default: the last seven days of data, ending on the day of the latest run.")
+c2.button("Previous week", key="rev_prev", on_click=shift_range, args=(-7,), icon=":material/chevron_left:")
+c3.button("Next week", key="rev_next", on_click=shift_range, args=(7,), icon=":material/chevron_right:")
+c4.button("Latest week", key="rev_latest", on_click=lambda: st.session_state.update({RANGE_KEY: default}))
+if len(picked) != 2:
+    st.info("Pick the last day of the range.")
+    st.stop()
+start, end = picked
+lib.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
+rev = load_review(ctx.db_path, version, start, end)
+
+# -- the summary: what to say first ----------------------------------------------------------------------------
+st.header(md(rev.title))
+m1, m2, m3, m4, m5, m6 = st.columns(6)
+m1.metric("Runs", len(rev.runs))
+m2.metric("Moves beyond noise", len(rev.jumps))
+m3.metric("Instrument changes", len(rev.instrument_changes))
+m4.metric("Pipeline changes", len(rev.pipeline_changes))
+m5.metric("Canary alarms", f"{len(rev.canary_alarms)} of {rev.canary_runs}")
+m6.metric("Ablations", len(rev.ablations))
+with st.container(border=True):
+    st.markdown("\n".join(f"- {md(line)}" for line in rev.headline))
+
+# -- what moved ------------------------------------------------------------------------------------------------
+st.subheader("What moved beyond noise")
+if not rev.jumps:
+    st.caption("Nothing moved beyond the judge's noise in these runs.")
+for finding in rev.jumps:
+    j = finding.jump
+    show = st.error if finding.side == "instrument" else st.warning
+    show(f"**{md(j.metric)}** {j.before:.3f} → {j.after:.3f} ({j.delta:+.3f}) at {md(j.run_id)}, "
+         f"{j.ratio:.1f}x the jump threshold, {SIDES[finding.side]}.")
+    st.dataframe([{"suspect": s.kind, "what changed": s.description, "test": s.test} for s in j.suspects],
+                 hide_index=True)
+    tested = [a for a in finding.ablations if a.summary]
+    for a in tested:
+        st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.summary)}")
+    blank = next((s.blank for s in j.suspects if s.blank), None)
+    if blank and not tested:
+        st.page_link("pages/ablation.py", label=f"Test it: ablate {md(j.metric)} with {md(blank)} blanked",
+                     query_params={"run": j.run_id, "metric": j.metric, "blank": blank},
+                     icon=":material/science:")
+
+# -- what changed ----------------------------------------------------------------------------------------------
+st.subheader("What changed in the instrument")
+if rev.instrument_changes:
+    st.dataframe([asdict(c) for c in rev.instrument_changes], hide_index=True)
+else:
+    st.caption("No judge model, prompt or binding change.")
+st.subheader("What changed in the pipeline")
+if rev.pipeline_changes:
+    st.dataframe([asdict(c) for c in rev.pipeline_changes], hide_index=True)
+else:
+    st.caption("No pipeline config change.")
+
+# -- canary and ablations --------------------------------------------------------------------------------------
+st.subheader("Canary")
+(st.error if rev.canary_alarms else st.success)(md(rev.canary_sentence))
+if rev.canary_alarms:
+    st.dataframe([asdict(a) for a in rev.canary_alarms], hide_index=True)
+
+st.subheader("Ablations")
+if not rev.ablations:
+    st.caption("No ablation tested these runs, and none was launched in this range.")
+for a in rev.ablations:
+    with st.container(border=True):
+        st.page_link("pages/ablation.py", label=f"{md(a.ablation_id)} on {md(a.run_id)} · {md(a.status)}",
+                     query_params={"ablation": a.ablation_id, "run": a.run_id}, icon=":material/science:")
+        st.caption(md(f"{a.what}. Launched {a.created_at:%Y-%m-%d %H:%M}; {a.done} of {a.total} judgings."))
+        if a.summary:
+            (st.error if a.alarming else st.success)(f"**{md(a.summary)}**")
+        if a.verdicts:
+            st.markdown("\n".join(f"- {md(sentence)}" for _, sentence in a.verdicts))
+
+# -- export ----------------------------------------------------------------------------------------------------
+st.subheader("Export")
+markdown = review.review_markdown(rev)
+st.download_button("Download the review as Markdown", markdown, file_name=f"evaldrift-review-{start}-{end}.md",
+                   mime="text/markdown", key="rev_download", on_click="ignore", icon=":material/download:")
+with st.expander("Preview the Markdown"):
+    st.code(markdown, language="markdown")

@@ -1,0 +1,187 @@
+"""Run: what did one run measure and with which instrument, what changed since the run before it, and
+what did the judge say about each sample, with each piece of evidence traced to where it was found?
+
+Deep link: ?run=<run id>&metric=<metric whose verdicts are shown>&view=<sample id>.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from lib import diagnose, ui, views
+from lib.diagnose import RunChanges
+from lib.metrics import get_metric
+from lib.records import MAIN
+
+ctx = ui.sidebar()
+
+ANY = "any"
+TEXT_COLUMNS = ("question", "answer", "contexts", "ground_truth")
+SCORE = st.column_config.NumberColumn(format="%.3f")
+
+
+@st.cache_data(show_spinner=False)
+def load_runs(db_path: str, version: str) -> pd.DataFrame:
+    return ui.open_store(db_path).runs()
+
+
+@st.cache_data(show_spinner=False)
+def load_run(db_path: str, version: str, run_id: str) -> dict[str, object]:
+    return ui.open_store(db_path).run(run_id)
+
+
+@st.cache_data(show_spinner=False)
+def load_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return ui.open_store(db_path).run_metrics(run_id, MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def load_changes(db_path: str, version: str, run_id: str) -> RunChanges:
+    return diagnose.run_changes(ui.open_store(db_path), run_id)
+
+
+@st.cache_data(show_spinner=False)
+def load_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return ui.open_store(db_path).sample_scores(run_id, MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def load_provenance(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
+    return diagnose.provenance(ui.open_store(db_path), run_id, metric)
+
+
+@st.cache_data(show_spinner=False)
+def load_sample_table(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
+    samples = ui.open_store(db_path).samples_frame(run_id, MAIN)
+    return views.sample_table(samples, load_scores(db_path, version, run_id),
+                              load_provenance(db_path, version, run_id, metric), metric)
+
+
+def pick_row(table: pd.DataFrame) -> None:
+    """A row clicked in the sample table becomes the sample in the viewer."""
+    rows = st.session_state["run_samples"]["selection"]["rows"]
+    if rows and rows[0] < len(table):
+        st.session_state["run_sample"] = str(table.iloc[rows[0]]["sample_id"])
+
+
+runs = load_runs(ctx.db_path, ctx.version)
+if runs.empty:
+    st.title("Run")
+    st.info("This database holds no runs yet.")
+    st.stop()
+ids = runs["run_id"].tolist()[::-1]  # newest first
+labels = dict(zip(runs["run_id"], runs["started_at"].dt.strftime("%Y-%m-%d %H:%M") + "  " + runs["label"].fillna(""),
+                  strict=True))
+
+# -- widgets: which run and metric -------------------------------------------------------------
+ui.seed_from_query("run_pick", "run", ids, ids[0])
+c1, c2 = st.columns([2, 1], gap="large")
+run_id = c1.selectbox("Run", ids, key="run_pick", format_func=lambda r: f"{r}   ({labels[r].strip()})")
+run_metrics = load_metrics(ctx.db_path, ctx.version, run_id)
+metric_names = views.ordered_metrics(run_metrics["metric"].tolist())
+ui.seed_from_query("run_metric", "metric", metric_names,
+                   "faithfulness" if "faithfulness" in metric_names else (metric_names or [None])[0])
+metric = c2.selectbox("Metric for the sample verdicts", metric_names, key="run_metric")
+
+# -- lib calls ---------------------------------------------------------------------------------
+header = load_run(ctx.db_path, ctx.version, run_id)
+table = views.metric_table(run_metrics)
+changes = load_changes(ctx.db_path, ctx.version, run_id)
+
+# -- render: the run ---------------------------------------------------------------------------
+st.title(f"Run {ui.md_literal(run_id)}")
+st.caption(f"started {header['started_at']:%Y-%m-%d %H:%M}" +
+           (f" · {ui.md_literal(header['label'])}" if header["label"] else ""))
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Metrics")
+    st.dataframe(table, hide_index=True, key="run_metrics_table",
+                 column_config={"score": SCORE, "attributed": st.column_config.CheckboxColumn(
+                     help="judge model, prompt hash and binding all recorded")})
+    if not table["attributed"].all():
+        st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
+with right:
+    st.subheader("Pipeline config")
+    st.json(header["pipeline"], expanded=2)
+
+st.subheader("What changed since the run before")
+if changes.prev_run_id is None:
+    st.info("This is the first run: nothing to compare with.")
+else:
+    st.page_link(views.PAGE_COMPARE, label=f"Compare with {ui.md_literal(changes.prev_run_id)}",
+                 icon=":material/compare_arrows:",
+                 query_params={"run": run_id, "run_b": changes.prev_run_id, "metric": metric or ""})
+    if changes.is_empty:
+        st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
+                   "prompts, bindings and pipeline config.")
+    else:
+        ui.show_run_changes(changes, key="run_changes")
+
+if not metric:
+    st.stop()
+
+# -- widgets: sample filters -------------------------------------------------------------------
+spec = get_metric(metric)
+pos, neg = spec.labels
+st.subheader(f"Samples, with {ui.md_literal(metric)} verdicts")
+f1, f2, f3, f4 = st.columns([3, 2, 1, 1])
+search = f1.text_input("Search the texts", key="run_search", placeholder="words in any artifact or the sample id")
+score_range = f2.slider(f"{metric} score", 0.0, 1.0, (0.0, 1.0), step=0.05, key="run_score_range")
+verdict = f3.selectbox("Has a verdict", [ANY, pos, neg], key="run_verdict")
+location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS], key="run_location",
+                        help=f"Positive verdicts whose evidence string was found in this artifact. {metric} should "
+                             f"find its evidence in {spec.against}.")
+
+# -- lib calls ---------------------------------------------------------------------------------
+samples = load_sample_table(ctx.db_path, ctx.version, run_id, metric)
+scores = load_scores(ctx.db_path, ctx.version, run_id)
+provenance = load_provenance(ctx.db_path, ctx.version, run_id, metric)
+shown = views.filter_samples(samples, metric, search=search, score_range=score_range,
+                             verdict=None if verdict == ANY else verdict,
+                             location=None if location == ANY else location).reset_index(drop=True)
+
+# -- render: the sample table ------------------------------------------------------------------
+st.caption(f"{len(shown)} of {len(samples)} samples. Click a row to view it below.")
+score_cols = [m for m in metric_names if m in shown]
+st.dataframe(
+    shown, hide_index=True, key="run_samples", on_select=lambda: pick_row(shown), selection_mode="single-row",
+    height=320,
+    column_order=["sample_id", "question", *score_cols, "status", "items", pos, neg,
+                  *[views.location_column(loc) for loc in views.PROVENANCE_LOCATIONS]],
+    column_config={**{m: SCORE for m in score_cols},
+                   "question": st.column_config.TextColumn(width="medium"),
+                   "in_contexts": st.column_config.NumberColumn("ev. in contexts"),
+                   "in_ground_truth": st.column_config.NumberColumn("ev. in ground_truth"),
+                   "in_question": st.column_config.NumberColumn("ev. in question"),
+                   "nowhere": st.column_config.NumberColumn("ev. nowhere")},
+)
+
+# -- widgets and render: one sample ------------------------------------------------------------
+options = shown["sample_id"].tolist() or samples["sample_id"].tolist()
+ui.seed_from_query("run_sample", "view", options, options[0] if options else None)
+sample_id = st.selectbox("Sample", options, key="run_sample")
+ui.set_query(run=run_id, metric=metric, view=sample_id)
+if sample_id is None:
+    st.stop()
+row = samples[samples["sample_id"] == sample_id].iloc[0]
+status = views.sample_status(scores, metric, sample_id)
+records = views.verdict_records(scores, provenance, metric, sample_id)
+
+with st.container(border=True, key="run_sample_viewer"):
+    score_text = f"{status['score']:.3f}" if status["score"] is not None else "no score"
+    st.markdown(f"**{ui.md_literal(sample_id)}** · {ui.md_literal(metric)} {score_text} · status "
+                f"{ui.md_literal(status['status'])}")
+    if status["reason"]:
+        st.text(f"reason: {status['reason']}")
+    for col, name in zip(st.columns(4), TEXT_COLUMNS, strict=True):
+        with col:
+            st.caption(name + ("  (judged against)" if name == spec.against else
+                               "  (items judged)" if name == spec.items_from else ""))
+            st.text(row[name] or "(empty)")
+    st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
+               f"was found ({spec.against} is the legitimate place).")
+    st.dataframe(records, hide_index=True, key="run_verdicts",
+                 column_config={"n": st.column_config.NumberColumn("#", width="small"),
+                                "item": st.column_config.TextColumn(width="large"),
+                                "evidence": st.column_config.TextColumn(width="large")})

@@ -1,0 +1,108 @@
+"""Trends: how has each metric moved over runs, which moves exceed the judge's noise, and do they line up
+with a recorded change of judge model, prompt, binding or pipeline? Click a point to open its run.
+
+Deep link: ?metric=<name> shows one metric (absent: all).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from lib import charts, diagnose, ui, views
+from lib.diagnose import Jump
+from lib.records import MAIN
+from lib.stats import noise_band
+
+ctx = ui.sidebar()
+
+ALL = "all metrics"
+JUMP_COLUMNS = {
+    "started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
+    "before": st.column_config.NumberColumn(format="%.3f"),
+    "after": st.column_config.NumberColumn(format="%.3f"),
+    "delta": st.column_config.NumberColumn(format="%+.3f"),
+    "x_threshold": st.column_config.NumberColumn("x threshold", format="%.1f"),
+}
+EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm")}
+
+
+@st.cache_data(show_spinner=False)
+def load_history(db_path: str, version: str) -> pd.DataFrame:
+    return ui.open_store(db_path).metric_history(suite=MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def load_jumps(db_path: str, version: str) -> list[Jump]:
+    return diagnose.find_jumps(ui.open_store(db_path), history=load_history(db_path, version))
+
+
+@st.cache_data(show_spinner=False)
+def load_events(db_path: str, version: str) -> pd.DataFrame:
+    return diagnose.change_events(load_history(db_path, version))
+
+
+@st.cache_data(show_spinner=False)
+def load_noise(db_path: str, version: str) -> dict[str, float]:
+    return diagnose.trend_noise(load_history(db_path, version))
+
+
+history = load_history(ctx.db_path, ctx.version)
+st.title("Trends")
+if history.empty:
+    st.info("This database holds no runs yet.")
+    st.stop()
+metrics = views.ordered_metrics(history["metric"].unique().tolist())
+days = sorted(history["started_at"].dt.date.unique())
+
+# -- widgets -----------------------------------------------------------------------------------
+ui.seed_from_query("trends_metric", "metric", [ALL, *metrics], ALL)
+c1, c2 = st.columns([1, 3], gap="large")
+metric = c1.selectbox("Metric", [ALL, *metrics], key="trends_metric")
+if len(days) > 1:
+    first, last = c2.select_slider("Runs between", options=days, value=(days[0], days[-1]), key="trends_range",
+                                   format_func=lambda d: d.isoformat())
+else:
+    first = last = days[0]
+ui.set_query(metric=None if metric == ALL else metric)
+shown = metrics if metric == ALL else [metric]
+
+# -- lib calls ---------------------------------------------------------------------------------
+since, until = views.day_bounds(first, last)
+window = views.in_range(history, since, until)
+events = views.in_range(load_events(ctx.db_path, ctx.version), since, until)
+jumps = views.in_range(views.jumps_frame(load_jumps(ctx.db_path, ctx.version)), since, until)
+noise = load_noise(ctx.db_path, ctx.version)
+figures = {
+    m: charts.trend_figure(window[window["metric"] == m], metric=m,
+                           events=events[events["metric"].isna() | (events["metric"] == m)],
+                           jumps=jumps[jumps["metric"] == m], band=noise_band(noise.get(m, float("nan"))),
+                           height=320 if len(shown) > 1 else 440)
+    for m in shown
+}
+
+# -- render ------------------------------------------------------------------------------------
+st.caption("Grey band: ±2 judge-noise sd around each score (noise from the trend's run-to-run differences). "
+           "Dotted lines and triangles: recorded changes (hover for what changed). Red rings: jumps beyond the "
+           "threshold. Click any point to open that run.")
+grid = st.columns(2) if len(shown) > 1 else [st.container()]
+for i, m in enumerate(shown):
+    with grid[i % len(grid)]:
+        event = st.plotly_chart(figures[m], on_select="rerun", selection_mode="points", key=f"trend_{m}")
+        picked = charts.run_from_selection(event)
+        if picked:
+            st.switch_page(views.PAGE_RUN, query_params={"run": picked, "metric": m})
+
+st.subheader("Jumps beyond noise in this range")
+shown_jumps = jumps[jumps["metric"].isin(shown)]
+if shown_jumps.empty:
+    st.success("None.")
+else:
+    st.dataframe(shown_jumps, hide_index=True, column_config=JUMP_COLUMNS, key="trends_jumps")
+
+st.subheader("Recorded changes in this range")
+shown_events = events[events["metric"].isna() | events["metric"].isin(shown)]
+if shown_events.empty:
+    st.success("None.")
+else:
+    st.dataframe(shown_events, hide_index=True, column_config=EVENT_COLUMNS, key="trends_events")
