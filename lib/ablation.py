@@ -193,14 +193,16 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
             progress(int(existing["total"]), int(existing["total"]))
         return AblationResult.from_dict(existing["result"])  # type: ignore[arg-type]
     plan = _plan(store, spec)
+    # Refuse bad input before the ablation row exists, so it never shows as a stalled ablation.
+    scorer = load_scorer(spec.scorer) if spec.scorer is not None else None
+    if scorer is None and judge is None:
+        raise InputError("an ablation needs a judge or a scorer", field="judge")
     store.start_ablation(aid, spec.run_id, spec.suite, spec.to_dict(), spec.judge, plan.total)
     done = store.ablation_done_keys(aid)
-    if spec.scorer is not None:
-        stopped = _run_scorer(store, plan, load_scorer(spec.scorer), done, progress, should_stop)
+    if scorer is not None:
+        stopped = _run_scorer(store, plan, scorer, done, progress, should_stop)
     else:
-        if judge is None:
-            raise InputError("an ablation needs a judge or a scorer", field="judge")
-        stopped = _run_judge(store, plan, judge, done, progress, should_stop)
+        stopped = _run_judge(store, plan, judge, done, progress, should_stop)  # type: ignore[arg-type]
     if stopped:
         return None
     result = analyse(store, spec)
@@ -496,7 +498,7 @@ def _classify(mspec, arm: str, base: _Arm, abl: _Arm, band: float | None, repeat
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common)
     beyond = pd.excludes_zero and abs(pd.mean) > (band or 0.0)
-    noise_words = (f"the noise band (±{band:.3f}, {repeats} repeats)" if band
+    noise_words = (f"the noise band (±{band:.3f}, {repeats} repeats)" if band is not None
                    else "a noise band (not measured: 1 repeat)")
     ratio_words = f"{abs(pd.mean) / band:.0f}x {noise_words}" if band else f"beyond its CI, against {noise_words}"
     move = f"moves {_fmt(pd.mean)} (95% CI {_fmt(pd.lo)} to {_fmt(pd.hi)})"

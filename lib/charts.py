@@ -28,7 +28,8 @@ JUMP_COLOUR = "#c62828"
 
 
 def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | None = None,
-                 jumps: pd.DataFrame | None = None, band: float | None = None, height: int = 330) -> go.Figure:
+                 jumps: pd.DataFrame | None = None, band: float | None = None, height: int = 330,
+                 legend: bool = True) -> go.Figure:
     """One metric over runs: the score, its noise band, recorded changes, and the flagged jumps.
 
     Every point carries its run id in `customdata` (see run_from_selection), so a
@@ -40,6 +41,7 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         events: diagnose.change_events rows that apply to this metric (run_id, started_at, kind, text).
         jumps: views.jumps_frame rows of this metric.
         band: half-width of the noise band drawn around the series (stats.noise_band of the noise sd).
+        legend: show the legend (small multiples leave it out and explain the marks once).
     """
     s = series.dropna(subset=["score"]).sort_values("started_at")
     x, y, ids = s["started_at"], s["score"].astype(float), s["run_id"].astype(str).tolist()
@@ -83,9 +85,11 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                                  customdata=jumps["run_id"].astype(str).tolist(), text=jtext,
                                  marker=dict(symbol="circle-open", size=15, color=JUMP_COLOUR, line=dict(width=2.5)),
                                  hovertemplate="%{text}<extra></extra>"))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="closest",
-                      title=dict(text=safe(metric), font=dict(size=15)), clickmode="event+select",
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right", font=dict(size=11)),
+    title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>noise band ±{band:.3f}</span>"
+                            if band is not None and band == band else "")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=70 if legend else 40, b=10), hovermode="closest",
+                      title=dict(text=title, font=dict(size=15)), clickmode="event+select", showlegend=legend,
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
                       xaxis=dict(type="date"), yaxis=dict(title="score"))
     return fig
 
@@ -166,7 +170,7 @@ def verdict_heatmap(matrix: pd.DataFrame) -> go.Figure:
         z[i][j] = kinds.index(kind)
         move = "" if r.delta is None or pd.isna(r.delta) else f"<br>{r.delta:+.3f}"
         if r.ratio is not None and not pd.isna(r.ratio):
-            move += f" ({r.ratio:.0f}x noise)"
+            move += f" ({r.ratio:.0f}x noise)" if r.ratio >= 1 else " (within noise)"
         annotations.append(dict(x=r.arm, y=r.metric, text=f"<b>{r.kind}</b>{move}<br><i>expected {r.expected}</i>",
                                 showarrow=False, font=dict(size=13, color="#222" if kind in _LIGHT_CELLS else "white")))
         hover[i][j] = _wrapped(r.sentence or f"{r.metric} with {r.arm} blanked: not tested; expected {r.expected}.")

@@ -94,11 +94,14 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
     if not _is_tty(sys.stderr):
         return None
 
+    last: list[tuple[int, int]] = []
+
     def show(done: int, total: int) -> None:
+        if last and last[-1] == (done, total):  # the final flush reports 100% twice
+            return
+        last[:] = [(done, total)]
         share = done / total if total else 1.0
-        sys.stderr.write(f"\r{label}: {done}/{total} ({share:.0%})")
-        if done >= total:
-            sys.stderr.write("\n")
+        sys.stderr.write(f"\r{label}: {done}/{total} ({share:.0%})" + ("\n" if done >= total else ""))
         sys.stderr.flush()
 
     return show
@@ -337,7 +340,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
             table = lint_status(store)
         for r in table.itertuples(index=False):
             checked += 1
-            used = f"used by {r.runs} runs, last {r.last_run} ({r.bindings})" if r.runs else "unused"
+            plural = "" if r.runs == 1 else "s"
+            used = f"used by {r.runs} run{plural}, last {r.last_run} ({r.bindings})" if r.runs else "unused"
             if r.findings:
                 flagged += 1
                 print(f"FINDING {r.metric} {r.prompt_hash} reads {r.reads}; {used}: {r.findings}")

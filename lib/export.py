@@ -10,10 +10,15 @@ from object storage through its httpfs extension:
     <dataset>/prompts/data_0.parquet          (tables without a run are not partitioned)
 
 `ParquetStore` opens such a dataset: an in-memory DuckDB connection whose
-views carry the store's table names and columns, so every Store query (the
-trend, jumps, canaries, lint, samples and verdicts) runs over it unchanged.
-It is read-only: writes raise StoreError. Record runs in a DuckDB store and
-export again (a nightly export is seconds per million score rows).
+tables and views carry the store's table names and columns, so every Store
+query (the trend, jumps, canaries, lint, samples and verdicts) runs over it
+unchanged. The per-run tables (runs, run_metrics, ablations, prompts: a few
+rows a run) are read into memory when it opens, because a query over
+thousands of one-row files pays for opening each; the per-sample tables
+(samples, sample_scores, ablation_results, judge_cache: the bulk) stay views
+read in place. It is read-only: writes raise StoreError. Record runs in a
+DuckDB store and export again (a nightly export is seconds per million score
+rows).
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from lib.errors import StoreError
-from lib.store import MIGRATIONS, SCHEMA_VERSION, Store
+from lib.store import MIGRATIONS, SCHEMA_VERSION, RunBatch, Store
 
 Setup = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -53,6 +59,7 @@ _PARTITIONED: dict[str, str] = {
 }
 _WHOLE = ("meta", "prompts")
 TABLES: tuple[str, ...] = (*_WHOLE, *_PARTITIONED)
+RESIDENT = frozenset({"meta", "prompts", "runs", "run_metrics", "ablations"})  # read into memory on open
 
 
 def _literal(text: str) -> str:
@@ -139,7 +146,7 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "da
         cur.execute(f"""CREATE OR REPLACE TEMP VIEW _run_dates AS
                         SELECT run_id, CAST(date_trunc('{unit}', started_at) AS DATE) AS run_date FROM runs""")
         for table in TABLES:
-            rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
             if rows[table] == 0:
                 continue  # the reader gives an absent table its empty, typed shape
             dest = _join(target, table)
@@ -153,7 +160,7 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "da
             query = f"SELECT * REPLACE (coalesce(run_date, {_FALLBACK_DATE}) AS run_date) FROM ({query})"
             option = ", OVERWRITE_OR_IGNORE" if remote else ""
             cur.execute(f"COPY ({query}) TO {_literal(dest)} (FORMAT parquet, PARTITION_BY ({PARTITION}){option})")
-        partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchone()[0]
+        partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchall()[0][0]
         cur.execute("DROP VIEW IF EXISTS _run_dates")
     except BaseException:
         if not remote:
@@ -171,11 +178,13 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "da
 class ParquetStore(Store):
     """A read-only Store over a dataset written by export_parquet.
 
-    Every query method of Store works unchanged: the tables are views over
-    read_parquet('<dataset>/<table>/**/*.parquet', hive_partitioning = true)
-    in an in-memory DuckDB, with the store's exact column names and order
-    (the partition column is left out). A table the export had no rows for is
-    an empty view of the right types. Writes raise StoreError.
+    Every query method of Store works unchanged: in an in-memory DuckDB,
+    each table is read_parquet('<dataset>/<table>/**/*.parquet',
+    hive_partitioning = true) with the store's exact column names and order
+    (the partition column left out): copied into memory on open for the
+    per-run tables (RESIDENT), a view read in place for the per-sample ones.
+    A table the export had no rows for is empty, with the right types. The
+    store shows the dataset as it was when opened. Writes raise StoreError.
 
     Args:
         location: the dataset's folder, or an object-storage URL (needs httpfs).
@@ -193,6 +202,7 @@ class ParquetStore(Store):
             raise StoreError(f"no Parquet dataset at {self.location}")
         self._con = duckdb.connect(":memory:")
         self._write_lock = threading.RLock()
+        self._pending_replies = {}
         if setup is not None:
             setup(self._con)
         if remote:
@@ -207,15 +217,17 @@ class ParquetStore(Store):
             for stmt in MIGRATIONS[version]:
                 con.execute(stmt)
         con.execute("SET schema = 'main'")
+        con.execute("SET parquet_metadata_cache = true")
         for table in TABLES:
             cols = ", ".join(r[0] for r in con.execute(
                 """SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ?
                    ORDER BY column_index""", [_SHAPE, table]).fetchall())
             pattern = _join(self.location, table, "**", "*.parquet")
-            n_files = con.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchone()[0]
+            n_files = con.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchall()[0][0]
             source = (f"read_parquet({_literal(pattern)}, hive_partitioning = true)" if n_files
                       else f"{_SHAPE}.{table}")
-            con.execute(f"CREATE VIEW main.{table} AS SELECT {cols} FROM {source}")
+            kind = "TABLE" if table in RESIDENT else "VIEW"
+            con.execute(f"CREATE {kind} main.{table} AS SELECT {cols} FROM {source}")
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
         if not rows:
             raise StoreError(f"{self.location} is not an evaldrift dataset (no meta table)")
@@ -230,6 +242,29 @@ class ParquetStore(Store):
         raise StoreError(f"{self.location} is a read-only Parquet dataset: record runs and ablations in the "
                          "DuckDB store and export it again")
         yield self._con  # pragma: no cover (makes this a generator for contextmanager)
+
+
+def history_batch(store: Store) -> RunBatch:
+    """A store's run history (runs, samples, scores, instruments, prompts) as one RunBatch of Arrow tables.
+
+    The inverse of an export, for Store.record_runs_bulk: `Store(path).record_runs_bulk([history_batch(
+    ParquetStore(dataset))])` restores a dataset's history into a DuckDB file (ablations and the call cache
+    are not part of the history and stay behind). Metric scores are re-aggregated from the sample scores.
+    """
+    cur = store.cursor()
+
+    def table(sql: str) -> pa.Table:
+        return cur.sql(sql).to_arrow_table()
+
+    return RunBatch(
+        runs=table("SELECT run_id, started_at, label, pipeline FROM runs"),
+        samples=table("SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth FROM samples"),
+        sample_scores=table("SELECT run_id, suite, metric, sample_id, status, score, reason, verdicts "
+                            "FROM sample_scores"),
+        instruments=table("SELECT run_id, suite, metric, judge_model, prompt_hash, binding, fingerprint "
+                          "FROM run_metrics"),
+        prompts=table("SELECT prompt_hash, metric, template FROM prompts"),
+    )
 
 
 def is_dataset(location: str | Path) -> bool:

@@ -14,7 +14,7 @@ import hashlib
 import string
 from dataclasses import dataclass
 
-from lib.errors import LintError, WiringError
+from lib.errors import InputError, LintError, WiringError
 from lib.metrics import METRICS, MetricSpec, get_metric, items_of
 from lib.samples import CONTEXTS, FIELDS, EvalSample
 
@@ -40,7 +40,8 @@ def placeholders(template: str) -> list[str]:
         if name is None:
             continue
         if name not in PLACEHOLDERS:
-            raise ValueError(f"unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}")
+            raise InputError(f"unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}",
+                             field="template", source=f"template {prompt_hash(template)}")
         if name not in seen:
             seen.append(name)
     return seen

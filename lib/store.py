@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
@@ -28,6 +30,11 @@ from lib.metrics import METRICS
 from lib.prompts import BINDINGS
 from lib.records import MAIN, RunRecord
 from lib.samples import EvalSample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    Frame = pd.DataFrame | pa.Table
 
 SCHEMA_VERSION = 1
 
@@ -68,10 +75,67 @@ _SCHEMA_V1 = [
 MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1}
 
 STATUSES = (OK, FAILED, EXCLUDED)
+CACHE_BATCH = 64   # judge replies put() holds before one write: a commit per call costs more than the call
 
 
 def _now() -> datetime:
     return datetime.now().replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class RunBatch:
+    """Runs as column frames (pandas DataFrames or Arrow tables), for Store.record_runs_bulk.
+
+    Attributes:
+        runs: run_id, started_at, label, pipeline (JSON text).
+        samples: run_id, suite, sample_id, question, answer, contexts (list of text), ground_truth.
+        sample_scores: run_id, suite, metric, sample_id, status, score, reason, verdicts (JSON text).
+        instruments: run_id, suite, metric, judge_model, prompt_hash, binding, fingerprint: one row per
+            scored (run, suite, metric). The metric rows' score, n and counts are aggregated from sample_scores.
+        prompts: prompt_hash, metric, template (None: the templates are already stored, or unknown).
+    """
+
+    runs: Frame
+    samples: Frame
+    sample_scores: Frame
+    instruments: Frame
+    prompts: Frame | None = None
+
+
+# (query returning the first bad row as run_id, suite, metric, sample_id; field; message). Named parameters:
+# $metrics, $statuses, $bindings (the known values).
+_BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE run_id IS NULL OR trim(run_id) = ''", "run_id",
+     "run id must be a non-empty string"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE started_at IS NULL", "started_at", "must be a datetime"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE pipeline IS NULL OR NOT json_valid(pipeline)", "pipeline",
+     "pipeline config is not JSON"),
+    ("SELECT run_id, suite, NULL, sample_id FROM _b_samples ANTI JOIN _b_runs USING (run_id)", "run_id",
+     "sample of a run that is not in the batch"),
+    ("""SELECT run_id, suite, NULL, sample_id FROM _b_samples WHERE sample_id IS NULL OR question IS NULL
+        OR answer IS NULL OR ground_truth IS NULL OR contexts IS NULL OR list_contains(contexts, NULL)""", "sample",
+     "a sample needs sample_id, question, answer, contexts (passages) and ground_truth as text"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE metric NOT IN (SELECT unnest($metrics::VARCHAR[]))",
+     "metric", "unknown metric"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE status NOT IN (SELECT unnest($statuses::VARCHAR[]))",
+     "status", "unknown status"),
+    ("""SELECT run_id, suite, metric, sample_id FROM _b_scores
+        WHERE status = 'ok' AND (score IS NULL OR isnan(score) OR score < 0 OR score > 1)""", "score",
+     "an ok score must be a number in [0, 1]"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE status <> 'ok' AND score IS NOT NULL", "score",
+     "a failed or excluded sample has no score"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores ANTI JOIN _b_samples USING (run_id, suite, sample_id)",
+     "sample_id", "score for a sample that is not in the batch"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_scores ANTI JOIN _b_inst USING (run_id, suite, metric)", "metric",
+     "scores without an instrument row (judge model, prompt hash, binding)"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_inst WHERE metric NOT IN (SELECT unnest($metrics::VARCHAR[]))",
+     "metric", "unknown metric"),
+    ("""SELECT run_id, suite, metric, NULL FROM _b_inst
+        WHERE binding IS NOT NULL AND binding NOT IN (SELECT unnest($bindings::VARCHAR[]))""", "binding",
+     "unknown binding"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_inst ANTI JOIN _b_runs USING (run_id)", "run_id",
+     "instrument of a run that is not in the batch"),
+)
 
 
 class Store:
@@ -91,10 +155,12 @@ class Store:
                 raise StoreBusyError(str(self.path)) from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
+        self._pending_replies: dict[str, tuple[object, ...]] = {}
         self._migrate()
 
     # -- plumbing -----------------------------------------------------------------
     def close(self) -> None:
+        self.flush_cache()
         self._con.close()
 
     def __enter__(self) -> Store:
@@ -199,6 +265,69 @@ class Store:
             self.record_run(run)
             n += 1
         return n
+
+    def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
+        """Record many runs from column frames in one transaction: the bulk twin of record_run.
+
+        For importers and synthetic histories, where building a RunRecord per
+        run costs more than writing it. The same tables and rules as
+        record_run: rows are checked in SQL (known metric, status and binding;
+        an ok score in [0, 1], no score otherwise; a score only for a sample
+        in the batch; an instrument for every scored metric), an earlier copy
+        of a run id is replaced, and each metric row is aggregated from its
+        sample scores by the harness's rule (mean of the ok scores, failed and
+        excluded counted). Every batch is written, or none.
+
+        Returns:
+            The number of runs recorded.
+
+        Raises:
+            InputError: naming the run, suite, metric, sample and field at fault; nothing is written.
+        """
+        n = 0
+        with self.transaction() as cur:
+            for batch in batches:
+                n += self._record_batch(cur, batch)
+        return n
+
+    def _record_batch(self, cur: duckdb.DuckDBPyConnection, batch: RunBatch) -> int:
+        frames = {"_b_runs": batch.runs, "_b_samples": batch.samples, "_b_scores": batch.sample_scores,
+                  "_b_inst": batch.instruments}
+        for name, frame in frames.items():
+            cur.register(name, frame)
+        known = {"metrics": list(METRICS), "statuses": list(STATUSES), "bindings": list(BINDINGS)}
+        try:
+            for sql, field_name, message in _BULK_CHECKS:
+                rows = cur.execute(sql + " LIMIT 1", {k: v for k, v in known.items() if f"${k}" in sql}).fetchall()
+                if rows:
+                    where = " ".join(f"{k} {v!r}" for k, v in zip(("run", "suite", "metric", "sample"), rows[0],
+                                                                   strict=True) if v is not None)
+                    raise InputError(message, field=field_name, source=where or "bulk runs")
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _b_runs)")
+            cur.execute("INSERT INTO runs SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
+            if batch.prompts is not None:
+                cur.register("_b_prompts", batch.prompts)
+                cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
+                            "FROM _b_prompts")
+            cur.execute("""INSERT INTO samples SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth
+                           FROM _b_samples""")
+            cur.execute("""INSERT INTO sample_scores SELECT run_id, suite, metric, sample_id, status, score, reason,
+                           verdicts FROM _b_scores""")
+            cur.execute("""INSERT INTO run_metrics
+                           SELECT i.run_id, i.suite, i.metric, i.judge_model, i.prompt_hash, i.binding, i.fingerprint,
+                                  avg(s.score) FILTER (s.status = 'ok'), count(s.score) FILTER (s.status = 'ok'),
+                                  count(*) FILTER (s.status = 'failed'), count(*) FILTER (s.status = 'excluded')
+                           FROM _b_inst i LEFT JOIN _b_scores s
+                                ON s.run_id = i.run_id AND s.suite = i.suite AND s.metric = i.metric
+                           GROUP BY ALL""")
+            return cur.execute("SELECT count(*) FROM _b_runs").fetchall()[0][0]
+        except duckdb.ConstraintException as exc:
+            raise InputError(f"duplicate row: {str(exc).splitlines()[0]}", source="bulk runs") from None
+        finally:
+            for name in (*frames, "_b_prompts"):
+                with suppress(duckdb.Error):  # an aborted transaction refuses; its cursor goes with it
+                    cur.unregister(name)
 
     def delete_run(self, run_id: str) -> None:
         with self.transaction() as cur:
@@ -375,16 +504,43 @@ class Store:
 
     # -- judge call cache (a CallCache) ---------------------------------------------
     def get(self, key: str) -> JudgeReply | None:
+        held = self._pending_replies.get(key)
+        if held is not None:
+            return JudgeReply(text=str(held[3]), usage=Usage(), fingerprint=held[6], cached=True)  # type: ignore[arg-type]
         rows = self._rows("SELECT reply, fingerprint FROM judge_cache WHERE key = ?", [key])
         if not rows:
             return None
         return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True)
 
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
-        with self.transaction() as cur:
-            cur.execute("INSERT OR IGNORE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [request.key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
-                         reply.usage.completion_tokens, reply.fingerprint, _now()])
+        """Keep a valid reply. Held in memory (get() sees it at once) and written CACHE_BATCH at a time, with
+        each stored batch of ablation results, by flush_cache() and on close(): one commit per call would
+        cost more than a model call. A crash loses at most the held replies: they are called again."""
+        row = (request.key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
+               reply.usage.completion_tokens, reply.fingerprint, _now())
+        with self._write_lock:
+            self._pending_replies[request.key] = row
+            if len(self._pending_replies) >= CACHE_BATCH:
+                self.flush_cache()
+
+    def flush_cache(self) -> None:
+        """Write the replies put() holds, in one transaction."""
+        with self._write_lock:
+            if not self._pending_replies:
+                return
+            with self.transaction() as cur:
+                self._write_replies(cur)
+            self._pending_replies.clear()
+
+    def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> None:
+        frame = pd.DataFrame(list(self._pending_replies.values()),
+                             columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
+                                      "fingerprint", "created_at"])
+        cur.register("_replies", frame)
+        try:
+            cur.execute("INSERT OR IGNORE INTO judge_cache SELECT * FROM _replies")
+        finally:
+            cur.unregister("_replies")
 
     # -- ablations ----------------------------------------------------------------
     def ablation(self, ablation_id: str) -> dict[str, object] | None:
@@ -434,15 +590,21 @@ class Store:
               r.calls, r.cached) for r in results],
             columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
                      "calls", "cached"])
-        with self.transaction() as cur:
-            cur.register("_incoming", frame)
-            try:
-                cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
-            finally:
-                cur.unregister("_incoming")
-            cur.execute("""UPDATE ablations SET updated_at = ?,
-                           done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
-                           WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
+        with self._write_lock:
+            held = bool(self._pending_replies)  # the calls these results cost go in the same commit
+            with self.transaction() as cur:
+                cur.register("_incoming", frame)
+                try:
+                    cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
+                finally:
+                    cur.unregister("_incoming")
+                cur.execute("""UPDATE ablations SET updated_at = ?,
+                               done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
+                               WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
+                if held:
+                    self._write_replies(cur)
+            if held:
+                self._pending_replies.clear()
 
     def ablation_results(self, ablation_id: str) -> pd.DataFrame:
         return self._df("""SELECT metric, arm, rep, sample_id, status, score, reason, verdicts, calls, cached

@@ -119,6 +119,40 @@ def unattributed(history: pd.DataFrame) -> pd.DataFrame:
     return history.loc[mask, cols].reset_index(drop=True)
 
 
+@dataclass(frozen=True)
+class HistorySummary:
+    n_runs: int
+    latest_run: str | None
+    latest_at: datetime | None
+
+
+def history_summary(history: pd.DataFrame) -> HistorySummary:
+    """How many runs a metric history holds, and the latest one."""
+    if history.empty:
+        return HistorySummary(0, None, None)
+    last = history.sort_values(["started_at", "run_id"]).iloc[-1]
+    return HistorySummary(int(history["run_id"].nunique()), str(last["run_id"]), last["started_at"].to_pydatetime())
+
+
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """store.runs() as run id -> 'run id (YYYY-MM-DD HH:MM label)' for pickers."""
+    return {r.run_id: f"{r.run_id}   ({r.started_at:%Y-%m-%d %H:%M}{'  ' + r.label if r.label else ''})"
+            for r in runs.itertuples(index=False)}
+
+
+@dataclass(frozen=True)
+class LintSummary:
+    total: int                 # stored templates
+    findings: pd.DataFrame     # lint_findings(...)
+    in_latest: int             # templates with findings that the latest run uses
+
+
+def lint_summary(lint: pd.DataFrame, latest_run: str | None) -> LintSummary:
+    """diagnose.lint_status reduced to what the Overview says: counts and the templates with findings."""
+    found = lint_findings(lint, latest_run)
+    return LintSummary(len(lint), found, int(found["in_latest_run"].sum()) if not found.empty else 0)
+
+
 def lint_findings(lint: pd.DataFrame, latest_run: str | None) -> pd.DataFrame:
     """Templates with lint findings, newest use first, marking those the latest run still uses."""
     cols = ["metric", "prompt_hash", "reads", "findings", "runs", "last_run", "in_latest_run"]
@@ -144,6 +178,16 @@ def in_range(frame: pd.DataFrame, since: datetime | None, until: datetime | None
     if until is not None:
         mask &= frame[column] <= pd.Timestamp(until)
     return frame[mask]
+
+
+def run_days(history: pd.DataFrame) -> list[date]:
+    """The distinct days with a run, oldest first (the Trends range picker's stops)."""
+    return sorted(set(history["started_at"].dt.date))
+
+
+def events_for(events: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """Change events that concern any of `metrics`: theirs, plus pipeline changes (which concern all)."""
+    return events[events["metric"].isna() | events["metric"].isin(list(metrics))]
 
 
 def jumps_frame(jumps: Sequence[Jump]) -> pd.DataFrame:
@@ -177,13 +221,17 @@ def _verdicts(text: object) -> list[dict[str, object]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _contexts_text(value: object) -> str:
+def _passages(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
-        return value
+        return (value,)
     try:
-        return "\n".join(str(p) for p in value)  # type: ignore[union-attr]
+        return tuple(str(p) for p in value)  # type: ignore[union-attr]
     except TypeError:
-        return ""
+        return ()
+
+
+def _contexts_text(value: object) -> str:
+    return "\n\n".join(_passages(value))
 
 
 def sample_table(samples: pd.DataFrame, scores: pd.DataFrame, provenance: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -195,14 +243,15 @@ def sample_table(samples: pd.DataFrame, scores: pd.DataFrame, provenance: pd.Dat
         provenance: diagnose.provenance for the run and `metric`.
         metric: the metric whose verdicts are counted.
 
-    Columns: sample_id, question, answer, contexts (passages joined by newlines), ground_truth,
-    one score column per metric, status (of `metric`), items, <positive label>, <negative label>,
-    and one evidence-location count per PROVENANCE_LOCATIONS (positive verdicts of `metric` whose
-    evidence was found there).
+    Columns: sample_id, question, answer, contexts (passages joined by blank lines), ground_truth,
+    one score column per metric, passages (the contexts as a tuple, in rank order), status (of
+    `metric`), items, <positive label>, <negative label>, and one evidence-location count per
+    PROVENANCE_LOCATIONS (positive verdicts of `metric` whose evidence was found there).
     """
     pos, neg = get_metric(metric).labels
     t = samples[["sample_id", "question", "answer", "ground_truth"]].copy()
     t.insert(3, "contexts", [_contexts_text(c) for c in samples["contexts"]])
+    t["passages"] = [_passages(c) for c in samples["contexts"]]
     metrics = ordered_metrics(scores["metric"].unique().tolist()) if not scores.empty else []
     if metrics:
         wide = scores.pivot_table(index="sample_id", columns="metric", values="score", aggfunc="first",
@@ -227,6 +276,40 @@ def _count_labels(text: object) -> tuple[int, int]:
     vs = _verdicts(text)
     positive = sum(1 for v in vs if v.get("label") is True)
     return positive, len(vs) - positive
+
+
+@dataclass(frozen=True)
+class EvidenceSummary:
+    """Where a run's positive verdicts for one metric found their evidence."""
+
+    metric: str
+    positive: int
+    counts: dict[str, int]      # location -> positive verdicts evidenced there (PROVENANCE_LOCATIONS)
+    forbidden: dict[str, int]   # the subset in artifacts the metric must never receive, when non-zero
+
+    @property
+    def leak(self) -> bool:
+        """Evidence in a must-never-receive artifact: a leak seen without a single new judge call."""
+        return bool(self.forbidden)
+
+    @property
+    def sentence(self) -> str:
+        where = ", ".join(f"{n} in {loc}" if loc != "nowhere" else f"{n} nowhere" for loc, n in self.counts.items())
+        text = f"Evidence of the {self.positive} positive {self.metric} verdicts: {where}."
+        if self.forbidden:
+            bad = " and ".join(self.forbidden)
+            text += (f" {self.metric} must never receive {bad}, so the judge was shown it: a wiring leak seen in "
+                     "the verdicts themselves.")
+        return text
+
+
+def evidence_summary(provenance: pd.DataFrame, metric: str) -> EvidenceSummary:
+    """Count a run's positive verdicts by where their evidence was found (diagnose.provenance rows)."""
+    found = provenance["location"].value_counts() if not provenance.empty else pd.Series(dtype=int)
+    counts = {loc: int(found.get(loc, 0)) for loc in PROVENANCE_LOCATIONS}
+    never = get_metric(metric).never
+    forbidden = {loc: n for loc, n in counts.items() if loc in never and n}
+    return EvidenceSummary(metric, len(provenance), counts, forbidden)
 
 
 def location_column(location: str) -> str:
@@ -325,6 +408,17 @@ def _pair(a: pd.Series | None, b: pd.Series | None, col: str) -> str:
     va = None if a is None or pd.isna(a[col]) else str(a[col])
     vb = None if b is None or pd.isna(b[col]) else str(b[col])
     return str(va) if va == vb else f"{va} -> {vb}"
+
+
+def judge_models(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> list[str | None]:
+    """The judge models that scored `metric` in the baseline and the run (store.run_metrics frames)."""
+    out: list[str | None] = []
+    for frame in (baseline, run):
+        rows = frame[frame["metric"] == metric]
+        if not rows.empty:
+            model = rows.iloc[0]["judge_model"]
+            out.append(None if pd.isna(model) else str(model))
+    return out
 
 
 def paired_deltas(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> pd.DataFrame:

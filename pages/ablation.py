@@ -20,6 +20,7 @@ FIELDS = ("ground_truth", "question", "contexts")
 DEFAULT_REPEATS = 3
 SHOW_ABLATIONS = 10
 BANNERS = {"error": st.error, "warning": st.warning, "success": st.success}
+LEVEL_ORDER = {"error": 0, "warning": 1, "success": 2}
 md = review.md_escape
 
 ctx = lib.ui.sidebar()
@@ -123,8 +124,12 @@ def render_result(row: dict, run_label: str) -> None:
     BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
     st.caption(f"{md(run_label)}. {result.calls} judge calls, {result.cached} answered from the call cache.")
 
+    st.subheader("Metrics x fields")
+    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
+                    config={"displayModeBar": False})
+
     st.subheader("Verdicts")
-    for v in result.verdicts:
+    for v in sorted(result.verdicts, key=lambda v: LEVEL_ORDER[review.sentence_level(v.kind)]):
         BANNERS[review.sentence_level(v.kind)](md(v.sentence))
     for r in result.replay:
         if r.mismatch:
@@ -134,10 +139,6 @@ def render_result(row: dict, run_label: str) -> None:
     if result.failures:
         st.warning("Some judgings failed (not scored, not counted as 0 or 1). Reasons:")
         st.dataframe([{"reason": k, "count": n} for k, n in result.failures.items()], width="content")
-
-    st.subheader("Metrics x fields")
-    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
-                    config={"displayModeBar": False})
 
     st.subheader("Per-sample changes")
     cells = [(v.metric, v.arm) for v in result.verdicts if v.delta is not None]
@@ -172,14 +173,16 @@ def render_result(row: dict, run_label: str) -> None:
     else:
         f1, f2, f3, f4, f5 = st.columns(5)
         f1.metric("As wired", f"{four.as_wired:.3f}")
-        f2.metric("Without the reference", f"{four.without_reference:.3f}", f"{-four.leak:+.3f}")
+        f2.metric("Without the reference", f"{four.without_reference:.3f}", f"{-four.leak:+.3f}", delta_color="off")
         f3.metric("Without the passages", f"{four.without_contexts:.3f}",
-                  f"{four.without_contexts - four.as_wired:+.3f}")
-        f4.metric("Without both", "n/a" if four.without_both is None else f"{four.without_both:.3f}")
-        f5.metric("Independent channels", f"{four.independence:.3f}",
-                  f"{four.independence_gap:+.3f} as wired vs independent", delta_color="off",
+                  f"{four.without_contexts - four.as_wired:+.3f}", delta_color="off")
+        f4.metric("Without both", "n/a" if four.without_both is None else f"{four.without_both:.3f}",
+                  help="Blank contexts+ground_truth together to measure it.")
+        f5.metric("If independent", f"{four.independence:.3f}", f"{four.independence_gap:+.3f} as wired",
+                  delta_color="off",
                   help="1 - (1 - without reference)(1 - without passages): what passages and reference would "
-                       "support together if they were independent channels of support.")
+                       "support together if they were independent channels of support; 'wired' is the "
+                       "as-wired score minus this.")
         st.info(md(four.sentence))
 
 

@@ -80,4 +80,6 @@ st.markdown("Each canary answer has one claim the passages state and several cor
             "wired judge scores these answers low (the baseline above). A judge that is shown `ground_truth` finds "
             "support for the other claims in the reference and scores them near 1: the canary rises before "
             "anyone reads the main metric. The samples as recorded with the latest run:")
-st.dataframe(load_canary_samples(ctx.db_path, version, str(latest["run_id"])), hide_index=True)
+st.dataframe(load_canary_samples(ctx.db_path, version, str(latest["run_id"])), hide_index=True, column_config={
+    "sample_id": st.column_config.TextColumn("sample", width="small"),
+    "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")})

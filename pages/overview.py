@@ -50,16 +50,14 @@ cards = views.metric_cards(history)
 recent, earlier = views.recent_jumps(load_jumps(ctx.db_path, ctx.version))
 canary = load_canary(ctx.db_path, ctx.version)
 lint = load_lint(ctx.db_path, ctx.version)
-latest_run = str(history["run_id"].iloc[-1])
-latest_at = history["started_at"].iloc[-1]
-findings = views.lint_findings(lint, latest_run)
-unscored_instrument = pd.concat([views.unattributed(history),
-                                 views.unattributed(load_history(ctx.db_path, ctx.version, CANARY))])
-n_runs = history["run_id"].nunique()
+summary = views.history_summary(history)
+lint_summary = views.lint_summary(lint, summary.latest_run)
+unattributed = pd.concat([views.unattributed(history),
+                          views.unattributed(load_history(ctx.db_path, ctx.version, CANARY))])
 
 # -- render ------------------------------------------------------------------------------------
 st.title("Overview")
-st.caption(f"{n_runs} runs; latest {ui.md_literal(latest_run)} at {latest_at:%Y-%m-%d %H:%M}. "
+st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} at {summary.latest_at:%Y-%m-%d %H:%M}. "
            f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 
 for col, card in zip(st.columns(len(cards)), cards, strict=True):
@@ -89,12 +87,10 @@ with left:
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d}).")
             st.caption("Suspects, most likely first:")
             for a in views.suspect_actions(j):
-                c1, c2 = st.columns([3, 2], vertical_alignment="center")
-                c1.text(f"{a.kind}: {a.description}")
-                with c2:
-                    st.page_link(a.page, label=f"Test: {ui.md_literal(a.test)}", query_params=a.params,
-                                 icon=":material/science:" if a.page == views.PAGE_ABLATION else
-                                 ":material/compare_arrows:")
+                st.text(f"{a.kind}: {a.description}")
+                st.page_link(a.page, label=f"Test: {ui.md_literal(a.test)}", query_params=a.params,
+                             icon=":material/science:" if a.page == views.PAGE_ABLATION else
+                             ":material/compare_arrows:")
             st.page_link(views.PAGE_RUN, label=f"Open run {ui.md_literal(j.run_id)}", icon=":material/open_in_new:",
                          query_params={"run": j.run_id, "metric": j.metric})
     if earlier:
@@ -112,25 +108,26 @@ with right:
         st.success(ui.md_literal(canary.sentence))
 
     st.markdown("**Template lint**")
-    in_use = int(findings["in_latest_run"].sum()) if not findings.empty else 0
-    if in_use:
-        st.error(f"{in_use} template(s) used by the latest run read a field their metric must never receive.")
-    elif not findings.empty:
-        st.warning(f"{len(findings)} of {len(lint)} stored templates have lint findings; none is used by the "
-                   "latest run.")
+    found = lint_summary.findings
+    if lint_summary.in_latest:
+        st.error(f"{lint_summary.in_latest} template(s) used by the latest run read a field their metric must "
+                 "never receive.")
+    elif not found.empty:
+        st.warning(f"{len(found)} of {lint_summary.total} stored templates have lint findings; none is used by "
+                   "the latest run.")
     else:
-        st.success(f"All {len(lint)} stored templates are clean.")
-    if not findings.empty:
-        st.dataframe(findings[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
+        st.success(f"All {lint_summary.total} stored templates are clean.")
+    if not found.empty:
+        st.dataframe(found[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
                      hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
 
     st.markdown("**Attribution**")
-    if unscored_instrument.empty:
+    if unattributed.empty:
         st.success("Every stored score records its judge model, prompt hash and binding.")
     else:
-        st.warning(f"{len(unscored_instrument)} stored score(s) lack a judge model, prompt hash or binding: "
+        st.warning(f"{len(unattributed)} stored score(s) lack a judge model, prompt hash or binding: "
                    "they cannot be compared with confidence.")
-        st.dataframe(unscored_instrument, hide_index=True, column_config=COLUMN_CONFIG, key="overview_unattributed")
+        st.dataframe(unattributed, hide_index=True, column_config=COLUMN_CONFIG, key="overview_unattributed")
 
     with st.expander("What each metric may see"):
         st.dataframe(pd.DataFrame(wiring_table()), hide_index=True, key="overview_wiring")

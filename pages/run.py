@@ -66,18 +66,17 @@ def pick_row(table: pd.DataFrame) -> None:
 
 
 runs = load_runs(ctx.db_path, ctx.version)
+st.title("Run")
 if runs.empty:
-    st.title("Run")
     st.info("This database holds no runs yet.")
     st.stop()
 ids = runs["run_id"].tolist()[::-1]  # newest first
-labels = dict(zip(runs["run_id"], runs["started_at"].dt.strftime("%Y-%m-%d %H:%M") + "  " + runs["label"].fillna(""),
-                  strict=True))
+labels = views.run_labels(runs)
 
 # -- widgets: which run and metric -------------------------------------------------------------
 ui.seed_from_query("run_pick", "run", ids, ids[0])
 c1, c2 = st.columns([2, 1], gap="large")
-run_id = c1.selectbox("Run", ids, key="run_pick", format_func=lambda r: f"{r}   ({labels[r].strip()})")
+run_id = c1.selectbox("Run", ids, key="run_pick", format_func=labels.get)
 run_metrics = load_metrics(ctx.db_path, ctx.version, run_id)
 metric_names = views.ordered_metrics(run_metrics["metric"].tolist())
 ui.seed_from_query("run_metric", "metric", metric_names,
@@ -90,33 +89,32 @@ table = views.metric_table(run_metrics)
 changes = load_changes(ctx.db_path, ctx.version, run_id)
 
 # -- render: the run ---------------------------------------------------------------------------
-st.title(f"Run {ui.md_literal(run_id)}")
-st.caption(f"started {header['started_at']:%Y-%m-%d %H:%M}" +
+st.caption(f"{ui.md_literal(run_id)} started {header['started_at']:%Y-%m-%d %H:%M}" +
            (f" · {ui.md_literal(header['label'])}" if header["label"] else ""))
-left, right = st.columns([3, 2], gap="large")
+st.subheader("Metrics")
+st.dataframe(table, hide_index=True, key="run_metrics_table",
+             column_config={"score": SCORE, "attributed": st.column_config.CheckboxColumn(
+                 help="judge model, prompt hash and binding all recorded")})
+if not table["attributed"].all():
+    st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
+
+left, right = st.columns([1, 2], gap="large")
 with left:
-    st.subheader("Metrics")
-    st.dataframe(table, hide_index=True, key="run_metrics_table",
-                 column_config={"score": SCORE, "attributed": st.column_config.CheckboxColumn(
-                     help="judge model, prompt hash and binding all recorded")})
-    if not table["attributed"].all():
-        st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
-with right:
     st.subheader("Pipeline config")
     st.json(header["pipeline"], expanded=2)
-
-st.subheader("What changed since the run before")
-if changes.prev_run_id is None:
-    st.info("This is the first run: nothing to compare with.")
-else:
-    st.page_link(views.PAGE_COMPARE, label=f"Compare with {ui.md_literal(changes.prev_run_id)}",
-                 icon=":material/compare_arrows:",
-                 query_params={"run": run_id, "run_b": changes.prev_run_id, "metric": metric or ""})
-    if changes.is_empty:
-        st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
-                   "prompts, bindings and pipeline config.")
+with right:
+    st.subheader("What changed since the run before")
+    if changes.prev_run_id is None:
+        st.info("This is the first run: nothing to compare with.")
     else:
-        ui.show_run_changes(changes, key="run_changes")
+        st.page_link(views.PAGE_COMPARE, label=f"Compare with {ui.md_literal(changes.prev_run_id)}",
+                     icon=":material/compare_arrows:",
+                     query_params={"run": run_id, "run_b": changes.prev_run_id, "metric": metric or ""})
+        if changes.is_empty:
+            st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
+                       "prompts, bindings and pipeline config.")
+        else:
+            ui.show_run_changes(changes, key="run_changes")
 
 if not metric:
     st.stop()
@@ -141,7 +139,13 @@ shown = views.filter_samples(samples, metric, search=search, score_range=score_r
                              verdict=None if verdict == ANY else verdict,
                              location=None if location == ANY else location).reset_index(drop=True)
 
+evidence = views.evidence_summary(provenance, metric)
+
 # -- render: the sample table ------------------------------------------------------------------
+if evidence.leak:
+    st.error(ui.md_literal(evidence.sentence))
+else:
+    st.caption(ui.md_literal(evidence.sentence))
 st.caption(f"{len(shown)} of {len(samples)} samples. Click a row to view it below.")
 score_cols = [m for m in metric_names if m in shown]
 st.dataframe(
@@ -178,10 +182,16 @@ with st.container(border=True, key="run_sample_viewer"):
         with col:
             st.caption(name + ("  (judged against)" if name == spec.against else
                                "  (items judged)" if name == spec.items_from else ""))
-            st.text(row[name] or "(empty)")
+            if name == "contexts":
+                for i, passage in enumerate(row["passages"], start=1):
+                    st.text(f"[{i}] {passage}")
+                if not row["passages"]:
+                    st.text("(no passages)")
+            else:
+                st.text(row[name] or "(empty)")
     st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
                f"was found ({spec.against} is the legitimate place).")
     st.dataframe(records, hide_index=True, key="run_verdicts",
                  column_config={"n": st.column_config.NumberColumn("#", width="small"),
-                                "item": st.column_config.TextColumn(width="large"),
-                                "evidence": st.column_config.TextColumn(width="large")})
+                                "item": st.column_config.TextColumn(width="medium"),
+                                "evidence": st.column_config.TextColumn(width="medium")})

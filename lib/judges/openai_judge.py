@@ -8,6 +8,7 @@ exponential backoff and full jitter; other 4xx are final.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -25,9 +26,11 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
     except AttributeError:
         return None
     try:
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
         return None
+    # A negative or NaN hint would make time.sleep raise; fall back to our own backoff.
+    return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
 
 
 class OpenAIJudge:

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, Playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 # Plans of lib.demo.run_plans: a clean run, the first leaking run (ground_truth rendered into
@@ -140,3 +141,45 @@ class StreamlitServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# -- a real browser on the dashboard ------------------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+LOCK_WORDS = ("lock", "Traceback", "IOException", "IO Error", "held by another process", "StoreBusyError",
+              "Could not set lock", "Conflicting")
+
+
+def launch_browser(playwright: Playwright) -> Browser:
+    """Chromium from the system (Debian's package), headless."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine (bash .ci/run installs it)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+
+
+def settle(page: Page, *, timeout: float = 90.0, quiet: float = 0.8) -> None:
+    """Wait until the page's script run is over: the app is shown and no "running" widget for `quiet` s."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout * 1000)
+    deadline = time.monotonic() + timeout
+    calm_since = None
+    while time.monotonic() < deadline:
+        busy = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
+            page.locator('[data-testid="stSkeleton"]').count() > 0
+        now = time.monotonic()
+        if busy:
+            calm_since = None
+        elif calm_since is None:
+            calm_since = now
+        elif now - calm_since >= quiet:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the page never finished running")
+
+
+def page_text(page: Page) -> str:
+    return page.inner_text("body")
+
+
+def exceptions_shown(page: Page) -> list[str]:
+    """Texts of the exception boxes Streamlit shows when a page script raises."""
+    return [e.inner_text() for e in page.locator('[data-testid="stException"]').all()]

@@ -1,0 +1,169 @@
+"""Compare: what differs between two runs (pipeline config, judge prompts and the fields they read,
+scores per metric and per sample, verdicts that flipped), and is the move in the measurement or in the
+system's outputs?
+
+Deep link: ?run=<run id>&run_b=<baseline run id>&metric=<metric>; the baseline defaults to the run before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from lib import charts, diagnose, ui, views
+from lib.diagnose import RunChanges, Split
+from lib.judges import OfflineJudge
+from lib.judges.offline import VARIANTS
+from lib.records import MAIN
+
+ctx = ui.sidebar()
+
+SCORE = st.column_config.NumberColumn(format="%.3f")
+DELTA = st.column_config.NumberColumn(format="%+.3f")
+
+
+@st.cache_data(show_spinner=False)
+def load_runs(db_path: str, version: str) -> pd.DataFrame:
+    return ui.open_store(db_path).runs()
+
+
+@st.cache_data(show_spinner=False)
+def load_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return ui.open_store(db_path).run_metrics(run_id, MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def load_pipeline(db_path: str, version: str, run_id: str) -> dict[str, object]:
+    return ui.open_store(db_path).run(run_id)["pipeline"]  # type: ignore[return-value]
+
+
+@st.cache_data(show_spinner=False)
+def load_changes(db_path: str, version: str, run_id: str, baseline: str) -> RunChanges:
+    return diagnose.run_changes(ui.open_store(db_path), run_id, baseline)
+
+
+@st.cache_data(show_spinner=False)
+def load_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return ui.open_store(db_path).sample_scores(run_id, MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def load_split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> Split:
+    return diagnose.split_jump(ui.open_store(db_path), metric, baseline, run_id,
+                               judge_for=lambda m: OfflineJudge(m) if m in VARIANTS else None)
+
+
+runs = load_runs(ctx.db_path, ctx.version)
+st.title("Compare two runs")
+if len(runs) < 2:
+    st.info("Comparing needs at least two runs.")
+    st.stop()
+oldest_first = runs["run_id"].tolist()
+ids = oldest_first[::-1]
+labels = views.run_labels(runs)
+
+# -- widgets -----------------------------------------------------------------------------------
+ui.seed_from_query("compare_run", "run", ids, ids[0])
+c1, c2, c3 = st.columns([2, 2, 1], gap="medium")
+run_id = c1.selectbox("Run", ids, key="compare_run", format_func=labels.get)
+ui.seed_from_query("compare_base", "run_b", ids, views.previous_in(oldest_first, run_id) or ids[-1])
+baseline = c2.selectbox("Baseline", ids, key="compare_base", format_func=labels.get,
+                        help="Defaults to the run before; deltas are run - baseline.")
+metrics_run = load_metrics(ctx.db_path, ctx.version, run_id)
+metric_names = views.ordered_metrics(metrics_run["metric"].tolist())
+ui.seed_from_query("compare_metric", "metric", metric_names,
+                   "faithfulness" if "faithfulness" in metric_names else (metric_names or [None])[0])
+metric = c3.selectbox("Metric", metric_names, key="compare_metric")
+ui.set_query(run=run_id, run_b=baseline, metric=metric)
+
+# -- lib calls ---------------------------------------------------------------------------------
+config = views.config_rows(diagnose.config_diff(load_pipeline(ctx.db_path, ctx.version, baseline),
+                                                load_pipeline(ctx.db_path, ctx.version, run_id)))
+changes = load_changes(ctx.db_path, ctx.version, run_id, baseline)
+sides = views.metric_sides(load_metrics(ctx.db_path, ctx.version, baseline), metrics_run)
+scores_base = load_scores(ctx.db_path, ctx.version, baseline)
+scores_run = load_scores(ctx.db_path, ctx.version, run_id)
+deltas = views.paired_deltas(scores_base, scores_run, metric) if metric else pd.DataFrame()
+summary = views.paired_summary(deltas) if len(deltas) else None
+aligned = views.aligned_verdicts(scores_base, scores_run, metric) if metric else pd.DataFrame()
+flipped = views.flipped_verdicts(aligned) if len(aligned) else pd.DataFrame()
+flip_counts = views.flip_summary(aligned) if len(aligned) else None
+figure = charts.paired_delta_figure(deltas, metric=metric) if summary is not None else None
+metrics_base = load_metrics(ctx.db_path, ctx.version, baseline)
+judges = views.judge_models(metrics_base, metrics_run, metric) if metric else []
+offline_only = bool(judges) and all(m in VARIANTS for m in judges)
+
+# -- render ------------------------------------------------------------------------------------
+if run_id == baseline:
+    st.warning("Run and baseline are the same run.")
+links = st.columns(2)
+with links[0]:
+    st.page_link(views.PAGE_RUN, label=f"Open run {ui.md_literal(run_id)}", icon=":material/open_in_new:",
+                 query_params={"run": run_id, "metric": metric or ""})
+with links[1]:
+    st.page_link(views.PAGE_RUN, label=f"Open baseline {ui.md_literal(baseline)}", icon=":material/open_in_new:",
+                 query_params={"run": baseline, "metric": metric or ""})
+
+st.subheader("Pipeline config")
+if config.empty:
+    st.success("Identical pipeline config.")
+else:
+    st.dataframe(config, hide_index=True, key="compare_config")
+st.subheader("Metrics side by side")
+st.dataframe(sides, hide_index=True, key="compare_metrics",
+             column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA})
+
+st.subheader("Judge instrument")
+if changes.judge_models or changes.bindings or changes.templates:
+    ui.show_run_changes(replace(changes, pipeline={}), key="compare_changes")  # the config diff is above
+else:
+    st.success("Same judge models, prompts and bindings for every metric.")
+
+if not metric:
+    st.stop()
+st.subheader(f"Per-sample deltas: {ui.md_literal(metric)}")
+if summary is None:
+    st.info("No sample is scored in both runs.")
+else:
+    st.markdown(f"Mean per-sample change (run - baseline) **{summary.mean:+.3f}**, 95% paired-bootstrap interval "
+                f"{summary.lo:+.3f} to {summary.hi:+.3f}, over the {summary.n} samples scored in both runs.")
+    d1, d2 = st.columns([3, 2], gap="large")
+    with d1:
+        st.plotly_chart(figure, key="compare_hist")
+    with d2:
+        st.caption("Largest per-sample moves")
+        st.dataframe(deltas, hide_index=True, height=280, key="compare_deltas",
+                     column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA})
+
+st.subheader(f"Verdicts that flipped: {ui.md_literal(metric)}")
+if flip_counts is None:
+    st.info("No items align between the two runs (the judged artifact changed in every sample).")
+else:
+    st.caption(f"{len(aligned)} items align (same sample, same item text). {flip_counts.to_positive} flipped to "
+               f"positive, {flip_counts.to_negative} to negative (McNemar exact p = {flip_counts.p_value:.2g}).")
+    if not flipped.empty:
+        st.dataframe(flipped, hide_index=True, height=300, key="compare_flips",
+                     column_config={"item": st.column_config.TextColumn(width="large")})
+
+st.subheader("Instrument or outputs?")
+st.caption("Re-judges each run's outputs with both runs' instruments (judge model, template, binding), a 2x2, and "
+           "splits the move into what the instrument changed and what the outputs changed.")
+split_key = (baseline, run_id, metric)
+if not offline_only:
+    st.info(f"The split re-judges with the recorded judges ({ui.md_literal(', '.join(map(str, judges)))}); this "
+            "page runs it only for the embedded offline judge.")
+elif st.button("Split the move into instrument and outputs", key="compare_split", icon=":material/call_split:"):
+    st.session_state.setdefault("compare_splits", set()).add(split_key)
+if offline_only and split_key in st.session_state.get("compare_splits", set()):
+    with st.spinner("Re-judging both runs' samples with both instruments..."):
+        split = load_split(ctx.db_path, ctx.version, metric, baseline, run_id)
+    st.info(ui.md_literal(split.sentence))
+    s1, s2, s3, s4 = st.columns(4)
+    s1.metric("Re-judged move", f"{split.total:+.3f}")
+    s2.metric("Instrument", f"{split.instrument:+.3f}")
+    s3.metric("Outputs", f"{split.outputs:+.3f}")
+    s4.metric("Stored move", f"{split.stored_delta:+.3f}" if split.stored_delta is not None else "—")
+    cells = views.split_cells(split)
+    st.dataframe(cells, key="compare_split_cells", column_config=dict.fromkeys(cells.columns, SCORE))

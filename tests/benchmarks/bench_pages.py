@@ -1,0 +1,132 @@
+"""Each page's first load in headless Chromium against `streamlit run app.py`, and the dashboard's peak memory.
+
+A load is timed from navigation to the page's main content: Streamlit's app
+root reports its script as finished (data-test-script-state="notRunning"), a
+title is on the page, and every Plotly chart has drawn its SVG. Two passes:
+
+- cold: a new dashboard process for each page, so the page pays for opening
+  the database and for every loader it calls (the worst first load);
+- in one process: each page once, in a fresh browser session, in menu order,
+  as a user opening the dashboard and visiting every page meets them; the
+  process's peak RSS (VmHWM) is read after.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.benchmarks.report import Figure, Report, vm_hwm_mib, warn
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+PAGE_SECONDS = 2.0
+RSS_MIB = 1024.0
+DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def pages() -> list[str]:
+    """The url paths app.py registers, in menu order."""
+    return re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def dashboard(db: Path, log: Path):
+    """`streamlit run app.py` on a free loopback port with EVALDRIFT_DB=db; yields (url, pid)."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_"))}
+    env["EVALDRIFT_DB"] = str(db)
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start; see {log}")
+            time.sleep(0.2)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _load(browser, url: str, shot: Path | None) -> tuple[float, str]:
+    """Seconds from navigation to the rendered page, in a fresh session; and a note on errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        page.wait_for_selector(DONE, timeout=120_000)
+        page.wait_for_selector("h1", timeout=30_000)
+        page.wait_for_selector(DONE, timeout=120_000)  # a rerun (st.navigation, query params) may follow
+        for chart in page.locator('[data-testid="stPlotlyChart"]').all():
+            chart.locator(".main-svg").first.wait_for(timeout=30_000)
+        secs = time.perf_counter() - t0
+        errors = page.locator('[data-testid="stException"]').count()
+        if shot is not None:
+            page.screenshot(path=str(shot), full_page=True)
+        return secs, f"{errors} exception box(es) on the page" if errors else ""
+    finally:
+        context.close()
+
+
+def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool = True) -> None:
+    """Time each page's first load against `db`; figures named with `label`."""
+    from playwright.sync_api import sync_playwright
+
+    names = pages()
+    log = work / f"streamlit-{label}.log"
+    shots = work / "screens"
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            if cold:
+                for name in names:
+                    with dashboard(db, log) as (url, _):
+                        secs, note = _load(browser, f"{url}/{name}", None)
+                    report.add(Figure(f"page_cold_s[{name}]@{label}", f"{name}: cold first load ({label})", secs, "s",
+                                      f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS,
+                                      note or "new dashboard process: opens the database, runs every loader"))
+            with dashboard(db, log) as (url, pid):
+                for name in names:
+                    secs, note = _load(browser, f"{url}/{name}", shots / f"{label}-{name}.png")
+                    report.add(Figure(f"page_s[{name}]@{label}", f"{name}: first load in a running dashboard ({label})",
+                                      secs, "s", f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS, note))
+                rss = vm_hwm_mib(pid)
+            report.add(Figure(f"dashboard_rss_mib@{label}", f"dashboard peak RSS after every page ({label})", rss,
+                              "MiB", f"< {RSS_MIB:.0f} MiB", rss < RSS_MIB, "VmHWM of the streamlit process"))
+        finally:
+            browser.close()
+    text = log.read_text(errors="replace") if log.exists() else ""
+    if "Traceback" in text:
+        warn(f"the dashboard logged a traceback; see {log}")

@@ -1,0 +1,119 @@
+"""evaldrift's benchmarks: every figure of issue 6 with its target beside it.
+
+    python tests/benchmarks/run.py            # everything (about 15-25 minutes on 2 cores)
+    python tests/benchmarks/run.py --quick    # 200 runs only, short demo, no Ragas, no cold page loads
+    python tests/benchmarks/run.py --only store,pages --workdir /tmp/evaldrift-bench
+
+Sections: store (bulk build of the synthetic history, record_run vs bulk, the
+dashboard's queries, memory, the Parquet layout), judging (demo build, harness
+throughput, ablations with the model judge on a loopback server and with the
+offline judge, the call cache, Ragas side by side), pages (each page's first
+load in headless Chromium, the dashboard's peak RSS). The growth from 200 to
+2,000 runs is printed last, then every targeted figure again as a summary.
+
+Benchmarks print numbers; they assert nothing and are not collected by pytest.
+The machine is shared and has 2 cores: read the figures as orders of magnitude.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from lib.store import Store  # noqa: E402
+from tests.benchmarks import bench_judging, bench_pages, bench_store  # noqa: E402
+from tests.benchmarks.report import Figure, Report  # noqa: E402
+
+SECTIONS = ("store", "judging", "pages")
+SMALL, LARGE = 200, 2000
+
+
+def growth(report: Report) -> None:
+    """Each figure measured at both sizes, as the ratio 2,000 runs / 200 runs (10x the data)."""
+    for f in list(report.figures):
+        if not f.key.endswith(f"@{SMALL}") or f.unit in ("", "x"):
+            continue
+        base = f.key[: -len(f"@{SMALL}")]
+        big = report.get(f"{base}@{LARGE}")
+        if big is None or not f.value:
+            continue
+        name = f.name.replace(f"{SMALL:,} runs", "").replace(f"({SMALL:,})", "").replace(" ()", "").strip(" ,:")
+        report.add(Figure(f"growth:{base}", f"{name}: 2,000 / 200 runs", big.value / f.value, "x",
+                          note=f"{f.value:,.1f} -> {big.value:,.1f} {f.unit}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a fast sanity run: 200 runs, no Ragas, no cold pages")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    parser.add_argument("--workdir", default="/tmp/evaldrift-bench", help="where the databases are built (GBs)")
+    args = parser.parse_args(argv)
+    sections = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = sections - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    sizes = [SMALL] if args.quick else [SMALL, LARGE]
+    demo_runs = 35 if args.quick else 90
+    report = Report()
+    print(f"evaldrift benchmarks: {'quick' if args.quick else 'full'}, sections {', '.join(sorted(sections))}, "
+          f"work in {work}")
+
+    stores = {n: work / f"synthetic-{n}.duckdb" for n in sizes}
+    if "store" in sections:
+        report.section(f"Bulk build of the synthetic history ({' and '.join(f'{n:,}' for n in sizes)} runs "
+                       "x 400 samples x 5 metrics)")
+        for n in sizes:
+            bench_store.build_store(report, work, n)
+        report.section("Write paths: record_run per run, record_runs_bulk, the primary key, a nightly write")
+        bench_store.write_paths(report, work, stores.get(LARGE))
+        for n in sizes:
+            report.section(f"The dashboard's queries on {n:,} runs (median of 5)")
+            with Store(stores[n]) as store:
+                bench_store.queries(report, store, n)
+            bench_store.memory(report, stores[n], n)
+        for n in sizes:
+            report.section(f"Parquet dataset partitioned by run date ({n:,} runs)")
+            bench_store.parquet(report, work, stores[n], n)
+
+    demo_path = work / f"demo-{demo_runs}.duckdb"
+    if "judging" in sections:
+        report.section(f"Demo build ({demo_runs} runs) and harness throughput, offline judge")
+        demo_path = bench_judging.demo(report, work, demo_runs)
+        report.section(f"Ablation with the OpenAI-compatible judge ({bench_judging.LATENCY * 1000:.0f} ms a call, "
+                       f"{bench_judging.CONCURRENCY} in flight)")
+        bench_judging.model_ablation(report, demo_path)
+        report.section("Ablation with the offline judge")
+        bench_judging.offline_ablation(report, demo_path)
+        if args.quick:
+            report.note("Ragas comparison skipped (--quick)")
+        else:
+            report.section("Side by side with Ragas' faithfulness (same samples, same server)")
+            bench_judging.ragas(report, work, demo_path)
+
+    if "pages" in sections:
+        targets = [(demo_path, f"demo, {demo_runs} runs"), (stores[max(sizes)], f"synthetic, {max(sizes):,} runs")]
+        for db, label in targets:
+            if not db.exists():
+                report.note(f"pages on {label}: no database at {db} (run the store or judging section first)")
+                continue
+            report.section(f"Page loads in headless Chromium: {label}")
+            bench_pages.page_loads(report, work, db, label, cold=not args.quick)
+
+    if len(sizes) > 1:
+        report.section(f"How the figures grow from {SMALL:,} to {LARGE:,} runs")
+        growth(report)
+    report.summary()
+    report.write(work / "figures.json")
+    print(f"figures written to {work / 'figures.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

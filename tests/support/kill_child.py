@@ -1,0 +1,63 @@
+"""A child process for the kill tests: it does one piece of work and says on stdout how far it got.
+
+    python -m tests.support.kill_child ingest DB FILE RUN_ID
+    python -m tests.support.kill_child ablate DB SPEC_JSON
+
+DuckDB lets one process hold a database file, so the parent cannot look into
+the database while this child works; it follows the child's progress lines
+(each flushed at once) and SIGKILLs it at a moment of its choosing.
+
+Lines: "ready" (imports done, database open), then for ingest "writing"
+(the file is validated, the write transaction starts) and "committed"; for
+ablate "progress DONE TOTAL" after each stored batch and "finished KIND".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def say(*words: object) -> None:
+    print(*words, f"{time.monotonic():.4f}", flush=True)
+
+
+def ingest(db: str, file: str, run_id: str) -> int:
+    from lib.ingest import read_table, run_from_frame
+    from lib.store import Store
+
+    with Store(db) as store:
+        say("ready")
+        run = run_from_frame(read_table(file), source=file, run_id=run_id)
+        say("writing", sum(len(s) for s in run.samples.values()))
+        store.record_run(run)
+        say("committed")
+    return 0
+
+
+def ablate(db: str, spec_json: str) -> int:
+    from lib.ablation import AblationSpec, run_ablation
+    from lib.judges import OfflineJudge
+    from lib.store import Store
+
+    spec = AblationSpec.from_dict(json.loads(spec_json))
+    with Store(db) as store:
+        say("ready")
+        result = run_ablation(store, spec, OfflineJudge(spec.judge, noise=0.03),
+                              progress=lambda done, total: say("progress", done, total))
+        say("finished", result.verdicts[0].kind if result else "stopped")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["ingest"] and len(argv) == 4:
+        return ingest(*argv[1:])
+    if argv[:1] == ["ablate"] and len(argv) == 3:
+        return ablate(*argv[1:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,226 @@
+"""The Parquet layout: the same tables, the same trend, read-only; and bulk loading back from it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from lib.ablation import AblationSpec, run_ablation
+from lib.diagnose import canary_status, find_jumps, lint_status
+from lib.errors import InputError, StoreError
+from lib.export import TABLES, ParquetStore, export_parquet, history_batch, open_store
+from lib.harness import Instrument, score_samples
+from lib.judges import JudgeReply, JudgeRequest, Message, OfflineJudge
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.records import MAIN, MetricRecord, RunRecord
+from lib.samples import EvalSample
+from lib.store import RunBatch, Store
+
+KEYS = {
+    "meta": ["key"], "prompts": ["prompt_hash"], "runs": ["run_id"], "run_metrics": ["run_id", "suite", "metric"],
+    "samples": ["run_id", "suite", "sample_id"], "sample_scores": ["run_id", "suite", "metric", "sample_id"],
+    "judge_cache": ["key"], "ablations": ["ablation_id"],
+    "ablation_results": ["ablation_id", "metric", "arm", "rep", "sample_id"],
+}
+DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
+
+
+def _samples(n: int = 24) -> list[EvalSample]:
+    out = []
+    for i in range(n):
+        fact = f"Audit logs for workspace {i} are retained for {30 + i} days."
+        extra = f"Exports for workspace {i} run at {i % 12 + 1}:00 UTC."
+        out.append(EvalSample(f"s-{i:02d}", f"How long are audit logs of workspace {i} kept?", f"{fact} {extra}",
+                              (fact, "Owners receive a summary by email."), f"{fact} {extra}"))
+    return out
+
+
+def _run(k: int, samples: list[EvalSample]) -> RunRecord:
+    judge = OfflineJudge(noise=0.05)
+    metrics = []
+    for metric in ("faithfulness", "answer_correctness"):
+        inst = Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED)
+        metrics.append(MetricRecord(metric, score_samples(samples, inst, judge, seed=k), judge.model,
+                                    inst.template, PROJECTED, MAIN, judge.model))
+    return RunRecord(f"run-{k}", DAYS[k], {"retriever": {"top_k": 3 + k}}, {MAIN: samples}, metrics, f"run {k}")
+
+
+@pytest.fixture
+def small_store(tmp_path: Path) -> Path:
+    """Three runs over two months, an ablation and a cached judge call: every table holds rows."""
+    path = tmp_path / "small.duckdb"
+    samples = _samples()
+    with Store(path) as store:
+        for k in range(3):
+            store.record_run(_run(k, samples))
+        run_ablation(store, AblationSpec("run-2", ("faithfulness",), ("ground_truth",), repeats=2),
+                     OfflineJudge(noise=0.03))
+        store.put(JudgeRequest("some-model", (Message("user", "a question"),), 0.0, 1),
+                  JudgeReply('{"verdicts": []}', fingerprint="fp"))
+    return path
+
+
+def _table(store: Store, table: str) -> pd.DataFrame:
+    frame = store.cursor().execute(f"SELECT * FROM {table}").df()
+    if "contexts" in frame:
+        frame["contexts"] = frame["contexts"].map(tuple)
+    return frame.sort_values(KEYS[table]).reset_index(drop=True)
+
+
+def test_the_trend_over_parquet_is_the_trend_over_duckdb(demo_db: Path, tmp_path: Path) -> None:
+    with Store(demo_db) as store:
+        export_parquet(store, tmp_path / "ds")
+        history, jumps = store.metric_history(), find_jumps(store)
+        canary, lint = canary_status(store), lint_status(store)
+    with ParquetStore(tmp_path / "ds") as pq:
+        pd.testing.assert_frame_equal(pq.metric_history(), history, check_exact=True)
+        assert jumps and find_jumps(pq) == jumps
+        pd.testing.assert_frame_equal(canary_status(pq).frame, canary.frame, check_exact=True)
+        pd.testing.assert_frame_equal(lint_status(pq), lint, check_exact=True)
+
+
+def test_every_table_round_trips_with_its_columns_and_types(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        summary = export_parquet(store, tmp_path / "ds")
+        expected = {t: _table(store, t) for t in TABLES}
+    assert all(len(f) for f in expected.values()), "the fixture fills every table"
+    assert summary.rows == {t: len(f) for t, f in expected.items()}
+    assert summary.partitions == 3
+    with ParquetStore(tmp_path / "ds") as pq:
+        for table in TABLES:
+            pd.testing.assert_frame_equal(_table(pq, table), expected[table], check_exact=True, obj=table)
+        assert pq.ablation(pq.ablations()["ablation_id"][0])["result"] is not None
+
+
+def test_the_layout_is_partitioned_by_run_date(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "days")
+        export_parquet(store, tmp_path / "months", granularity="month")
+        history = store.metric_history()
+    days = sorted(p.name for p in (tmp_path / "days" / "sample_scores").iterdir())
+    assert days == ["run_date=2026-01-30", "run_date=2026-01-31", "run_date=2026-02-01"]
+    months = sorted(p.name for p in (tmp_path / "months" / "runs").iterdir())
+    assert months == ["run_date=2026-01-01", "run_date=2026-02-01"]
+    assert (tmp_path / "days" / "prompts" / "data_0.parquet").is_file()
+    with ParquetStore(tmp_path / "months") as pq:
+        pd.testing.assert_frame_equal(pq.metric_history(), history, check_exact=True)
+
+
+def test_a_dataset_is_read_only(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "ds")
+        run = _run(0, _samples(3))
+    with ParquetStore(tmp_path / "ds") as pq:
+        for write in (lambda: pq.record_run(run), lambda: pq.delete_run("run-0"),
+                      lambda: pq.finish_ablation("abl-x", "done", None)):
+            with pytest.raises(StoreError, match="read-only Parquet dataset"):
+                write()
+        assert pq.run_ids() == ["run-0", "run-1", "run-2"]
+
+
+def test_an_empty_table_keeps_its_shape(tmp_path: Path) -> None:
+    with Store(tmp_path / "one.duckdb") as store:
+        store.record_run(_run(0, _samples(3)))
+        export_parquet(store, tmp_path / "ds")
+        expected = store.ablations()
+    assert not (tmp_path / "ds" / "ablations").exists()
+    with ParquetStore(tmp_path / "ds") as pq:
+        got = pq.ablations()
+        assert got.empty and list(got.columns) == list(expected.columns)
+        assert got.dtypes.equals(expected.dtypes)
+        assert pq.counts()["judge_cache"] == 0
+
+
+def test_export_replaces_a_dataset_only_when_asked(small_store: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "ds"
+    with Store(small_store) as store:
+        export_parquet(store, dest)
+        with pytest.raises(StoreError, match="exists"):
+            export_parquet(store, dest)
+        store.delete_run("run-0")
+        export_parquet(store, dest, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "small.duckdb"]  # no partial or old copies left
+    with ParquetStore(dest) as pq:
+        assert pq.run_ids() == ["run-1", "run-2"]
+
+
+def test_a_dataset_from_another_schema_version_is_refused(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "ds")
+    meta = tmp_path / "ds" / "meta" / "data_0.parquet"
+    duckdb.execute(f"COPY (SELECT 'schema_version' AS key, '99' AS value) TO '{meta}' (FORMAT parquet)")
+    with pytest.raises(StoreError, match="schema 99"):
+        ParquetStore(tmp_path / "ds")
+
+
+def test_open_store_tells_a_dataset_from_a_database(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "ds")
+    with open_store(tmp_path / "ds") as pq:
+        assert isinstance(pq, ParquetStore)
+    with open_store(small_store) as db:
+        assert type(db) is Store
+    with pytest.raises(StoreError, match="no Parquet dataset"):
+        ParquetStore(tmp_path / "nowhere")
+
+
+def test_a_dataset_bulk_loads_back_into_a_store(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "ds")
+        history = store.metric_history()
+        scores = _table(store, "sample_scores")
+    with ParquetStore(tmp_path / "ds") as pq, Store(tmp_path / "restored.duckdb") as restored:
+        assert restored.record_runs_bulk([history_batch(pq)]) == 3
+        pd.testing.assert_frame_equal(restored.metric_history(), history, check_exact=False, rtol=0, atol=1e-12)
+        pd.testing.assert_frame_equal(_table(restored, "sample_scores"), scores, check_exact=True)
+        restored.record_runs_bulk([history_batch(pq)])  # the same run ids again: replaced, not doubled
+        assert restored.counts()["sample_scores"] == len(scores)
+
+
+def _edited(batch: RunBatch, table: str, edit) -> RunBatch:
+    frame = getattr(batch, table).to_pandas()
+    edit(frame)
+    fields = {f: getattr(batch, f) for f in ("runs", "samples", "sample_scores", "instruments", "prompts")}
+    fields[table] = frame
+    return RunBatch(**fields)
+
+
+def _set(column: str, value: object, row: int = 5):
+    def edit(frame: pd.DataFrame) -> None:
+        frame[column] = frame[column].astype(object)
+        frame.loc[row, column] = value
+    return edit
+
+
+@pytest.mark.parametrize(("table", "edit", "field", "message"), [
+    ("sample_scores", _set("score", 1.5), "score", "an ok score must be a number in [0, 1]"),
+    ("sample_scores", _set("metric", "helpfulness"), "metric", "unknown metric"),
+    ("sample_scores", _set("status", "maybe"), "status", "unknown status"),
+    ("sample_scores", _set("sample_id", "s-99"), "sample_id", "score for a sample that is not in the batch"),
+    ("instruments", _set("binding", "telepathy", row=0), "binding", "unknown binding"),
+    ("runs", _set("pipeline", "{not json", row=0), "pipeline", "pipeline config is not JSON"),
+], ids=["score-1.5", "unknown-metric", "unknown-status", "unknown-sample", "unknown-binding", "bad-pipeline"])
+def test_a_bad_bulk_row_is_named_and_nothing_is_written(small_store: Path, tmp_path: Path, table: str, edit,
+                                                        field: str, message: str) -> None:
+    with Store(small_store) as store:
+        batch = _edited(history_batch(store), table, edit)
+    with Store(tmp_path / "fresh.duckdb") as fresh:
+        with pytest.raises(InputError, match="run 'run-") as err:
+            fresh.record_runs_bulk([batch])
+        assert err.value.field == field and err.value.reason == message
+        assert fresh.counts()["runs"] == fresh.counts()["sample_scores"] == 0
+
+
+def test_a_duplicate_bulk_row_is_refused_whole(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        batch = history_batch(store)
+    doubled = RunBatch(batch.runs, batch.samples, pd.concat([batch.sample_scores.to_pandas()] * 2),
+                       batch.instruments, batch.prompts)
+    with Store(tmp_path / "fresh.duckdb") as fresh:
+        with pytest.raises(InputError, match="duplicate row"):
+            fresh.record_runs_bulk([doubled])
+        assert fresh.counts()["sample_scores"] == 0

@@ -1,0 +1,133 @@
+"""The background job runner: ablations off the page thread, joined when submitted twice, progress from the store."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lib.ablation import AblationSpec
+from lib.demo import JUDGE_NOISE
+from lib.jobs import JobRunner
+from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
+from lib.store import Store
+
+
+class GatedJudge:
+    """The offline judge, holding its first call until the test opens the gate, and counting calls."""
+
+    concurrency = 1
+    cacheable = False
+
+    def __init__(self) -> None:
+        self._inner = OfflineJudge(noise=JUDGE_NOISE)
+        self.model = self._inner.model
+        self.gate = threading.Event()
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        assert self.gate.wait(timeout=30), "the test never opened the gate"
+        with self._lock:
+            self.calls += 1
+        return self._inner.complete(request)
+
+
+@pytest.fixture
+def store(demo_db: Path, tmp_path: Path) -> Iterator[Store]:
+    path = tmp_path / "d.duckdb"
+    shutil.copy(demo_db, path)
+    with Store(path) as s:
+        yield s
+
+
+@pytest.fixture
+def spec(store: Store) -> AblationSpec:
+    return AblationSpec(store.run_ids()[-1], ("faithfulness",), ("ground_truth",), limit=40)
+
+
+def test_an_ablation_runs_in_the_background_to_done(store: Store, spec: AblationSpec) -> None:
+    judge = GatedJudge()
+    runner = JobRunner(store, lambda s: judge)
+    try:
+        aid = runner.submit(spec)
+        assert aid == spec.ablation_id
+        # held at its first judge call: submitted, not finished
+        assert runner.status(aid).state in ("queued", "running")
+        judge.gate.set()
+        result = runner.wait(aid, timeout=60)
+        status = runner.status(aid)
+    finally:
+        runner.shutdown()
+    assert result is not None and result.ablation_id == aid
+    assert status.state == "done"
+    assert status.total == 1 * 2 * 3 * 40  # metric x (baseline + ground_truth) x repeats x samples
+    assert status.done == status.total
+    assert status.fraction == 1.0
+    assert store.ablation(aid)["status"] == "done"  # type: ignore[index]
+
+
+def test_submitting_the_same_spec_while_it_runs_joins_it(store: Store, spec: AblationSpec) -> None:
+    judge = GatedJudge()
+    runner = JobRunner(store, lambda s: judge, workers=2)
+    try:
+        first = runner.submit(spec)
+        second = runner.submit(AblationSpec.from_dict(spec.to_dict()))
+        assert first == second
+        judge.gate.set()
+        runner.wait(first, timeout=60)
+    finally:
+        runner.shutdown()
+    results = store.ablation_results(first)
+    assert len(results) == runner.status(first).total
+    assert not results.duplicated(["metric", "arm", "rep", "sample_id"]).any()
+    # one set of work: every judge call is accounted for by exactly one stored result
+    assert judge.calls == int(results["calls"].sum())
+    assert store.counts()["ablations"] == 1
+
+
+def test_a_finished_ablation_submitted_again_makes_no_new_calls(store: Store, spec: AblationSpec) -> None:
+    judge = GatedJudge()
+    judge.gate.set()
+    runner = JobRunner(store, lambda s: judge)
+    try:
+        runner.wait(runner.submit(spec), timeout=60)
+        calls = judge.calls
+        runner.wait(runner.submit(spec), timeout=60)
+    finally:
+        runner.shutdown()
+    assert judge.calls == calls
+    assert runner.status(spec.ablation_id).state == "done"
+
+
+def test_a_job_that_fails_reports_why(store: Store) -> None:
+    runner = JobRunner(store, lambda s: OfflineJudge())
+    bad = AblationSpec("no-such-run", ("faithfulness",), ("ground_truth",))
+    try:
+        aid = runner.submit(bad)
+        assert runner.wait(aid, timeout=60) is None
+        status = runner.status(aid)
+    finally:
+        runner.shutdown()
+    assert status.state == "failed"
+    assert "no-such-run" in status.error
+
+
+def test_an_ablation_left_running_by_a_gone_process_is_stalled_and_resumes(store: Store,
+                                                                          spec: AblationSpec) -> None:
+    # what a killed dashboard leaves behind: a 'running' row, no worker
+    store.start_ablation(spec.ablation_id, spec.run_id, spec.suite, spec.to_dict(), spec.judge, 240)
+    judge = GatedJudge()
+    judge.gate.set()
+    runner = JobRunner(store, lambda s: judge)
+    try:
+        assert runner.status(spec.ablation_id).state == "stalled"
+        assert runner.status("abl-unknown").state == "unknown"
+        runner.wait(runner.submit(spec), timeout=60)
+        status = runner.status(spec.ablation_id)
+    finally:
+        runner.shutdown()
+    assert status.state == "done" and status.done == status.total == 240

@@ -1,0 +1,176 @@
+"""The Ablation, Canary and Review pages, run with AppTest on a copy of the demo database."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib import review
+from lib.ablation import AblationSpec
+from lib.diagnose import find_jumps
+from lib.store import Store
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+WAIT = 30.0   # seconds an offline ablation of 240 judgings may take on a busy machine
+
+
+@pytest.fixture
+def app_db(demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the demo (ablations write to it), named by EVALDRIFT_DB."""
+    path = tmp_path / "demo.duckdb"
+    shutil.copy(demo_db, path)
+    if Path(f"{demo_db}.wal").exists():
+        shutil.copy(f"{demo_db}.wal", f"{path}.wal")
+    monkeypatch.setenv("EVALDRIFT_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def leak_run(app_db: Path) -> str:
+    """The run where the demo's harness refactor started leaking ground_truth (its first faithfulness jump)."""
+    with Store(app_db) as store:
+        return next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
+
+
+def open_page(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.switch_page(page)
+    at.query_params.update(params)
+    return at.run()
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def wait_for(at: AppTest, done, timeout: float = WAIT) -> AppTest:
+    """Re-run the page (as the progress fragment does) until `done(at)` or the timeout."""
+    deadline = time.monotonic() + timeout
+    while not done(at) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    return at
+
+
+def has_leak(at: AppTest) -> bool:
+    return any(t.startswith("LEAK") for t in texts(at.error))
+
+
+@pytest.mark.parametrize("page", ["pages/ablation.py", "pages/canary.py", "pages/review.py"])
+def test_each_page_renders_on_the_demo(app_db: Path, page: str) -> None:
+    at = open_page(page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title
+
+
+def test_an_ablation_launched_from_the_page_yields_a_leak_and_a_second_launch_is_answered_from_the_store(
+        app_db: Path, leak_run: str) -> None:
+    at = open_page("pages/ablation.py", run=leak_run, metric="faithfulness", blank="ground_truth")
+    assert at.selectbox(key="abl_run").value == leak_run
+    assert at.multiselect(key="abl_metrics").value == ["faithfulness"]
+    assert at.multiselect(key="abl_blanks").value == ["ground_truth"]
+    at.number_input(key="abl_repeats").set_value(2)
+    at.number_input(key="abl_limit").set_value(60)
+    at.button(key="abl_launch").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    aid = at.query_params["ablation"]
+    assert aid == AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=2, limit=60).ablation_id
+
+    wait_for(at, has_leak)
+    assert has_leak(at), texts(at.error) + texts(at.warning)
+    assert any("wiring leak: faithfulness" in t for t in texts(at.error))      # the summary, in words
+    assert "Metrics x fields" in texts(at.subheader)
+    assert "Per-sample changes" in texts(at.subheader)
+    assert not any("Answered from stored results" in t for t in texts(at.info))
+
+    at.button(key="abl_launch").click().run()
+    assert any(t.startswith("Answered from stored results") for t in texts(at.info))
+    assert at.query_params["ablation"] == aid
+    assert has_leak(at)
+    # the run's ablation list links to it
+    assert any(aid in link.label for link in at.get("page_link"))
+
+
+def test_a_deep_link_to_a_finished_ablation_shows_its_result_and_the_form_follows_it(
+        app_db: Path, leak_run: str) -> None:
+    spec = AblationSpec(leak_run, ("faithfulness",), ("ground_truth", "contexts"), repeats=2, limit=40)
+    at = open_page("pages/ablation.py", run=leak_run, metric="faithfulness", blank="ground_truth,contexts")
+    at.number_input(key="abl_repeats").set_value(2)
+    at.number_input(key="abl_limit").set_value(40)
+    at.button(key="abl_launch").click().run()
+    wait_for(at, has_leak)
+
+    fresh = open_page("pages/ablation.py", ablation=spec.ablation_id)
+    assert not fresh.exception
+    assert has_leak(fresh)
+    assert fresh.selectbox(key="abl_run").value == leak_run
+    assert fresh.multiselect(key="abl_blanks").value == ["ground_truth", "contexts"]
+    assert "The four readings" in texts(fresh.subheader)
+    assert any("independent channels" in t for t in texts(fresh.info))
+
+
+def test_a_stalled_ablation_offers_resume_and_resuming_finishes_it(app_db: Path, leak_run: str) -> None:
+    spec = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=2, limit=30)
+    with Store(app_db) as store:   # a row left 'running' by a process that died
+        store.start_ablation(spec.ablation_id, spec.run_id, spec.suite, spec.to_dict(), spec.judge, 120)
+
+    at = open_page("pages/ablation.py", ablation=spec.ablation_id)
+    assert any("stopped at 0 of 120" in t for t in texts(at.warning))
+    at.button(key="abl_resume").click().run()
+    wait_for(at, has_leak)
+    assert has_leak(at)
+
+
+def test_an_unknown_ablation_id_is_said_plainly(app_db: Path) -> None:
+    at = open_page("pages/ablation.py", ablation="abl-<b>nope</b>")
+    assert not at.exception
+    assert any("No ablation with this id" in t for t in texts(at.warning))
+
+
+def test_canary_page_shows_the_alarm_history_and_the_canary_set(app_db: Path, leak_run: str) -> None:
+    at = open_page("pages/canary.py")
+    assert not at.exception
+    assert any("alarmed on 45 earlier run(s)" in t for t in texts(at.warning))
+    spells = [t for t in texts(at.markdown) if t.startswith("Canary alarmed on")]
+    assert len(spells) == 1 and leak_run in spells[0]
+    assert at.get("plotly_chart")
+    samples = at.dataframe[-1].value
+    assert len(samples) == 12
+    assert list(samples.columns) == ["sample_id", "question", "answer", "ground_truth"]
+
+
+def test_review_page_shows_the_leak_jump_and_exports_markdown(app_db: Path, leak_run: str) -> None:
+    with Store(app_db) as store:
+        day = store.run(leak_run)["started_at"].date()
+        expected = review.review_markdown(review.review(store, day - timedelta(days=3), day + timedelta(days=3)))
+    at = open_page("pages/review.py", **{"from": str(day - timedelta(days=3)), "to": str(day + timedelta(days=3))})
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.date_input(key="rev_range").value == (day - timedelta(days=3), day + timedelta(days=3))
+    jumps = [t for t in texts(at.error) if "faithfulness" in t and "instrument change" in t]
+    assert len(jumps) == 1 and "+0.1" in jumps[0]
+    assert any("canary alarmed" in t for t in texts(at.error))
+    assert at.download_button(key="rev_download").label == "Download the review as Markdown"
+    assert at.code[-1].value.strip() == expected.strip()   # st.code drops the final newline
+    assert "## What moved beyond noise" in expected
+
+
+def test_review_page_defaults_to_the_last_week_and_steps_back_a_week(app_db: Path) -> None:
+    at = open_page("pages/review.py")
+    start, end = at.date_input(key="rev_range").value
+    assert (end - start).days == 6
+    assert at.query_params["to"] == str(end)
+    at.button(key="rev_prev").click().run()
+    assert at.date_input(key="rev_range").value == (start - timedelta(days=7), end - timedelta(days=7))
+    assert at.query_params["from"] == str(start - timedelta(days=7))
+
+
+def test_review_of_a_range_without_runs_says_so(app_db: Path) -> None:
+    at = open_page("pages/review.py", **{"from": "2020-01-01", "to": "2020-01-07"})
+    assert not at.exception
+    assert any("No runs started between 2020-01-01 and 2020-01-07" in t for t in texts(at.markdown))
+    assert date(2020, 1, 1) == at.date_input(key="rev_range").value[0]

@@ -1,0 +1,196 @@
+"""The weekly review (lib/review.py): what it lists for a range, and its Markdown export."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lib import review
+from lib.ablation import AblationSpec, run_ablation
+from lib.demo import run_plans
+from lib.harness import Instrument, score_samples
+from lib.judges import OfflineJudge
+from lib.metrics import METRICS
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.records import MAIN, MetricRecord, RunRecord
+from lib.samples import EvalSample
+from lib.store import Store
+
+SCRIPT = "<script>alert(1)</script>"
+HEADINGS = ("## Summary", "## What moved beyond noise", "## What changed in the instrument",
+            "## What changed in the pipeline", "## Canary", "## Ablations")
+
+
+def _day(label: str) -> date:
+    """The day of the demo run carrying an event label ('harness refactor', 'leak fixed', ...)."""
+    return next(p.started_at.date() for p in run_plans() if p.label == label)
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    shutil.copy(src, dst)
+    wal = Path(f"{src}.wal")
+    if wal.exists():
+        shutil.copy(wal, Path(f"{dst}.wal"))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def demo_store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A copy of the demo with one small ablation of the leak run (the demo itself stays read-only)."""
+    path = copy_db(demo_db, tmp_path_factory.mktemp("review") / "demo.duckdb")
+    with Store(path) as store:
+        leak = next(p.run_id for p in run_plans() if p.label == "harness refactor")
+        spec = AblationSpec(leak, ("faithfulness",), ("ground_truth",), repeats=2, limit=60)
+        run_ablation(store, spec, OfflineJudge(spec.judge, noise=0.03))
+        yield store
+
+
+def test_a_range_covering_the_leak_lists_the_faithfulness_jump_with_the_prompt_suspect_and_the_canary_alarm(
+        demo_store: Store) -> None:
+    day = _day("harness refactor")
+    rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+
+    assert len(rev.runs) == 7
+    faith = [f for f in rev.jumps if f.jump.metric == "faithfulness"]
+    assert len(faith) == 1
+    finding = faith[0]
+    assert finding.jump.started_at.date() == day
+    assert finding.jump.delta > 0.1
+    assert finding.side == "instrument"
+    first = finding.jump.suspects[0]
+    assert (first.kind, first.blank) == ("prompt", "ground_truth")
+    assert "ground_truth" in first.description
+    # the ablation of that run is attached to the jump, with its verdict
+    assert finding.ablations and finding.ablations[0].summary.startswith("wiring leak")
+    assert "LEAK" in finding.ablations[0].kinds
+    assert finding.jump.run_id in {a.run_id for a in rev.canary_alarms}
+    assert {c.kind for c in rev.instrument_changes} == {"prompt", "binding"}
+    assert rev.pipeline_changes == ()
+    assert any("alarmed" in line for line in rev.headline)
+
+
+def test_a_quiet_range_lists_no_jumps_changes_or_alarms(demo_store: Store) -> None:
+    fixed = _day("leak fixed")
+    rev = review.review(demo_store, fixed + timedelta(days=3), fixed + timedelta(days=9))
+
+    assert len(rev.runs) == 7
+    assert rev.jumps == ()
+    assert rev.instrument_changes == () and rev.pipeline_changes == ()
+    assert rev.canary_runs == 7 and rev.canary_alarms == ()
+    assert rev.headline[0].startswith("Nothing moved beyond noise")
+
+
+def test_a_range_with_no_runs_says_so(demo_store: Store) -> None:
+    rev = review.review(demo_store, date(2020, 1, 1), date(2020, 1, 7))
+    assert rev.runs == () and rev.jumps == ()
+    assert rev.headline == ("No runs started between 2020-01-01 and 2020-01-07.",)
+
+
+def test_the_default_range_is_the_last_seven_days_ending_on_the_latest_run(demo_store: Store) -> None:
+    last = run_plans()[-1].started_at.date()
+    assert review.default_range(demo_store) == (last - timedelta(days=6), last)
+
+
+def test_the_retriever_regression_is_listed_as_a_pipeline_change(demo_store: Store) -> None:
+    day = _day("retriever regression")
+    rev = review.review(demo_store, day, day)
+    assert [c.kind for c in rev.pipeline_changes] == ["pipeline"]
+    assert "embedding_model" in rev.pipeline_changes[0].text
+    assert {f.side for f in rev.jumps} == {"pipeline"}
+
+
+def test_markdown_has_every_heading_and_the_ablation_verdict(demo_store: Store) -> None:
+    day = _day("harness refactor")
+    text = review.review_markdown(review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3)))
+
+    assert text.startswith("# evaldrift review: ")
+    for heading in HEADINGS:
+        assert heading in text
+    assert "| faithfulness |" in text
+    assert "LEAK: faithfulness moves" in text
+    assert "wiring leak" in text
+
+
+# -- untrusted text ----------------------------------------------------------------------------------
+def _sample(i: int, answer: str) -> EvalSample:
+    return EvalSample(f"s{i}", "How long are audit logs kept?", answer,
+                      ("Audit logs are retained for 90 days.", "Exports run daily."),
+                      "Audit logs are retained for 90 days.")
+
+
+def _planted_run(i: int, run_id: str, prompt: str) -> RunRecord:
+    samples = [_sample(k, f"Audit logs are retained for 90 days. {SCRIPT}" if k == 0 else
+                       "Audit logs are retained for 90 days.") for k in range(4)]
+    judge = OfflineJudge()
+    inst = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+    results = score_samples(samples, inst, judge, seed=i)
+    metric = MetricRecord("faithfulness", results, judge.model, inst.template, PROJECTED, MAIN, judge.model)
+    return RunRecord(run_id, datetime(2026, 3, 1 + i, 2, 0), {"generator": {"prompt": prompt}},
+                     {MAIN: samples}, [metric], label=f"label {SCRIPT} | `x`")
+
+
+def test_markdown_escapes_text_recorded_in_runs(fresh_db: Path) -> None:
+    planted = f"nightly-3{SCRIPT}"
+    with Store(fresh_db) as store:
+        store.record_run(_planted_run(0, "nightly-1", "rag-v1"))
+        store.record_run(_planted_run(1, "nightly-2", "rag-v1"))
+        store.record_run(_planted_run(2, planted, f"rag-v2 {SCRIPT} | [x](javascript:alert(1))"))
+        spec = AblationSpec(planted, ("faithfulness",), ("ground_truth",), repeats=1)
+        run_ablation(store, spec, OfflineJudge(spec.judge))
+        rev = review.review(store, date(2026, 3, 1), date(2026, 3, 7))
+
+    assert planted in rev.runs
+    assert SCRIPT in rev.pipeline_changes[0].text          # the planted text did reach the review
+    assert [a.run_id for a in rev.ablations] == [planted]
+    text = review.review_markdown(rev)
+    assert "<script>" not in text and "</script>" not in text
+    assert "\\<script\\>" in text
+    assert "[x](javascript" not in text and "\\[x\\](javascript" in text   # no live link survives
+    for line in text.splitlines():                         # no value adds a table cell
+        if line.startswith("| nightly"):
+            assert line.count("|") - line.count("\\|") == 5
+
+
+# -- the ablation matrix and the canary spells --------------------------------------------------------
+@pytest.mark.parametrize("metric", list(METRICS))
+def test_expectations_come_from_the_wiring_table(metric: str) -> None:
+    fields = ["ground_truth", "question", "contexts", "answer"]
+    table = review.expectation_table([metric], fields)
+    for f in fields:
+        want = "invariant" if f in METRICS[metric].never else "sensitive"
+        assert table.loc[metric, f] == want
+
+
+def test_verdict_matrix_has_every_cell_with_its_verdict_and_expectation(demo_store: Store) -> None:
+    brief = next(b for b in review.ablation_briefs(demo_store) if b.metrics == ("faithfulness",))
+    row = demo_store.ablation(brief.ablation_id)
+    from lib.ablation import AblationResult
+
+    matrix = review.verdict_matrix(AblationResult.from_dict(row["result"]))
+    assert matrix[["metric", "arm", "kind", "expected"]].values.tolist() == [
+        ["faithfulness", "ground_truth", "LEAK", "invariant"]]
+    assert review.result_banner(AblationResult.from_dict(row["result"])) == "error"
+
+
+@pytest.mark.parametrize(("kind", "level"), [("LEAK", "error"), ("INSENSITIVE", "error"), ("CLEAN", "success"),
+                                             ("SENSITIVE", "success"), ("INCONCLUSIVE", "warning"),
+                                             ("REPLAY MISMATCH", "warning")])
+def test_sentence_levels(kind: str, level: str) -> None:
+    assert review.sentence_level(kind) == level
+
+
+def test_alarm_spells_group_consecutive_alarm_runs() -> None:
+    frame = pd.DataFrame({
+        "run_id": ["a", "b", "c", "d", "e", "f"],
+        "started_at": pd.date_range("2026-01-01", periods=6, freq="D"),
+        "score": [0.2, 0.9, 0.95, 0.2, 0.8, 0.3],
+        "alarm": [False, True, True, False, True, False],
+    })
+    spells = review.alarm_spells(frame)
+    assert [(s.first_run, s.last_run, s.runs, s.peak) for s in spells] == [("b", "c", 2, 0.95), ("e", "e", 1, 0.8)]
+    assert spells[1].sentence == "alarmed at e (0.80)"
