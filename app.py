@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from lib.ui import navigating
+
 st.set_page_config(page_title="evaldrift", layout="wide")
 
 PAGES = [
@@ -14,4 +16,5 @@ PAGES = [
     st.Page("pages/review.py", title="Review", url_path="review"),
 ]
 
-st.navigation(PAGES).run()
+with navigating():
+    st.navigation(PAGES).run()

@@ -9,7 +9,10 @@ run recorded by the nightly job appears on the next refresh.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import runpy
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,8 +83,37 @@ class Context:
         return self.store.data_version()
 
 
+_NAV = threading.local()
+
+
+@contextmanager
+def navigating() -> Iterator[None]:
+    """Mark the script run as going through app.py's st.navigation (app.py wraps its .run())."""
+    _NAV.on = True
+    try:
+        yield
+    finally:
+        _NAV.on = False
+
+
+def ensure_navigation() -> None:
+    """Run the page through app.py when Streamlit ran the page file by itself.
+
+    On a server's very first request for a deep link (e.g. /canary), Streamlit
+    still uses its folder-based routing for pages/ and runs the page file
+    without app.py, so the navigation and layout would be wrong until someone
+    opened /. Running app.py here hands the request to st.navigation, which
+    picks the same page from the URL; then this outer run stops.
+    """
+    if getattr(_NAV, "on", False):
+        return
+    runpy.run_path(str(settings.ROOT / "app.py"), run_name="__main__")
+    st.stop()
+
+
 def sidebar() -> Context:
     """Database and judge pickers (defaults from the environment); returns the page context."""
+    ensure_navigation()
     s = load_settings()
     st.session_state.setdefault("db_path", str(s.db_path))
     with st.sidebar:

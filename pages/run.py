@@ -126,6 +126,8 @@ st.subheader(f"Samples, with {ui.md_literal(metric)} verdicts")
 f1, f2, f3, f4 = st.columns([3, 2, 1, 1])
 search = f1.text_input("Search the texts", key="run_search", placeholder="words in any artifact or the sample id")
 score_range = f2.slider(f"{metric} score", 0.0, 1.0, (0.0, 1.0), step=0.05, key="run_score_range")
+if st.session_state.get("run_verdict") not in (ANY, pos, neg):  # another metric's verdict words
+    st.session_state["run_verdict"] = ANY
 verdict = f3.selectbox("Has a verdict", [ANY, pos, neg], key="run_verdict")
 location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS], key="run_location",
                         help=f"Positive verdicts whose evidence string was found in this artifact. {metric} should "
@@ -148,11 +150,11 @@ else:
     st.caption(ui.md_literal(evidence.sentence))
 st.caption(f"{len(shown)} of {len(samples)} samples. Click a row to view it below.")
 score_cols = [m for m in metric_names if m in shown]
+listed = shown[["sample_id", "question", *score_cols, "status", "items", pos, neg,
+                *[views.location_column(loc) for loc in views.PROVENANCE_LOCATIONS]]]
 st.dataframe(
-    shown, hide_index=True, key="run_samples", on_select=lambda: pick_row(shown), selection_mode="single-row",
+    listed, hide_index=True, key="run_samples", on_select=lambda: pick_row(listed), selection_mode="single-row",
     height=320,
-    column_order=["sample_id", "question", *score_cols, "status", "items", pos, neg,
-                  *[views.location_column(loc) for loc in views.PROVENANCE_LOCATIONS]],
     column_config={**{m: SCORE for m in score_cols},
                    "question": st.column_config.TextColumn(width="medium"),
                    "in_contexts": st.column_config.NumberColumn("ev. in contexts"),

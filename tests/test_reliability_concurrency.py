@@ -108,11 +108,13 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
                                (latest + timedelta(days=1)).isoformat(), str(jsonl), env=env)]
         # Sessions 2 and 3 keep loading pages while the recorders and the ablation work.
         deadline = time.monotonic() + 120
-        while any(r.poll() is None for r in recorders) and time.monotonic() < deadline:
+        while True:
             for page, name in ((run_page, "run"), (overview, "overview")):
                 page.reload()
                 settle(page)
                 _check_page(page, name, texts)
+            if all(r.poll() is not None for r in recorders) or time.monotonic() > deadline:
+                break
         outputs = [r.communicate(timeout=60) for r in recorders]
         for r, (out, err) in zip(recorders, outputs, strict=True):
             assert r.returncode == 0, (out, err)

@@ -1,0 +1,270 @@
+"""The dashboard in a real browser: `streamlit run app.py` on a loopback port, and Debian's Chromium driving it.
+
+- `StreamlitServer(db)`: a context manager that starts the dashboard on a copy
+  of a database (the server process owns and writes that file), captures its
+  stdout and stderr to files, waits for /_stcore/health, and ends its whole
+  process group on exit.
+- `chromium()`: Playwright's sync API driving /usr/bin/chromium, headless.
+  Missing Chromium skips the test on a workstation and fails it in CI, which
+  installs it (.ci/run).
+- `wait_for_app(page)`: until Streamlit has finished running the page script
+  and drawn what it sent (no status widget, no skeleton, every Plotly chart
+  drawn), for a short quiet spell.
+- `screenshot(page, name)`: artifacts/screenshots/<name>.png under the repo
+  root (git-ignored: test artifacts, never committed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, Playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = "app.py"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run")
+VIEWPORT = {"width": 1400, "height": 1000}
+CLEARED_ENV = ("OPENAI_", "EVALDRIFT_")   # a developer's settings never reach the server under test
+WAIT_S = 60.0                             # generous: the test machine is shared and has 2 cores
+
+# Streamlit 1.67's DOM: the app root reports its script state; a status widget ("Stop") is shown while
+# the script runs; skeletons stand in for elements whose frontend code is still loading (Plotly).
+APP_ROOT = '[data-testid="stApp"]'
+APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+STATUS_WIDGET = '[data-testid="stStatusWidget"]'
+SKELETON = '[data-testid="stSkeleton"]'
+PLOTLY_CHART = '[data-testid="stPlotlyChart"]'
+EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
+SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def copy_db(src: Path, dest: Path) -> Path:
+    """Copy a DuckDB file (and its write-ahead log, when there is one) to `dest`; returns `dest`."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dest)
+    wal = Path(f"{src}.wal")
+    if wal.exists():
+        shutil.copy(wal, Path(f"{dest}.wal"))
+    return dest
+
+
+def server_env(db: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: ours without OPENAI_*/EVALDRIFT_*, then EVALDRIFT_DB=db and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED_ENV)}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["EVALDRIFT_DB"] = str(db)
+    env.update(extra or {})
+    return env
+
+
+class StreamlitServer:
+    """`streamlit run app.py` on a free loopback port, serving the database file `db`.
+
+    Pass a copy: the server process owns the file (DuckDB: one owning process)
+    and writes to it. Use as a context manager; on exit the process group is
+    terminated, then killed.
+
+    Args:
+        db: the DuckDB file the dashboard opens (EVALDRIFT_DB).
+        env: extra environment variables for the server.
+        log_dir: where stdout and stderr are written (a new temporary directory when None).
+        port: the port (a free one when None).
+        timeout: seconds to wait for /_stcore/health to answer "ok".
+    """
+
+    def __init__(self, db: Path, *, env: Mapping[str, str] | None = None, log_dir: Path | None = None,
+                 port: int | None = None, timeout: float = WAIT_S) -> None:
+        self.db = Path(db)
+        self.port = port or free_port()
+        self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
+        self.stdout_path = self.log_dir / "streamlit.stdout.log"
+        self.stderr_path = self.log_dir / "streamlit.stderr.log"
+        self.env = server_env(self.db, env)
+        self.timeout = timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(self.port),
+                "--server.address", "127.0.0.1", "--server.headless", "true",
+                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+
+    def start(self) -> StreamlitServer:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.proc.returncode} before answering:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=5) as r:
+                    if r.read().strip() == b"ok":
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not answer {self.url}/_stcore/health within {self.timeout:.0f} s:"
+                                   f"\n{self.output()}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        """Terminate the server's process group; kill it if it is still there after 10 s."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(encoding="utf-8", errors="replace") if self.stdout_path.exists() else ""
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace") if self.stderr_path.exists() else ""
+
+    def output(self) -> str:
+        """Both captured streams, for a failure message or a grep."""
+        return f"--- stdout ({self.stdout_path})\n{self.stdout()}\n--- stderr ({self.stderr_path})\n{self.stderr()}"
+
+    def __enter__(self) -> StreamlitServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+# -- Chromium ---------------------------------------------------------------------------------------
+def _unavailable(reason: str) -> None:
+    """Skip on a workstation; fail in CI, whose setup (.ci/run) installs Chromium and Playwright."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI must provide it (.ci/run installs it)")
+    pytest.skip(f"{reason} (install it, or run bash .ci/run, to run the browser tests)")
+
+
+def launch_chromium(playwright: Playwright) -> Browser:
+    """Debian's Chromium at /usr/bin/chromium, headless, through a running Playwright."""
+    if not CHROMIUM.exists():
+        _unavailable(f"no Chromium at {CHROMIUM}")
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS), headless=True)
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Playwright's sync API with /usr/bin/chromium; yields the browser and closes both after."""
+    if not CHROMIUM.exists():
+        _unavailable(f"no Chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed (pip install -r tests/requirements.txt)")
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_page(browser: Browser, *, timeout: float = WAIT_S) -> Page:
+    """A page in a fresh browser context (its own Streamlit session), at a desktop size, patient."""
+    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(timeout * 1000)
+    return context.new_page()
+
+
+# -- reading the page -------------------------------------------------------------------------------
+_SETTLED_JS = """([idle, status, skeleton, chart]) => {
+    if (!document.querySelector(idle)) return false;
+    if (document.querySelector(status) || document.querySelector(skeleton)) return false;
+    return Array.from(document.querySelectorAll(chart)).every(c => c.querySelector('.main-svg'));
+}"""
+
+
+def wait_for_app(page: Page, *, timeout: float = WAIT_S, quiet: float = 0.5) -> None:
+    """Wait until Streamlit has finished running the page's script and drawn its output.
+
+    Settled means: the app root reports data-test-script-state="notRunning", no
+    status widget ("Running..."/"Stop") and no loading skeleton is shown, and
+    every Plotly chart has drawn its SVG; and it stays so for `quiet` seconds,
+    because a finished run is often followed by another (st.navigation, query
+    parameters written back to the URL, st.switch_page).
+    """
+    deadline = time.monotonic() + timeout
+    page.wait_for_selector(APP_ROOT, state="attached", timeout=timeout * 1000)
+    args = [APP_IDLE, STATUS_WIDGET, SKELETON, PLOTLY_CHART]
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"the page never settled within {timeout:.0f} s: {page.url}")
+        page.wait_for_function(_SETTLED_JS, arg=args, timeout=left * 1000, polling=100)
+        time.sleep(quiet)
+        if page.evaluate(_SETTLED_JS, args):
+            return
+
+
+def exceptions_shown(page: Page) -> list[str]:
+    """The texts of the exception boxes Streamlit shows when a script raises."""
+    return [e.inner_text() for e in page.locator(EXCEPTION).all()]
+
+
+def main_text(page: Page) -> str:
+    """The visible text of the main area (not the sidebar)."""
+    return page.locator(MAIN).inner_text()
+
+
+def screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
+    """Write artifacts/screenshots/<name>.png (git-ignored) and return its path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

@@ -1,0 +1,239 @@
+"""The dashboard end to end: `streamlit run app.py` on a copy of the demo, driven by headless Chromium.
+
+One server for the module, on a private copy of the demo database (the server
+owns and writes it). An eval engineer's path through it: Trends, a click on a
+point that opens its run, an ablation of the leak run that reads LEAK, deep
+links pasted into a fresh browser, and every page rendered without an
+exception, each written to artifacts/screenshots/<page>.png.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from lib.diagnose import find_jumps
+from lib.store import Store
+from tests.support.browser import (
+    MAIN,
+    ROOT,
+    SIDEBAR_NAV,
+    StreamlitServer,
+    chromium,
+    copy_db,
+    exceptions_shown,
+    main_text,
+    new_page,
+    screenshot,
+    wait_for_app,
+)
+
+pytestmark = pytest.mark.e2e
+
+# (title, url_path) of every st.Page that app.py registers, in menu order.
+PAGES: list[tuple[str, str]] = re.findall(r'title="([^"]+)"[^)]*url_path="([^"]+)"', (ROOT / "app.py").read_text())
+VERDICT_S = 120.0   # an offline ablation of 60 samples x 2 arms x 2 repeats, on a busy 2-core machine
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """The running dashboard and what the tests know about its database."""
+
+    server: StreamlitServer
+    leak_run: str       # the run where the demo's harness started handing ground_truth to faithfulness
+    leak_sample: str    # a sample of that run (not the first, so a deep link to it is not the default)
+
+    def url(self, path: str = "") -> str:
+        return f"{self.server.url}/{path.lstrip('/')}"
+
+
+def leak_facts(db: Path) -> tuple[str, str]:
+    """The demo's first faithfulness jump (the leak) and one of its samples, read before the server owns `db`."""
+    with Store(db) as store:
+        run = next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
+        return run, store.samples(run)[2].sample_id
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Dashboard]:
+    """The dashboard on a private copy of the demo, opened once at its root by a first visitor.
+
+    The root visit is what a user does first, and it matters: until app.py's
+    st.navigation has run once in the process, Streamlit treats the pages/
+    folder as an old-style multipage app (see the fresh-server test below).
+    """
+    work = tmp_path_factory.mktemp("e2e")
+    db = copy_db(demo_db, work / "demo.duckdb")
+    leak_run, leak_sample = leak_facts(db)
+    with StreamlitServer(db, log_dir=work / "logs") as server:
+        page = new_page(browser)
+        try:
+            page.goto(server.url + "/")
+            wait_for_app(page)
+        finally:
+            page.context.close()
+        yield Dashboard(server, leak_run, leak_sample)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context: its own Streamlit session."""
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        p.context.close()
+
+
+def open_page(page: Page, url: str) -> None:
+    page.goto(url)
+    wait_for_app(page)
+    assert_healthy(page)
+
+
+def assert_healthy(page: Page) -> None:
+    """No exception box and no traceback text anywhere on the page."""
+    assert exceptions_shown(page) == [], f"{page.url}: an exception reached the page"
+    assert "Traceback" not in page.inner_text("body"), f"{page.url}: a traceback is shown"
+
+
+def widget_text(page: Page, key: str) -> str:
+    """The visible text (label and value) of the widget created with key=`key`."""
+    return page.locator(f".st-key-{key}").first.inner_text()
+
+
+def query(page: Page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def nav_titles(page: Page) -> list[str]:
+    return [t.strip() for t in page.locator(f'{SIDEBAR_NAV} [data-testid="stSidebarNavLink"]').all_inner_texts()]
+
+
+# -- the path through the dashboard ---------------------------------------------------------------------------
+_POINT_JS = """(metric) => {
+    // The Trends figure of `metric`: its score trace (named after the metric), and a point of it that is
+    // neither a flagged jump nor a recorded change, so that only the score marker lies under the mouse.
+    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+        g => g.data.some(t => t.name === metric));
+    const k = gd.data.findIndex(t => t.name === metric);
+    const busy = new Set(gd.data.filter((t, i) => i !== k && t.customdata).flatMap(t => Array.from(t.customdata)));
+    const ids = Array.from(gd.data[k].customdata);
+    const i = ids.findIndex((id, n) => n >= 5 && !busy.has(id) && !busy.has(ids[n - 1]) && !busy.has(ids[n + 1]));
+    return {trace: k, point: i, run: ids[i]};
+}"""
+
+
+def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page) -> None:
+    open_page(page, dashboard.url("trends?metric=faithfulness"))
+    assert "faithfulness" in widget_text(page, "trends_metric")      # the metric deep link picked the chart
+    target = page.evaluate(_POINT_JS, "faithfulness")
+    assert target["point"] >= 0, target
+    point = page.locator(f"{MAIN} .scatterlayer .trace").nth(target["trace"]).locator(".points path") \
+        .nth(target["point"])
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    # Plotly's drag layer takes the mouse, so the click goes to the point's position, not its element.
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.wait_for_url(re.compile(r"/run\?"), timeout=60_000)
+    wait_for_app(page)
+    assert_healthy(page)
+    assert query(page)["run"] == target["run"], page.url
+    assert query(page)["metric"] == "faithfulness", page.url
+    assert target["run"] in widget_text(page, "run_pick")
+    assert "faithfulness" in widget_text(page, "run_metric")
+    assert page.locator("h1").first.inner_text() == "Run"
+    screenshot(page, "run-from-trends")
+
+
+def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, browser: Browser, page: Page) -> None:
+    open_page(page, dashboard.url(f"ablation?run={dashboard.leak_run}&metric=faithfulness&blank=ground_truth"))
+    assert dashboard.leak_run in widget_text(page, "abl_run")
+    assert "faithfulness" in widget_text(page, "abl_metrics")
+    assert "ground_truth" in widget_text(page, "abl_blanks")
+    for key, value in (("abl_repeats", "2"), ("abl_limit", "60")):
+        field = page.locator(f".st-key-{key} input")
+        field.fill(value)
+        field.press("Enter")
+        wait_for_app(page)
+        assert field.input_value() == value
+
+    page.locator(".st-key-abl_launch button").click()
+    page.wait_for_url(re.compile(r"[?&]ablation=abl-"), timeout=60_000)
+    ablation_id = query(page)["ablation"]
+    verdict = page.locator('[data-testid="stAlertContentError"]').filter(has_text=re.compile(r"^LEAK: ")).first
+    verdict.wait_for(timeout=VERDICT_S * 1000)   # the progress bar hands over to the result when it ends
+    wait_for_app(page)
+    assert_healthy(page)
+    assert page.locator('[data-testid="stProgress"]').count() == 0
+    text = verdict.inner_text()
+    assert "faithfulness" in text and "ground_truth is blanked" in text, text
+    summary = main_text(page)
+    assert "wiring leak: faithfulness moves" in summary, summary[:2000]
+    assert ablation_id in summary
+    screenshot(page, "ablation-leak")
+
+    # The finished ablation is a link: a fresh browser opened at it shows the same verdict, from the store.
+    other = new_page(browser)
+    try:
+        open_page(other, dashboard.url(f"ablation?ablation={ablation_id}"))
+        assert other.locator('[data-testid="stAlertContentError"]').filter(has_text=re.compile(r"^LEAK: ")).count()
+        assert dashboard.leak_run in widget_text(other, "abl_run")
+        assert other.locator('[data-testid="stProgress"]').count() == 0
+    finally:
+        other.context.close()
+
+
+def test_a_deep_link_opens_the_run_metric_and_sample_it_names(dashboard: Dashboard, page: Page) -> None:
+    run, sample = dashboard.leak_run, dashboard.leak_sample
+    open_page(page, dashboard.url(f"run?run={run}&metric=context_recall&view={sample}"))
+    assert page.locator("h1").first.inner_text() == "Run"
+    assert run in widget_text(page, "run_pick")
+    assert "context_recall" in widget_text(page, "run_metric")
+    assert sample in widget_text(page, "run_sample")
+    assert f"{run} started" in main_text(page)
+    assert query(page) == {"run": run, "metric": "context_recall", "view": sample}   # the URL still names the view
+    screenshot(page, "run-deep-link")
+
+
+@pytest.mark.parametrize(("title", "path"), PAGES, ids=[p for _, p in PAGES])
+def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Page, title: str, path: str) -> None:
+    open_page(page, dashboard.url(path))
+    assert page.locator(f"{MAIN} h1").count() >= 1, f"{path}: no title"
+    assert nav_titles(page) == [t for t, _ in PAGES]
+    screenshot(page, path)
+
+
+def test_the_server_logged_no_traceback(dashboard: Dashboard) -> None:
+    """Runs after the others (file order): nothing they did made the server log an exception."""
+    assert "Traceback" not in dashboard.server.output(), dashboard.server.output()[-4000:]
+
+
+# -- a known trap -------------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason=(
+    "pages/ next to app.py: until st.navigation has run once in the process, Streamlit runs a requested page "
+    "as an old-style multipage app (pages/<name>.py alone: no set_page_config, file-name menu with 'app'), so "
+    "a deep link opened first on a freshly started dashboard skips app.py. Fix: rename the pages folder."))
+def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(
+        demo_db: Path, tmp_path: Path, dashboard: Dashboard, page: Page) -> None:
+    db = copy_db(demo_db, tmp_path / "demo.duckdb")
+    with StreamlitServer(db, log_dir=tmp_path / "logs") as fresh:
+        open_page(page, f"{fresh.url}/run?run={dashboard.leak_run}")
+        screenshot(page, "run-deep-link-fresh-server")
+        assert nav_titles(page) == [t for t, _ in PAGES]
