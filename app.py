@@ -7,7 +7,7 @@ from lib.ui import navigating
 st.set_page_config(page_title="evaldrift", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", default=True, url_path="overview"),
+    st.Page("pages/overview.py", title="Overview", default=True),
     st.Page("pages/trends.py", title="Trends", url_path="trends"),
     st.Page("pages/run.py", title="Run", url_path="run"),
     st.Page("pages/compare.py", title="Compare", url_path="compare"),

@@ -12,6 +12,7 @@ validation is moved to inbox/rejected/ with the reason beside it.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,16 +55,27 @@ def record(db_path: str | Path, run: RunRecord, *, inbox: str | Path | None = No
         return Handover("inbox", drop(inbox if inbox is not None else Path(db_path).parent / "inbox", run))
 
 
+# Every session's page load drains: two sessions at once would read and unlink the same file.
+_DRAIN_LOCK = threading.Lock()
+
+
 def drain(store: Store, inbox: str | Path) -> list[str]:
     """Record every run waiting in the inbox; returns the run ids recorded."""
     folder = Path(inbox)
     if not folder.is_dir():
         return []
+    with _DRAIN_LOCK:
+        return _drain(store, folder)
+
+
+def _drain(store: Store, folder: Path) -> list[str]:
     recorded = []
     for path in sorted(folder.glob("*.run.json")):
         try:
             run = run_from_json(path.read_text(encoding="utf-8"))
             store.record_run(run)
+        except FileNotFoundError:  # removed meanwhile
+            continue
         except (EvaldriftError, ValueError, KeyError, TypeError) as exc:
             rejected = folder / "rejected"
             rejected.mkdir(exist_ok=True)

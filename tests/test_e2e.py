@@ -70,9 +70,9 @@ def browser() -> Iterator[Browser]:
 def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Dashboard]:
     """The dashboard on a private copy of the demo, opened once at its root by a first visitor.
 
-    The root visit is what a user does first, and it matters: until app.py's
-    st.navigation has run once in the process, Streamlit treats the pages/
-    folder as an old-style multipage app (see the fresh-server test below).
+    The root visit opens the database and fills the process-wide caches, so the
+    tests' waits measure pages, not the first start (a deep link opened first
+    on a fresh server has its own test, at the end).
     """
     work = tmp_path_factory.mktemp("e2e")
     db = copy_db(demo_db, work / "demo.duckdb")
@@ -110,8 +110,9 @@ def assert_healthy(page: Page) -> None:
 
 
 def widget_text(page: Page, key: str) -> str:
-    """The visible text (label and value) of the widget created with key=`key`."""
-    return page.locator(f".st-key-{key}").first.inner_text()
+    """The label and value(s) of the widget created with key=`key` (a selectbox's value is its input's)."""
+    widget = page.locator(f".st-key-{key}").first
+    return "\n".join([widget.inner_text(), *(i.input_value() for i in widget.locator("input").all())])
 
 
 def query(page: Page) -> dict[str, str]:
@@ -225,15 +226,19 @@ def test_the_server_logged_no_traceback(dashboard: Dashboard) -> None:
     assert "Traceback" not in dashboard.server.output(), dashboard.server.output()[-4000:]
 
 
-# -- a known trap -------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "pages/ next to app.py: until st.navigation has run once in the process, Streamlit runs a requested page "
-    "as an old-style multipage app (pages/<name>.py alone: no set_page_config, file-name menu with 'app'), so "
-    "a deep link opened first on a freshly started dashboard skips app.py. Fix: rename the pages folder."))
+# -- the first request a fresh server gets --------------------------------------------------------------------
 def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(
         demo_db: Path, tmp_path: Path, dashboard: Dashboard, page: Page) -> None:
+    """With pages/ next to app.py, Streamlit routes a server's very first request by folder until
+    st.navigation has run once: a deep link pasted after a restart would run the page file alone (no
+    set_page_config, a file-name menu with an 'app' entry). lib.ui.ensure_navigation routes it through
+    app.py; this pins that down."""
     db = copy_db(demo_db, tmp_path / "demo.duckdb")
     with StreamlitServer(db, log_dir=tmp_path / "logs") as fresh:
         open_page(page, f"{fresh.url}/run?run={dashboard.leak_run}")
-        screenshot(page, "run-deep-link-fresh-server")
         assert nav_titles(page) == [t for t, _ in PAGES]
+        assert dashboard.leak_run in widget_text(page, "run_pick")
+        wide = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+        assert wide is not None and wide["width"] > 900, f"not the wide layout app.py sets: {wide}"
+        screenshot(page, "run-deep-link-fresh-server")
+        assert "Traceback" not in fresh.output(), fresh.output()[-4000:]

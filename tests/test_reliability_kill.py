@@ -33,7 +33,7 @@ from lib.store import Store
 from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo, mini_demo_run_ids
 
 N_SAMPLES = 20_000
-KILL_ROUNDS_ANYWHERE = 2     # killed at a random moment of the whole child's life
+KILL_ROUNDS_ANYWHERE = 1     # killed at a random moment of the whole child's life
 KILL_ROUNDS_IN_WRITE = 2     # killed at a random moment after it announced the write transaction
 N_SMALLER = 12_000           # the replacing round re-ingests run "whole" from the first 12,000 lines
 

@@ -2,8 +2,9 @@
 
 The SDK's own retries are switched off (max_retries=0) so that every attempt,
 its wait and its reason are ours to bound and record: 429 (honouring
-Retry-After), 5xx, timeouts and dropped connections are retried with
-exponential backoff and full jitter; other 4xx are final.
+Retry-After), 5xx, 408/409, timeouts, dropped connections and 200 replies
+whose body is no chat completion are retried with exponential backoff and
+full jitter; other 4xx are final.
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
     # A negative or NaN hint would make time.sleep raise; fall back to our own backoff.
     return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
+
+
+def _reply(resp: object) -> JudgeReply:
+    """The text, usage and fingerprint of a chat completion (raises if it is not one)."""
+    choice = resp.choices[0] if resp.choices else None  # type: ignore[attr-defined]
+    text = (choice.message.content or "") if choice else ""
+    u = resp.usage  # type: ignore[attr-defined]
+    usage = Usage(u.prompt_tokens, u.completion_tokens) if u else Usage()
+    return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)  # type: ignore[attr-defined]
 
 
 class OpenAIJudge:
@@ -95,7 +105,7 @@ class OpenAIJudge:
                 self.attempts += 1
             hint: float | None = None
             try:
-                resp = self._client.chat.completions.create(**kwargs)
+                reply = _reply(self._client.chat.completions.create(**kwargs))
             except openai.RateLimitError as exc:
                 last, hint = "rate limited (429)", _retry_after(exc)
             except openai.APITimeoutError:
@@ -103,14 +113,15 @@ class OpenAIJudge:
             except openai.APIConnectionError as exc:
                 last = f"connection failed: {type(exc).__name__}"
             except openai.APIStatusError as exc:
-                if exc.status_code < 500:
+                if exc.status_code < 500 and exc.status_code not in (408, 409):  # the SDK retries 408/409 too
                     raise JudgeError(f"judge server refused the request ({exc.status_code})") from None
-                last, hint = f"server error ({exc.status_code})", _retry_after(exc)
+                kind = "server error" if exc.status_code >= 500 else "retryable status"
+                last, hint = f"{kind} ({exc.status_code})", _retry_after(exc)
+            except (openai.APIResponseValidationError, ValueError, AttributeError, IndexError, TypeError):
+                # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
+                last = "unreadable response (not a chat completion)"
             else:
-                choice = resp.choices[0] if resp.choices else None
-                text = (choice.message.content or "") if choice else ""
-                usage = Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens) if resp.usage else Usage()
-                return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)
+                return reply
             with self._lock:
                 self.retries.append(last)
             if attempt + 1 < self.max_attempts:
