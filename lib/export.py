@@ -5,9 +5,12 @@ tables go to a Parquet dataset, one folder per table and one sub-folder per
 run date (hive layout), which DuckDB reads in place, from a local folder or
 from object storage through its httpfs extension:
 
-    <dataset>/runs/run_date=2026-09-03/data_0.parquet
-    <dataset>/sample_scores/run_date=2026-09-03/data_0.parquet
+    <dataset>/runs/run_date=2026-09-01/data_0.parquet
+    <dataset>/sample_scores/run_date=2026-09-01/data_0.parquet
     <dataset>/prompts/data_0.parquet          (tables without a run are not partitioned)
+
+run_date is the run's start date truncated to the month (the default) or the
+day (granularity='day').
 
 `ParquetStore` opens such a dataset: an in-memory DuckDB connection whose
 tables and views carry the store's table names and columns, so every Store
@@ -105,7 +108,7 @@ class ExportSummary:
         return sum(self.rows.values())
 
 
-def export_parquet(store: Store, location: str | Path, *, granularity: str = "day", overwrite: bool = False,
+def export_parquet(store: Store, location: str | Path, *, granularity: str = "month", overwrite: bool = False,
                    setup: Setup | None = None) -> ExportSummary:
     """Write every table of `store` to a Parquet dataset partitioned by run date.
 
@@ -117,7 +120,9 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "da
     Args:
         store: the DuckDB store to export (it stays usable; the export only reads).
         location: a folder, or an object-storage URL such as s3://bucket/evaldrift.
-        granularity: 'day' (one partition per run date) or 'month' (fewer, larger files).
+        granularity: 'month' (run_date is the month's first day) or 'day' (one partition per run date).
+            Month is the default: a reader opens every file of a table on a query that cannot prune by
+            date (every Store query), and at 2,000 nightly runs that is 66 files a table, not 2,000.
         overwrite: replace an existing local dataset.
         setup: called with the export's cursor first (e.g. to LOAD httpfs and CREATE SECRET).
 

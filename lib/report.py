@@ -31,7 +31,9 @@ from lib.samples import FIELDS
 from lib.store import Store
 
 EVIDENCE_EXAMPLES = 3   # evidence strings quoted from outside the metric's own artifact
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&])")
+# The marks that open markup inline ($ opens LaTeX on GitHub and in Streamlit);
+# with brackets escaped, Streamlit's :colour[...] directives cannot form either.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&$])")
 _BACKTICKS = re.compile(r"`+")
 
 

@@ -8,7 +8,6 @@ run recorded by the nightly job appears on the next refresh.
 
 from __future__ import annotations
 
-import re
 import runpy
 import threading
 from collections.abc import Iterator, Sequence
@@ -26,6 +25,7 @@ from lib.jobs import JobRunner
 from lib.judges import OfflineJudge, OpenAIJudge
 from lib.judges.base import Judge
 from lib.judges.offline import VARIANTS
+from lib.report import md_escape as md_literal
 from lib.store import Store
 
 OFFLINE = "offline"
@@ -166,14 +166,6 @@ def seed_from_query(key: str, param: str, options: Sequence[str], default: str |
     elif st.session_state[key] not in options:
         st.session_state[key] = default
     st.session_state[marker] = wanted
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
-
-
-def md_literal(text: object) -> str:
-    """Backslash-escape Markdown so data (run ids, config values) shows literally inside a st.* message."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
 
 
 def show_run_changes(changes: RunChanges, *, key: str) -> None:

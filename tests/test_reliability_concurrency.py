@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from lib.harness import Instrument, score_samples
+from lib import inbox
+from lib.harness import OK, Instrument, SampleResult, score_samples
 from lib.judges import OfflineJudge
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.records import MAIN, MetricRecord, RunRecord, run_to_json
@@ -71,7 +73,7 @@ def _check_page(page: Page, where: str, texts: list[str]) -> str:
 def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_ablation(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     db = copy_db(mini_demo(tmp_path_factory), tmp_path / "evaldrift.duckdb")
-    inbox = tmp_path / "inbox"
+    inbox_dir = tmp_path / "inbox"
     with Store(db) as store:
         demo_runs = store.run_ids()
         latest = store.runs()["started_at"].max().to_pydatetime()
@@ -81,7 +83,7 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
     jsonl.write_text("".join(json.dumps({"sample_id": f"j{i}", "question": "Q?", "answer": f"A {i}.",
                                          "contexts": [f"A {i}."], "ground_truth": f"A {i}.",
                                          "faithfulness": 1.0}) + "\n" for i in range(30)), encoding="utf-8")
-    env = child_env(EVALDRIFT_DB=str(db), EVALDRIFT_INBOX=str(inbox))
+    env = child_env(EVALDRIFT_DB=str(db), EVALDRIFT_INBOX=str(inbox_dir))
     texts: list[str] = []
 
     with StreamlitServer(tmp_path / "streamlit.log", env) as server, sync_playwright() as pw:
@@ -121,17 +123,17 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
             assert "held by another process; handed" in out and "through the inbox" in out, out
             assert "Traceback" not in err and "lock" not in err.lower(), err
 
-        # The next refresh drains the inbox: the new runs appear (the Run page keeps the run its URL names,
-        # so look in its run picker; the Overview names the latest run).
-        overview.reload()
-        settle(overview)
-        assert not list(inbox.glob("*.run.json")), "the inbox was not drained"
-        assert not (inbox / "rejected").exists()
-        text = _check_page(overview, "overview after the hand-over", texts)
-        assert f"{len(demo_runs) + 2} runs; latest {RECORDED}" in text
-        run_page.reload()
-        settle(run_page)
-        _check_page(run_page, "run after the hand-over", texts)
+        # The next refresh drains the inbox, here in all three sessions at once (each page load drains):
+        # the new runs appear (the Run page keeps the run its URL names, so look in its run picker; the
+        # Overview names the latest run).
+        for page in sessions:
+            page.reload(wait_until="commit")
+        for page, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
+            settle(page)
+            _check_page(page, f"{name} on the refresh after the hand-over", texts)
+        assert not list(inbox_dir.glob("*.run.json")), "the inbox was not drained"
+        assert not (inbox_dir / "rejected").exists()
+        assert f"{len(demo_runs) + 2} runs; latest {RECORDED}" in texts[-1]
         run_page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
         options = run_page.get_by_role("option").all_inner_texts()
         run_page.keyboard.press("Escape")
@@ -155,3 +157,36 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         [abl] = store.ablations().to_dict("records")
         assert abl["status"] == "done" and abl["done"] == abl["total"] > 0
         assert len(store.ablation_results(abl["ablation_id"])) == abl["total"]
+
+
+def _small_run(i: int) -> RunRecord:
+    samples = [EvalSample(f"s{j}", "Q?", "A.", ("A.",), "A.") for j in range(40)]
+    return RunRecord(f"dropped-{i:02d}", datetime(2026, 3, 1) + timedelta(hours=i), {}, {MAIN: samples},
+                     [MetricRecord("faithfulness", [SampleResult(s.sample_id, OK, 1.0) for s in samples], "m",
+                                   None, None)])
+
+
+def test_sessions_draining_the_inbox_at_once_record_each_run_exactly_once(tmp_path: Path) -> None:
+    """Every page load drains the inbox, so two sessions loading at once drain it together."""
+    folder = tmp_path / "inbox"
+    for i in range(24):
+        inbox.drop(folder, _small_run(i))
+    errors: list[BaseException] = []
+    recorded: list[list[str]] = []
+    with Store(tmp_path / "owner.duckdb") as store:
+        def session() -> None:
+            try:
+                recorded.append(inbox.drain(store, folder))
+            except BaseException as exc:  # collected and asserted on below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=session) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert errors == []
+        ids = [r for batch in recorded for r in batch]
+        assert sorted(ids) == [f"dropped-{i:02d}" for i in range(24)]   # each once: none lost, none twice
+        assert store.counts()["runs"] == 24 and store.counts()["samples"] == 24 * 40
+    assert not list(folder.glob("*.run.json")) and not (folder / "rejected").exists()

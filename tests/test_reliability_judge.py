@@ -9,7 +9,12 @@ whose judgings mostly fail says INCONCLUSIVE in words.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -32,6 +37,7 @@ from tests.reliability_cases import (
     JUDGE_TIMEOUT,
     TRANSPORT,
     JudgeFault,
+    RawReply,
 )
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.reliability_support import copy_db, mini_demo, mini_demo_run_ids
@@ -41,6 +47,75 @@ FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PRO
 SAMPLE = EvalSample(**{**FAULT_SAMPLE, "contexts": tuple(FAULT_SAMPLE["contexts"])})  # type: ignore[arg-type]
 BACKOFF = 0.2
 MAX_BACKOFF = 2.0
+
+
+class RawServer:
+    """A loopback HTTP server answering chat completions as the offline judge, or with scripted raw replies.
+
+    For what tests/support/openai_server.py cannot send: any status code, content type and body bytes.
+    Same interface as OpenAIServer for faults: script(), fail_always(), n_calls, base_url.
+    """
+
+    def __init__(self) -> None:
+        self._faults: deque[RawReply] = deque()
+        self._always: RawReply | None = None
+        self._lock = threading.Lock()
+        self.n_calls = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with owner._lock:
+                    owner.n_calls += 1
+                    raw = owner._faults.popleft() if owner._faults else owner._always
+                if raw is None:
+                    text = offline_responder(body)
+                    raw = RawReply(200, "application/json", json.dumps({
+                        "id": "chatcmpl-raw", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                     "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode())
+                self.send_response(raw.status)
+                self.send_header("Content-Type", raw.content_type)
+                self.send_header("Content-Length", str(len(raw.body)))
+                self.end_headers()
+                self.wfile.write(raw.body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def script(self, *raw: RawReply) -> None:
+        with self._lock:
+            self._faults.extend(raw)
+
+    def fail_always(self, raw: RawReply | None) -> None:
+        with self._lock:
+            self._always = raw
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def raw_server() -> Iterator[RawServer]:
+    server = RawServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _server(case: JudgeFault, openai_server: OpenAIServer, raw_server: RawServer) -> OpenAIServer | RawServer:
+    return raw_server if isinstance(case.server, RawReply) else openai_server
 
 
 class Sleeps:
@@ -53,7 +128,7 @@ class Sleeps:
         self.waits.append(seconds)
 
 
-def make_judge(server: OpenAIServer, case: JudgeFault | None = None, **options: object) -> OpenAIJudge:
+def make_judge(server: OpenAIServer | RawServer, case: JudgeFault | None = None, **options: object) -> OpenAIJudge:
     timeout = JUDGE_TIMEOUT if case is not None and case.id == "timeout" else 10.0
     options.setdefault("sleep", Sleeps())
     options.setdefault("backoff", BACKOFF)
@@ -77,15 +152,20 @@ def _check_waits(case: JudgeFault, waits: list[float]) -> None:
 
 
 @pytest.mark.parametrize("case", JUDGE_FAULTS, ids=[c.id for c in JUDGE_FAULTS])
-def test_a_fault_that_lifts_is_retried_and_the_sample_scored(openai_server: OpenAIServer, offline_result,
-                                                             case: JudgeFault) -> None:
-    judge = make_judge(openai_server, case, max_attempts=4)
-    openai_server.script(case.server)
+def test_a_fault_that_lifts_is_retried_and_the_sample_scored(openai_server: OpenAIServer, raw_server: RawServer,
+                                                             offline_result, case: JudgeFault) -> None:
+    server = _server(case, openai_server, raw_server)
+    judge = make_judge(server, case, max_attempts=4)
+    server.script(case.server)  # type: ignore[arg-type]
     result = score_sample(SAMPLE, FAITHFULNESS, judge, parse_attempts=3)
+    if case.final:   # refused: asking again would not help, so the sample fails at once, with the reason
+        assert result.status == FAILED and case.reason in result.reason and result.score is None
+        assert server.n_calls == 1 and judge.attempts == 1 and judge._sleep.waits == []  # type: ignore[attr-defined]
+        return
     assert result.status == OK, result.reason
     assert result.verdicts == offline_result.verdicts
     assert result.score == offline_result.score
-    assert openai_server.n_calls == 2
+    assert server.n_calls == 2
     waits = judge._sleep.waits  # type: ignore[attr-defined]
     _check_waits(case, waits)
     if case.retried_by == TRANSPORT:
@@ -106,15 +186,19 @@ def test_a_fault_that_lifts_is_retried_and_the_sample_scored(openai_server: Open
 
 @pytest.mark.parametrize("case", JUDGE_FAULTS, ids=[c.id for c in JUDGE_FAULTS])
 def test_a_fault_that_never_lifts_fails_the_sample_with_its_reason(openai_server: OpenAIServer,
-                                                                   case: JudgeFault) -> None:
-    judge = make_judge(openai_server, case, max_attempts=3)
-    openai_server.fail_always(case.server)
+                                                                   raw_server: RawServer, case: JudgeFault) -> None:
+    server = _server(case, openai_server, raw_server)
+    judge = make_judge(server, case, max_attempts=3)
+    server.fail_always(case.server)  # type: ignore[arg-type]
     result = score_sample(SAMPLE, FAITHFULNESS, judge, parse_attempts=3)
     assert result.status == FAILED
     assert result.score is None and result.verdicts == ()
     assert case.reason in result.reason, result.reason
+    if case.final:
+        assert server.n_calls == 1 and judge.attempts == 1
+        return
     assert "after 3 attempts" in result.reason
-    assert openai_server.n_calls == 3                  # bounded: exactly the attempts allowed, no more
+    assert server.n_calls == 3                         # bounded: exactly the attempts allowed, no more
     waits = judge._sleep.waits  # type: ignore[attr-defined]
     _check_waits(case, waits)
     if case.retried_by == TRANSPORT:
@@ -125,7 +209,7 @@ def test_a_fault_that_never_lifts_fails_the_sample_with_its_reason(openai_server
     else:
         assert result.calls == 3
         assert waits == []
-        if case.server.kind != "text" or case.server.text:
+        if not isinstance(case.server, Fault) or case.server.kind != "text" or case.server.text:
             assert result.raw                          # the unreadable reply is kept for the record
 
 

@@ -34,9 +34,13 @@ RSS_MIB = 1024.0
 DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
-def pages() -> list[str]:
-    """The url paths app.py registers, in menu order."""
-    return re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text())
+def pages() -> list[tuple[str, str]]:
+    """(name, url path) of each page app.py registers, in menu order ('' for the default page)."""
+    out = []
+    for stem, args in re.findall(r'st\.Page\(\s*"pages/(\w+)\.py"([^)]*)\)', (ROOT / "app.py").read_text()):
+        path = re.search(r'url_path="([^"]*)"', args)
+        out.append((stem, path.group(1) if path else "" if "default=True" in args else stem))
+    return out
 
 
 def _free_port() -> int:
@@ -106,6 +110,14 @@ def _load(browser, url: str, shot: Path | None) -> tuple[float, str]:
         context.close()
 
 
+def _safe_load(browser, url: str, shot: Path | None) -> tuple[float, str]:
+    """_load, or NaN and the reason when the page never rendered (a broken page is a MISS, not a crash)."""
+    try:
+        return _load(browser, url, shot)
+    except Exception as exc:  # reported beside the figure; the other pages are still measured
+        return float("nan"), f"DID NOT RENDER: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+
+
 def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool = True) -> None:
     """Time each page's first load against `db`; figures named with `label`."""
     from playwright.sync_api import sync_playwright
@@ -124,14 +136,14 @@ def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool =
             report.add(Figure(f"page_floor_s@{label}", "floor: a one-line Streamlit page, same browser and machine",
                               secs, "s", note=note))
             if cold:
-                for name in names:
+                for name, path in names:
                     with dashboard(db, log) as (url, _):
-                        secs, note = _load(browser, f"{url}/{name}", None)
+                        secs, note = _safe_load(browser, f"{url}/{path}", None)
                     report.add(Figure(f"page_cold_s[{name}]@{label}", f"{name}: cold first load ({label})", secs, "s",
                                       f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS, f"new process; {note}"))
             with dashboard(db, log) as (url, pid):
-                for name in names:
-                    secs, note = _load(browser, f"{url}/{name}", shots / f"{label}-{name}.png")
+                for name, path in names:
+                    secs, note = _safe_load(browser, f"{url}/{path}", shots / f"{label}-{name}.png")
                     report.add(Figure(f"page_s[{name}]@{label}", f"{name}: first load in a running dashboard ({label})",
                                       secs, "s", f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS, note))
                 rss = vm_hwm_mib(pid)

@@ -262,9 +262,31 @@ def main_text(page: Page) -> str:
     return page.locator(MAIN).inner_text()
 
 
+_CONTENT_HEIGHT_JS = """(main) => {
+    const el = document.querySelector(main);
+    return Math.max(document.body.scrollHeight, el ? el.scrollHeight : 0);
+}"""
+SHOT_MAX_HEIGHT = 12_000
+
+
 def screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
-    """Write artifacts/screenshots/<name>.png (git-ignored) and return its path."""
+    """Write artifacts/screenshots/<name>.png (git-ignored) and return its path.
+
+    Streamlit scrolls inside its main area, not the document, so Playwright's
+    own full_page sees one viewport; the whole page is taken by growing the
+    viewport to the content's height (capped), then restoring it.
+    """
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
+    size = page.viewport_size
+    height = int(page.evaluate(_CONTENT_HEIGHT_JS, MAIN)) if full_page and size else 0
+    if size and height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(height, SHOT_MAX_HEIGHT)})
+        try:
+            page.wait_for_timeout(500)   # let data grids and charts draw the rows that came into view
+            page.screenshot(path=str(path))
+        finally:
+            page.set_viewport_size(size)
+    else:
+        page.screenshot(path=str(path))
     return path
