@@ -65,7 +65,7 @@ for col, card in zip(st.columns(len(cards)), cards, strict=True):
         st.metric(
             card.metric,
             f"{card.score:.3f}" if card.score is not None else "—",
-            f"{card.delta:+.3f}" if card.delta is not None else None,
+            f"{round(card.delta, 3) + 0.0:+.3f}" if card.delta is not None else None,  # no "-0.000"
             delta_color="normal" if card.beyond_noise else "off",
             delta_description="beyond noise" if card.beyond_noise else "within noise",
             chart_data=list(card.spark), chart_type="line", border=True,
