@@ -30,7 +30,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +43,7 @@ from lib.store import MIGRATIONS, SCHEMA_VERSION, RunBatch, Store
 Setup = Callable[[duckdb.DuckDBPyConnection], None]
 
 PARTITION = "run_date"
-GRANULARITIES = {"day": "day", "month": "month"}
+GRANULARITIES = ("month", "day")
 _FALLBACK_DATE = "DATE '1970-01-01'"   # rows whose run is gone still land somewhere
 _SHAPE = "_shape"
 
@@ -143,13 +143,14 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "mo
         setup(cur)
     if remote:
         _load_httpfs(cur)
-    unit = GRANULARITIES[granularity]
+    store.flush_cache()  # judge replies the store still holds belong in the export
     rows: dict[str, int] = {}
     try:
         if not remote:
             Path(target).mkdir(parents=True)
+        cur.execute("BEGIN TRANSACTION")  # one snapshot: a run recorded meanwhile is wholly in or wholly out
         cur.execute(f"""CREATE OR REPLACE TEMP VIEW _run_dates AS
-                        SELECT run_id, CAST(date_trunc('{unit}', started_at) AS DATE) AS run_date FROM runs""")
+                        SELECT run_id, CAST(date_trunc('{granularity}', started_at) AS DATE) AS run_date FROM runs""")
         for table in TABLES:
             rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
             if rows[table] == 0:
@@ -161,13 +162,16 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "mo
                 cur.execute(f"COPY (SELECT * FROM {table}) TO {_literal(_join(dest, 'data_0.parquet'))} "
                             "(FORMAT parquet)")
                 continue
-            query = _PARTITIONED[table].replace("{unit}", unit)
+            query = _PARTITIONED[table].replace("{unit}", granularity)
             query = f"SELECT * REPLACE (coalesce(run_date, {_FALLBACK_DATE}) AS run_date) FROM ({query})"
             option = ", OVERWRITE_OR_IGNORE" if remote else ""
             cur.execute(f"COPY ({query}) TO {_literal(dest)} (FORMAT parquet, PARTITION_BY ({PARTITION}){option})")
         partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchall()[0][0]
         cur.execute("DROP VIEW IF EXISTS _run_dates")
+        cur.execute("COMMIT")
     except BaseException:
+        with suppress(duckdb.Error):
+            cur.execute("ROLLBACK")
         if not remote:
             shutil.rmtree(target, ignore_errors=True)
         raise

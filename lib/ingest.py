@@ -56,6 +56,9 @@ run is recorded in one transaction, so on any error the store is unchanged.
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import json
 import math
 import numbers
@@ -169,8 +172,8 @@ def _read_csv(path: Path, source: str) -> pd.DataFrame:
     try:
         # Every cell as text, nothing guessed: "NA" or "None" in a question stays text.
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from None
+    except UnicodeDecodeError:
+        raise _csv_decode_error(path, source) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
@@ -178,6 +181,26 @@ def _read_csv(path: Path, source: str) -> pd.DataFrame:
     frame = frame.astype(object).where(frame != "", None)  # an empty cell is CSV's only missing value
     frame.index = pd.RangeIndex(1, len(frame) + 1, name=ROW_INDEX)
     return frame
+
+
+def _csv_decode_error(path: Path, source: str) -> InputError:
+    """The error for a CSV file that is not UTF-8, naming the record and column of the first bad byte.
+
+    (pandas reports only an offset within the chunk it was decoding.)
+    """
+    data = path.read_bytes()
+    data = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Parse the text before the bad byte, plus one letter so the record it sits in is counted.
+        records = list(csv.reader(io.StringIO(data[:exc.start].decode("utf-8") + "x", newline="")))
+        row = len(records) - 1 if len(records) > 1 else None  # the header is not a row
+        col = len(records[-1]) - 1
+        field = records[0][col] if row is not None and col < len(records[0]) else None
+        return InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the file)", row=row, field=field,
+                          source=source)
+    return InputError("not UTF-8 text", source=source)
 
 
 def _read_parquet(path: Path, source: str) -> pd.DataFrame:

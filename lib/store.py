@@ -454,7 +454,8 @@ class Store:
                                          [run_id])]
 
     def counts(self) -> dict[str, int]:
-        """Row counts per table (for status lines and tests)."""
+        """Row counts per table (for status lines and tests); judge replies put() holds are written first."""
+        self.flush_cache()
         tables = ("runs", "prompts", "run_metrics", "samples", "sample_scores", "judge_cache", "ablations",
                   "ablation_results")
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in tables}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import runpy
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from lib import inbox, settings, views
 from lib.ablation import AblationSpec
 from lib.demo import ensure_demo
 from lib.diagnose import RunChanges
+from lib.errors import StoreBusyError
 from lib.jobs import JobRunner
 from lib.judges import OfflineJudge, OpenAIJudge
 from lib.judges.base import Judge
@@ -31,6 +33,7 @@ from lib.store import Store
 OFFLINE = "offline"
 ABLATION_NOISE = 0.03   # the offline judge's stand-in for a model's run-to-run variation
 QUERY_KEYS = ("run", "metric", "view", "ablation", "run_b")
+BUSY_RETRY_SECONDS = 2.0  # while another process holds the database, a page tries again this often
 
 
 def load_settings() -> settings.Settings:
@@ -130,7 +133,13 @@ def sidebar() -> Context:
     if not Path(path).exists() and Path(path).resolve() != settings.DEMO_DB.resolve():
         st.error(f"No database at {path}. Create one with `python -m lib ingest` or `python -m lib demo --db PATH`.")
         st.stop()
-    store = open_store(path)
+    try:
+        store = open_store(path)
+    except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
+        st.info("Another process (a nightly job or the command line) is writing to this database right now; "
+                "the page opens it as soon as it is free.")
+        time.sleep(BUSY_RETRY_SECONDS)
+        st.rerun()
     inbox.drain(store, s.inbox if Path(path).resolve() == s.db_path.resolve() else Path(path).parent / "inbox")
     with st.sidebar:
         st.caption(f"Database: `{path}`  \nJudge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")

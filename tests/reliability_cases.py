@@ -168,7 +168,7 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("unusual-unicode", "emoji, right-to-left, combining marks, U+2028, zero-width, BOM", ALL,
              "kept intact"),
     BadInput("nul-char", "a NUL character in text", ALL, "error: row and field"),
-    BadInput("lone-surrogate", "an unpaired surrogate (\\ud800)", ("jsonl",), "error: row and field"),
+    BadInput("lone-surrogate", "an unpaired surrogate (`\\ud800`)", ("jsonl",), "error: row and field"),
     BadInput("duplicate-id", "two rows with one sample id (also 7 and \"7\")", ALL,
              "error: the second row, sample_id"),
     BadInput("empty-id", "an empty or blank sample id", ALL, "error: row and field"),
@@ -193,10 +193,7 @@ class CliCase:
 
 
 CLI_CASES: tuple[CliCase, ...] = (
-    CliCase("no-command", (), r"required: COMMAND"),
-    CliCase("unknown-command", ("frobnicate",), r"invalid choice: 'frobnicate'"),
     CliCase("unknown-option", ("runs", "--db", "{db}", "--no-such-flag"), r"unrecognized arguments: --no-such-flag"),
-    CliCase("ingest-without-run-id", ("ingest", "--db", "{new}", "{good}"), r"--run-id"),
     CliCase("ingest-missing-file", ("ingest", "--db", "{new}", "--run-id", "r1", "/nonexistent/x.jsonl"),
             r"x\.jsonl.*cannot read file"),
     CliCase("ingest-unsupported-type", ("ingest", "--db", "{new}", "--run-id", "r1", "{db}"),
@@ -209,12 +206,8 @@ CLI_CASES: tuple[CliCase, ...] = (
             r"--pipeline is not JSON"),
     CliCase("ingest-bad-started-at", ("ingest", "--db", "{new}", "--run-id", "r1", "--started-at", "yesterday",
                                       "{good}"), r"--started-at wants an ISO date-time"),
-    CliCase("ingest-template-not-a-pair", ("ingest", "--db", "{new}", "--run-id", "r1", "--template", "faithfulness",
-                                           "{good}"), r"METRIC=FILE"),
     CliCase("ingest-template-unknown-metric", ("ingest", "--db", "{new}", "--run-id", "r1", "--template",
                                                "flattery={tpl}", "{good}"), r"unknown metric 'flattery'"),
-    CliCase("ingest-bad-binding", ("ingest", "--db", "{new}", "--run-id", "r1", "--binding", "sideways", "{good}"),
-            r"invalid choice: 'sideways'"),
     CliCase("ingest-db-is-a-folder", ("ingest", "--db", "{dir}", "--run-id", "r1", "{good}"), r"cannot open|directory"),
     CliCase("record-not-json", ("record", "--db", "{new}", "{good}"), r"not JSON"),
     CliCase("record-not-a-run", ("record", "--db", "{new}", "{notrun}"), r"missing key 'run_id'"),
@@ -227,10 +220,7 @@ CLI_CASES: tuple[CliCase, ...] = (
             r"no run \"x'\); DROP TABLE runs; --\" in"),
     CliCase("ablate-newline-run", ("ablate", "--db", "{db}", "--run", "nightly\n--", "--metric", "faithfulness",
                                    "--blank", "ground_truth"), r"no run"),
-    CliCase("ablate-unknown-blank", ("ablate", "--db", "{db}", "--run", "latest", "--metric", "faithfulness",
-                                     "--blank", "vibes"), r"unknown field 'vibes'"),
     CliCase("lint-template-unknown-field", ("lint", "--template", "{tpl}", "--metric", "faithfulness"), r"vibes"),
-    CliCase("lint-unknown-metric", ("lint", "--template", "{tpl}", "--metric", "flattery"), r"flattery"),
 )
 
 
@@ -253,10 +243,16 @@ PROCESS_CASES: tuple[ProcessCase, ...] = (
     ProcessCase("kill-ablation", "kill", "SIGKILL an ablation child 3 times while it stores results, then resume",
                 "the database opens; progress count = stored results; no duplicates; resume finishes it"),
     ProcessCase("dashboard-and-recorder", "concurrency", "dashboard serving 3 browser sessions and an ablation "
-                "while a separate recorder process records a run",
+                "while two recorder processes (`python -m lib record`, `python -m lib ingest`) record runs",
                 "recorder hands over through the inbox; no lock error on any page; the run appears on refresh; "
                 "every run in the database after shutdown"),
-    ProcessCase("xss", "security", "<script> and <img onerror> in an answer, opened on the Run page in Chromium",
+    ProcessCase("dashboard-opened-while-held", "concurrency", "the dashboard's first page load while another "
+                "process holds the database", "a plain notice, no lock error; the page opens by itself once it is free",
+                "0"),
+    ProcessCase("concurrent-drains", "concurrency", "6 sessions draining an inbox of 24 runs at once",
+                "each run recorded exactly once; no error"),
+    ProcessCase("xss", "security", "`<script>` and `<img onerror>` in an answer (and in the question, passages, "
+                "reference, label, config, judge verdicts and a failure reason), every page opened in Chromium",
                 "no script runs (window.__xss undefined); the literal text is shown"),
     ProcessCase("sql-quotes", "security", "run ids, sample ids and metric names full of quotes and SQL through "
                 "store, ingest, inbox, ablation and CLI", "stored and read back verbatim; every table still there"),
@@ -291,10 +287,12 @@ def readme_section() -> str:
         "inbox folder (`EVALDRIFT_INBOX`, default `<db folder>/inbox`; written to a temporary name, then",
         "renamed). The owner drains the inbox on every page load (`lib.ui.sidebar` calls `inbox.drain`):",
         "each file is recorded in its own transaction, then removed; an invalid one is moved to",
-        "`inbox/rejected/` with its reason. Writes in the owner are transactions, so a killed process",
-        "leaves each run, ingest or batch of ablation results wholly there or wholly absent.",
+        "`inbox/rejected/` with its reason; sessions of one dashboard drain one at a time. A page load that",
+        "finds the database held by another process (a job writing while the dashboard was down) shows a",
+        "notice and tries again every 2 s. Writes are transactions, so a killed process leaves each run,",
+        "ingest or batch of ablation results wholly there or wholly absent.",
         "",
-        "### Judge faults (loopback OpenAI-compatible server)",
+        "### Judge faults (real openai SDK against loopback HTTP servers)",
         "",
         "| fault | retried by | wait before retrying | when it never lifts | rows lost |",
         "|---|---|---|---|---|",

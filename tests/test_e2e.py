@@ -9,6 +9,7 @@ exception, each written to artifacts/screenshots/<page>.png.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page
 
+from lib.ablation import AblationSpec
 from lib.diagnose import find_jumps
 from lib.store import Store
 from tests.support.browser import (
@@ -36,8 +38,33 @@ from tests.support.browser import (
 
 pytestmark = pytest.mark.e2e
 
-# (title, url_path) of every st.Page that app.py registers, in menu order.
-PAGES: list[tuple[str, str]] = re.findall(r'title="([^"]+)"[^)]*url_path="([^"]+)"', (ROOT / "app.py").read_text())
+
+@dataclass(frozen=True)
+class AppPage:
+    """One st.Page entry of app.py."""
+
+    title: str
+    name: str       # its url_path, or its file's stem as Streamlit infers it
+    default: bool   # served at the root
+
+    @property
+    def path(self) -> str:
+        return "" if self.default else self.name
+
+
+def app_pages() -> list[AppPage]:
+    """The st.Page entries app.py registers, in menu order (read from its source, not by running it)."""
+    pages = []
+    for node in ast.walk(ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page":
+            kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+            stem = Path(ast.literal_eval(node.args[0])).stem
+            pages.append(AppPage(kw.get("title", stem), kw.get("url_path") or stem, bool(kw.get("default"))))
+    return pages
+
+
+PAGES = app_pages()
+TITLES = [p.title for p in PAGES]
 VERDICT_S = 120.0   # an offline ablation of 60 samples x 2 arms x 2 repeats, on a busy 2-core machine
 
 
@@ -178,6 +205,8 @@ def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, browser: B
     page.locator(".st-key-abl_launch button").click()
     page.wait_for_url(re.compile(r"[?&]ablation=abl-"), timeout=60_000)
     ablation_id = query(page)["ablation"]
+    assert ablation_id == AblationSpec(dashboard.leak_run, ("faithfulness",), ("ground_truth",), repeats=2,
+                                       limit=60).ablation_id, "the launched ablation is not the one asked for"
     verdict = page.locator('[data-testid="stAlertContentError"]').filter(has_text=re.compile(r"^LEAK: ")).first
     verdict.wait_for(timeout=VERDICT_S * 1000)   # the progress bar hands over to the result when it ends
     wait_for_app(page)
@@ -213,12 +242,14 @@ def test_a_deep_link_opens_the_run_metric_and_sample_it_names(dashboard: Dashboa
     screenshot(page, "run-deep-link")
 
 
-@pytest.mark.parametrize(("title", "path"), PAGES, ids=[p for _, p in PAGES])
-def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Page, title: str, path: str) -> None:
-    open_page(page, dashboard.url(path))
-    assert page.locator(f"{MAIN} h1").count() >= 1, f"{path}: no title"
-    assert nav_titles(page) == [t for t, _ in PAGES]
-    screenshot(page, path)
+@pytest.mark.parametrize("app_page", PAGES, ids=[p.name for p in PAGES])
+def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Page, app_page: AppPage) -> None:
+    open_page(page, dashboard.url(app_page.path))
+    assert page.locator(f"{MAIN} h1").count() >= 1, f"{app_page.name}: no title"
+    assert nav_titles(page) == TITLES
+    assert page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]').inner_text().strip() == \
+        app_page.title
+    screenshot(page, app_page.name)
 
 
 def test_the_server_logged_no_traceback(dashboard: Dashboard) -> None:
@@ -236,7 +267,7 @@ def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(
     db = copy_db(demo_db, tmp_path / "demo.duckdb")
     with StreamlitServer(db, log_dir=tmp_path / "logs") as fresh:
         open_page(page, f"{fresh.url}/run?run={dashboard.leak_run}")
-        assert nav_titles(page) == [t for t, _ in PAGES]
+        assert nav_titles(page) == TITLES
         assert dashboard.leak_run in widget_text(page, "run_pick")
         wide = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
         assert wide is not None and wide["width"] > 900, f"not the wide layout app.py sets: {wide}"

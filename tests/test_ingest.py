@@ -302,7 +302,6 @@ def test_bad_input_names_row_and_field_and_writes_nothing(
     ("missing.csv", None, "cannot read file"),
     ("missing.parquet", None, "cannot read file"),
     ("bad.parquet", b"not parquet at all", "not a readable Parquet file"),
-    ("latin1.csv", "question\ncaf\xe9\n".encode("latin-1"), "not UTF-8"),
 ])
 def test_unreadable_files_are_input_errors(tmp_path: Path, name: str, content: bytes | None, words: str) -> None:
     path = tmp_path / name
@@ -314,6 +313,16 @@ def test_unreadable_files_are_input_errors(tmp_path: Path, name: str, content: b
 
     assert (info.value.row, info.value.field, info.value.source) == (None, None, str(path))
     assert words in str(info.value)
+
+
+def test_non_utf8_csv_cell_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("question,answer\nfine,ok\nstill fine,caf\xe9\n".encode("latin-1"))
+
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        read_table(path)
+
+    assert (info.value.row, info.value.field) == (2, "answer")
 
 
 def test_non_utf8_jsonl_line_is_named(tmp_path: Path) -> None:

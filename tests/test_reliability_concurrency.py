@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from lib import inbox
 from lib.harness import OK, Instrument, SampleResult, score_samples
@@ -29,18 +29,8 @@ from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.records import MAIN, MetricRecord, RunRecord, run_to_json
 from lib.samples import EvalSample
 from lib.store import Store
-from tests.support.reliability_support import (
-    LOCK_WORDS,
-    ROOT,
-    StreamlitServer,
-    child_env,
-    copy_db,
-    exceptions_shown,
-    launch_browser,
-    mini_demo,
-    page_text,
-    settle,
-)
+from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
+from tests.support.reliability_support import LOCK_WORDS, ROOT, child_env, copy_db, mini_demo
 
 RECORDED = "nightly-recorded-by-cron"
 INGESTED = "nightly-ingested-by-cron"
@@ -62,8 +52,9 @@ def _recorder(*args: str, env: dict[str, str]) -> subprocess.Popen:
 
 
 def _check_page(page: Page, where: str, texts: list[str]) -> str:
-    text = page_text(page)
+    text = page.inner_text("body")
     assert exceptions_shown(page) == [], f"{where}: an exception reached the page"
+    assert "Page not found" not in text, where
     for word in LOCK_WORDS:
         assert word.lower() not in text.lower(), f"{where}: {word!r} shown to the user"
     texts.append(text)
@@ -86,21 +77,35 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
     env = child_env(EVALDRIFT_DB=str(db), EVALDRIFT_INBOX=str(inbox_dir))
     texts: list[str] = []
 
-    with StreamlitServer(tmp_path / "streamlit.log", env) as server, sync_playwright() as pw:
-        browser = launch_browser(pw)
-        sessions = [browser.new_context().new_page() for _ in range(3)]
+    with StreamlitServer(db, env={"EVALDRIFT_INBOX": str(inbox_dir)}, log_dir=tmp_path / "server") as server, \
+            chromium() as browser:
+        sessions = [new_page(browser) for _ in range(3)]
         ablate, run_page, overview = sessions
-        for page, path in ((ablate, "/ablation"), (run_page, "/run"), (overview, "/overview")):
+
+        # First, the other way round: a job holds the database when the dashboard's first page opens.
+        holder = Store(db)
+        try:
+            overview.goto(server.url + "/")   # the Overview is the default page
+            overview.get_by_text("Another process (a nightly job or the command line) is writing to this "
+                                 "database right now").wait_for(timeout=90_000)
+            _check_page(overview, "overview while a job holds the database", texts)
+        finally:
+            holder.close()
+        overview.get_by_text(f"{len(demo_runs)} runs; latest").wait_for()   # it opens by itself once free
+        wait_for_app(overview)
+        _check_page(overview, "overview once the job let go", texts)
+
+        for page, path in ((ablate, "/ablation"), (run_page, "/run")):
             page.goto(server.url + path)
         for page, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
-            settle(page)
+            wait_for_app(page)
             _check_page(page, name, texts)
 
         # Session 1 launches an ablation of the latest run (the dashboard's worker writes its results).
         limit = ablate.get_by_role("spinbutton", name="Sample limit")
         limit.fill("150")
         limit.press("Enter")
-        settle(ablate)
+        wait_for_app(ablate)
         ablate.get_by_role("button", name="Launch ablation").click()
         ablate.get_by_text("Judging:").or_(ablate.get_by_text("judge calls")).first.wait_for(timeout=60_000)
 
@@ -113,7 +118,7 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         while True:
             for page, name in ((run_page, "run"), (overview, "overview")):
                 page.reload()
-                settle(page)
+                wait_for_app(page)
                 _check_page(page, name, texts)
             if all(r.poll() is not None for r in recorders) or time.monotonic() > deadline:
                 break
@@ -129,7 +134,7 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         for page in sessions:
             page.reload(wait_until="commit")
         for page, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
-            settle(page)
+            wait_for_app(page)
             _check_page(page, f"{name} on the refresh after the hand-over", texts)
         assert not list(inbox_dir.glob("*.run.json")), "the inbox was not drained"
         assert not (inbox_dir / "rejected").exists()
@@ -141,12 +146,11 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
 
         # The ablation, running all along, finishes and is shown in words.
         ablate.get_by_text("judge calls").first.wait_for(timeout=180_000)
-        settle(ablate)
+        wait_for_app(ablate)
         text = _check_page(ablate, "ablation result", texts)
         assert "wiring leak" in text or "LEAK" in text or "invariant" in text, text[:2000]
-        browser.close()
 
-    log = server.output()
+    log = server.stdout() + server.stderr()
     assert "Traceback" not in log and "lock" not in log.lower(), log[-3000:]
 
     # After the dashboard stops, every run is in the database: nothing lost.

@@ -202,9 +202,9 @@ def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     db = copy_db(mini_demo(tmp_path_factory), tmp_path / "demo.duckdb")
     run_id = mini_demo_run_ids()[1]
-    spec = AblationSpec(run_id, ("faithfulness", "context_recall"), ("ground_truth", "contexts"), repeats=2)
+    spec = AblationSpec(run_id, ("faithfulness", "context_recall"), ("ground_truth", "contexts"), repeats=3)
     with Store(db) as store:
-        total = 2 * 3 * 2 * len(store.samples(run_id))
+        total = 2 * 3 * 3 * len(store.samples(run_id))
     with Store(db) as store:
         before = store.counts()
     rng = random.Random(11)

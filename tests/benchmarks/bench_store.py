@@ -34,9 +34,10 @@ def build_store(report: Report, work: Path, n_runs: int) -> Path:
     """Build the synthetic store of `n_runs` runs in bulk; figures: rows/s, seconds, size."""
     path = work / f"synthetic-{n_runs}.duckdb"
     built = build(path, n_runs)
+    targeted = n_runs >= 2000  # the issue's target is for the 2,000-run store; smaller builds pay fixed costs
     report.add(Figure(f"build_rows_per_s@{n_runs}", f"bulk build, {n_runs:,} runs: sample_scores rows per second",
-                      built.rows_per_second, "rows/s", f">= {BUILD_ROWS_PER_S:,}/s",
-                      built.rows_per_second >= BUILD_ROWS_PER_S,
+                      built.rows_per_second, "rows/s", f">= {BUILD_ROWS_PER_S:,}/s" if targeted else "",
+                      built.rows_per_second >= BUILD_ROWS_PER_S if targeted else None,
                       f"{built.score_rows:,} score rows + {built.sample_rows:,} samples in {built.seconds:.1f} s; "
                       f"generating {built.generate_seconds:.1f} s of it"))
     report.add(Figure(f"build_s@{n_runs}", f"bulk build, {n_runs:,} runs: seconds", built.seconds, "s"))

@@ -42,8 +42,8 @@ def growth(report: Report) -> None:
         big = report.get(f"{base}@{LARGE}")
         if big is None or not f.value:
             continue
-        name = f.name.replace(f"{SMALL:,} runs", "").replace(f"({SMALL:,})", "").replace(" ()", "").strip(" ,:")
-        report.add(Figure(f"growth:{base}", f"{name}: 2,000 / 200 runs", big.value / f.value, "x",
+        name = f.name.replace(f"{SMALL:,} runs", "N runs").replace(f"({SMALL:,})", "(N runs)")
+        report.add(Figure(f"growth:{base}", f"{name}, 2,000 / 200", big.value / f.value, "x",
                           note=f"{f.value:,.1f} -> {big.value:,.1f} {f.unit}"))
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -184,7 +184,7 @@ class StreamlitServer:
 
 
 # -- Chromium ---------------------------------------------------------------------------------------
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     """Skip on a workstation; fail in CI, whose setup (.ci/run) installs Chromium and Playwright."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}; CI must provide it (.ci/run installs it)")
