@@ -4,7 +4,7 @@ A nightly job or a Ragas export hands over one table, one row per sample:
 
 | column | also accepted | value | required |
 |---|---|---|---|
-| `sample_id` | `id` | text (an integer is read as text); unique | no: when the column is absent everywhere, ids are `row-<n>` |
+| `sample_id` | `id` | text (an integer is read as text); unique | no: absent everywhere, ids are `row-<n>` |
 | `question` | `user_input` | text | yes |
 | `answer` | `response` | text | yes |
 | `contexts` | `retrieved_contexts` | list of passages (text), in rank order | yes |
