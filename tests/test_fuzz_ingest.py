@@ -161,7 +161,7 @@ def corrupt(draw: st.DrawFn, case: Case) -> None:
             case.fail(r, None)
         else:
             rows[i][text_field] = "\udcff"  # written with surrogateescape: the byte 0xff
-            case.fail(None, None)
+            case.fail(r, text_field)
     elif kind == "wrong-type-text":
         target = draw(st.sampled_from([*TEXTS, "contexts", "sample_id"]))
         if fmt == "jsonl":
