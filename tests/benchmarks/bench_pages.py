@@ -2,7 +2,9 @@
 
 A load is timed from navigation to the page's main content: Streamlit's app
 root reports its script as finished (data-test-script-state="notRunning"), a
-title is on the page, and every Plotly chart has drawn its SVG. Two passes:
+title is on the page, no element is still a loading skeleton, and every
+Plotly chart has drawn its SVG; and that state lasts (a rerun restarts the
+wait). Two passes:
 
 - cold: a new dashboard process for each page, so the page pays for opening
   the database and for every loader it calls (the worst first load);
@@ -31,7 +33,6 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync"]
 PAGE_SECONDS = 2.0
 RSS_MIB = 1024.0
-DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
 def pages() -> list[tuple[str, str]]:
@@ -83,27 +84,55 @@ def dashboard(db: Path, log: Path, script: Path = ROOT / "app.py"):
             proc.wait()
 
 
-def _load(browser, url: str, shot: Path | None) -> tuple[float, str]:
-    """Seconds from navigation to the rendered page, in a fresh session; and a note on errors."""
+_RENDERED = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app) return -2;
+    if (app.getAttribute('data-test-script-state') !== 'notRunning' || !document.querySelector('h1')) return -1;
+    // lazily loaded elements (Plotly among them) show a skeleton until their code has arrived and drawn
+    if (document.querySelector(
+        '[data-testid="stSkeleton"], [data-testid="stSkeletonElement"], [data-testid="stAppSkeleton"], '
+        + '[data-testid="stSpinner"]')) return -1;
+    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+    for (const c of charts) if (!c.querySelector('.main-svg')) return -1;
+    return charts.length;
+}"""
+
+
+def _load(browser, url: str, shot: Path | None, *, quiet: float = 0.6, timeout: float = 120) -> tuple[float, str]:
+    """Seconds from navigation to the rendered page, in a fresh session; and a note on what was seen.
+
+    Rendered: the script has finished, a title is there, no skeleton or spinner is left and every
+    Plotly chart has drawn, and all of that still holds `quiet` seconds later (a rerun, e.g. after a
+    query-parameter update, restarts the wait). The time is when that last stretch began, polled
+    every 50 ms.
+    """
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     try:
         t0 = time.perf_counter()
         page.goto(url, wait_until="commit")
-        page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
-        booted = time.perf_counter() - t0
-        page.wait_for_selector(DONE, timeout=120_000)
-        page.wait_for_selector("h1", timeout=30_000)
-        page.wait_for_selector(DONE, timeout=120_000)  # a rerun (st.navigation, query params) may follow
-        ran = time.perf_counter() - t0
-        charts = page.locator('[data-testid="stPlotlyChart"]').all()
-        for chart in charts:
-            chart.locator(".main-svg").first.wait_for(timeout=30_000)
-        secs = time.perf_counter() - t0
+        booted = since = None
+        charts = 0
+        while True:
+            state = page.evaluate(_RENDERED)
+            now = time.perf_counter()
+            if booted is None and state != -2:
+                booted = now - t0
+            if state >= 0:
+                since = since or now
+                charts = state
+                if now - since >= quiet:
+                    break
+            else:
+                since = None
+            if now - t0 > timeout:
+                raise TimeoutError(f"not rendered after {timeout:.0f} s")
+            time.sleep(0.05)
+        secs = since - t0
         errors = page.locator('[data-testid="stException"]').count()
         if shot is not None:
             page.screenshot(path=str(shot), full_page=True)
-        note = (f"frontend up {booted:.1f} s, script done {ran:.1f} s, {len(charts)} chart(s) drawn {secs:.1f} s"
+        note = (f"frontend up {booted:.1f} s, rendered {secs:.1f} s with {charts} chart(s)"
                 + (f"; {errors} EXCEPTION BOX(ES)" if errors else ""))
         return secs, note
     finally:

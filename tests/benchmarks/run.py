@@ -1,6 +1,6 @@
 """evaldrift's benchmarks: every figure of issue 6 with its target beside it.
 
-    python tests/benchmarks/run.py            # everything (about 15-25 minutes on 2 cores)
+    python tests/benchmarks/run.py            # everything (about 5 minutes on 2 cores)
     python tests/benchmarks/run.py --quick    # 200 runs only, short demo, no Ragas, no cold page loads
     python tests/benchmarks/run.py --only store,pages --workdir /tmp/evaldrift-bench
 
@@ -13,6 +13,12 @@ load in headless Chromium, the dashboard's peak RSS). The growth from 200 to
 
 Benchmarks print numbers; they assert nothing and are not collected by pytest.
 The machine is shared and has 2 cores: read the figures as orders of magnitude.
+
+The Ragas comparison runs in its own environment (EVALDRIFT_RAGAS_PYTHON, default
+/tmp/ragas-venv/bin/python), never this project's:
+
+  python -m venv /tmp/ragas-venv
+  /tmp/ragas-venv/bin/pip install ragas "langchain-community<0.4" "langchain-core<1" "langchain<1" "langchain-openai<1"
 """
 
 from __future__ import annotations
