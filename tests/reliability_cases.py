@@ -153,7 +153,8 @@ ALL = ("jsonl", "csv", "parquet")
 BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("malformed-line", "a line that is not JSON", ("jsonl",), "error: its line, no field"),
     BadInput("not-an-object", "a line holding a JSON list or number", ("jsonl",), "error: its line, no field"),
-    BadInput("invalid-utf8", "bytes that are not UTF-8", ("jsonl", "csv"), "error: its line (JSONL), its row and column (CSV)"),
+    BadInput("invalid-utf8", "bytes that are not UTF-8", ("jsonl", "csv"),
+             "error: its line (JSONL), its row and column (CSV)"),
     BadInput("wrong-type-text", "a number, list, object or boolean where text belongs", ("jsonl", "parquet"),
              "error: row and field"),
     BadInput("bare-nan-text", "bare NaN / Infinity token in a text field", ("jsonl",), "error: row and field"),
