@@ -69,8 +69,8 @@ class JobRunner:
             return run_ablation(self._store, spec, self._judge_for(spec), should_stop=self._stop.is_set)
         except Exception as exc:  # recorded and shown on the page, never lost in a thread
             self._errors[spec.ablation_id] = f"{type(exc).__name__}: {exc}"
-            self._store.finish_ablation(spec.ablation_id, "failed", None) if self._store.ablation(
-                spec.ablation_id) else None
+            if self._store.ablation(spec.ablation_id) is not None:
+                self._store.finish_ablation(spec.ablation_id, "failed", None)
             traceback.print_exc()
             return None
 
