@@ -15,17 +15,14 @@ wait). Two passes:
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
+import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.benchmarks.report import Figure, Report, vm_hwm_mib, warn
+from tests.support.browser import StreamlitServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -44,44 +41,17 @@ def pages() -> list[tuple[str, str]]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def dashboard(db: Path, log: Path, script: Path = ROOT / "app.py"):
-    """`streamlit run app.py` on a free loopback port with EVALDRIFT_DB=db; yields (url, pid)."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_"))}
-    env["EVALDRIFT_DB"] = str(db)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start; see {log}")
-            time.sleep(0.2)
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """`streamlit run` (tests.support.browser.StreamlitServer) serving `db`; yields (url, pid).
+
+    Each server writes its output into its own folder beside `log`.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(tempfile.mkdtemp(dir=log.parent, prefix=f"{log.stem}-"))
+    with StreamlitServer(db, log_dir=log_dir, script=script) as server:
+        assert server.proc is not None
+        yield server.url, server.proc.pid
 
 
 _RENDERED = """() => {

@@ -97,11 +97,13 @@ class StreamlitServer:
         log_dir: where stdout and stderr are written (a new temporary directory when None).
         port: the port (a free one when None).
         timeout: seconds to wait for /_stcore/health to answer "ok".
+        script: the script to serve (app.py; the page benchmark serves a one-line floor page too).
     """
 
     def __init__(self, db: Path, *, env: Mapping[str, str] | None = None, log_dir: Path | None = None,
-                 port: int | None = None, timeout: float = WAIT_S) -> None:
+                 port: int | None = None, timeout: float = WAIT_S, script: str | Path = APP) -> None:
         self.db = Path(db)
+        self.script = str(script)
         self.port = port or free_port()
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
         self.stdout_path = self.log_dir / "streamlit.stdout.log"
@@ -116,7 +118,7 @@ class StreamlitServer:
 
     @property
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(self.port),
+        return [sys.executable, "-m", "streamlit", "run", self.script, "--server.port", str(self.port),
                 "--server.address", "127.0.0.1", "--server.headless", "true",
                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 
