@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from lib.ui import navigating
+from lib.gate import require_user
+from lib.ui import load_settings, navigating
 
 st.set_page_config(page_title="evaldrift", layout="wide")
 
@@ -15,6 +16,8 @@ PAGES = [
     st.Page("pages/canary.py", title="Canary", url_path="canary"),
     st.Page("pages/review.py", title="Review", url_path="review"),
 ]
+
+require_user(load_settings())   # with an [auth] section: nobody past this line unless signed in and allowed
 
 with navigating():
     st.navigation(PAGES).run()

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from lib.endpoints import normalise
 from lib.errors import InputError, NotFoundError
 from lib.harness import EXCLUDED, FAILED, OK, Instrument, SampleResult, score_sample
 from lib.judges.base import Judge
@@ -97,6 +98,8 @@ class AblationSpec:
         if self.limit is not None and self.limit < 1:
             raise InputError("limit must be positive", field="limit")
         object.__setattr__(self, "blanks", tuple(dict.fromkeys(arm_name(arm_fields(b)) for b in self.blanks)))
+        # The endpoint is identity and stored text: one spelling per server, never with credentials.
+        object.__setattr__(self, "endpoint", normalise(self.endpoint))
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -113,9 +116,12 @@ class AblationSpec:
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationSpec:
         d = dict(d)
-        d["metrics"] = tuple(d["metrics"])  # type: ignore[arg-type]
-        d["blanks"] = tuple(d["blanks"])  # type: ignore[arg-type]
-        return cls(**d)  # type: ignore[arg-type]
+        try:
+            d["metrics"] = tuple(d["metrics"])  # type: ignore[arg-type]
+            d["blanks"] = tuple(d["blanks"])  # type: ignore[arg-type]
+            return cls(**d)  # type: ignore[arg-type]
+        except (KeyError, TypeError) as exc:  # a stored spec is data from a file: refuse it plainly
+            raise InputError(f"not an ablation spec ({exc})", field="spec") from None
 
 
 def matrix_spec(run_id: str, metrics: Sequence[str], **kw: object) -> AblationSpec:

@@ -29,6 +29,7 @@ from typing import NoReturn, TextIO
 
 from lib import inbox, settings
 from lib.ablation import AblationResult, AblationSpec, run_ablation
+from lib.endpoints import normalise, redact
 from lib.errors import EvaldriftError, InputError
 from lib.judges.base import Judge
 from lib.judges.offline import DEFAULT_MODEL as OFFLINE_MODEL
@@ -152,7 +153,7 @@ def judge_for(kind: str, model: str | None) -> tuple[Judge, str, str]:
     name = model or s.judge_model
     if name in VARIANTS:
         raise UsageError("--judge openai needs a model: give --model NAME or set EVALDRIFT_JUDGE_MODEL")
-    return settings.make_judge(s, model=name), name, s.base_url or DEFAULT_OPENAI_URL
+    return settings.make_judge(s, model=name), name, s.endpoint   # the endpoint as identity: no credentials
 
 
 # -- commands -------------------------------------------------------------------------
@@ -271,7 +272,8 @@ def _ablation_spec(args: argparse.Namespace, run_id: str) -> tuple[AblationSpec,
 def format_ablation(result: AblationResult) -> str:
     """The plain-text rendering of an ablation result: summary, verdicts, replay checks, four readings."""
     spec = result.spec
-    who = f"scorer {spec['scorer']}" if spec.get("scorer") else f"judge {spec['judge']} ({spec['endpoint']})"
+    who = (f"scorer {spec['scorer']}" if spec.get("scorer")
+           else f"judge {spec['judge']} ({normalise(str(spec['endpoint']))})")
     limit = f", first {spec['limit']} samples" if spec.get("limit") else ""
     lines = [result.summary, "",
              f"ablation {result.ablation_id} of run {spec['run_id']}: {who}, {spec['repeats']} repeats{limit}; "
@@ -513,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
-    return text or type(exc).__name__
+    return redact(text) or type(exc).__name__   # a URL with credentials in an error is shown without them
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,8 @@
     ├── JudgeError          a judge call failed after its retries: reason
     ├── StoreError          the database cannot be opened or is missing something
     │   └── StoreBusyError  another process holds the database file
-    └── NotFoundError       an unknown run, metric or ablation id
+    ├── NotFoundError       an unknown run, metric or ablation id
+    └── TrustError          a stored spec, database or URL asks for what the operator did not configure
 """
 
 from __future__ import annotations
@@ -91,3 +92,15 @@ class StoreBusyError(StoreError):
 
 class NotFoundError(EvaldriftError):
     """An unknown run, metric or ablation."""
+
+
+class TrustError(EvaldriftError):
+    """What a stored spec, a database or a URL asks for is not what the server's operator configured.
+
+    Where the API key goes, which files open and what code runs are the
+    operator's settings; this error says which setting would allow it.
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ValidationError
 
 from lib.errors import JudgeError
-from lib.judges.base import CallCache, Judge, JudgeReply, JudgeRequest, Message, Usage
+from lib.judges.base import CallCache, Judge, JudgeReply, JudgeRequest, Message, Usage, judge_endpoint
 from lib.metrics import get_metric, sample_score
 from lib.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.samples import EvalSample
@@ -147,7 +147,8 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
     if not items:
         return SampleResult(sample.sample_id, EXCLUDED,
                             reason=f"no {spec.item_kind}s to judge: {spec.items_from} is empty")
-    request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed)
+    request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
+                           endpoint=judge_endpoint(judge))
     use_cache = cache is not None and judge.cacheable
     usage = Usage()
     calls = 0

@@ -24,6 +24,7 @@ import pandas as pd
 
 from lib import diagnose
 from lib.ablation import AblationResult
+from lib.endpoints import normalise
 from lib.metrics import get_metric
 from lib.prompts import fields_read, lint
 from lib.records import MAIN
@@ -219,7 +220,7 @@ def _spec_words(spec: dict[str, object]) -> str:
     if spec.get("scorer"):
         parts.append(f"scorer {spec['scorer']}")
     else:
-        parts.append(f"judge {spec.get('judge')} ({spec.get('endpoint')})")
+        parts.append(f"judge {spec.get('judge')} ({normalise(str(spec.get('endpoint')))})")
     parts.append(f"{spec.get('repeats')} repeats")
     if spec.get("limit"):
         parts.append(f"first {spec['limit']} samples")

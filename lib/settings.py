@@ -9,6 +9,12 @@
 | api_key | OPENAI_API_KEY | none |
 | judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
 | judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
+| db_dir | EVALDRIFT_DB_DIR | none: only EVALDRIFT_DB is offered |
+| scorers | EVALDRIFT_SCORERS | none: the dashboard runs no external scorer |
+| allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
+| ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
+
+Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from lib.endpoints import normalise
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_DB = ROOT / "data" / "demo.duckdb"
@@ -29,6 +37,10 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
     ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
     ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
+    ("db_dir", "EVALDRIFT_DB_DIR", "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
+    ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),
+    ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
+    ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
 )
 
 
@@ -41,10 +53,20 @@ class Settings:
     api_key: str | None
     judge_concurrency: int
     judge_timeout: float
+    db_dir: Path | None = None
+    scorers: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    ablation_users: tuple[str, ...] = ()
 
-    def __repr__(self) -> str:  # the key never appears in logs
+    def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
-                f"base_url={self.base_url!r}, api_key={'set' if self.api_key else 'unset'})")
+                f"base_url={self.endpoint if self.base_url else None!r}, "
+                f"api_key={'set' if self.api_key else 'unset'})")
+
+    @property
+    def endpoint(self) -> str:
+        """The model judge's endpoint as identity and display text (no credentials)."""
+        return normalise(self.base_url)
 
     @property
     def is_demo(self) -> bool:
@@ -60,6 +82,8 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         value = env.get(name)
         if value in (None, ""):
             value = sec.get(name)
+        if isinstance(value, list | tuple):  # a TOML list in secrets.toml
+            value = ",".join(str(v) for v in value)
         return str(value) if value not in (None, "") else None
 
     db = Path(get("EVALDRIFT_DB") or DEMO_DB)
@@ -74,7 +98,16 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         api_key=get("OPENAI_API_KEY"),
         judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
         judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
+        db_dir=Path(d) if (d := get("EVALDRIFT_DB_DIR")) else None,
+        scorers=_items(get("EVALDRIFT_SCORERS")),
+        allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
+        ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
     )
+
+
+def _items(value: str | None) -> tuple[str, ...]:
+    """A comma-separated setting as its non-empty entries."""
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 def make_judge(settings: Settings, *, model: str | None = None, noise: float | None = None):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
+from lib.databases import check_evaldrift
 from lib.errors import InputError, NotFoundError, StoreBusyError, StoreError
 from lib.harness import EXCLUDED, FAILED, OK, SampleResult
 from lib.judges.base import JudgeReply, JudgeRequest, Usage
@@ -148,6 +149,7 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_evaldrift(self.path)   # another application's file is refused before anything is written to it
         try:
             self._con = duckdb.connect(str(self.path))
         except duckdb.IOException as exc:

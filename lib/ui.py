@@ -18,20 +18,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from lib import inbox, settings, views
+from lib import databases, gate, inbox, settings, trust, views
 from lib.ablation import AblationSpec
 from lib.demo import ensure_demo
 from lib.diagnose import RunChanges
-from lib.errors import StoreBusyError
+from lib.endpoints import OFFLINE
+from lib.errors import StoreBusyError, StoreError
 from lib.jobs import JobRunner
-from lib.judges import OfflineJudge, OpenAIJudge
 from lib.judges.base import Judge
 from lib.judges.offline import VARIANTS
 from lib.report import md_escape as md_literal
 from lib.store import Store
 
-OFFLINE = "offline"
-ABLATION_NOISE = 0.03   # the offline judge's stand-in for a model's run-to-run variation
 QUERY_KEYS = ("run", "metric", "view", "ablation", "run_b")
 BUSY_RETRY_SECONDS = 2.0  # while another process holds the database, a page tries again this often
 
@@ -53,14 +51,8 @@ def open_store(path: str) -> Store:
 
 
 def judge_for_spec(spec: AblationSpec) -> Judge | None:
-    """The judge an ablation spec names (None when an external scorer is used)."""
-    if spec.scorer:
-        return None
-    if spec.endpoint == OFFLINE:
-        return OfflineJudge(spec.judge, noise=ABLATION_NOISE)
-    s = load_settings()
-    return OpenAIJudge(spec.judge, base_url=spec.endpoint, api_key=s.api_key, timeout=s.judge_timeout,
-                       concurrency=s.judge_concurrency)
+    """The judge for a spec, from this server's settings alone (lib.trust refuses what they do not allow)."""
+    return trust.server_judge(spec, load_settings())
 
 
 @st.cache_resource
@@ -76,6 +68,7 @@ class Context:
     db_path: str
     judge: str
     endpoint: str
+    user: str | None = None   # the signed-in user's e-mail (None when login is off)
 
     @property
     def runner(self) -> JobRunner:
@@ -115,35 +108,62 @@ def ensure_navigation() -> None:
 
 
 def sidebar() -> Context:
-    """Database and judge pickers (defaults from the environment); returns the page context."""
+    """Database and judge pickers (choices from the operator's settings); returns the page context."""
     ensure_navigation()
     s = load_settings()
-    st.session_state.setdefault("db_path", str(s.db_path))
+    user = gate.current_email()
+    gate.show_user(user)
+    offered = databases.offered(s)
     with st.sidebar:
-        db_path = st.text_input("Database file", key="db_path",
-                                help="A DuckDB file; EVALDRIFT_DB sets the default. The demo is built when absent.")
+        name = _database_picker(list(offered))
         models = list(VARIANTS)
         if s.judge_model not in models:
             models.insert(0, s.judge_model)
         judge = st.selectbox("Judge for ablations", models, index=models.index(s.judge_model), key="judge_model",
                              help="offline-lexical-* is the embedded offline judge; any other model is called on "
                                   "the OpenAI-compatible server at OPENAI_BASE_URL.")
-    endpoint = OFFLINE if judge in VARIANTS else (s.base_url or "https://api.openai.com/v1")
-    path = db_path.strip() or str(s.db_path)
-    if not Path(path).exists() and Path(path).resolve() != settings.DEMO_DB.resolve():
-        st.error(f"No database at {path}. Create one with `python -m lib ingest` or `python -m lib demo --db PATH`.")
+    endpoint = OFFLINE if judge in VARIANTS else s.endpoint
+    path = offered[name]
+    store = _open_or_stop(path, name)
+    inbox.drain(store, s.inbox if path.resolve() == s.db_path.resolve() else path.parent / "inbox")
+    with st.sidebar:
+        st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
+    return Context(store, str(path), judge, endpoint, user)
+
+
+def _database_picker(names: list[str]) -> str:
+    """The operator's databases by name. The choice lives in session state under a key of its own, so it
+    survives page changes (Streamlit forgets a widget's value on a page that does not draw it yet)."""
+    if st.session_state.get("db_name") not in names:
+        st.session_state["db_name"] = names[0]
+    st.session_state["db_choice"] = st.session_state["db_name"]
+
+    def keep() -> None:
+        st.session_state["db_name"] = st.session_state["db_choice"]
+
+    st.selectbox("Database", names, key="db_choice", on_change=keep, disabled=len(names) == 1,
+                 help="The databases this server's operator offers (EVALDRIFT_DB, and the *.duckdb files in "
+                      "EVALDRIFT_DB_DIR).")
+    return str(st.session_state["db_name"])
+
+
+def _open_or_stop(path: Path, name: str) -> Store:
+    """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page."""
+    if not path.exists() and not databases.is_demo(path):
+        st.error(f"No database {md_literal(name)} yet. Create it with `python -m lib ingest` or "
+                 "`python -m lib demo --db PATH`.")
         st.stop()
     try:
-        store = open_store(path)
+        return open_store(str(path))
     except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
         st.info("Another process (a nightly job or the command line) is writing to this database right now; "
                 "the page opens it as soon as it is free.")
         time.sleep(BUSY_RETRY_SECONDS)
         st.rerun()
-    inbox.drain(store, s.inbox if Path(path).resolve() == s.db_path.resolve() else Path(path).parent / "inbox")
-    with st.sidebar:
-        st.caption(f"Database: `{path}`  \nJudge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
-    return Context(store, path, judge, endpoint)
+    except StoreError as exc:
+        st.error(md_literal(str(exc).replace(str(path), name)))
+        st.stop()
+    raise AssertionError("unreachable")
 
 
 def query_param(name: str, default: str | None = None) -> str | None:

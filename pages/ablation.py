@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import charts, review
+from lib import access, charts, gate, review, trust
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -24,6 +24,7 @@ LEVEL_ORDER = {"error": 0, "warning": 1, "success": 2}
 md = review.md_escape
 
 ctx = lib.ui.sidebar()
+server = lib.ui.load_settings()
 version = ctx.version
 
 
@@ -83,7 +84,11 @@ if metrics and arms:
     st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
     st.dataframe(review.expectation_table(metrics, arms), width="content")
 st.caption(f"Judge: `{ctx.judge}` ({ctx.endpoint}); choose another in the sidebar.")
-launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled=not (metrics and arms))
+may_launch = access.may_launch(ctx.user, ctx.endpoint, server, login=gate.login_configured())
+if not may_launch:
+    st.info("Ablations with a paid judge are launched by the people this server's operator lists "
+            "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
+launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled=not (metrics and arms and may_launch))
 
 if launch:
     try:
@@ -163,7 +168,7 @@ def render_result(row: dict, run_label: str) -> None:
     if four is None:
         st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
                    "needs faithfulness with ground_truth and contexts blanked.")
-        if st.button("Launch the four readings on this run", key="abl_four"):
+        if st.button("Launch the four readings on this run", key="abl_four", disabled=not may_launch):
             spec = AblationSpec.from_dict(result.spec)
             four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=ctx.judge,
                                            endpoint=ctx.endpoint, limit=spec.limit)
@@ -186,6 +191,31 @@ def render_result(row: dict, run_label: str) -> None:
         st.info(md(four.sentence))
 
 
+def rerun_controls(row: dict, label: str, key: str) -> None:
+    """Resume or Retry a stored spec on this server's terms (lib.trust): as recorded, after the user confirms
+    a move to this server's judge, or refused with the reason. The stored endpoint is never dialled."""
+    try:
+        stored = AblationSpec.from_dict(row["spec"])
+    except EvaldriftError as exc:
+        st.error(md(f"This ablation's stored spec cannot be run again: {exc}"))
+        return
+    review_ = trust.review_spec(stored, server)
+    if review_.spec is None:
+        st.error(md(review_.sentence))
+        return
+    if not access.may_launch(ctx.user, review_.spec.endpoint, server, login=gate.login_configured()):
+        st.error("This ablation uses a paid judge; only the people this server's operator lists in "
+                 "EVALDRIFT_ABLATION_USERS may run it.")
+        return
+    if review_.action == trust.CONFIRM:
+        st.warning(md(review_.sentence))
+        label, key = f"{label} on this server's judge", f"{key}_here"
+    if st.button(label, key=key, type="primary"):
+        ctx.runner.submit(review_.spec)
+        lib.ui.set_query(ablation=review_.spec.ablation_id)
+        st.rerun()
+
+
 if shown_id:
     st.divider()
     status = ctx.runner.status(shown_id)
@@ -202,15 +232,12 @@ if shown_id:
     elif status.state == "stalled" and row:
         st.warning(f"This ablation stopped at {status.done} of {status.total} judgings: the process that ran it "
                    f"is gone. Resume keeps every finished judging and does the rest.")
-        if st.button("Resume", key="abl_resume", type="primary"):
-            ctx.runner.submit(AblationSpec.from_dict(row["spec"]))
-            st.rerun()
+        rerun_controls(row, "Resume", "abl_resume")
     elif status.state == "failed":
         st.error("This ablation failed. The reason, as the worker recorded it:")
         st.code(status.error or "no reason recorded (see the server log)", language=None)
-        if row and st.button("Retry", key="abl_retry"):
-            ctx.runner.submit(AblationSpec.from_dict(row["spec"]))
-            st.rerun()
+        if row:
+            rerun_controls(row, "Retry", "abl_retry")
     else:
         st.warning("No ablation with this id in this database.")
 

@@ -23,16 +23,19 @@ class JudgeRequest:
         messages: the chat messages.
         temperature: sampling temperature.
         seed: the sampling seed (repeats of a noise band differ only here).
+        endpoint: where the judge lives, normalised and without credentials (lib.endpoints): the same
+            model name on two servers is two judges, so a reply never crosses endpoints in the cache.
     """
 
     model: str
     messages: tuple[Message, ...]
     temperature: float = 0.0
     seed: int | None = None
+    endpoint: str = ""
 
     def to_json(self) -> str:
         return json.dumps(
-            {"model": self.model, "messages": [[m.role, m.content] for m in self.messages],
+            {"model": self.model, "endpoint": self.endpoint, "messages": [[m.role, m.content] for m in self.messages],
              "temperature": self.temperature, "seed": self.seed},
             sort_keys=True, ensure_ascii=False,
         )
@@ -79,7 +82,8 @@ class Judge(Protocol):
 
     `concurrency` is how many calls the harness may have in flight; `cacheable`
     says whether replies are worth keeping in the call cache (a paid model:
-    yes; the free offline judge: no).
+    yes; the free offline judge: no). A judge may also have an `endpoint`
+    (normalised, no credentials; see `judge_endpoint`), part of its identity.
     """
 
     model: str
@@ -87,6 +91,11 @@ class Judge(Protocol):
     cacheable: bool
 
     def complete(self, request: JudgeRequest) -> JudgeReply: ...
+
+
+def judge_endpoint(judge: object) -> str:
+    """A judge's endpoint identity ('' for a judge that names none)."""
+    return str(getattr(judge, "endpoint", "") or "")
 
 
 class CallCache(Protocol):

@@ -104,6 +104,7 @@ class OfflineJudge:
 
     cacheable = False
     concurrency = 1
+    endpoint = "offline"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, noise: float = 0.0, heed: float = 0.2) -> None:
         if model not in VARIANTS:

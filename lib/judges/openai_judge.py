@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import openai
 
+from lib.endpoints import normalise
 from lib.errors import JudgeError
 from lib.judges.base import JudgeReply, JudgeRequest, Usage
 
@@ -67,6 +68,7 @@ class OpenAIJudge:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.model = model
         self.base_url = base_url
+        self.endpoint = normalise(base_url)   # identity and display text: no credentials
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.backoff = backoff
@@ -80,7 +82,7 @@ class OpenAIJudge:
         self.retries: list[str] = []
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIJudge(model={self.model!r}, base_url={self.endpoint if self.base_url else None!r})"
 
     def _wait(self, attempt: int, hint: float | None) -> None:
         if hint is not None:
