@@ -78,7 +78,7 @@ def test_the_operator_offers_evaldrift_db_first_then_the_folders_duckdb_files_by
 def test_a_foreign_duckdb_file_is_refused_read_only_and_never_written(tmp_path: Path) -> None:
     other = foreign_duckdb(tmp_path / "other.duckdb")
     before = digest(other)
-    with pytest.raises(ForeignDatabaseError, match="other.duckdb is not an evaldrift database"):
+    with pytest.raises(ForeignDatabaseError, match=r"other\.duckdb is not an evaldrift database"):
         Store(other)
     assert untouched(other, before)
     con = duckdb.connect(str(other), read_only=True)   # and it is not left locked

@@ -98,11 +98,14 @@ class StreamlitServer:
         port: the port (a free one when None).
         timeout: seconds to wait for /_stcore/health to answer "ok".
         script: the script to serve (app.py; the page benchmark serves a one-line floor page too).
+        args: more `streamlit run` options (e.g. --secrets.files PATH for a test's login settings).
     """
 
     def __init__(self, db: Path, *, env: Mapping[str, str] | None = None, log_dir: Path | None = None,
-                 port: int | None = None, timeout: float = WAIT_S, script: str | Path = APP) -> None:
+                 port: int | None = None, timeout: float = WAIT_S, script: str | Path = APP,
+                 args: tuple[str, ...] = ()) -> None:
         self.db = Path(db)
+        self.args = tuple(args)
         self.script = str(script)
         self.port = port or free_port()
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
@@ -120,7 +123,7 @@ class StreamlitServer:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "streamlit", "run", self.script, "--server.port", str(self.port),
                 "--server.address", "127.0.0.1", "--server.headless", "true",
-                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *self.args]
 
     def start(self) -> StreamlitServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)

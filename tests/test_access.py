@@ -1,0 +1,62 @@
+"""Who may sign in and who may launch a paid-judge ablation: one row per branch of lib.access."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib import access
+from lib.settings import load
+
+URL = "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(("email", "entries", "expected"), [
+    ("alice@team.example", ["alice@team.example"], True),
+    ("ALICE@Team.Example", ["alice@team.example"], True),       # case does not matter
+    ("alice@team.example", ["@team.example"], True),            # a whole domain
+    ("alice@team.example.evil", ["@team.example"], False),      # a domain is the whole domain
+    ("mallory@elsewhere.example", ["@team.example", "alice@team.example"], False),
+    ("alice", ["alice"], False),                                # no e-mail, no match
+    (None, ["@team.example"], False),
+])
+def test_matches(email: str | None, entries: list[str], expected: bool) -> None:
+    assert access.matches(email, entries) is expected
+
+
+@pytest.mark.parametrize(("allowed", "email", "expected"), [
+    ("", "anyone@anywhere.example", True),       # no list: every signed-in user
+    ("@team.example", "bob@team.example", True),
+    ("@team.example", "mallory@elsewhere.example", False),
+])
+def test_may_sign_in(allowed: str, email: str, expected: bool) -> None:
+    assert access.may_sign_in(email, load(environ={"EVALDRIFT_ALLOWED_USERS": allowed})) is expected
+
+
+@pytest.mark.parametrize(("launchers", "email", "endpoint", "login", "expected"), [
+    ("alice@team.example", "bob@team.example", "offline", True, True),    # the offline judge costs nothing
+    ("alice@team.example", "bob@team.example", URL, False, True),         # no login: no one to tell apart
+    ("", "bob@team.example", URL, True, True),                           # no list: everyone signed in
+    ("alice@team.example", "alice@team.example", URL, True, True),
+    ("alice@team.example", "bob@team.example", URL, True, False),
+    ("alice@team.example", None, URL, True, False),
+])
+def test_may_launch(launchers: str, email: str | None, endpoint: str, login: bool, expected: bool) -> None:
+    settings = load(environ={"EVALDRIFT_ABLATION_USERS": launchers})
+    assert access.may_launch(email, endpoint, settings, login=login) is expected
+
+
+def test_lists_come_from_the_environment_or_a_toml_list_in_secrets() -> None:
+    s = load(environ={}, secrets={"EVALDRIFT_ALLOWED_USERS": ["@team.example", "eve@x.example"],
+                                  "EVALDRIFT_SCORERS": "a.b:c, d:e"})
+    assert s.allowed_users == ("@team.example", "eve@x.example")
+    assert s.scorers == ("a.b:c", "d:e")
+
+
+def test_the_shipped_streamlit_config_serves_this_machine_only_and_calls_no_metrics_url() -> None:
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "localhost"
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["toolbarMode"] == "viewer"      # no Deploy button

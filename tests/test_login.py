@@ -1,0 +1,128 @@
+"""Login: with an [auth] section, Streamlit's OIDC login stands in front of every page.
+
+A real OIDC provider (oidc-provider-mock) runs on loopback in the test; the
+dashboard is configured for it through a secrets file of the test's own. A
+user on EVALDRIFT_ALLOWED_USERS signs in there and sees the pages; one who is
+not on it signs in too but sees no page, by the front door or a deep link.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.support.browser import (
+    MAIN,
+    SIDEBAR_NAV,
+    StreamlitServer,
+    chromium,
+    copy_db,
+    free_port,
+    new_page,
+    wait_for_app,
+)
+
+oidc = pytest.importorskip("oidc_provider_mock", reason="pip install -r tests/requirements.txt")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")   # Authlib's, from inside the provider
+
+ALLOWED = "alice@team.example"
+VIEWER = "bob@team.example"       # may see the pages, not spend on the paid judge
+STRANGER = "mallory@elsewhere.example"
+DEMO_METRIC = "faithfulness"
+
+
+@pytest.fixture(scope="module")
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    """The dashboard behind login (allow-list: @team.example), and the provider it trusts, both on loopback."""
+    work = tmp_path_factory.mktemp("login")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")   # the provider in this process: plain HTTP on loopback
+    try:
+        with oidc.run_server_in_thread(port=0) as idp:
+            port = free_port()
+            secrets_file = work / "secrets.toml"
+            secrets_file.write_text(
+                "[auth]\n"
+                f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+                f'cookie_secret = "{secrets.token_hex(32)}"\n'
+                'client_id = "evaldrift"\n'
+                'client_secret = "evaldrift-test-secret"\n'
+                f'server_metadata_url = "http://localhost:{idp.server_port}/.well-known/openid-configuration"\n',
+                encoding="utf-8")
+            env = {"EVALDRIFT_ALLOWED_USERS": "@team.example", "EVALDRIFT_ABLATION_USERS": ALLOWED,
+                   "EVALDRIFT_JUDGE_MODEL": "team-model", "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+                   "AUTHLIB_INSECURE_TRANSPORT": "1"}
+            with StreamlitServer(copy_db(demo_db, work / "team.duckdb"), env=env, port=port, log_dir=work / "logs",
+                                 args=("--secrets.files", str(secrets_file))) as server:
+                yield server
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+def sign_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
+    page = new_page(browser)
+    page.goto(server.url + "/")
+    wait_for_app(page)
+    assert DEMO_METRIC not in page.inner_text("body")     # nothing of the data before signing in
+    page.get_by_role("button", name="Sign in").click()
+    page.locator('input[name="sub"]').fill(who)            # the provider's own sign-in form
+    page.get_by_role("button", name="Authorize").click()
+    page.wait_for_url(f"{server.url}/**")
+    wait_for_app(page)
+    return page
+
+
+def test_a_user_on_the_allow_list_signs_in_and_sees_the_pages(dashboard: StreamlitServer, browser: Browser) -> None:
+    page = sign_in(browser, dashboard, ALLOWED)
+    assert f"Signed in as {ALLOWED}" in page.inner_text("body")
+    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    titles = page.locator(f'{SIDEBAR_NAV} [data-testid="stSidebarNavLink"]').all_inner_texts()
+    assert {"Overview", "Trends", "Ablation", "Review"} <= {t.strip() for t in titles}
+    page.goto(dashboard.url + "/trends")
+    wait_for_app(page)
+    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    page.context.close()
+
+
+def test_a_user_not_on_the_allow_list_sees_no_page(dashboard: StreamlitServer, browser: Browser) -> None:
+    page = sign_in(browser, dashboard, STRANGER)
+    text = page.inner_text("body")
+    assert f"{STRANGER} is not on this dashboard's list of users" in text
+    assert DEMO_METRIC not in text
+    for deep in ("/trends", "/ablation", "/run?run=latest"):
+        page.goto(dashboard.url + deep)
+        wait_for_app(page)
+        text = page.inner_text("body")
+        assert "not on this dashboard's list of users" in text and DEMO_METRIC not in text, deep
+    page.context.close()
+
+
+def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: StreamlitServer, browser: Browser) -> None:
+    page = new_page(browser)
+    page.goto(dashboard.url + "/ablation")
+    wait_for_app(page)
+    assert page.get_by_role("button", name="Sign in").is_visible()
+    assert DEMO_METRIC not in page.inner_text("body")
+    page.context.close()
+
+
+@pytest.mark.parametrize(("who", "may_launch"), [(ALLOWED, True), (VIEWER, False)])
+def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
+        dashboard: StreamlitServer, browser: Browser, who: str, may_launch: bool) -> None:
+    page = sign_in(browser, dashboard, who)
+    page.goto(dashboard.url + "/ablation")
+    wait_for_app(page)
+    launch = page.get_by_role("button", name="Launch ablation")
+    assert launch.is_enabled() is may_launch
+    assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_launch
+    page.context.close()
