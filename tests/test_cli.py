@@ -193,7 +193,7 @@ def test_bad_commands_exit_2_with_one_line(args: list[str], says: str) -> None:
 def test_a_file_that_is_not_a_database_is_a_clean_error(tmp_path: Path) -> None:
     notes = tmp_path / "notes.duckdb"
     notes.write_text("not a database\n", encoding="utf-8")
-    assert "not a valid DuckDB database" in assert_usage_error(cli("runs", "--db", notes))
+    assert "not an evaldrift database (not a DuckDB file)" in assert_usage_error(cli("runs", "--db", notes))
 
 
 def test_a_database_held_by_another_process_is_a_clean_error(db: Path) -> None:
