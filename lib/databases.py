@@ -55,17 +55,16 @@ def is_evaldrift(con: duckdb.DuckDBPyConnection) -> bool:
 def check_evaldrift(path: str | Path) -> None:
     """Refuse an existing file that is not an evaldrift database, without writing to it.
 
-    An absent or empty file is fine (evaldrift creates its schema there).
+    An absent or empty file is fine (evaldrift creates its schema there); a folder is left to DuckDB's own
+    "cannot open" error.
 
     Raises:
         ForeignDatabaseError: the file is no DuckDB database, or one without evaldrift's schema.
         StoreBusyError: another process holds the file.
     """
     path = Path(path)
-    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+    if not path.is_file() or path.stat().st_size == 0:   # absent, empty, or a folder (DuckDB says it cannot open it)
         return
-    if not path.is_file():
-        raise ForeignDatabaseError(path, "not a file")
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.ConnectionException:
