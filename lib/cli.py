@@ -258,6 +258,34 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    from lib.scoring import score_file
+
+    db = _db_path(args, must_exist=False)
+    judge, _, _ = judge_for(args.judge, args.model)
+    metrics = list(dict.fromkeys(m for part in args.metrics for m in part.split(",") if m)) or None
+    done = score_file(db, args.file, run_id=args.run_id, judge=judge, metrics=metrics,
+                      templates=_templates(args.template), binding=args.binding,
+                      started_at=_started_at(args.started_at), pipeline=_pipeline(args.pipeline),
+                      inbox=_inbox_for(db), progress=_progress(f"scoring {args.run_id}"))
+    _say_recorded(db, done.run, done.handover)
+    print(f"judge {judge.model}: {done.calls} calls, {done.cached} answers from the cache of earlier attempts")
+    return EXIT_OK
+
+
+def cmd_templates(args: argparse.Namespace) -> int:
+    from lib.template_files import default_templates, write_templates
+
+    infos = default_templates(args.metric)
+    if args.out:
+        for info, path in zip(infos, write_templates(args.out, args.metric), strict=True):
+            print(f"wrote {path}: {info.header}")
+        return EXIT_OK
+    for info in infos:
+        print(f"# {info.header}\n{info.text}\n")
+    return EXIT_OK
+
+
 def _ablation_spec(args: argparse.Namespace, run_id: str) -> tuple[AblationSpec, Judge | None]:
     if args.scorer:
         spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, limit=args.limit,
@@ -467,6 +495,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the judge template a metric's scores came from (repeatable)")
     p.add_argument("--binding", choices=BINDINGS, help="how the templates were bound")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("score", help="score a JSONL/CSV/Parquet file of samples with our harness; record the run")
+    _db_arg(p)
+    p.add_argument("file", help="the file: one row per sample (answer, and the fields the metrics receive)")
+    p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (recording it again replaces it)")
+    p.add_argument("--metrics", action="append", default=[], metavar="M[,M]",
+                   help=f"metrics to score (repeatable or comma-separated; default all): {', '.join(METRIC_NAMES)}")
+    p.add_argument("--judge", choices=(OFFLINE, OPENAI), default=OFFLINE,
+                   help="offline (default) or a model on an OpenAI-compatible server (OPENAI_BASE_URL)")
+    p.add_argument("--model", metavar="NAME", help="the judge model (default: offline-lexical-v2, or "
+                                                   "EVALDRIFT_JUDGE_MODEL with --judge openai)")
+    p.add_argument("--template", action="append", default=[], metavar="METRIC=FILE",
+                   help="score a metric with this template instead of the default (repeatable)")
+    p.add_argument("--binding", choices=BINDINGS, default="projected",
+                   help="projected (default: each judge sees only what its metric receives) or replay "
+                        "(the template against the whole sample; needs --template)")
+    p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: now)")
+    p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("templates", help="print or write the default judge templates and the fields each reads")
+    p.add_argument("--metric", choices=METRIC_NAMES, metavar="M", help="only this metric's template")
+    p.add_argument("--out", metavar="DIR", help="write <metric>.txt files into DIR instead of printing")
+    p.set_defaults(func=cmd_templates)
 
     p = sub.add_parser("record", help="record a run JSON file (the nightly job's hand-over format)")
     _db_arg(p)

@@ -5,15 +5,22 @@ A nightly job or a Ragas export hands over one table, one row per sample:
 | column | also accepted | value | required |
 |---|---|---|---|
 | `sample_id` | `id` | text (an integer is read as text); unique | no: absent everywhere, ids are `row-<n>` |
-| `question` | `user_input` | text | yes |
+| `question` | `user_input` | text | when a metric receives it |
 | `answer` | `response` | text | yes |
-| `contexts` | `retrieved_contexts` | list of passages (text), in rank order | yes |
-| `ground_truth` | `reference` | text | yes |
+| `contexts` | `retrieved_contexts` | list of passages (text), in rank order | when a metric receives it |
+| `ground_truth` | `reference` | text | when a metric receives it |
 | `faithfulness` | | score in [0, 1], or empty/null = not scored | no |
 | `answer_relevance` | `answer_relevancy`, `response_relevancy` | as above | no |
 | `context_precision` | `llm_context_precision_with_reference` | as above | no |
 | `context_recall` | | as above | no |
 | `answer_correctness` | `factual_correctness` | as above | no |
+
+A field column may be left out of the file when no metric in play receives it
+(the wiring table): a faithfulness-only file needs no `ground_truth` and no
+`question`. The metrics in play are the file's score columns, plus those
+asked for (`metrics=`, e.g. by `python -m lib score`). The run records the
+fields its file had (`RunRecord.fields`); an absent one is stored as empty
+text, and an ablation does not offer to blank it.
 
 Columns not named above are ignored. A name and its alias in the same table
 (say `question` and `user_input`) is an error: which one is meant is not ours
@@ -62,7 +69,7 @@ import io
 import json
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -73,9 +80,9 @@ import pyarrow.parquet as pq
 
 from lib.errors import InputError
 from lib.harness import FAILED, OK, SampleResult
-from lib.metrics import METRIC_NAMES
+from lib.metrics import METRIC_NAMES, get_metric
 from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import ANSWER, CONTEXTS, GROUND_TRUTH, QUESTION, EvalSample
+from lib.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
 from lib.store import Store
 
 SAMPLE_ID = "sample_id"
@@ -217,7 +224,7 @@ def _read_parquet(path: Path, source: str) -> pd.DataFrame:
 
 
 # -- validating -----------------------------------------------------------------------
-def records_from_frame(df: pd.DataFrame, *, source: str
+def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] = ()
                        ) -> tuple[list[EvalSample], dict[str, list[SampleResult]]]:
     """Validate every row of a frame and turn it into samples and per-metric results.
 
@@ -227,6 +234,8 @@ def records_from_frame(df: pd.DataFrame, *, source: str
     Args:
         df: one row per sample, columns as in the module docstring.
         source: the file name or frame description errors carry.
+        metrics: metrics to be scored from the samples; the fields they receive
+            must be present (as must those of the file's own score columns).
 
     Returns:
         The samples in row order, and for each metric column present its
@@ -237,7 +246,7 @@ def records_from_frame(df: pd.DataFrame, *, source: str
             "row" index when it has one, else the 1-based position; field =
             the column as spelled in the source), or a bad column set (row None).
     """
-    columns = _resolve_columns(df, source)
+    columns = _resolve_columns(df, source, metrics)
     n = len(df)
     if n == 0:
         raise InputError("no rows: a run needs at least one sample", source=source)
@@ -259,9 +268,10 @@ def records_from_frame(df: pd.DataFrame, *, source: str
         if sample_id in first_row_of:
             raise bad(f"duplicate sample id {sample_id!r} (first at row {first_row_of[sample_id]})", SAMPLE_ID)
         first_row_of[sample_id] = row
-        texts = {name: _text(values[name][i], name, bad) for name in (QUESTION, ANSWER)}
-        contexts = _contexts(values[CONTEXTS][i], bad)
-        ground_truth = _text(values[GROUND_TRUTH][i], GROUND_TRUTH, bad)
+        texts = {name: _text(values[name][i], name, bad) if name in columns else ""
+                 for name in (QUESTION, ANSWER, GROUND_TRUTH)}
+        contexts = _contexts(values[CONTEXTS][i], bad) if CONTEXTS in columns else ()
+        ground_truth = texts[GROUND_TRUTH]
         samples.append(EvalSample(sample_id, texts[QUESTION], texts[ANSWER], contexts, ground_truth))
         for metric in metrics:
             score = _score(values[metric][i], metric, bad)
@@ -270,13 +280,32 @@ def records_from_frame(df: pd.DataFrame, *, source: str
     return samples, results
 
 
-def _resolve_columns(df: pd.DataFrame, source: str) -> dict[str, str]:
+def fields_needed(df_columns: Sequence[object], metrics: Sequence[str] = ()) -> dict[str, str]:
+    """Each sample field that must be present -> why (the metric that receives it, or 'every sample')."""
+    names = {str(c).strip() for c in df_columns}
+    in_play = list(dict.fromkeys([*metrics, *(m for m, aliases in METRIC_COLUMNS.items()
+                                               if any(a in names for a in aliases))]))
+    need = {ANSWER: "every sample"}
+    for m in in_play:
+        for f in sorted(get_metric(m).receives, key=FIELDS.index):
+            need.setdefault(f, f"{m} receives it")
+    return need
+
+
+def present_fields(df: pd.DataFrame) -> tuple[str, ...]:
+    """The sample fields a frame gives (by our name or an alias), in FIELDS order."""
+    names = {str(c).strip() for c in df.columns}
+    return tuple(f for f in FIELDS if any(a in names for a in FIELD_COLUMNS[f]))
+
+
+def _resolve_columns(df: pd.DataFrame, source: str, metrics: Sequence[str] = ()) -> dict[str, str]:
     """Canonical name -> the frame's column that gives it; errors for missing or doubled ones."""
     names = [str(c).strip() for c in df.columns]
     doubled = sorted({c for c in names if names.count(c) > 1})
     if doubled:
         raise InputError(f"column {doubled[0]!r} appears more than once", field=doubled[0], source=source)
     by_name = {str(c).strip(): c for c in df.columns}
+    need = fields_needed(df.columns, metrics)
     out: dict[str, str] = {}
     for canon, aliases in {**FIELD_COLUMNS, **METRIC_COLUMNS}.items():
         present = [a for a in aliases if a in by_name]
@@ -285,8 +314,9 @@ def _resolve_columns(df: pd.DataFrame, source: str) -> dict[str, str]:
                              field=present[1], source=source)
         if present:
             out[canon] = by_name[present[0]]
-        elif canon in FIELD_COLUMNS and canon != SAMPLE_ID:
-            raise InputError(f"missing column; give one of: {', '.join(aliases)}", field=canon, source=source)
+        elif canon in need:
+            raise InputError(f"missing column ({need[canon]}); give one of: {', '.join(aliases)}", field=canon,
+                             source=source)
     return out
 
 
@@ -388,7 +418,7 @@ def _score(value: object, metric: str, bad: _Fail) -> float | None:
 def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: datetime | None = None,
                    pipeline: Mapping[str, object] | None = None, judge_model: str | None = None,
                    templates: Mapping[str, str] | None = None, binding: str | None = None,
-                   suite: str = MAIN) -> RunRecord:
+                   suite: str = MAIN, scorer: str | None = None) -> RunRecord:
     """Validate a frame and build the run record it describes (nothing is written).
 
     Args:
@@ -403,6 +433,7 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
             Templates for metrics the file does not score are ignored.
         binding: how the templates were bound ("projected" or "replay"), or None.
         suite: the suite the samples belong to.
+        scorer: the scoring library and version that computed the scores, if not ours.
 
     Raises:
         InputError: a bad argument (row None) or the first bad cell.
@@ -424,8 +455,9 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
         pipeline=dict(pipeline or {}),
         samples={suite: samples},
         metrics=[MetricRecord(metric=m, results=rs, judge_model=judge_model, template=chosen.get(m),
-                              binding=binding, suite=suite)
+                              binding=binding, suite=suite, scorer=scorer)
                  for m, rs in results.items()],
+        fields=present_fields(df),
     )
 
 
@@ -455,5 +487,5 @@ def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: date
     return run
 
 
-__all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "ingest_file", "read_table", "records_from_frame",
-           "run_from_frame"]
+__all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "fields_needed", "ingest_file", "present_fields",
+           "read_table", "records_from_frame", "run_from_frame"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,7 +10,7 @@ from datetime import datetime
 from lib.harness import SampleResult, Verdict
 from lib.judges.base import Usage
 from lib.prompts import prompt_hash
-from lib.samples import EvalSample
+from lib.samples import FIELDS, EvalSample
 
 MAIN = "main"
 CANARY = "canary"
@@ -23,7 +22,9 @@ class MetricRecord:
 
     `judge_model`, `template` and `binding` may be None for scores imported from
     an external harness that did not record them; such scores are flagged as
-    unattributed on every page, never guessed.
+    unattributed on every page, never guessed. `scorer` names the scoring
+    library and its version when another tool computed the scores ("ragas
+    0.2.6"); `output_mode` is how the judge was asked for its JSON verdicts.
     """
 
     metric: str
@@ -33,6 +34,8 @@ class MetricRecord:
     binding: str | None
     suite: str = MAIN
     fingerprint: str | None = None
+    scorer: str | None = None
+    output_mode: str | None = None
 
     @property
     def prompt_hash(self) -> str | None:
@@ -41,7 +44,11 @@ class MetricRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One eval run: its samples (per suite) and its metrics."""
+    """One eval run: its samples (per suite) and its metrics.
+
+    `fields` are the sample fields the source had; an absent one is stored as
+    empty text (no passages for contexts) and ablations do not offer blanking it.
+    """
 
     run_id: str
     started_at: datetime
@@ -50,6 +57,7 @@ class RunRecord:
     metrics: Sequence[MetricRecord]
     label: str = ""
     notes: Mapping[str, object] = field(default_factory=dict)
+    fields: tuple[str, ...] = FIELDS
 
 
 def run_to_json(run: RunRecord) -> str:
@@ -59,11 +67,13 @@ def run_to_json(run: RunRecord) -> str:
         "started_at": run.started_at.isoformat(),
         "pipeline": run.pipeline,
         "label": run.label,
+        "fields": list(run.fields),
         "samples": {suite: [{"sample_id": s.sample_id, "question": s.question, "answer": s.answer,
                              "contexts": list(s.contexts), "ground_truth": s.ground_truth} for s in ss]
                     for suite, ss in run.samples.items()},
         "metrics": [{"metric": m.metric, "suite": m.suite, "judge_model": m.judge_model, "template": m.template,
-                     "binding": m.binding, "fingerprint": m.fingerprint,
+                     "binding": m.binding, "fingerprint": m.fingerprint, "scorer": m.scorer,
+                     "output_mode": m.output_mode,
                      "results": [{"sample_id": r.sample_id, "status": r.status, "score": r.score,
                                   "reason": r.reason, "verdicts": [v.to_dict() for v in r.verdicts]}
                                  for r in m.results]}
@@ -79,12 +89,14 @@ def run_from_json(text: str) -> RunRecord:
         started_at=datetime.fromisoformat(d["started_at"]),
         pipeline=d["pipeline"],
         label=d.get("label", ""),
+        fields=tuple(d.get("fields", FIELDS)),
         samples={suite: [EvalSample(s["sample_id"], s["question"], s["answer"], tuple(s["contexts"]),
                                     s["ground_truth"]) for s in ss]
                  for suite, ss in d["samples"].items()},
         metrics=[MetricRecord(
             metric=m["metric"], suite=m["suite"], judge_model=m["judge_model"], template=m["template"],
-            binding=m["binding"], fingerprint=m.get("fingerprint"),
+            binding=m["binding"], fingerprint=m.get("fingerprint"), scorer=m.get("scorer"),
+            output_mode=m.get("output_mode"),
             results=[SampleResult(r["sample_id"], r["status"], r["score"],
                                   tuple(Verdict(v["item"], v["label"], v["verdict"], v.get("evidence", ""))
                                         for v in r["verdicts"]), r.get("reason", ""), usage=Usage())
@@ -93,36 +105,8 @@ def run_from_json(text: str) -> RunRecord:
     )
 
 
-def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge, *, started_at: datetime | None = None,
-                 pipeline: Mapping[str, object] | None = None, metrics: Sequence[str] | None = None,
-                 templates: Mapping[str, str] | None = None, seed: int = 0, cache=None) -> RunRecord:
-    """Score samples with our harness (projected binding: it cannot leak) into a RunRecord.
+def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge, **options) -> RunRecord:
+    """Score samples with our harness into a RunRecord: `lib.scoring.evaluate_run` (kept here for old callers)."""
+    from lib.scoring import evaluate_run as _evaluate
 
-    This is what a nightly eval job calls before `Store.record_run` (or
-    `lib.inbox.record` when the dashboard owns the database).
-
-    Args:
-        run_id: the run's id (recording it again replaces it).
-        samples: the eval samples.
-        judge: a lib.judges Judge.
-        started_at: when the run started (default: now).
-        pipeline: the pipeline config to record beside the scores.
-        metrics: which metrics (default: all five).
-        templates: per-metric template overrides (default: lib.prompts.DEFAULT_TEMPLATES).
-        seed: the judge seed.
-        cache: an optional call cache (e.g. the Store).
-    """
-    from lib.harness import Instrument, score_samples
-    from lib.metrics import METRIC_NAMES
-    from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-
-    chosen = list(metrics or METRIC_NAMES)
-    records = []
-    for m in chosen:
-        template = (templates or {}).get(m, DEFAULT_TEMPLATES[m])
-        results = score_samples(samples, Instrument(m, template, PROJECTED), judge, seed=seed, cache=cache)
-        prints = Counter(r.fingerprint for r in results if r.fingerprint)
-        records.append(MetricRecord(m, results, judge.model, template, PROJECTED,
-                                    fingerprint=prints.most_common(1)[0][0] if prints else None))
-    return RunRecord(run_id, started_at or datetime.now().replace(microsecond=0), dict(pipeline or {}),
-                     {MAIN: list(samples)}, records)
+    return _evaluate(run_id, samples, judge, **options)

@@ -30,14 +30,14 @@ from lib.judges.base import JudgeReply, JudgeRequest, Usage
 from lib.metrics import METRICS
 from lib.prompts import BINDINGS
 from lib.records import MAIN, RunRecord
-from lib.samples import EvalSample
+from lib.samples import FIELDS, EvalSample
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -73,7 +73,14 @@ _SCHEMA_V1 = [
         verdicts VARCHAR NOT NULL, calls INTEGER NOT NULL, cached BOOLEAN NOT NULL,
         PRIMARY KEY (ablation_id, metric, arm, rep, sample_id))""",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1}
+# v2: the fields a run's samples had (JSON list; NULL for older runs: all four), and per metric the scoring
+# library that produced the scores ("ragas 0.2.6"; NULL: ours or unknown) and the judge's output mode.
+_SCHEMA_V2 = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS fields VARCHAR",
+    "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
+    "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 STATUSES = (OK, FAILED, EXCLUDED)
 CACHE_BATCH = 64   # judge replies put() holds before one write: a commit per call costs more than the call
@@ -238,7 +245,8 @@ class Store:
         for m in run.metrics:
             agg = aggregate(m.results)
             metric_rows.append((run.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding,
-                                m.fingerprint, agg.score, agg.n, agg.n_failed, agg.n_excluded))
+                                m.fingerprint, agg.score, agg.n, agg.n_failed, agg.n_excluded, m.scorer,
+                                m.output_mode))
             if m.template is not None:
                 prompt_rows.append((m.prompt_hash, m.metric, m.template))
             for r in m.results:
@@ -246,14 +254,16 @@ class Store:
                                    r.verdicts_json()))
         metrics_df = pd.DataFrame(metric_rows, columns=["run_id", "suite", "metric", "judge_model", "prompt_hash",
                                                         "binding", "fingerprint", "score", "n", "n_failed",
-                                                        "n_excluded"])
+                                                        "n_excluded", "scorer", "output_mode"])
         scores_df = pd.DataFrame(score_rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score",
                                                       "reason", "verdicts"])
         with self.transaction() as cur:
             for table in ("sample_scores", "run_metrics", "samples", "runs"):
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-            cur.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?)",
-                        [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now()])
+            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
+                         json.dumps(list(run.fields))])
             for row in dict.fromkeys(prompt_rows):
                 cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
             self._insert_frame(cur, "samples", samples_df)
@@ -307,7 +317,8 @@ class Store:
                     raise InputError(message, field=field_name, source=where or "bulk runs")
             for table in ("sample_scores", "run_metrics", "samples", "runs"):
                 cur.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _b_runs)")
-            cur.execute("INSERT INTO runs SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
+            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at) "
+                        "SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
             if batch.prompts is not None:
                 cur.register("_b_prompts", batch.prompts)
                 cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
@@ -316,7 +327,8 @@ class Store:
                            FROM _b_samples""")
             cur.execute("""INSERT INTO sample_scores SELECT run_id, suite, metric, sample_id, status, score, reason,
                            verdicts FROM _b_scores""")
-            cur.execute("""INSERT INTO run_metrics
+            cur.execute("""INSERT INTO run_metrics (run_id, suite, metric, judge_model, prompt_hash, binding,
+                                                   fingerprint, score, n, n_failed, n_excluded)
                            SELECT i.run_id, i.suite, i.metric, i.judge_model, i.prompt_hash, i.binding, i.fingerprint,
                                   avg(s.score) FILTER (s.status = 'ok'), count(s.score) FILTER (s.status = 'ok'),
                                   count(*) FILTER (s.status = 'failed'), count(*) FILTER (s.status = 'excluded')
@@ -362,6 +374,13 @@ class Store:
         rid, started, label, pipeline = rows[0]
         return {"run_id": rid, "started_at": started, "label": label, "pipeline": json.loads(pipeline)}
 
+    def run_fields(self, run_id: str) -> tuple[str, ...]:
+        """The sample fields a run's file had (all four for runs recorded before fields were optional)."""
+        rows = self._rows("SELECT fields FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise NotFoundError(f"no run {run_id!r} in {self.path}")
+        return tuple(json.loads(rows[0][0])) if rows[0][0] else FIELDS
+
     def resolve_run(self, run_id: str) -> str:
         """'latest' or a run id -> an existing run id (NotFoundError otherwise)."""
         if run_id == "latest":
@@ -382,7 +401,7 @@ class Store:
                        since: datetime | None = None, until: datetime | None = None) -> pd.DataFrame:
         """Each metric's score per run, oldest first, with the instrument that produced it."""
         sql = ["""SELECT r.run_id, r.started_at, r.label, r.pipeline, m.metric, m.score, m.n, m.n_failed,
-                         m.n_excluded, m.judge_model, m.prompt_hash, m.binding
+                         m.n_excluded, m.judge_model, m.prompt_hash, m.binding, m.scorer
                   FROM run_metrics m JOIN runs r USING (run_id) WHERE m.suite = ?"""]
         params: list[object] = [suite]
         if metrics:
@@ -400,7 +419,8 @@ class Store:
     def run_metrics(self, run_id: str, suite: str = MAIN) -> pd.DataFrame:
         """One run's metrics with judge model, prompt hash, binding, score, n, failures."""
         return self._df("""SELECT metric, score, n, n_failed, n_excluded, judge_model, prompt_hash, binding,
-                                  fingerprint FROM run_metrics WHERE run_id = ? AND suite = ? ORDER BY metric""",
+                                  fingerprint, scorer, output_mode FROM run_metrics
+                           WHERE run_id = ? AND suite = ? ORDER BY metric""",
                         [run_id, suite])
 
     def instrument(self, run_id: str, metric: str, suite: str = MAIN) -> dict[str, object]:
