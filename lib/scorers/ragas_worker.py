@@ -1,0 +1,66 @@
+"""Score samples with a Ragas metric; runs inside the Ragas environment, never imports evaldrift.
+
+    python ragas_worker.py METRIC MODEL CONCURRENCY < samples.jsonl
+
+Reads one JSON object per line (question, answer, contexts, ground_truth),
+calls the OpenAI-compatible server at OPENAI_BASE_URL (key OPENAI_API_KEY,
+both from the environment, never from arguments), and prints one JSON object:
+{"ragas": version, "scores": [float or null, ...], "errors": {reason: count}}.
+A sample Ragas could not score is null, never 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+
+# Ragas posts usage telemetry from inside each call; nothing here may talk to anything but the judge server.
+os.environ["RAGAS_DO_NOT_TRACK"] = "true"
+os.environ["DO_NOT_TRACK"] = "1"
+
+# our metric -> (Ragas class in ragas.metrics.collections, how a sample's fields become its ascore arguments)
+METRICS = {
+    "faithfulness": ("Faithfulness", {"user_input": "question", "response": "answer",
+                                      "retrieved_contexts": "contexts"}),
+}
+
+
+async def _score(metric: str, model: str, concurrency: int, samples: list[dict]) -> dict[str, object]:
+    import ragas
+    import ragas.metrics.collections as collections
+    from openai import AsyncOpenAI
+    from ragas.llms import llm_factory
+
+    class_name, arguments = METRICS[metric]
+    client = AsyncOpenAI(base_url=os.environ.get("OPENAI_BASE_URL") or None,
+                         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed", max_retries=2, timeout=120)
+    scorer = getattr(collections, class_name)(llm=llm_factory(model, client=client))
+    gate = asyncio.Semaphore(concurrency)
+    errors: dict[str, int] = {}
+
+    async def one(sample: dict) -> float | None:
+        async with gate:
+            try:
+                result = await scorer.ascore(**{arg: sample[field] for arg, field in arguments.items()})
+            except Exception as exc:  # Ragas raises many kinds: each is a failed sample, counted
+                key = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+                errors[key] = errors.get(key, 0) + 1
+                return None
+            value = float(result.value) if result.value is not None else math.nan
+            return value if math.isfinite(value) else None
+
+    scores = await asyncio.gather(*(one(s) for s in samples))
+    return {"ragas": ragas.__version__, "scores": scores, "errors": errors}
+
+
+def main() -> None:
+    metric, model, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    samples = [json.loads(line) for line in sys.stdin if line.strip()]
+    print(json.dumps(asyncio.run(_score(metric, model, concurrency, samples))))
+
+
+if __name__ == "__main__":
+    main()

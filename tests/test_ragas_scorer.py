@@ -1,0 +1,90 @@
+"""The Ragas adapter against a real Ragas (its own environment) and the loopback judge server.
+
+Ragas' dependencies (openai 2.x, langchain 0.3) conflict with ours, so Ragas
+lives in a separate virtual environment (EVALDRIFT_RAGAS_PYTHON; .ci/run
+builds one). The server answers Ragas' statement and verdict prompts with the
+offline judge's lexical decision (tests/benchmarks/judge_server.py), so the
+model is a stand-in and everything else, Ragas included, is real.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lib.ablation import LEAK, AblationSpec, run_ablation
+from lib.ingest import run_from_frame
+from lib.samples import EvalSample
+from lib.scorers.ragas_metrics import score_with_ragas
+from lib.store import Store
+from tests.benchmarks.judge_server import respond
+from tests.support import ragas_wirings
+from tests.support.openai_server import OpenAIServer
+
+RAGAS_PYTHON = os.environ.get("EVALDRIFT_RAGAS_PYTHON", "/tmp/ragas-venv/bin/python")
+N = 24
+
+pytestmark = pytest.mark.skipif(
+    not Path(RAGAS_PYTHON).exists() and os.environ.get("CI") != "true",
+    reason=f"no Ragas environment at {RAGAS_PYTHON} (.ci/run builds one)")
+
+
+def samples() -> list[EvalSample]:
+    """Answers with one claim the passage states and one only the reference states."""
+    out = []
+    for i in range(N):
+        opens, closes = f"{8 + i % 3}:00", f"{17 + i % 4}:30"
+        out.append(EvalSample(
+            f"s{i:02d}", f"When is branch {i} open?",
+            f"Branch {i} opens at {opens} on weekdays. Branch {i} closes at {closes} on weekdays.",
+            (f"Branch {i} opens at {opens} on weekdays.",),
+            f"Branch {i} opens at {opens} on weekdays. Branch {i} closes at {closes} on weekdays."))
+    return out
+
+
+@pytest.fixture
+def ragas_env(monkeypatch: pytest.MonkeyPatch):
+    server = OpenAIServer(respond).start()
+    monkeypatch.setenv("EVALDRIFT_RAGAS_PYTHON", RAGAS_PYTHON)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "judge-model")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def record_as_scored(store: Store, run_id: str, scorer) -> list[float | None]:
+    """Record the run as the team's harness scored it (an imported Ragas result)."""
+    data = samples()
+    scores = scorer(data)
+    frame = pd.DataFrame({"id": [s.sample_id for s in data], "user_input": [s.question for s in data],
+                          "response": [s.answer for s in data], "retrieved_contexts": [list(s.contexts) for s in data],
+                          "reference": [s.ground_truth for s in data], "faithfulness": scores})
+    store.record_run(run_from_frame(frame, source="ragas result", run_id=run_id, scorer="ragas"))
+    return scores
+
+
+def test_the_adapter_runs_ragas_faithfulness_on_the_operators_endpoint(ragas_env: OpenAIServer) -> None:
+    scores, version, errors = score_with_ragas("faithfulness", samples()[:4])
+    assert version.startswith("0.") and not errors
+    assert scores == [0.5, 0.5, 0.5, 0.5]            # one of two statements stated by the passage
+    assert ragas_env.n_calls == 8                     # Ragas: statements, then verdicts, per sample
+
+
+@pytest.mark.parametrize(("wiring", "leaks"), [("leaky", True), ("wired", False)])
+def test_a_ragas_harness_that_hands_over_the_reference_comes_out_leak(
+        ragas_env: OpenAIServer, fresh_db: Path, wiring: str, leaks: bool) -> None:
+    with Store(fresh_db) as store:
+        stored = record_as_scored(store, "r1", getattr(ragas_wirings, wiring))
+        assert stored == ([1.0] * N if leaks else [0.5] * N)
+        spec = AblationSpec("r1", ("faithfulness",), ("ground_truth",), repeats=1,
+                            scorer=f"tests.support.ragas_wirings:{wiring}")
+        result = run_ablation(store, spec, None)
+    [verdict] = result.verdicts
+    assert (verdict.kind == LEAK) is leaks, verdict.sentence
+    assert result.exit_code == (1 if leaks else 0), result.summary
