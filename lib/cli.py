@@ -273,6 +273,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from lib.importers import import_run
+
+    db = _db_path(args, must_exist=False)
+    mapping = {}
+    for pair in args.metric_map:
+        name, sep, metric = pair.partition("=")
+        if not sep or not name or metric not in METRIC_NAMES:
+            raise UsageError(f"--metric-map wants SCORER=METRIC with METRIC one of {', '.join(METRIC_NAMES)}, "
+                             f"got {pair!r}")
+        mapping[name] = metric
+    run = import_run(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
+                     pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None)
+    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    scorers = sorted({m.scorer for m in run.metrics if m.scorer})
+    judges = sorted({m.judge_model for m in run.metrics if m.judge_model})
+    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {', '.join(judges) or 'not recorded'}")
+    return EXIT_OK
+
+
 def cmd_templates(args: argparse.Namespace) -> int:
     from lib.template_files import default_templates, write_templates
 
@@ -514,6 +534,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: now)")
     p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("import", help="record a run scored by Ragas, Inspect AI or promptfoo")
+    _db_arg(p)
+    p.add_argument("file", help="a Ragas result (CSV, Parquet, experiment JSONL), an Inspect log (.eval, .json) "
+                                "or promptfoo's results.json")
+    p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (recording it again replaces it)")
+    p.add_argument("--format", choices=("ragas", "inspect", "promptfoo"), help="the tool (default: detected)")
+    p.add_argument("--tool-version", metavar="V", help="the tool's version when the file does not record it (Ragas)")
+    p.add_argument("--metric-map", action="append", default=[], metavar="SCORER=METRIC",
+                   help="an Inspect scorer's metric (repeatable; model_graded_fact is answer_correctness)")
+    p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: what the file says, or now)")
+    p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("templates", help="print or write the default judge templates and the fields each reads")
     p.add_argument("--metric", choices=METRIC_NAMES, metavar="M", help="only this metric's template")

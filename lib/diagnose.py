@@ -120,7 +120,7 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
 def change_events(history: pd.DataFrame) -> pd.DataFrame:
     """Markers for a trend chart: one row per recorded change between consecutive runs.
 
-    Columns: run_id, started_at, kind ('judge model' | 'prompt' | 'binding' | 'pipeline'),
+    Columns: run_id, started_at, kind ('judge model' | 'prompt' | 'binding' | 'scoring library' | 'pipeline'),
     metric (None for pipeline), text. Each metric is compared with its own previous
     scored run; the pipeline with the previous run. Vectorised: only the rows that
     differ are turned into text, so a 2,000-run history costs tens of milliseconds.
@@ -143,7 +143,10 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
                                    "kind": "pipeline", "metric": None, "text": texts}))
     h = history.sort_values(["metric", "started_at", "run_id"])
     first = h["metric"].ne(h["metric"].shift())
-    for col, kind in (("judge_model", "judge model"), ("prompt_hash", "prompt"), ("binding", "binding")):
+    for col, kind in (("judge_model", "judge model"), ("prompt_hash", "prompt"), ("binding", "binding"),
+                      ("scorer", "scoring library")):
+        if col not in h.columns:  # a history from before scoring libraries were recorded
+            continue
         cur, old = h[col].astype(object), h.groupby("metric")[col].shift().astype(object)
         differs = ~first & ~(cur.eq(old) | (cur.isna() & old.isna()))
         hit = h[differs]
@@ -154,7 +157,7 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
                                    "kind": kind, "metric": hit["metric"].to_numpy(), "text": text.to_numpy()}))
     if not parts:
         return pd.DataFrame(columns=columns)
-    order = {"pipeline": 0, "judge model": 1, "prompt": 2, "binding": 3}
+    order = {"pipeline": 0, "judge model": 1, "prompt": 2, "binding": 3, "scoring library": 4}
     out = pd.concat(parts, ignore_index=True)
     out["_k"] = out["kind"].map(order)
     out = out.sort_values(["started_at", "run_id", "_k", "metric"], na_position="first", kind="stable")
