@@ -165,6 +165,12 @@ def _plan(store: Store, spec: AblationSpec) -> _Plan:
         raise NotFoundError(f"run {spec.run_id!r} has no samples in suite {spec.suite!r}")
     if spec.limit:
         samples = samples[: spec.limit]
+    had = store.run_fields(spec.run_id)
+    for arm in spec.arms:
+        missing = [f for f in arm_fields(arm) if f not in had]
+        if missing:
+            raise InputError(f"run {spec.run_id!r} has no {missing[0]} to blank (its samples came with "
+                             f"{', '.join(had)})", field="blank")
     instruments = {}
     for m in spec.metrics:
         inst = store.instrument(spec.run_id, m, spec.suite)

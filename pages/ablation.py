@@ -70,14 +70,16 @@ c1, c2 = st.columns([2, 3])
 run_id = c1.selectbox("Run", newest_first, key="abl_run", help="The run whose samples and instruments are "
                       "re-judged (its own template and binding, replayed as it was wired).")
 metrics = c2.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
+offered = [f for f in FIELDS if f in ctx.store.run_fields(run_id)]   # a field the run's file lacked has no arm
+st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", []) if f in offered]
 c3, c4, c5, c6 = st.columns([2, 3, 1, 1])
-whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank ground_truth, question and contexts, each in turn.")
-blanks = c4.multiselect("Fields to blank", FIELDS, key="abl_blanks", disabled=whole)
+whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
+blanks = c4.multiselect("Fields to blank", offered, key="abl_blanks", disabled=whole)
 repeats = c5.number_input("Repeats", min_value=1, max_value=20, value=DEFAULT_REPEATS, key="abl_repeats",
                           help="Re-judgings of each arm; two or more measure the judge's noise band.")
 limit = c6.number_input("Sample limit", min_value=0, value=0, step=50, key="abl_limit",
                         help="Only the first N samples (0: all), for a quick look.")
-arms = list(FIELDS) if whole else blanks
+arms = offered if whole else blanks
 lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
 
 if metrics and arms:
