@@ -64,7 +64,8 @@ def test_fields_needed_reads_the_wiring_table() -> None:
 
 def test_score_refuses_a_file_missing_a_field_a_requested_metric_receives(fresh_db: Path, tmp_path: Path) -> None:
     source = jsonl(tmp_path / "f.jsonl", [{k: v for k, v in r.items() if k != "faithfulness"} for r in FAITH_ONLY])
-    line = assert_usage_error(cli("score", "--db", fresh_db, source, "--run-id", "r", "--metrics", "answer_correctness"))
+    line = assert_usage_error(cli("score", "--db", fresh_db, source, "--run-id", "r",
+                                  "--metrics", "answer_correctness"))
     assert "'ground_truth'" in line and "answer_correctness receives it" in line
     proc = cli("score", "--db", fresh_db, source, "--run-id", "r", "--metrics", "faithfulness")
     assert proc.returncode == 0, proc.stderr
