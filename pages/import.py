@@ -1,0 +1,87 @@
+"""Import: does my own file go in as a run, and how does it score?
+
+Upload a JSONL, CSV or Parquet file (one row per sample), see which of its
+columns give which field (our names and the aliases we recognise), a preview,
+and every bad row with its field; record it as a run with the scores it
+carries, or score it here with the configured judge.
+"""
+
+import hashlib
+from datetime import datetime
+
+import streamlit as st
+
+import lib.ui
+from lib import settings
+from lib.errors import EvaldriftError
+from lib.ingest import present_fields, records_from_frame, run_from_frame
+from lib.metrics import METRIC_NAMES
+from lib.scoring import evaluate_run
+from lib.uploads import SUFFIXES, column_mapping, read_upload
+
+PREVIEW_ROWS = 20
+SHOW_ERRORS = 10     # as lines of text; the table below holds them all
+
+ctx = lib.ui.sidebar()
+st.title("Import")
+st.caption("Record your own eval file as a run: its samples, and either the scores it carries or scores from "
+           "the judge configured for this dashboard. Nothing is written until you press Record.")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def load_upload(name: str, digest: str, data: bytes, metrics: tuple[str, ...]):
+    return read_upload(name, data, metrics=metrics)
+
+
+uploaded = st.file_uploader("Your file", type=[s.lstrip(".") for s in SUFFIXES], key="imp_file",
+                            help="One row per sample: answer, and question, contexts (a list) and ground_truth "
+                                 "where a metric receives them; optional per-sample score columns.")
+score_here = st.toggle(f"Score it with the judge ({ctx.judge})", key="imp_score",
+                       help="Off: record the scores the file carries. On: judge the samples with our harness "
+                            "(each judge sees only the fields its metric receives).")
+metrics = st.multiselect("Metrics to score", METRIC_NAMES, default=["faithfulness"], key="imp_metrics",
+                         disabled=not score_here)
+if uploaded is None:
+    st.info("Upload a file to see its columns, a preview and any bad rows.")
+    st.stop()
+
+data = uploaded.getvalue()
+wanted = tuple(metrics) if score_here else ()
+upload = load_upload(uploaded.name, hashlib.sha256(data).hexdigest(), data, wanted)
+
+st.subheader("Columns")
+st.dataframe(column_mapping(upload.frame, wanted), hide_index=True, width="stretch", key="imp_mapping")
+if upload.frame is not None:
+    st.subheader(f"Preview ({min(PREVIEW_ROWS, len(upload.frame))} of {len(upload.frame)} rows)")
+    st.dataframe(upload.frame.head(PREVIEW_ROWS).astype(str), width="stretch", key="imp_preview")
+if upload.errors:
+    st.error(f"{len(upload.errors)} problem(s) in {uploaded.name}: fix them and upload the file again. "
+             "Nothing was recorded.", icon=":material/error:")
+    for line in (str(e) for e in upload.errors[:SHOW_ERRORS]):
+        st.text(line)   # plain text: a file's content is never rendered as Markdown or HTML
+    st.dataframe(upload.error_table(), hide_index=True, width="stretch", key="imp_errors")
+    st.stop()
+
+st.success(f"{len(upload.frame)} rows, no problem found.")
+run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
+if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id or (score_here and not metrics)):
+    st.stop()
+
+try:
+    if score_here:
+        samples, _ = records_from_frame(upload.frame, source=uploaded.name, metrics=wanted)
+        judge = settings.make_judge(lib.ui.load_settings(), model=ctx.judge)
+        bar = st.progress(0.0, text="Scoring...")
+        run = evaluate_run(run_id, samples, judge, metrics=wanted, cache=ctx.store,
+                           fields=present_fields(upload.frame),
+                           progress=lambda done, total: bar.progress(done / total, text=f"Scored {done} of {total}"))
+    else:
+        run = run_from_frame(upload.frame, source=uploaded.name, run_id=run_id)
+    ctx.store.record_run(run)
+except EvaldriftError as exc:
+    st.error(str(exc))
+    st.stop()
+st.success(f"Recorded run {run_id}: {len(run.samples['main'])} samples; "
+           + (", ".join(m.metric for m in run.metrics) or "no scores") + ".")
+st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
+st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": run_id})

@@ -1,0 +1,96 @@
+"""The Import page in a real browser: a bad row named, fixed, recorded, scored, and found on Trends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lib.store import Store
+from lib.uploads import column_mapping, read_upload
+from tests.support.browser import MAIN, ROOT, StreamlitServer, chromium, exceptions_shown, main_text, new_page, \
+    wait_for_app
+
+ROWS = [json.loads(line) for line in (ROOT / "examples" / "kettle_faq.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+
+
+def bad_rows() -> list[dict]:
+    rows = [dict(r) for r in ROWS[:6]]
+    rows[1]["contexts"] = rows[1]["contexts"][0]          # a string, not a list of passages
+    rows[4]["answer"] = None
+    return rows
+
+
+# -- the lib behind the page ------------------------------------------------------------------------------
+def test_read_upload_names_every_bad_row_and_field() -> None:
+    upload = read_upload("mine.jsonl", jsonl(bad_rows()))
+    assert not upload.ok
+    assert [(e.row, e.field) for e in upload.errors] == [(2, "contexts"), (5, "answer")]
+    assert list(upload.error_table()["row"]) == [2, 5]
+    assert read_upload("mine.jsonl", jsonl(ROWS[:6])).ok
+    [unsupported] = read_upload("mine.txt", b"hello").errors
+    assert "unsupported file type" in str(unsupported)
+
+
+def test_column_mapping_shows_our_names_aliases_and_what_is_needed() -> None:
+    frame = read_upload("r.jsonl", jsonl([{"user_input": "q?", "response": "A.", "retrieved_contexts": ["A."]}])).frame
+    table = column_mapping(frame, ["faithfulness"]).set_index("our name")
+    assert table.loc["question", "your column"] == "user_input"
+    assert table.loc["contexts", "needed"] == "faithfulness receives it"
+    assert table.loc["ground_truth", "needed"].startswith("optional")
+    assert table.loc["answer_relevance", "also accepted"] == "answer_relevancy, response_relevancy"
+
+
+# -- the page -----------------------------------------------------------------------------------------------
+def upload(page, name: str, data: bytes) -> None:
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": "application/octet-stream", "buffer": data}])
+    wait_for_app(page)
+
+
+@pytest.mark.e2e
+def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> None:
+    db = tmp_path / "evals.duckdb"
+    proc = subprocess.run([sys.executable, "-m", "lib", "score", "--db", str(db), str(ROOT / "examples" /
+                          "kettle_faq.jsonl"), "--run-id", "nightly-1", "--metrics", "faithfulness",
+                           "--started-at", "2026-12-01T02:00"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
+        page = new_page(browser)
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        upload(page, "mine.jsonl", jsonl(bad_rows()))
+        text = main_text(page)
+        assert "2 problem(s) in mine.jsonl" in text
+        assert "row 2, field 'contexts'" in text and "row 5, field 'answer'" in text
+
+        upload(page, "mine.jsonl", jsonl(ROWS[:6]))            # fixed: the same file, the two rows repaired
+        assert "6 rows, no problem found." in main_text(page)
+        page.locator(".st-key-imp_score label").first.click()   # score it here with the configured judge
+        wait_for_app(page)
+        run_id = page.locator(".st-key-imp_run_id input")
+        run_id.fill("from-the-page")
+        run_id.press("Enter")
+        wait_for_app(page)
+        page.locator(".st-key-imp_record button").click()
+        wait_for_app(page)
+        assert "Recorded run from-the-page: 6 samples; faithfulness." in main_text(page), main_text(page)
+        assert exceptions_shown(page) == []
+
+        page.goto(f"{server.url}/trends?metric=faithfulness")
+        wait_for_app(page)
+        runs = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .flatMap(g => g.data.filter(t => t.name === 'faithfulness').flatMap(t => Array.from(t.customdata)))""")
+        assert "from-the-page" in runs and "nightly-1" in runs
+        assert page.locator(MAIN).count() == 1 and exceptions_shown(page) == []
+    with Store(db) as store:
+        metrics = store.run_metrics("from-the-page")
+    assert list(metrics["metric"]) == ["faithfulness"] and list(metrics["scorer"]) == ["evaldrift"]
+    assert list(metrics["n"]) == [6]
