@@ -11,8 +11,16 @@ import pytest
 
 from lib.store import Store
 from lib.uploads import column_mapping, read_upload
-from tests.support.browser import MAIN, ROOT, StreamlitServer, chromium, exceptions_shown, main_text, new_page, \
-    wait_for_app
+from tests.support.browser import (
+    MAIN,
+    ROOT,
+    StreamlitServer,
+    chromium,
+    exceptions_shown,
+    main_text,
+    new_page,
+    wait_for_app,
+)
 
 ROWS = [json.loads(line) for line in (ROOT / "examples" / "kettle_faq.jsonl").read_text(encoding="utf-8").splitlines()]
 

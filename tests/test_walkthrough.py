@@ -53,7 +53,7 @@ def test_the_walkthrough_commands_run_as_written(clone: Path) -> None:
 
 def test_the_nightly_job_snippet_records_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    exec(compile(block("nightly", "python"), "README nightly block", "exec"), {})  # our own README, run as a reader would
+    exec(compile(block("nightly", "python"), "README nightly block", "exec"), {})  # as a reader runs it
     with Store(tmp_path / "evals.duckdb") as store:
         assert store.run_ids() == ["nightly-2026-12-03"]
         metrics = store.run_metrics("nightly-2026-12-03").set_index("metric")
