@@ -72,25 +72,25 @@ def _renamed(exc: InputError, name: str) -> InputError:
 
 
 def validate_rows(frame: pd.DataFrame, source: str, metrics: Sequence[str] = ()) -> list[InputError]:
-    """Every problem in a table: a column problem alone, else each bad row's first bad field, then duplicates."""
-    try:
-        records_from_frame(frame.iloc[:0], source=source, metrics=metrics)   # the columns alone
-    except InputError as exc:
-        if exc.row is not None or len(frame) == 0 or "no rows" not in exc.reason:
-            return [exc]
+    """Every problem in a table: a column problem alone, else each bad row's first bad field, in row order.
+
+    The table is validated whole; at a bad row the check goes on from the row after it, so a clean file
+    costs one pass and each bad row one more pass over what follows it.
+    """
     errors: list[InputError] = []
-    for i in range(len(frame)):
+    rest = frame
+    while len(errors) < MAX_ERRORS:
         try:
-            records_from_frame(frame.iloc[i:i + 1], source=source, metrics=metrics)
+            records_from_frame(rest, source=source, metrics=metrics)
+            return errors
         except InputError as exc:
+            if exc.row is None:            # a column problem, or no rows: nothing row by row to add
+                return errors or [exc]
             errors.append(exc)
-            if len(errors) >= MAX_ERRORS:
+            position = rest.index.get_loc(exc.row) if rest.index.name == "row" else exc.row - 1
+            rest = rest.iloc[position + 1:]
+            if rest.empty:
                 return errors
-    if not errors:
-        try:
-            records_from_frame(frame, source=source, metrics=metrics)
-        except InputError as exc:  # what only the whole table shows: a duplicate id, no rows at all
-            errors.append(exc)
     return errors
 
 
