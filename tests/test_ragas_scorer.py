@@ -10,12 +10,14 @@ model is a stand-in and everything else, Ragas included, is real.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from lib.ablation import LEAK, AblationSpec, run_ablation
+from lib.errors import InputError
 from lib.ingest import run_from_frame
 from lib.samples import EvalSample
 from lib.scorers.ragas_metrics import score_with_ragas
@@ -27,7 +29,7 @@ from tests.support.openai_server import OpenAIServer
 RAGAS_PYTHON = os.environ.get("EVALDRIFT_RAGAS_PYTHON", "/tmp/ragas-venv/bin/python")
 N = 24
 
-pytestmark = pytest.mark.skipif(
+needs_ragas = pytest.mark.skipif(
     not Path(RAGAS_PYTHON).exists() and os.environ.get("CI") != "true",
     reason=f"no Ragas environment at {RAGAS_PYTHON} (.ci/run builds one)")
 
@@ -69,6 +71,17 @@ def record_as_scored(store: Store, run_id: str, scorer) -> list[float | None]:
     return scores
 
 
+def test_without_ragas_the_adapter_says_where_it_looked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALDRIFT_RAGAS_PYTHON", sys.executable)   # this project's Python: no Ragas here
+    monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "judge-model")
+    with pytest.raises(InputError, match="Ragas is not installed for"):
+        score_with_ragas("faithfulness", samples()[:1])
+    monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "offline-lexical-v2")
+    with pytest.raises(InputError, match="Ragas needs a model judge"):
+        score_with_ragas("faithfulness", samples()[:1])
+
+
+@needs_ragas
 def test_the_adapter_runs_ragas_faithfulness_on_the_operators_endpoint(ragas_env: OpenAIServer) -> None:
     scores, version, errors = score_with_ragas("faithfulness", samples()[:4])
     assert version.startswith("0.") and not errors
@@ -76,6 +89,7 @@ def test_the_adapter_runs_ragas_faithfulness_on_the_operators_endpoint(ragas_env
     assert ragas_env.n_calls == 8                     # Ragas: statements, then verdicts, per sample
 
 
+@needs_ragas
 @pytest.mark.parametrize(("wiring", "leaks"), [("leaky", True), ("wired", False)])
 def test_a_ragas_harness_that_hands_over_the_reference_comes_out_leak(
         ragas_env: OpenAIServer, fresh_db: Path, wiring: str, leaks: bool) -> None:
