@@ -13,6 +13,7 @@
 | scorers | EVALDRIFT_SCORERS | none: the dashboard runs no external scorer |
 | allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
+| ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.scorers.ragas_metrics runs Ragas |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -41,6 +42,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),
     ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
     ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
+    ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
 )
 
 
@@ -57,6 +59,7 @@ class Settings:
     scorers: tuple[str, ...] = ()
     allowed_users: tuple[str, ...] = ()
     ablation_users: tuple[str, ...] = ()
+    ragas_python: str | None = None
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -102,6 +105,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         scorers=_items(get("EVALDRIFT_SCORERS")),
         allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
         ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
+        ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
     )
 
 

@@ -85,8 +85,19 @@ lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(ar
 if metrics and arms:
     st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
     st.dataframe(review.expectation_table(metrics, arms), width="content")
-st.caption(f"Judge: `{ctx.judge}` ({ctx.endpoint}); choose another in the sidebar.")
-may_launch = access.may_launch(ctx.user, ctx.endpoint, server, login=gate.login_configured())
+JUDGE_CHOICE = f"the judge: {ctx.judge}"
+scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="abl_scorer",
+                           help="The judge chosen in the sidebar, or an external scorer this server's operator "
+                                "allows (EVALDRIFT_SCORERS), e.g. Ragas' own faithfulness: "
+                                "lib.scorers.ragas_metrics:faithfulness.")
+scorer = None if scorer_pick == JUDGE_CHOICE else scorer_pick
+if scorer is None:
+    st.caption(f"Judge: `{ctx.judge}` ({ctx.endpoint}); choose another in the sidebar.")
+else:
+    st.caption(f"Scorer: `{scorer}`, run on this server's terms; its calls go to the operator's endpoint.")
+# an external scorer calls a model (Ragas: the operator's endpoint), so it is launched as a paid judge is
+may_launch = access.may_launch(ctx.user, ctx.endpoint if scorer is None else "external scorer", server,
+                               login=gate.login_configured())
 if not may_launch:
     st.info("Ablations with a paid judge are launched by the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
@@ -94,8 +105,10 @@ launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled
 
 if launch:
     try:
-        spec = AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=ctx.judge,
-                            endpoint=ctx.endpoint, limit=int(limit) or None)
+        spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=ctx.judge,
+                             endpoint=ctx.endpoint, limit=int(limit) or None) if scorer is None else
+                AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
+                             scorer=scorer))
     except EvaldriftError as exc:
         st.error(md(exc))
         st.stop()

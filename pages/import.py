@@ -12,7 +12,7 @@ from datetime import datetime
 import streamlit as st
 
 import lib.ui
-from lib import settings
+from lib import access, gate, settings
 from lib.errors import EvaldriftError
 from lib.ingest import present_fields, records_from_frame, run_from_frame
 from lib.metrics import METRIC_NAMES
@@ -64,7 +64,13 @@ if upload.errors:
 
 st.success(f"{len(upload.frame)} rows, no problem found.")
 run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
-if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id or (score_here and not metrics)):
+# scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.access)
+may_score = access.may_launch(ctx.user, ctx.endpoint, lib.ui.load_settings(), login=gate.login_configured())
+if score_here and not may_score:
+    st.info("Scoring with a paid judge is for the people this server's operator lists "
+            "(EVALDRIFT_ABLATION_USERS); record the file's own scores, or pick an offline judge in the sidebar.")
+if not st.button("Record run", type="primary", key="imp_record",
+                 disabled=not run_id or (score_here and not (metrics and may_score))):
     st.stop()
 
 try:

@@ -37,7 +37,9 @@ TIMEOUT = 3600.0   # one chunk of samples; Ragas asks two calls a sample
 
 def ragas_python() -> str:
     """The interpreter that has Ragas (EVALDRIFT_RAGAS_PYTHON, else this one)."""
-    return os.environ.get("EVALDRIFT_RAGAS_PYTHON") or sys.executable
+    from lib import settings
+
+    return settings.load().ragas_python or sys.executable
 
 
 def _judge_model() -> str:
