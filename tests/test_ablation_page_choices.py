@@ -1,0 +1,65 @@
+"""The Ablation page offers what the run and the operator allow: the run's own fields, the allowed scorers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib import ui
+from tests.test_cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SCORER = "tests.support.scorers:constant"
+
+
+@pytest.fixture
+def faith_only_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A database with one run scored from a file that had no ground_truth and no question."""
+    rows = [json.loads(line) for line in (ROOT / "examples" / "kettle_faq.jsonl").read_text().splitlines()]
+    source = tmp_path / "mine.jsonl"
+    source.write_text("".join(json.dumps({k: r[k] for k in ("id", "answer", "contexts")}) + "\n" for r in rows))
+    db = tmp_path / "evals.duckdb"
+    proc = cli("score", "--db", db, source, "--run-id", "faith-only", "--metrics", "faithfulness")
+    assert proc.returncode == 0, proc.stderr
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    return db
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/ablation.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_only_the_fields_the_run_had_are_offered(faith_only_db: Path) -> None:
+    at = open_page()
+    assert at.multiselect(key="abl_blanks").options == ["contexts"]
+    assert at.multiselect(key="abl_blanks").value == []          # the default, ground_truth, is not there
+
+
+def test_the_scorers_the_operator_allows_are_offered_and_run(faith_only_db: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    assert open_page().selectbox(key="abl_scorer").options == ["the judge: offline-lexical-v2"]
+    monkeypatch.setenv("EVALDRIFT_SCORERS", SCORER)
+    at = open_page()
+    assert at.selectbox(key="abl_scorer").options == ["the judge: offline-lexical-v2", SCORER]
+    at.selectbox(key="abl_scorer").select(SCORER).run()
+    at.multiselect(key="abl_blanks").select("contexts").run()
+    at.button(key="abl_launch").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    deadline = time.monotonic() + 60
+    store = ui.open_store(str(faith_only_db))   # the dashboard's own connection (this process owns the file)
+    while time.monotonic() < deadline:
+        rows = store.ablations("faith-only").to_dict("records")
+        if rows and rows[0]["status"] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    [row] = rows
+    assert row["status"] == "done"
+    assert json.loads(row["spec"])["scorer"] == SCORER
