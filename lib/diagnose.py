@@ -20,8 +20,10 @@ import pandas as pd
 from lib.harness import Instrument, aggregate, score_samples
 from lib.judges.base import Judge
 from lib.metrics import METRIC_NAMES, get_metric
+from lib.noise import metric_noise
 from lib.prompts import fields_read, lint, template_diff
 from lib.records import CANARY, MAIN
+from lib.segments import boundary_runs
 from lib.stats import robust_step_sd, step_flags
 from lib.store import Store
 
@@ -187,6 +189,7 @@ class Jump:
     threshold: float
     noise_sd: float
     suspects: tuple[Suspect, ...]
+    across_instruments: bool = False   # the instrument differs from the run before: a step between segments
 
     @property
     def ratio(self) -> float:
@@ -229,8 +232,8 @@ def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
 
 
 def trend_noise(history: pd.DataFrame) -> dict[str, float]:
-    """Per metric: the robust noise sd of one run's score (see stats.robust_step_sd)."""
-    return {m: robust_step_sd(g["score"].tolist()) for m, g in history.groupby("metric")}
+    """Per metric: the run-to-run spread, the sd of one run's score (lib.noise)."""
+    return {m: n.spread for m, n in metric_noise(history).items()}
 
 
 def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = None, k: float = JUMP_K,
@@ -245,11 +248,13 @@ def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = N
     h = history if history is not None else store.metric_history(suite=suite, metrics=metrics)
     jumps: list[Jump] = []
     changes_cache: dict[str, RunChanges] = {}
+    spreads = metric_noise(h)
+    boundaries = boundary_runs(h)
     for m, g in h.groupby("metric", sort=False):
         g = g.dropna(subset=["score"]).reset_index(drop=True)
         scores = g["score"].tolist()
-        flags, threshold = step_flags(scores, k=k)
-        sd = robust_step_sd(scores)
+        sd = spreads[str(m)].spread if str(m) in spreads else robust_step_sd(scores)
+        flags, threshold = step_flags(scores, k=k, sd=sd)
         for i, flagged in enumerate(flags):
             if not flagged:
                 continue
@@ -257,7 +262,8 @@ def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = N
             if rid not in changes_cache:
                 changes_cache[rid] = run_changes(store, rid, prev, suite=suite)
             jumps.append(Jump(m, rid, prev, g.loc[i, "started_at"], scores[i - 1], scores[i],
-                              scores[i] - scores[i - 1], threshold, sd, suspects_for(changes_cache[rid], m)))
+                              scores[i] - scores[i - 1], threshold, sd, suspects_for(changes_cache[rid], m),
+                              rid in boundaries.get(str(m), set())))
     return sorted(jumps, key=lambda j: (j.started_at, j.metric))
 
 

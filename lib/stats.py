@@ -135,16 +135,23 @@ def robust_step_sd(values: Sequence[float]) -> float:
     return 1.4826 * mad / math.sqrt(2)
 
 
-def step_flags(values: Sequence[float], *, k: float = 4.0, floor: float = 0.005) -> tuple[list[bool], float]:
+def jump_threshold(sd: float, *, k: float = 4.0, floor: float = 0.005) -> float:
+    """k noise sds of a difference of two runs (k·√2·sd), at least `floor` (nan sd counts as 0)."""
+    return max(k * math.sqrt(2) * (sd if not math.isnan(sd) else 0.0), floor)
+
+
+def step_flags(values: Sequence[float], *, k: float = 4.0, floor: float = 0.005,
+               sd: float | None = None) -> tuple[list[bool], float]:
     """Flag consecutive changes larger than k noise sds of a difference.
 
     Returns (flags, threshold) with flags[i] for the step from values[i-1] to
     values[i] (flags[0] is False). k = 4 keeps false alarms rare over hundreds
     of steps (about 6 in 100,000 under normal noise); `floor` stops a perfectly
-    quiet series from flagging rounding noise.
+    quiet series from flagging rounding noise. `sd` is the noise sd of one run
+    (default: robust_step_sd of the values; lib.noise passes the spread measured
+    within comparable segments).
     """
-    sd = robust_step_sd(values)
-    threshold = max(k * math.sqrt(2) * (sd if not math.isnan(sd) else 0.0), floor)
+    threshold = jump_threshold(robust_step_sd(values) if sd is None else sd, k=k, floor=floor)
     flags = [False]
     for prev, cur in itertools.pairwise(values):
         ok = prev is not None and cur is not None and not (math.isnan(prev) or math.isnan(cur))
