@@ -510,8 +510,8 @@ def _classify(mspec, arm: str, base: _Arm, abl: _Arm, band: float | None, repeat
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common)
     beyond = pd.excludes_zero and abs(pd.mean) > (band or 0.0)
-    noise_words = (f"the noise band (±{band:.3f}, {repeats} repeats)" if band is not None
-                   else "a noise band (not measured: 1 repeat)")
+    noise_words = (f"the judge repeat band (±{band:.3f}: 2 x the judge repeat spread over {repeats} repeats)"
+                   if band is not None else "a judge repeat band (not measured: 1 repeat)")
     ratio_words = f"{abs(pd.mean) / band:.0f}x {noise_words}" if band else f"beyond its CI, against {noise_words}"
     move = f"moves {_fmt(pd.mean)} (95% CI {_fmt(pd.lo)} to {_fmt(pd.hi)})"
     tail = f"n={len(common)} samples"
@@ -583,7 +583,7 @@ def _four_readings(verdicts: list[ArmVerdict], replay: list[ReplayCheck]) -> Fou
     ind = 1 - (1 - a) * (1 - b)
     noise = gt.noise
     leak = wired - a
-    noise_txt = f" (noise band ±{noise:.3f})" if noise else ""
+    noise_txt = f" (judge repeat band ±{noise:.3f})" if noise else ""
     sentence = (f"Faithfulness reads {wired:.2f} as wired, {a:.2f} with ground_truth blanked and {b:.2f} with "
                 f"contexts blanked{noise_txt}. The reference adds {leak:+.2f}; alone it supports {b:.2f} of claims. "
                 f"If passages and reference were independent channels of support, together they would give "
@@ -595,7 +595,7 @@ def _summary(verdicts: list[ArmVerdict], replay: list[ReplayCheck]) -> str:
     leaks = sorted((v for v in verdicts if v.kind == LEAK), key=lambda v: -abs(v.delta or 0))
     if leaks:
         v = leaks[0]
-        ratio = f", {v.ratio:.0f}x the noise band" if v.ratio else ""
+        ratio = f", {v.ratio:.0f}x the judge repeat band" if v.ratio else ""
         more = f" ({len(leaks) - 1} more leaking cell(s))" if len(leaks) > 1 else ""
         return (f"wiring leak: {v.metric} moves {abs(v.delta or 0):.2f} when {_fields_words(v.arm)} is blanked"
                 f"{ratio}{more}.")

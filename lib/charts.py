@@ -51,7 +51,7 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                                  showlegend=False))
         fig.add_trace(go.Scatter(x=x, y=y - band, mode="lines", line=dict(width=0), fill="tonexty",
                                  fillcolor="rgba(96,125,139,0.18)", hoverinfo="skip",
-                                 name=f"noise band ±{band:.3f}"))
+                                 name=f"band ±{band:.3f} (2 × run-to-run spread)"))
     hover = [f"{safe(r.run_id)}<br>judge {safe(r.judge_model)} · prompt {safe(r.prompt_hash)}"
              for r in s.itertuples(index=False)]
     fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=metric, customdata=ids, text=hover,
@@ -79,13 +79,16 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                                      marker=dict(symbol="triangle-down", size=10,
                                                  color=CHANGE_COLOURS.get(str(kind), "#546e7a"))))
     if jumps is not None and not jumps.empty:
-        jtext = [f"jump {r.before:.3f} -> {r.after:.3f} ({r.delta:+.3f}, {r.x_threshold:.1f}x threshold)"
-                 f"<br>first suspect: {safe(r.first_suspect, 160)}" for r in jumps.itertuples(index=False)]
+        jtext = [f"jump {r.before:.3f} -> {r.after:.3f} ({r.delta:+.3f}, {r.x_threshold:.1f}x the jump threshold)"
+                 + ("<br>across instruments: test it with the 2x2 split" if getattr(r, "across_instruments", False)
+                    else "") + f"<br>first suspect: {safe(r.first_suspect, 160)}"
+                 for r in jumps.itertuples(index=False)]
         fig.add_trace(go.Scatter(x=jumps["started_at"], y=jumps["after"], mode="markers", name="jump beyond noise",
                                  customdata=jumps["run_id"].astype(str).tolist(), text=jtext,
                                  marker=dict(symbol="circle-open", size=15, color=JUMP_COLOUR, line=dict(width=2.5)),
                                  hovertemplate="%{text}<extra></extra>"))
-    title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>noise band ±{band:.3f}</span>"
+    title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>band ±{band:.3f} = 2 × run-to-run "
+                            f"spread</span>"
                             if band is not None and band == band else "")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=70 if legend else 40, b=10), hovermode="closest",
                       title=dict(text=title, font=dict(size=15)), clickmode="event+select", showlegend=legend,

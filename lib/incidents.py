@@ -21,6 +21,8 @@ import pandas as pd
 from lib import history_store as hs
 from lib.diagnose import CanaryStatus, Jump
 from lib.errors import InputError
+from lib.records import MAIN
+from lib.rejudge import Series, finished_series
 from lib.store import Store
 
 OPEN = "open"
@@ -218,6 +220,19 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
                 StateChange(r.state, r.note, r.user_name, pd.Timestamp(r.set_at).to_pydatetime()))
     out = [Incident(**{**i.__dict__, "changes": tuple(changes.get(i.incident_id, ()))}) for i in out]
     return sorted(out, key=lambda i: (i.started_at, i.kind, i.metric))
+
+
+def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Series]]:
+    """Every incident of a store (with their states), and its finished re-judged series."""
+    from lib.diagnose import canary_status, find_jumps, lint_status
+
+    history = store.metric_history(suite=suite)
+    series = finished_series(store)
+    found = build(find_jumps(store, history=history), canary=canary_status(store), lint=lint_status(store),
+                  history=history, ablations=store.ablations(),
+                  series={s.series_id: (s.frame, s.threshold) for s in series},
+                  series_labels={s.series_id: s.name for s in series}, states=hs.incident_states(store))
+    return found, series
 
 
 def open_first(incidents: Sequence[Incident]) -> list[Incident]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import pandas as pd
@@ -208,7 +208,8 @@ def run_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *,
                         prompt_hash=spec.prompt_hash, binding=spec.binding, label=spec.label,
                         total=sum(counts.values()))
         with store.transaction() as cur:  # the series names its template by hash, like a recorded run
-            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", [spec.prompt_hash, spec.metric, spec.template])
+            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)",
+                        [spec.prompt_hash, spec.metric, spec.template])
         done_runs = hs.series_done_runs(store, sid)
         done = sum(counts[r] for r in done_runs)
         total = sum(counts.values())

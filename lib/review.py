@@ -22,7 +22,7 @@ from datetime import date, datetime, time, timedelta
 
 import pandas as pd
 
-from lib import diagnose
+from lib import diagnose, incidents
 from lib.ablation import INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, AblationResult
 from lib.metrics import get_metric
 from lib.records import MAIN
@@ -248,6 +248,7 @@ class Review:
     canary_baseline: float | None
     canary_threshold: float | None
     ablations: tuple[AblationBrief, ...]
+    still_open: tuple[str, ...] = ()          # incidents started by the range's end and not closed: carried forward
 
     @property
     def title(self) -> str:
@@ -268,9 +269,11 @@ class Review:
     @property
     def headline(self) -> tuple[str, ...]:
         """The findings in sentences, most important first: what to say in the meeting."""
+        carried = ((f"{len(self.still_open)} incident(s) still open (carried forward until someone closes them); "
+                    f"the oldest: {self.still_open[0]}",) if self.still_open else ())
         if not self.runs:
-            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.",)
-        out = []
+            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.", *carried)
+        out = list(carried)
         if self.jumps:
             sides = [f.side for f in self.jumps]
             out.append(f"{len(self.jumps)} move(s) beyond noise in {len(self.runs)} run(s): "
@@ -352,10 +355,13 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                                float(canary.threshold or 0.0))
                    for r in frame.itertuples(index=False) if r.alarm)
 
+    found, _ = incidents.load(store, suite=suite)
+    still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
+                  if i.started_at < hi)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),
-                  len(frame), alarms, canary.baseline, canary.threshold, ablations)
+                  len(frame), alarms, canary.baseline, canary.threshold, ablations, still)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -374,6 +380,8 @@ def review_markdown(rev: Review) -> str:
                                                  if rev.runs else "."), "",
            "## Summary", "", *_bullets(rev.headline, "Nothing to report."), ""]
 
+    out += ["## Still open", "", *_bullets(rev.still_open, "Nothing is open: every incident is explained or "
+                                                             "accepted."), ""]
     out += ["## What moved beyond noise", ""]
     if rev.jumps:
         out += ["| metric | run | before | after | change | x threshold | first suspect | test | ablation |",

@@ -17,7 +17,9 @@ import pandas as pd
 
 from lib.diagnose import Jump, RunChanges, Split
 from lib.metrics import METRIC_NAMES, get_metric
-from lib.stats import Flips, PairedDiff, flips, paired_bootstrap, robust_step_sd, step_flags
+from lib.noise import metric_noise
+from lib.segments import last_same_instrument
+from lib.stats import Flips, PairedDiff, flips, paired_bootstrap
 
 PAGE_ABLATION = "pages/ablation.py"
 PAGE_COMPARE = "pages/compare.py"
@@ -42,14 +44,15 @@ class MetricCard:
     metric: str
     run_id: str
     score: float | None
-    previous: float | None
+    previous: float | None    # the last earlier run measured with the same instrument (None: there is none)
     delta: float | None
-    threshold: float          # the jump threshold of a run-to-run change (stats.step_flags)
-    noise_sd: float           # the robust noise sd of one run's score
+    threshold: float          # the jump threshold (lib.noise)
+    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.noise)
     spark: tuple[float, ...]  # the last SPARK_RUNS scores, oldest first
     judge_model: str | None
     n: int
     n_failed: int
+    previous_run: str | None = None
 
     @property
     def beyond_noise(self) -> bool:
@@ -57,22 +60,24 @@ class MetricCard:
 
 
 def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS) -> list[MetricCard]:
-    """Per metric (registry order): latest score, delta since the previous scored run, sparkline values."""
+    """Per metric (registry order): latest score, its change since the last run measured with the same
+    instrument (lib.segments), the run-to-run spread and jump threshold (lib.noise), sparkline values."""
     cards = []
+    spreads = metric_noise(history)
     for metric in ordered_metrics(history["metric"].unique().tolist() if not history.empty else []):
         g = history[history["metric"] == metric].dropna(subset=["score"]).reset_index(drop=True)
         if g.empty:
             continue
         scores = g["score"].astype(float).tolist()
-        _, threshold = step_flags(scores)
         last = g.iloc[-1]
-        prev = scores[-2] if len(scores) > 1 else None
+        same = last_same_instrument(g, metric)
+        prev = same[1] if same else None
         cards.append(MetricCard(
             metric=metric, run_id=str(last["run_id"]), score=scores[-1], previous=prev,
-            delta=scores[-1] - prev if prev is not None else None, threshold=threshold,
-            noise_sd=robust_step_sd(scores), spark=tuple(scores[-spark_runs:]),
+            delta=scores[-1] - prev if prev is not None else None, threshold=spreads[metric].threshold,
+            noise_sd=spreads[metric].spread, spark=tuple(scores[-spark_runs:]),
             judge_model=last["judge_model"] if isinstance(last["judge_model"], str) else None,
-            n=int(last["n"]), n_failed=int(last["n_failed"])))
+            n=int(last["n"]), n_failed=int(last["n_failed"]), previous_run=same[0] if same else None))
     return cards
 
 
@@ -194,9 +199,11 @@ def jumps_frame(jumps: Sequence[Jump]) -> pd.DataFrame:
     """Jumps as a table: when, metric, before, after, delta, ratio to threshold, first suspect."""
     rows = [{"started_at": j.started_at, "run_id": j.run_id, "metric": j.metric, "before": j.before,
              "after": j.after, "delta": j.delta, "x_threshold": j.ratio,
-             "first_suspect": j.suspects[0].description if j.suspects else ""} for j in jumps]
+             "across_instruments": j.across_instruments,
+             "first_suspect": ("across instruments: test with the 2x2 split; " if j.across_instruments else "")
+             + (j.suspects[0].description if j.suspects else "")} for j in jumps]
     return pd.DataFrame(rows, columns=["started_at", "run_id", "metric", "before", "after", "delta", "x_threshold",
-                                       "first_suspect"])
+                                       "across_instruments", "first_suspect"])
 
 
 # -- run -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import access, charts, gate, review, trust
+from lib import access, charts, gate, noise, review, trust
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -148,7 +148,8 @@ def render_result(row: dict, run_label: str) -> None:
     st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
                     config={"displayModeBar": False})
 
-    st.subheader("Verdicts")
+    st.subheader("Verdicts", help=f"±figures in these verdicts are the judge repeat band: 2 x the "
+                 f"{noise.JUDGE_SPREAD}. {noise.HELP[noise.JUDGE_SPREAD]}")
     for v in sorted(result.verdicts, key=lambda v: LEVEL_ORDER[review.sentence_level(v.kind)]):
         BANNERS[review.sentence_level(v.kind)](md(v.sentence))
     for r in result.replay:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import diagnose, ui, views
+from lib import diagnose, noise, ui, ui_history, views
 from lib.diagnose import CanaryStatus, Jump
 from lib.metrics import wiring_table
 from lib.records import CANARY, MAIN
@@ -40,6 +40,11 @@ def load_lint(db_path: str, version: str) -> pd.DataFrame:
     return diagnose.lint_status(ui.open_store(db_path))
 
 
+@st.cache_data(show_spinner=False)
+def load_incidents(db_path: str, version: str):
+    return ui_history.load_incidents(db_path, version)
+
+
 # -- lib calls ---------------------------------------------------------------------------------
 history = load_history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
@@ -60,6 +65,8 @@ st.title("Overview")
 st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} at {summary.latest_at:%Y-%m-%d %H:%M}. "
            f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 
+ui_history.incident_panel(ctx, history, *load_incidents(ctx.db_path, ui_history.version(ctx)))
+
 for col, card in zip(st.columns(len(cards)), cards, strict=True):
     with col:
         st.metric(
@@ -67,11 +74,15 @@ for col, card in zip(st.columns(len(cards)), cards, strict=True):
             f"{card.score:.3f}" if card.score is not None else "—",
             f"{round(card.delta, 3) + 0.0:+.3f}" if card.delta is not None else None,  # no "-0.000"
             delta_color="normal" if card.beyond_noise else "off",
-            delta_description="beyond noise" if card.beyond_noise else "within noise",
+            delta_description=("beyond the jump threshold" if card.beyond_noise else "within the jump threshold")
+            if card.previous_run else "first run with this instrument",
             chart_data=list(card.spark), chart_type="line", border=True,
             help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
-                  f"n={card.n}, {card.n_failed} failed. Noise sd of one run ±{card.noise_sd:.3f}; a run-to-run "
-                  f"change beyond ±{card.threshold:.3f} is flagged. Sparkline: the last {len(card.spark)} runs."),
+                  f"n={card.n}, {card.n_failed} failed. Change against "
+                  f"{ui.md_literal(card.previous_run or 'no earlier run')}, the last run measured with the same "
+                  f"instrument. {noise.label(noise.RUN_SPREAD, card.noise_sd)}: {noise.HELP[noise.RUN_SPREAD]} "
+                  f"{noise.label(noise.JUMP_THRESHOLD, card.threshold)}: {noise.HELP[noise.JUMP_THRESHOLD]} "
+                  f"Sparkline: the last {len(card.spark)} runs."),
         )
 
 left, right = st.columns([3, 2], gap="large")
@@ -84,7 +95,9 @@ with left:
             arrow = "up" if j.delta > 0 else "down"
             st.markdown(f":{'red' if j.ratio >= 2 else 'orange'}[**{ui.md_literal(j.metric)}** {arrow} "
                         f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
-                        f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d}).")
+                        f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
+                        + (", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
+                        help=noise.HELP[noise.JUMP_THRESHOLD])
             st.caption("Suspects, most likely first:")
             for a in views.suspect_actions(j):
                 st.text(f"{a.kind}: {a.description}")

@@ -13,6 +13,7 @@ from datetime import date, timedelta
 import streamlit as st
 
 import lib.ui
+import lib.ui_history
 from lib import review
 
 RANGE_KEY = "rev_range"
@@ -66,7 +67,7 @@ if len(picked) != 2:
     st.stop()
 start, end = picked
 lib.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
-rev = load_review(ctx.db_path, version, start, end)
+rev = load_review(ctx.db_path, lib.ui_history.version(ctx), start, end)
 
 # -- the summary: what to say first ----------------------------------------------------------------------------
 st.header(md(rev.title))
@@ -79,6 +80,13 @@ m5.metric("Canary alarms", f"{len(rev.canary_alarms)} of {rev.canary_runs}")
 m6.metric("Ablations", len(rev.ablations))
 with st.container(border=True):
     st.markdown("\n".join(f"- {md(line)}" for line in rev.headline))
+
+st.subheader(f"Still open ({len(rev.still_open)})")
+if rev.still_open:
+    st.markdown("\n".join(f"- {md(line)}" for line in rev.still_open))
+    st.page_link("pages/overview.py", label="Explain or accept them on the Overview", icon=":material/flag:")
+else:
+    st.caption("Nothing is open: every incident is explained or accepted.")
 
 # -- what moved ------------------------------------------------------------------------------------------------
 st.subheader("What moved beyond noise")

@@ -9,10 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import charts, diagnose, ui, views
+from lib import charts, diagnose, history_charts, noise, rejudge, segments, ui, ui_history, views
 from lib.diagnose import Jump
 from lib.records import MAIN
-from lib.stats import noise_band
 
 ctx = ui.sidebar()
 
@@ -47,6 +46,11 @@ def load_noise(db_path: str, version: str) -> dict[str, float]:
     return diagnose.trend_noise(load_history(db_path, version))
 
 
+@st.cache_data(show_spinner=False)
+def load_series(db_path: str, version: str) -> list[rejudge.Series]:
+    return rejudge.finished_series(ui.open_store(db_path))
+
+
 history = load_history(ctx.db_path, ctx.version)
 st.title("Trends")
 if history.empty:
@@ -72,20 +76,30 @@ since, until = views.day_bounds(first, last)
 window = views.in_range(history, since, until)
 events = views.in_range(load_events(ctx.db_path, ctx.version), since, until)
 jumps = views.in_range(views.jumps_frame(load_jumps(ctx.db_path, ctx.version)), since, until)
-noise = load_noise(ctx.db_path, ctx.version)
+noise_sd = load_noise(ctx.db_path, ctx.version)
+series = load_series(ctx.db_path, ui_history.version(ctx))
 figures = {
     m: charts.trend_figure(window[window["metric"] == m], metric=m,
                            events=views.events_for(events, [m]),
-                           jumps=jumps[jumps["metric"] == m], band=noise_band(noise.get(m, float("nan"))),
+                           jumps=jumps[jumps["metric"] == m], band=noise.band(noise_sd.get(m, float("nan"))),
                            height=300 if len(shown) > 1 else 460, legend=len(shown) == 1)
     for m in shown
 }
+for m, fig in figures.items():  # comparable segments shaded; each re-judged series as a second line
+    mine = window[window["metric"] == m]
+    history_charts.shade_segments(fig, segments.segments(mine), y=float(mine["score"].min()) - 0.01)
+    for s in series:
+        if s.metric == m:
+            history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))
 
 # -- render ------------------------------------------------------------------------------------
-st.caption("Grey band: ±2 judge-noise sd around each score (noise from the trend's run-to-run differences). "
-           "Dotted lines and triangles: recorded changes (purple judge model, orange prompt, brown binding, blue "
-           "pipeline; hover for what changed). Red rings: jumps beyond the threshold. Click any point to open that "
-           "run.")
+st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted stretches: runs measured with one "
+           "instrument (comparable segments; hover the squares at the bottom). Dotted lines and triangles: recorded "
+           "changes (purple judge model, orange prompt, brown binding, blue pipeline; hover for what changed). Red "
+           "rings: jumps beyond the jump threshold. Dashed green: a re-judged series, with its own jumps (diamonds). "
+           "Click any point to open that run.",
+           help=f"{noise.HELP[noise.RUN_SPREAD]}  \n{noise.HELP[noise.JUMP_THRESHOLD]}")
+ui_history.rejudge_panel(ctx, shown, window.drop_duplicates("run_id")["run_id"].tolist())
 grid = st.columns(2) if len(shown) > 1 else [st.container()]
 for i, m in enumerate(shown):
     with grid[i % len(grid)]:

@@ -1,0 +1,165 @@
+"""Streamlit glue for the whole story of a metric: re-judged history, incidents and their states.
+
+The Trends page calls rejudge_panel (choose runs and an instrument, see the
+cost, launch, watch progress); the Overview calls incident_panel (open
+incidents first, oldest first, with their evidence and a state form). The
+logic lives in lib.rejudge, lib.incidents and lib.standing; this module only
+lays widgets out and calls them. Stored text (notes, run ids, templates) is
+shown as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from lib import history_store as hs
+from lib import incidents, rejudge, standing
+from lib.errors import EvaldriftError
+from lib.judges import OfflineJudge, OpenAIJudge
+from lib.judges.base import Judge
+from lib.prompts import BINDINGS
+from lib.rejudge_jobs import RejudgeRunner
+from lib.report import md_escape as md
+from lib.ui import ABLATION_NOISE, OFFLINE, Context, load_settings, open_store
+
+TRUSTED = "trusted (default)"
+
+
+def judge_for_rejudge(spec: rejudge.RejudgeSpec) -> Judge:
+    """The judge a re-judge spec names: the offline judge, or the model on the operator's endpoint."""
+    if spec.endpoint == OFFLINE:
+        return OfflineJudge(spec.judge, noise=ABLATION_NOISE)
+    s = load_settings()
+    return OpenAIJudge(spec.judge, base_url=spec.endpoint, api_key=s.api_key, timeout=s.judge_timeout,
+                       concurrency=s.judge_concurrency)
+
+
+@st.cache_resource
+def rejudge_runner(path: str) -> RejudgeRunner:
+    return RejudgeRunner(open_store(path), judge_for_rejudge)
+
+
+def version(ctx: Context) -> str:
+    """The data version including series and incident states (a cache key for page loaders)."""
+    return f"{ctx.version}|{hs.version(ctx.store)}"
+
+
+def current_user(key: str) -> str:
+    """Who is acting: the logged-in user when login is on, else a name typed into a field (kept per session)."""
+    try:
+        if st.user.get("is_logged_in"):
+            return str(st.user.get("email") or st.user.get("name") or "signed-in user")
+    except Exception:  # st.user unavailable outside a running app
+        pass
+    return st.text_input("Your name", key=key, help="Recorded with the state change (login is off).")
+
+
+@st.cache_data(show_spinner="Counting what the re-judge will cost...")
+def _estimate(db_path: str, version: str, spec_dict: dict, cacheable: bool) -> rejudge.RejudgeCost:
+    return rejudge.estimate(open_store(db_path), rejudge.RejudgeSpec.from_dict(spec_dict), cacheable=cacheable)
+
+
+def _instrument(ctx: Context, metric: str) -> tuple[str, str, str]:
+    """The instrument widgets: template (trusted default or any stored one) and binding; returns (template,
+    binding, label)."""
+    trusted = rejudge.trusted_instrument(ctx.store, metric)
+    prompts = ctx.store.prompts()
+    hashes = prompts[prompts["metric"] == metric]["prompt_hash"].tolist()
+    c1, c2 = st.columns([3, 1])
+    choice = c1.selectbox("Instrument (judge prompt)", [TRUSTED, *hashes], key="rj_prompt",
+                          help=f"Trusted: {trusted.source}. Any stored template of this metric may be chosen.")
+    if choice == TRUSTED:
+        c2.selectbox("Binding", [trusted.binding], key="rj_binding_trusted", disabled=True)
+        return trusted.template, trusted.binding, trusted.source
+    binding = c2.selectbox("Binding", list(BINDINGS), key="rj_binding")
+    return ctx.store.prompt(choice) or "", binding, f"prompt {choice}, {binding}"
+
+
+def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) -> None:
+    """Choose a metric, the runs shown and an instrument; see the cost; launch; watch progress."""
+    with st.expander("Re-judge this history with one instrument", expanded="rj_series" in st.session_state):
+        st.caption("Every run in the range is judged again with one instrument, so every step of the new line is "
+                   "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
+        metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
+        template, binding, label = _instrument(ctx, metric)
+        try:
+            spec = rejudge.RejudgeSpec(metric, tuple(run_ids), template, binding, judge=ctx.judge,
+                                       endpoint=ctx.endpoint, label=f"{label}, {ctx.judge}")
+        except EvaldriftError as exc:
+            st.error(md(exc))
+            return
+        cost = _estimate(ctx.db_path, version(ctx), spec.to_dict(), ctx.endpoint != OFFLINE)
+        st.info(md(cost.sentence), icon=":material/payments:")
+        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch"):
+            st.session_state["rj_series"] = rejudge_runner(ctx.db_path).submit(spec)
+        sid = st.session_state.get("rj_series")
+        if sid:
+            _progress(ctx.db_path, sid)
+
+
+@st.fragment(run_every=1.0)
+def _progress(db_path: str, series_id: str) -> None:
+    status = rejudge_runner(db_path).status(series_id)
+    if status.state == "done":
+        st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
+        if not st.session_state.get(f"rj_drawn_{series_id}"):
+            st.session_state[f"rj_drawn_{series_id}"] = True
+            st.rerun(scope="app")
+        return
+    if status.state in ("failed", "stalled"):
+        st.error(f"Re-judge {md(series_id)} {status.state}: {md(status.error or 'its process ended')}. "
+                 "Launch it again to resume where it stopped.")
+        return
+    label = (f"Re-judging: {status.done} of {status.total} judgings ({status.fraction:.0%})" if status.total
+             else "Queued: waiting for the worker...")
+    st.progress(status.fraction, text=label)
+
+
+# -- incidents ----------------------------------------------------------------------------------
+def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident], list[rejudge.Series]]:
+    """Every incident (with states) and every finished re-judged series of the store."""
+    return incidents.load(open_store(db_path))
+
+
+def incident_panel(ctx: Context, history, found: list[incidents.Incident], series: list[rejudge.Series]) -> None:
+    """Open incidents first (oldest first) with the level against the trusted baseline, then the closed ones."""
+    still = incidents.open_first(found)
+    st.subheader(f"Open incidents ({len(still)})")
+    for s in standing.standing(history, found, series):
+        st.markdown(f"**{md(s.sentence)}**")
+        st.caption(md(s.same_instrument_sentence))
+    if not still:
+        st.success("Nothing is open: every incident has been explained or accepted.")
+    user = current_user("incident_user") if found else ""
+    for inc in still:
+        _incident(ctx, inc, user)
+    closed = [i for i in found if not i.is_open]
+    if closed:
+        with st.expander(f"Explained or accepted ({len(closed)})"):
+            for inc in closed:
+                _incident(ctx, inc, user)
+
+
+def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
+    with st.container(border=True):
+        colour = "red" if inc.is_open else "green"
+        st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
+        with st.expander("Evidence"):
+            for line in inc.evidence:
+                st.text(line)
+            for c in inc.changes:
+                st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
+        with st.form(f"form_{inc.incident_id}", border=False):
+            c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+            state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state),
+                                 key=f"state_{inc.incident_id}")
+            note = c2.text_input("Note", key=f"note_{inc.incident_id}")
+            if c3.form_submit_button("Record"):
+                try:
+                    incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=user)
+                except EvaldriftError as exc:
+                    st.error(md(exc))
+                else:
+                    st.rerun()
