@@ -142,7 +142,7 @@ class RejudgeCost:
     judgings: int          # samples to judge over all runs
     stored: int            # already in the store (a resumed or finished series)
     from_cache: int        # judgings the call cache answers (held replies, or an identical request called first)
-    calls: int             # judge calls left
+    calls: int             # judge calls left (at most: an excluded sample makes none)
     prompt_tokens: int     # estimated, for the calls left (about CHARS_PER_TOKEN characters a token)
     offline: bool
 
@@ -166,6 +166,8 @@ def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost
     counts = hs.sample_counts(store, spec.run_ids, spec.suite)
     judgings = sum(counts.values())
     stored = sum(counts.get(r, 0) for r in done)
+    if not cacheable:  # every judging is a call (an excluded sample, e.g. an empty answer, makes none)
+        return RejudgeCost(len(spec.run_ids), judgings, stored, 0, judgings - stored, 0, spec.endpoint == "offline")
     todo: list[tuple[str, int]] = []
     for rid in spec.run_ids:
         if rid in done:
@@ -174,12 +176,10 @@ def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost
             prompt, items = build_prompt(spec.template, spec.metric, s, spec.binding)
             if items:
                 todo.append((_request(spec, prompt).key, len(SYSTEM_MESSAGE) + len(prompt)))
-    if cacheable:  # identical requests: the first is called, the rest are answered from the cache
-        hits = hs.cached_keys(store, list({k for k, _ in todo}))
-        left = list({k: n for k, n in todo if k not in hits}.items())
-        from_cache = len(todo) - len(left)
-    else:
-        left, from_cache = todo, 0
+    # identical requests: the first is called, the rest are answered from the cache
+    hits = hs.cached_keys(store, list({k for k, _ in todo}))
+    left = list({k: n for k, n in todo if k not in hits}.items())
+    from_cache = len(todo) - len(left)
     return RejudgeCost(len(spec.run_ids), judgings, stored, from_cache, len(left),
                        sum(n for _, n in left) // CHARS_PER_TOKEN, spec.endpoint == "offline")
 

@@ -82,6 +82,9 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
     with st.expander("Re-judge this history with one instrument", expanded="rj_series" in st.session_state):
         st.caption("Every run in the range is judged again with one instrument, so every step of the new line is "
                    "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
+        sid = st.session_state.get("rj_series")
+        if sid:
+            _progress(ctx.db_path, sid)
         metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
         template, binding, label = _instrument(ctx, metric)
         try:
@@ -90,13 +93,16 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
         except EvaldriftError as exc:
             st.error(md(exc))
             return
+        if st.button("Count the cost", key="rj_cost", help="Counts the judgings, what the store and the call "
+                     "cache already answer, and the judge calls left, before anything is launched."):
+            st.session_state["rj_costed"] = spec.series_id
+        if st.session_state.get("rj_costed") != spec.series_id:
+            return
         cost = _estimate(ctx.db_path, version(ctx), spec.to_dict(), ctx.endpoint != OFFLINE)
         st.info(md(cost.sentence), icon=":material/payments:")
         if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch"):
             st.session_state["rj_series"] = rejudge_runner(ctx.db_path).submit(spec)
-        sid = st.session_state.get("rj_series")
-        if sid:
-            _progress(ctx.db_path, sid)
+            st.rerun()
 
 
 @st.fragment(run_every=1.0)
