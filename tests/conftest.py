@@ -31,6 +31,25 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,
+    projected template), built once per session. Read-only: copy it before writing."""
+    import shutil
+
+    from lib.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
+    from lib.store import Store
+
+    path = tmp_path_factory.mktemp("rejudged") / "demo.duckdb"
+    shutil.copy(demo_db, path)
+    with Store(path) as store:
+        trusted = trusted_instrument(store, "faithfulness")
+        spec = RejudgeSpec("faithfulness", tuple(store.run_ids()), trusted.template, trusted.binding,
+                           label=trusted.source)
+        run_rejudge(store, spec, OfflineJudge("offline-lexical-v2", noise=0.03))
+    return path
+
+
 @pytest.fixture
 def fresh_db(tmp_path: Path) -> Path:
     """A path for a new DuckDB file (not yet created)."""
