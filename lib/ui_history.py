@@ -162,7 +162,7 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
             state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state),
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")
-            if c3.form_submit_button("Record"):
+            if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):
                 try:
                     incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=user)
                 except EvaldriftError as exc:

@@ -1,0 +1,101 @@
+"""Re-judged history in a real browser: launch it from Trends, watch its progress, see both lines.
+
+`streamlit run app.py` on a 12-run demo (one instrument, 400 samples a run),
+driven by headless Chromium: open Trends for faithfulness, open the re-judge
+panel, count the cost before launch, launch, see the progress bar move, and
+find the recorded line and the re-judged line on the same chart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from lib.demo import build_demo
+from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, new_page, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+RUNS = 12
+DONE_S = 240.0   # 4,800 offline judgings on a busy 2-core machine
+
+_TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(
+    g => g.data.map(t => ({name: t.name || '', points: (t.y || []).length})))"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    work = tmp_path_factory.mktemp("browser-history")
+    db = work / "demo.duckdb"
+    build_demo(db, n_runs=RUNS, workers=1)
+    with StreamlitServer(db, log_dir=work / "logs") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        p.context.close()
+
+
+def test_a_rejudged_history_launched_from_trends_shows_progress_then_both_lines(server: StreamlitServer,
+                                                                               page: Page) -> None:
+    page.goto(f"{server.url}/trends?metric=faithfulness")
+    wait_for_app(page)
+    assert exceptions_shown(page) == []
+    names = [t["name"] for t in page.evaluate(_TRACES_JS)]
+    assert "faithfulness" in names and not any(n.startswith("re-judged") for n in names)
+
+    page.locator(f"{MAIN} summary").filter(has_text="Re-judge this history with one instrument").click()
+    page.locator(".st-key-rj_cost button").click()
+    cost = page.locator('[data-testid="stAlertContentInfo"]').filter(has_text="judgings over")
+    cost.wait_for()
+    assert f"{RUNS * 400} judgings over {RUNS} runs" in cost.inner_text()
+
+    page.locator(".st-key-rj_launch button").click()
+    progress = page.locator(f'{MAIN} [data-testid="stProgress"]')
+    progress.wait_for(timeout=60_000)
+    seen = set()
+    deadline_text = re.compile(r"Re-judging: (\d+) of (\d+) judgings")
+    for _ in range(int(DONE_S * 2)):
+        if page.get_by_text("is done and drawn on the chart").count():
+            break
+        text = page.locator(MAIN).inner_text()
+        m = deadline_text.search(text)
+        if m:
+            assert int(m.group(2)) == RUNS * 400
+            seen.add(int(m.group(1)))
+        page.wait_for_timeout(500)
+    assert seen, "no progress was shown"
+    page.get_by_text("is done and drawn on the chart").wait_for(timeout=DONE_S * 1000)
+    wait_for_app(page)
+
+    traces = {t["name"]: t["points"] for t in page.evaluate(_TRACES_JS)}
+    rejudged = [n for n in traces if n.startswith("re-judged")]
+    assert traces["faithfulness"] == RUNS
+    assert len(rejudged) == 1 and traces[rejudged[0]] == RUNS
+    assert exceptions_shown(page) == []
+    screenshot(page, "trends-rejudged")
+
+    other = new_page(page.context.browser)   # another session sees the stored series without relaunching it
+    try:
+        other.goto(f"{server.url}/trends?metric=faithfulness")
+        wait_for_app(other)
+        assert any(t["name"].startswith("re-judged") for t in other.evaluate(_TRACES_JS))
+    finally:
+        other.context.close()
+
+
+def test_the_server_logged_no_traceback(server: StreamlitServer) -> None:
+    assert "Traceback" not in server.output()
