@@ -84,7 +84,7 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
                    "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
         sid = st.session_state.get("rj_series")
         if sid:
-            _progress(ctx.db_path, sid)
+            _show_status(ctx.db_path, sid)
         metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
         template, binding, label = _instrument(ctx, metric)
         try:
@@ -105,22 +105,27 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
             st.rerun()
 
 
-@st.fragment(run_every=1.0)
-def _progress(db_path: str, series_id: str) -> None:
+def _show_status(db_path: str, series_id: str) -> None:
     status = rejudge_runner(db_path).status(series_id)
-    if status.state == "done":
+    if status.state in ("queued", "running"):
+        _progress(db_path, series_id)
+    elif status.state == "done":
         st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
-        if not st.session_state.get(f"rj_drawn_{series_id}"):
-            st.session_state[f"rj_drawn_{series_id}"] = True
-            st.rerun(scope="app")
-        return
-    if status.state in ("failed", "stalled"):
+    elif status.state in ("failed", "stalled"):
         st.error(f"Re-judge {md(series_id)} {status.state}: {md(status.error or 'its process ended')}. "
                  "Launch it again to resume where it stopped.")
-        return
+
+
+@st.fragment(run_every=1.0)
+def _progress(db_path: str, series_id: str) -> None:
+    """Polls the stored progress (shared by every session); the whole page reruns when the work ends."""
+    status = rejudge_runner(db_path).status(series_id)
+    if status.state not in ("queued", "running"):
+        st.rerun(scope="app")
     label = (f"Re-judging: {status.done} of {status.total} judgings ({status.fraction:.0%})" if status.total
              else "Queued: waiting for the worker...")
     st.progress(status.fraction, text=label)
+    st.caption("Runs on a background worker: you can leave this page; the series is stored as it goes.")
 
 
 # -- incidents ----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ RUNS = 12
 DONE_S = 240.0   # 4,800 offline judgings on a busy 2-core machine
 
 _TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(
-    g => g.data.map(t => ({name: t.name || '', points: (t.y || []).length})))"""
+    g => g.data.map(t => ({name: t.name || '', points: (t.customdata || []).length})))"""
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +58,12 @@ def test_a_rejudged_history_launched_from_trends_shows_progress_then_both_lines(
     assert "faithfulness" in names and not any(n.startswith("re-judged") for n in names)
 
     page.locator(f"{MAIN} summary").filter(has_text="Re-judge this history with one instrument").click()
-    page.locator(".st-key-rj_cost button").click()
+    page.get_by_role("button", name="Count the cost").click()
     cost = page.locator('[data-testid="stAlertContentInfo"]').filter(has_text="judgings over")
     cost.wait_for()
     assert f"{RUNS * 400} judgings over {RUNS} runs" in cost.inner_text()
 
-    page.locator(".st-key-rj_launch button").click()
+    page.get_by_role("button", name=f"Re-judge {RUNS} runs").click()
     progress = page.locator(f'{MAIN} [data-testid="stProgress"]')
     progress.wait_for(timeout=60_000)
     seen = set()

@@ -22,7 +22,7 @@ from lib.samples import EvalSample
 from lib.store import Store
 
 SCRIPT = "<script>alert(1)</script>"
-HEADINGS = ("## Summary", "## What moved beyond noise", "## What changed in the instrument",
+HEADINGS = ("## Summary", "## Still open", "## What moved beyond noise", "## What changed in the instrument",
             "## What changed in the pipeline", "## Canary", "## Ablations")
 
 
@@ -82,7 +82,11 @@ def test_a_quiet_range_lists_no_jumps_changes_or_alarms(demo_store: Store) -> No
     assert rev.jumps == ()
     assert rev.instrument_changes == () and rev.pipeline_changes == ()
     assert rev.canary_runs == 7 and rev.canary_alarms == ()
-    assert rev.headline[0].startswith("Nothing moved beyond noise")
+    # Quiet this week, but what is still open is carried forward first (issue 13): the leak episode and the
+    # retriever regression were never explained or accepted.
+    assert rev.headline[0].startswith(f"{len(rev.still_open)} incident(s) still open")
+    assert any("faithfulness -0.052 at" in line for line in rev.still_open)
+    assert rev.headline[1].startswith("Nothing moved beyond noise")
 
 
 def test_a_range_with_no_runs_says_so(demo_store: Store) -> None:
