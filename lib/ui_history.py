@@ -14,25 +14,39 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from lib import access, gate, incidents, rejudge, standing
 from lib import history_store as hs
-from lib import incidents, rejudge, standing
-from lib.errors import EvaldriftError
+from lib.endpoints import OFFLINE, normalise
+from lib.errors import EvaldriftError, TrustError
 from lib.judges import OfflineJudge, OpenAIJudge
 from lib.judges.base import Judge
+from lib.judges.offline import VARIANTS
 from lib.prompts import BINDINGS
 from lib.rejudge_jobs import RejudgeRunner
 from lib.report import md_escape as md
-from lib.ui import ABLATION_NOISE, OFFLINE, Context, load_settings, open_store
+from lib.trust import ABLATION_NOISE
+from lib.ui import Context, load_settings, open_store
 
 TRUSTED = "trusted (default)"
 
 
 def judge_for_rejudge(spec: rejudge.RejudgeSpec) -> Judge:
-    """The judge a re-judge spec names: the offline judge, or the model on the operator's endpoint."""
-    if spec.endpoint == OFFLINE:
-        return OfflineJudge(spec.judge, noise=ABLATION_NOISE)
+    """The judge for a re-judge, built from this server's settings alone (as trust.server_judge for ablations).
+
+    Raises:
+        TrustError: the spec names an offline judge that does not exist, or an endpoint that is not this
+            server's (where the API key goes is the operator's setting, never the spec's).
+    """
     s = load_settings()
-    return OpenAIJudge(spec.judge, base_url=spec.endpoint, api_key=s.api_key, timeout=s.judge_timeout,
+    if spec.endpoint == OFFLINE:
+        if spec.judge not in VARIANTS:
+            raise TrustError(f"no offline judge {spec.judge!r} (known: {', '.join(VARIANTS)})",
+                             setting="EVALDRIFT_JUDGE_MODEL")
+        return OfflineJudge(spec.judge, noise=ABLATION_NOISE)
+    if normalise(spec.endpoint) != s.endpoint:
+        raise TrustError(f"refused to re-judge on {spec.endpoint}: this server's judge is at {s.endpoint}",
+                         setting="OPENAI_BASE_URL")
+    return OpenAIJudge(spec.judge, base_url=s.base_url, api_key=s.api_key, timeout=s.judge_timeout,
                        concurrency=s.judge_concurrency)
 
 
@@ -46,14 +60,13 @@ def version(ctx: Context) -> str:
     return f"{ctx.version}|{hs.version(ctx.store)}"
 
 
-def current_user(key: str) -> str:
-    """Who is acting: the logged-in user when login is on, else a name typed into a field (kept per session)."""
-    try:
-        if st.user.get("is_logged_in"):
-            return str(st.user.get("email") or st.user.get("name") or "signed-in user")
-    except Exception:  # st.user unavailable outside a running app
-        pass
-    return st.text_input("Your name", key=key, help="Recorded with the state change (login is off).")
+def current_user(ctx: Context, key: str) -> str:
+    """Who is acting: the signed-in user (st.user, through lib.gate) when login is on, else a name typed into
+    a field (kept per session)."""
+    if ctx.user:
+        st.caption(f"Recorded as {md(ctx.user)} (signed in).")
+        return ctx.user
+    return st.text_input("Your name", key=key, help="Recorded with each state change (login is off).")
 
 
 @st.cache_data(show_spinner="Counting what the re-judge will cost...")
@@ -100,7 +113,11 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
             return
         cost = _estimate(ctx.db_path, version(ctx), spec.to_dict(), ctx.endpoint != OFFLINE)
         st.info(md(cost.sentence), icon=":material/payments:")
-        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch"):
+        allowed = access.may_launch(ctx.user, ctx.endpoint, load_settings(), login=gate.login_configured())
+        if not allowed:
+            st.info("Re-judging with a paid judge is launched by the people this server's operator lists "
+                    "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
+        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch", disabled=not allowed):
             st.session_state["rj_series"] = rejudge_runner(ctx.db_path).submit(spec)
             st.rerun()
 
@@ -143,7 +160,7 @@ def incident_panel(ctx: Context, history, found: list[incidents.Incident], serie
         st.caption(md(s.same_instrument_sentence))
     if not still:
         st.success("Nothing is open: every incident has been explained or accepted.")
-    user = current_user("incident_user") if found else ""
+    user = current_user(ctx, "incident_user") if found else ""
     for inc in still:
         _incident(ctx, inc, user)
     closed = [i for i in found if not i.is_open]
