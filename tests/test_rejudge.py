@@ -199,3 +199,21 @@ def test_an_unknown_run_is_refused_before_anything_is_written(small: Store) -> N
     with pytest.raises(NotFoundError):
         rejudge.runs_between(small, small.run_ids()[0], "no-such-run")
     assert rejudge.runs_between(small, small.run_ids()[2], small.run_ids()[1]) == tuple(small.run_ids()[1:3])
+
+
+@pytest.mark.parametrize(("judge", "endpoint", "setting"), [
+    ("offline-lexical-v9", "offline", "EVALDRIFT_JUDGE_MODEL"),     # no such offline judge
+    ("gpt-x", "http://127.0.0.1:9/v1", "OPENAI_BASE_URL"),          # not this server's endpoint
+])
+def test_the_dashboard_builds_a_rejudge_judge_from_the_operators_settings_alone(judge: str, endpoint: str,
+                                                                                setting: str) -> None:
+    from lib.errors import TrustError
+    from lib.ui_history import judge_for_rejudge
+
+    spec = rejudge.RejudgeSpec("faithfulness", ("r1",), DEFAULT_TEMPLATES["faithfulness"], judge=judge,
+                               endpoint=endpoint)
+    with pytest.raises(TrustError) as info:
+        judge_for_rejudge(spec)
+    assert info.value.setting == setting
+    ok = rejudge.RejudgeSpec("faithfulness", ("r1",), DEFAULT_TEMPLATES["faithfulness"])
+    assert isinstance(judge_for_rejudge(ok), OfflineJudge)
