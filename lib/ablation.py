@@ -510,8 +510,8 @@ def _classify(mspec, arm: str, base: _Arm, abl: _Arm, band: float | None, repeat
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common)
     beyond = pd.excludes_zero and abs(pd.mean) > (band or 0.0)
-    noise_words = (f"the judge repeat band (±{band:.3f}: 2 x the judge repeat spread over {repeats} repeats)"
-                   if band is not None else "a judge repeat band (not measured: 1 repeat)")
+    noise_words = (f"the judge repeat band (±{band:.3f}, {repeats} repeats)" if band is not None
+                   else "a judge repeat band (not measured: 1 repeat)")
     ratio_words = f"{abs(pd.mean) / band:.0f}x {noise_words}" if band else f"beyond its CI, against {noise_words}"
     move = f"moves {_fmt(pd.mean)} (95% CI {_fmt(pd.lo)} to {_fmt(pd.hi)})"
     tail = f"n={len(common)} samples"
