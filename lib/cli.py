@@ -79,8 +79,7 @@ def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path:
 
 def _inbox_for(db: Path) -> Path:
     """The inbox the dashboard owning `db` drains (as lib.ui does)."""
-    s = _settings()
-    return s.inbox if db.resolve() == s.db_path.resolve() else db.parent / "inbox"
+    return inbox.folder_for(db)
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -243,17 +242,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     db = _db_path(args, must_exist=False)
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {getattr(exc, 'strerror', None) or exc}", source=args.file) from None
-    try:
-        run = run_from_json(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=args.file) from None
-    except KeyError as exc:
-        raise InputError(f"not a run file: missing key {exc.args[0]!r}", source=args.file) from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"not a run file: {exc}", source=args.file) from None
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=args.file) from None
+    run = run_from_json(data, source=args.file)
     _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
     return EXIT_OK
 
@@ -339,7 +331,7 @@ def format_ablation(result: AblationResult) -> str:
 
 def cmd_ablate(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
-    with Store(db) as store:
+    with inbox.open_drained(db, _inbox_for(db)) as store:
         run_id = store.resolve_run(args.run)
         spec, judge = _ablation_spec(args, run_id)
         try:
@@ -386,7 +378,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(f"{args.template} ({args.metric}, {prompt_hash(text)}) reads {reads}: {status}")
     if args.db is not None or args.template is None:
         db = _db_path(args, must_exist=True)
-        with Store(db) as store:
+        with inbox.open_drained(db, _inbox_for(db)) as store:
             table = lint_status(store)
         for r in table.itertuples(index=False):
             checked += 1
@@ -442,7 +434,7 @@ def format_runs(runs: list[dict[str, object]]) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
-    with Store(db) as store:
+    with inbox.open_drained(db, _inbox_for(db)) as store:
         data = runs_data(store)
     if args.json:
         _print_json(data)
@@ -459,7 +451,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"--out: no folder {out.parent}")
-    with Store(db) as store:
+    with inbox.open_drained(db, _inbox_for(db)) as store:
         run_id = store.resolve_run(args.run)
         results: list[AblationResult] = []
         if args.ablate:

@@ -78,12 +78,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lib import jsontext
 from lib.errors import InputError
 from lib.harness import FAILED, OK, SampleResult
 from lib.metrics import METRIC_NAMES, get_metric
 from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
 from lib.store import Store
+from lib.validate import check_run, text_problem
 
 SAMPLE_ID = "sample_id"
 NO_SCORE = "no score in source"
@@ -162,7 +164,9 @@ def _read_jsonl(data: bytes, source: str) -> pd.DataFrame:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_constant=_BareConstant)
+            obj = jsontext.loads(line, parse_constant=_BareConstant)
+        except jsontext.JsonProblem as exc:
+            raise InputError(str(exc), row=lineno, field=exc.field, source=source) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", row=lineno, source=source) from None
         if not isinstance(obj, dict):
@@ -185,9 +189,20 @@ def _read_csv(path: Path, source: str) -> pd.DataFrame:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise InputError(f"not a readable CSV file: {str(exc).strip()}", source=source) from None
+    _refuse_doubled_header(path, source)  # pandas would rename the second copy "name.1" and use the first
     frame = frame.astype(object).where(frame != "", None)  # an empty cell is CSV's only missing value
     frame.index = pd.RangeIndex(1, len(frame) + 1, name=ROW_INDEX)
     return frame
+
+
+def _refuse_doubled_header(path: Path, source: str) -> None:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        header = next(csv.reader(fh), [])
+    names = [name.strip() for name in header]
+    doubled = [name for k, name in enumerate(names) if name in names[:k]]
+    if doubled:
+        raise InputError(f"the header names column {doubled[0]!r} more than once (which one is meant is not ours "
+                         f"to guess)", field=doubled[0], source=source)
 
 
 def _csv_decode_error(path: Path, source: str) -> InputError:
@@ -331,17 +346,9 @@ def _describe(value: object) -> str:
         return f"bare {value.token} (not JSON)"
     if isinstance(value, str):
         return "a string"
+    if isinstance(value, jsontext.HugeNumber):
+        return repr(value)
     return {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
-
-
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains a NUL character"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"contains an unpaired surrogate {text[exc.start]!r}, which is not valid Unicode text"
-    return None
 
 
 def _text(value: object, canon: str, bad: _Fail) -> str:
@@ -349,7 +356,7 @@ def _text(value: object, canon: str, bad: _Fail) -> str:
         raise bad("missing value: every sample needs this text", canon)
     if not isinstance(value, str):
         raise bad(f"must be text, got {_describe(value)}", canon)
-    problem = _text_problem(value)
+    problem = text_problem(value)
     if problem:
         raise bad(problem, canon)
     return str(value)
@@ -384,7 +391,7 @@ def _contexts(value: object, bad: _Fail) -> tuple[str, ...]:
         if not isinstance(passage, str):
             raise bad(f"passage {k} must be text, got {_describe(passage) if passage is not None else 'null'}",
                       CONTEXTS)
-        problem = _text_problem(passage)
+        problem = text_problem(passage)
         if problem:
             raise bad(f"passage {k} {problem}", CONTEXTS)
         passages.append(str(passage))
@@ -406,7 +413,11 @@ def _score(value: object, metric: str, bad: _Fail) -> float | None:
             raise bad(f"score must be a number in [0, 1], got the text {value!r} "
                       f"(leave the cell empty or null for not scored)", metric)
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer too large for a float
+            raise bad(f"score must be a number in [0, 1], got an integer of {len(str(value))} digits",
+                      metric) from None
     else:
         raise bad(f"score must be a number in [0, 1], got {_describe(value)}", metric)
     if not (0.0 <= number <= 1.0):  # also refuses infinity
@@ -449,16 +460,18 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
             raise InputError(f"template for {name!r} must be non-empty text", field="templates", source=source)
         chosen[canon] = text
     samples, results = records_from_frame(df, source=source)
-    return RunRecord(
+    run = RunRecord(
         run_id=run_id,
         started_at=started_at if started_at is not None else datetime.now().replace(microsecond=0),
-        pipeline=dict(pipeline or {}),
+        pipeline=pipeline if pipeline is not None else {},
         samples={suite: samples},
         metrics=[MetricRecord(metric=m, results=rs, judge_model=judge_model, template=chosen.get(m),
                               binding=binding, suite=suite, scorer=scorer)
                  for m, rs in results.items()],
         fields=present_fields(df),
     )
+    check_run(run, source=source)  # the run-level arguments, by the rules every door shares
+    return run
 
 
 def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,

@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from lib.harness import SampleResult, Verdict
-from lib.judges.base import Usage
+from lib.harness import SampleResult
 from lib.prompts import prompt_hash
 from lib.samples import FIELDS, EvalSample
 
@@ -81,28 +80,11 @@ def run_to_json(run: RunRecord) -> str:
     }, ensure_ascii=False)
 
 
-def run_from_json(text: str) -> RunRecord:
-    """Inverse of run_to_json."""
-    d = json.loads(text)
-    return RunRecord(
-        run_id=d["run_id"],
-        started_at=datetime.fromisoformat(d["started_at"]),
-        pipeline=d["pipeline"],
-        label=d.get("label", ""),
-        fields=tuple(d.get("fields", FIELDS)),
-        samples={suite: [EvalSample(s["sample_id"], s["question"], s["answer"], tuple(s["contexts"]),
-                                    s["ground_truth"]) for s in ss]
-                 for suite, ss in d["samples"].items()},
-        metrics=[MetricRecord(
-            metric=m["metric"], suite=m["suite"], judge_model=m["judge_model"], template=m["template"],
-            binding=m["binding"], fingerprint=m.get("fingerprint"), scorer=m.get("scorer"),
-            output_mode=m.get("output_mode"),
-            results=[SampleResult(r["sample_id"], r["status"], r["score"],
-                                  tuple(Verdict(v["item"], v["label"], v["verdict"], v.get("evidence", ""))
-                                        for v in r["verdicts"]), r.get("reason", ""), usage=Usage())
-                     for r in m["results"]])
-            for m in d["metrics"]],
-    )
+def run_from_json(text: str | bytes, *, source: str = "run file") -> RunRecord:
+    """Inverse of run_to_json, strict: see lib.runjson.parse_run (raises InputError)."""
+    from lib.runjson import parse_run
+
+    return parse_run(text, source=source)
 
 
 def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge, **options) -> RunRecord:

@@ -31,6 +31,7 @@ from lib.metrics import METRICS
 from lib.prompts import BINDINGS
 from lib.records import MAIN, RunRecord
 from lib.samples import FIELDS, EvalSample
+from lib.validate import check_run
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -231,7 +232,7 @@ class Store:
         Raises:
             InputError: naming the sample or metric and field at fault; nothing is written.
         """
-        _validate_run(run)
+        check_run(run)
         sample_rows = []
         for suite, samples in run.samples.items():
             for s in samples:
@@ -638,59 +639,3 @@ class Store:
         with self.transaction() as cur:
             cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
                         [status, json.dumps(result) if result is not None else None, _now(), ablation_id])
-
-
-def _validate_run(run: RunRecord) -> None:
-    src = f"run {run.run_id!r}"
-    if not isinstance(run.run_id, str) or not run.run_id.strip():
-        raise InputError("run id must be a non-empty string", field="run_id", source="run")
-    if not isinstance(run.started_at, datetime):
-        raise InputError("must be a datetime", field="started_at", source=src)
-    try:
-        json.dumps(run.pipeline)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"pipeline config is not JSON-serialisable: {exc}", field="pipeline", source=src) from None
-    ids_by_suite: dict[str, set[str]] = {}
-    for suite, samples in run.samples.items():
-        seen: set[str] = set()
-        for i, s in enumerate(samples, start=1):
-            for name in ("sample_id", "question", "answer", "ground_truth"):
-                if not isinstance(getattr(s, name), str):
-                    raise InputError(f"must be text, got {type(getattr(s, name)).__name__}", row=i, field=name,
-                                     source=f"{src} suite {suite!r}")
-            if not isinstance(s.contexts, tuple) or not all(isinstance(p, str) for p in s.contexts):
-                raise InputError("must be a list of passages (text)", row=i, field="contexts",
-                                 source=f"{src} suite {suite!r}")
-            if s.sample_id in seen:
-                raise InputError(f"duplicate sample id {s.sample_id!r}", row=i, field="sample_id",
-                                 source=f"{src} suite {suite!r}")
-            seen.add(s.sample_id)
-        ids_by_suite[suite] = seen
-    keys = set()
-    for m in run.metrics:
-        where = f"{src} metric {m.metric!r}"
-        if m.metric not in METRICS:
-            raise InputError(f"unknown metric; known: {', '.join(METRICS)}", field="metric", source=where)
-        if (m.suite, m.metric) in keys:
-            raise InputError("metric recorded twice for the same suite", field="metric", source=where)
-        keys.add((m.suite, m.metric))
-        if m.binding is not None and m.binding not in BINDINGS:
-            raise InputError(f"unknown binding {m.binding!r}", field="binding", source=where)
-        known = ids_by_suite.get(m.suite)
-        if known is None:
-            raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
-        seen_ids: set[str] = set()
-        for i, r in enumerate(m.results, start=1):
-            if r.sample_id not in known:
-                raise InputError(f"score for unknown sample {r.sample_id!r}", row=i, field="sample_id", source=where)
-            if r.sample_id in seen_ids:
-                raise InputError(f"sample {r.sample_id!r} scored twice", row=i, field="sample_id", source=where)
-            seen_ids.add(r.sample_id)
-            if r.status not in STATUSES:
-                raise InputError(f"unknown status {r.status!r}", row=i, field="status", source=where)
-            if r.status == OK:
-                if r.score is None or not isinstance(r.score, int | float) or not (0.0 <= r.score <= 1.0):
-                    raise InputError(f"score must be a number in [0, 1], got {r.score!r}", row=i, field="score",
-                                     source=where)
-            elif r.score is not None:
-                raise InputError(f"a {r.status} sample has no score", row=i, field="score", source=where)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import diagnose, noise, ui, ui_history, views
+from lib import diagnose, inbox, noise, ui, ui_history, views
 from lib.diagnose import CanaryStatus, Jump
 from lib.metrics import wiring_table
 from lib.records import CANARY, MAIN
@@ -45,10 +45,23 @@ def load_incidents(db_path: str, version: str):
     return ui_history.load_incidents(db_path, version)
 
 
+def show_rejected(rejections: list[inbox.Rejection]) -> None:
+    """Hand-over files the inbox drain refused: named with their reason, as plain text."""
+    if not rejections:
+        return
+    st.warning(f"{len(rejections)} run file(s) handed over through the inbox were refused and set aside in "
+               f"{ui.md_literal(str(rejections[0].path.parent))}; fix each and record it again "
+               "(`python -m lib record FILE`).", icon=":material/inbox:")
+    st.dataframe(pd.DataFrame({"file": [r.path.name for r in rejections], "reason": [r.reason for r in rejections]}),
+                 hide_index=True, key="overview_rejected")
+
+
 # -- lib calls ---------------------------------------------------------------------------------
+rejected = inbox.rejected(inbox.folder_for(ctx.db_path))
 history = load_history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")
+    show_rejected(rejected)
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
 cards = views.metric_cards(history)
@@ -64,6 +77,7 @@ unattributed = pd.concat([views.unattributed(history),
 st.title("Overview")
 st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} at {summary.latest_at:%Y-%m-%d %H:%M}. "
            f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
+show_rejected(rejected)
 
 ui_history.incident_panel(ctx, history, *load_incidents(ctx.db_path, ui_history.version(ctx)))
 
