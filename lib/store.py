@@ -31,7 +31,7 @@ from lib.metrics import METRICS
 from lib.prompts import BINDINGS
 from lib.records import MAIN, RunRecord
 from lib.samples import FIELDS, EvalSample
-from lib.validate import check_run
+from lib.validate import EARLIEST, LATEST, check_run
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,13 +112,23 @@ class RunBatch:
 
 
 # (query returning the first bad row as run_id, suite, metric, sample_id; field; message). Named parameters:
-# $metrics, $statuses, $bindings (the known values).
+# $metrics, $statuses, $bindings (the known values), $earliest, $latest (lib.validate's start-time window).
+# The same rules as lib.validate.check_run, in SQL.
 _BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
     ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE run_id IS NULL OR trim(run_id) = ''", "run_id",
      "run id must be a non-empty string"),
     ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE started_at IS NULL", "started_at", "must be a datetime"),
     ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE pipeline IS NULL OR NOT json_valid(pipeline)", "pipeline",
      "pipeline config is not JSON"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE json_type(pipeline) <> 'OBJECT'", "pipeline",
+     "pipeline config must be a JSON object"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE started_at < $earliest OR started_at >= $latest",
+     "started_at", "out of range: a run starts between 1970 and 2199"),
+    ("""SELECT run_id, suite, NULL, sample_id FROM _b_samples
+        WHERE contains(sample_id, chr(0)) OR contains(question, chr(0)) OR contains(answer, chr(0))
+           OR contains(ground_truth, chr(0))
+           OR list_bool_or(list_transform(contexts, lambda p: contains(p, chr(0))))""",
+     "sample", "contains a NUL character"),
     ("SELECT run_id, suite, NULL, sample_id FROM _b_samples ANTI JOIN _b_runs USING (run_id)", "run_id",
      "sample of a run that is not in the batch"),
     ("""SELECT run_id, suite, NULL, sample_id FROM _b_samples WHERE sample_id IS NULL OR question IS NULL
@@ -308,7 +318,8 @@ class Store:
                   "_b_inst": batch.instruments}
         for name, frame in frames.items():
             cur.register(name, frame)
-        known = {"metrics": list(METRICS), "statuses": list(STATUSES), "bindings": list(BINDINGS)}
+        known = {"metrics": list(METRICS), "statuses": list(STATUSES), "bindings": list(BINDINGS),
+                 "earliest": EARLIEST, "latest": LATEST}
         try:
             for sql, field_name, message in _BULK_CHECKS:
                 rows = cur.execute(sql + " LIMIT 1", {k: v for k, v in known.items() if f"${k}" in sql}).fetchall()

@@ -204,7 +204,13 @@ def _set(column: str, value: object, row: int = 5):
     ("sample_scores", _set("sample_id", "s-99"), "sample_id", "score for a sample that is not in the batch"),
     ("instruments", _set("binding", "telepathy", row=0), "binding", "unknown binding"),
     ("runs", _set("pipeline", "{not json", row=0), "pipeline", "pipeline config is not JSON"),
-], ids=["score-1.5", "unknown-metric", "unknown-status", "unknown-sample", "unknown-binding", "bad-pipeline"])
+    ("runs", _set("pipeline", "[1, 2]", row=0), "pipeline", "pipeline config must be a JSON object"),
+    ("runs", _set("started_at", pd.Timestamp("2999-12-31"), row=0), "started_at",
+     "out of range: a run starts between 1970 and 2199"),
+    ("samples", _set("question", "a\x00b"), "sample", "contains a NUL character"),
+    ("samples", _set("contexts", ["ok", "a\x00b"]), "sample", "contains a NUL character"),
+], ids=["score-1.5", "unknown-metric", "unknown-status", "unknown-sample", "unknown-binding", "bad-pipeline",
+        "pipeline-list", "started-2999", "nul-question", "nul-passage"])
 def test_a_bad_bulk_row_is_named_and_nothing_is_written(small_store: Path, tmp_path: Path, table: str, edit,
                                                         field: str, message: str) -> None:
     with Store(small_store) as store:
