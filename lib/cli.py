@@ -394,6 +394,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return EXIT_FINDING if flagged else EXIT_OK
 
 
+def _text_or_none(value: object) -> str | None:
+    """A text cell, or None where the frame holds a missing value (pandas 3 string columns give NaN)."""
+    return value if isinstance(value, str) else None
+
+
 def runs_data(store: Store) -> list[dict[str, object]]:
     """Every run with its metrics (both suites), oldest first, as plain values."""
     by_run: dict[str, list[dict[str, object]]] = {}
@@ -402,7 +407,8 @@ def runs_data(store: Store) -> list[dict[str, object]]:
             by_run.setdefault(r.run_id, []).append({
                 "suite": suite, "metric": r.metric, "score": None if r.score is None or math.isnan(r.score)
                 else float(r.score), "n": int(r.n), "n_failed": int(r.n_failed), "n_excluded": int(r.n_excluded),
-                "judge_model": r.judge_model, "prompt_hash": r.prompt_hash, "binding": r.binding})
+                "judge_model": _text_or_none(r.judge_model), "prompt_hash": _text_or_none(r.prompt_hash),
+                "binding": _text_or_none(r.binding)})
     out = []
     for r in store.runs().itertuples(index=False):
         out.append({"run_id": r.run_id, "started_at": r.started_at.isoformat(), "label": r.label or "",

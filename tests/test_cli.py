@@ -326,3 +326,27 @@ def test_readme_documents_every_command_and_exit_code() -> None:
     assert not missing, f"README's command-line section does not document {missing}"
     for code in ("**0**", "**1**", "**2**", "**3**", "module:function"):
         assert code in section
+
+
+def test_runs_lists_a_parquet_run_ingested_without_templates(fresh_db: Path, tmp_path: Path) -> None:
+    # Issue 9 item 7: the README's "your own data" path, no --template: `runs` raised TypeError on NaN hashes.
+    import pandas as pd
+
+    source = tmp_path / "f.parquet"
+    pd.DataFrame(SAMPLES).to_parquet(source)
+    template = tmp_path / "faith.txt"
+    template.write_text(DEFAULT_TEMPLATES["faithfulness"], encoding="utf-8")
+    proc = cli("ingest", "--db", fresh_db, source, "--run-id", "w", "--started-at", "2026-10-01",  # as in the demo
+               "--judge-model", "gpt-judge", "--template", f"faithfulness={template}", "--binding", "projected")
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("ingest", "--db", fresh_db, source, "--run-id", "x")
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("runs", "--db", fresh_db)
+    assert proc.returncode == 0, proc.stderr
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("x ")]
+    assert "unattributed" in line and "n=1" in line
+    proc = cli("runs", "--db", fresh_db, "--json")
+    run = json.loads(proc.stdout)[-1]
+    assert run["run_id"] == "x"
+    assert [(m["metric"], m["judge_model"], m["prompt_hash"], m["binding"]) for m in run["metrics"]] == [
+        ("faithfulness", None, None, None)]
