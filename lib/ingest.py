@@ -29,8 +29,10 @@ to guess.
 Formats, chosen by the file extension:
 - `.jsonl`, `.json`: JSON Lines, one object per line. `contexts` is a JSON
   array; `null` (or a missing key) is a missing value. Blank lines are
-  skipped; the bare tokens `NaN` and `Infinity` are not JSON and are refused.
-- `.csv`: UTF-8, one header line. `contexts` is a JSON array in a cell, e.g.
+  skipped; the bare tokens `NaN` and `Infinity` are not JSON and are refused,
+  and so are a key given twice in one object, an integer of more than 30
+  digits and nesting too deep to be a record (lib.jsontext).
+- `.csv`: UTF-8, one header line naming each column once. `contexts` is a JSON array in a cell, e.g.
   `["p1", "p2"]`. An empty cell is a missing value; CSV cannot tell it from an
   empty string, so a sample with an empty answer needs JSONL or Parquet.
 - `.parquet`: `contexts` is a list-of-string column; null is a missing value,
@@ -56,6 +58,9 @@ Values:
 Run-level facts (run id, start time, pipeline config, judge model, the
 templates and their binding) are arguments, not columns. What is not given is
 stored as None: such scores are unattributed, and every page flags them.
+
+The run-level arguments follow lib.validate (the rules every door shares):
+`started_at` between 1970 and 2199, `pipeline` a JSON object.
 
 Validation is total: every row is checked before anything is written, and the
 run is recorded in one transaction, so on any error the store is unchanged.

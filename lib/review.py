@@ -78,8 +78,9 @@ class AblationBrief:
 
 def _brief(row: pd.Series) -> AblationBrief:
     spec = json.loads(row["spec"]) if isinstance(row["spec"], str) else dict(row["spec"])
-    raw = row["result"]
-    result = AblationResult.from_dict(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    raw = row["result"]  # None, or NaN in a pandas 3 string column, while the ablation runs
+    parsed = json.loads(raw) if isinstance(raw, str) and raw else raw if isinstance(raw, dict) else None
+    result = AblationResult.from_dict(parsed) if parsed else None
     verdicts = tuple((v.kind, v.sentence) for v in result.verdicts) if result else ()
     mismatches = tuple(r.sentence for r in result.replay if r.mismatch) if result else ()
     return AblationBrief(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from lib import databases, gate, inbox, settings, trust, views
+from lib import databases, gate, inbox, linkparams, settings, trust, views
 from lib.ablation import AblationSpec
 from lib.demo import ensure_demo
 from lib.diagnose import RunChanges
@@ -181,13 +181,17 @@ def set_query(**params: str | None) -> None:
             st.query_params[k] = v
 
 
-def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None) -> None:
+def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None, *, warn: bool = True) -> None:
     """Start the keyed widget `key` at the URL's `param`, and follow the URL when a link changes it.
 
     Call before creating the widget (and give the widget no index/value of its
-    own). A value no longer among `options` falls back to `default`.
+    own). A value not among `options` falls back to `default`, with a warning
+    on the page unless `warn` is False (the page says it itself).
     """
     wanted = query_param(param)
+    problem = linkparams.unknown_choice(param, wanted, options, default)
+    if problem and warn:
+        st.warning(md_literal(problem))
     wanted = wanted if wanted in options else None
     marker = f"_url_{key}"
     if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):
@@ -223,6 +227,9 @@ def query_list(name: str) -> list[str]:
 
 def seed_list_from_query(key: str, param: str, options: Sequence[str], default: Sequence[str]) -> None:
     """seed_from_query for a multiselect: the URL's comma-separated `param`, filtered to `options`."""
+    problem = linkparams.unknown_choices(param, query_list(param), options)
+    if problem:
+        st.warning(md_literal(problem))
     wanted = [v for v in query_list(param) if v in options] or None
     marker = f"_url_{key}"
     if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):

@@ -60,7 +60,7 @@ shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
 if lib.ui.query_param("run") not in (None, "latest", *run_ids):
     st.warning(f"No run {md(lib.ui.query_param('run'))} in this database; showing the latest run.")
-lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", run_ids[-1]))
+lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", run_ids[-1]), warn=False)
 lib.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES, shown_spec.get("metrics", ["faithfulness"]))
 lib.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
                             [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])

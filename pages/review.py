@@ -14,7 +14,7 @@ import streamlit as st
 
 import lib.ui
 import lib.ui_history
-from lib import review
+from lib import linkparams, review
 
 RANGE_KEY = "rev_range"
 SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
@@ -35,13 +35,6 @@ def load_review(db_path: str, version: str, start: date, end: date) -> review.Re
     return review.review(lib.ui.open_store(db_path), start, end)
 
 
-def _url_date(name: str) -> date | None:
-    try:
-        return date.fromisoformat(lib.ui.query_param(name) or "")
-    except ValueError:
-        return None
-
-
 def shift_range(days: int) -> None:
     start, end = st.session_state[RANGE_KEY]
     st.session_state[RANGE_KEY] = (start + timedelta(days=days), end + timedelta(days=days))
@@ -52,9 +45,11 @@ default = load_bounds(ctx.db_path, version)
 if default is None:
     st.info("This database holds no runs yet.")
     st.stop()
-url_range = (_url_date("from"), _url_date("to"))
+url_range, url_problem = linkparams.date_range(lib.ui.query_param("from"), lib.ui.query_param("to"))
+if url_problem:
+    st.warning(f"{md(url_problem)} Showing the latest week.")
 if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
-    st.session_state[RANGE_KEY] = url_range if all(url_range) else default
+    st.session_state[RANGE_KEY] = url_range or default
 
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
 picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",

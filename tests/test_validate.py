@@ -228,7 +228,7 @@ BAD_INGEST: dict[str, tuple[Callable[[], tuple[str, str]], tuple[str, ...], tupl
 
 
 def _ingest(name: str, tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str, Path]:
-    make, extra, expected = BAD_INGEST[name]
+    make, extra, _ = BAD_INGEST[name]
     suffix, text = make()
     bad = tmp_path / f"bad{suffix}"
     bad.write_text(text, encoding="utf-8")
