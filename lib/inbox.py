@@ -67,7 +67,7 @@ def record(db_path: str | Path, run: RunRecord, *, inbox: str | Path | None = No
     Opening the database drains its inbox first, so earlier hand-overs stay in order.
     """
     check_run(run)
-    folder = inbox if inbox is not None else Path(db_path).parent / "inbox"
+    folder = Path(inbox) if inbox is not None else folder_for(db_path)
     try:
         with open_drained(db_path, folder) as store:
             store.record_run(run)
