@@ -8,7 +8,7 @@ turns the library's errors into one line on stderr. Exit codes:
 | 0 | done; for `ablate`, every verdict is what the wiring table expects; for `lint`, no finding |
 | 1 | `ablate`: a LEAK or an INSENSITIVE metric; `lint`: a template reads a field its metric must never receive |
 | 2 | bad usage or input: unknown command, run, metric or field, a bad file, the database held by another process |
-| 3 | `ablate`: INCONCLUSIVE (too many failures, or too little to rule a move in or out) |
+| 3 | `ablate`: nothing decided: INCONCLUSIVE, or REPLAY MISMATCH (the run's score was not reproduced) |
 
 Commands that only read (`ablate`, `lint`, `runs`, `report`) refuse a
 database path that does not exist instead of creating an empty database.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from lib import inbox, settings
-from lib.ablation import AblationResult, AblationSpec, run_ablation
+from lib.ablation import AblationResult, AblationSpec, recorded_judge, run_ablation
 from lib.endpoints import normalise, redact
 from lib.errors import EvaldriftError, InputError
 from lib.judges.base import Judge
@@ -39,6 +39,7 @@ from lib.prompts import BINDINGS
 from lib.records import CANARY, MAIN, RunRecord
 from lib.samples import BLANKABLE, FIELDS
 from lib.store import Store
+from lib.verdicts import MIN_EFFECT
 
 PROG = "python -m lib"
 OFFLINE = "offline"
@@ -155,7 +156,24 @@ def judge_for(kind: str, model: str | None) -> tuple[Judge, str, str]:
     return settings.make_judge(s, model=name), name, s.endpoint   # the endpoint as identity: no credentials
 
 
-# -- commands -------------------------------------------------------------------------
+def run_judge_for(store: Store, run_id: str, metrics: Sequence[str], kind: str | None,
+                  model: str | None) -> tuple[Judge, str, str]:
+    """The judge for an ablation: the one that recorded the run, unless --judge/--model name another.
+
+    A run recorded by a model is replayed with that model on OPENAI_BASE_URL;
+    with no server configured that is an error naming the way out, never a
+    silent switch to the offline judge.
+    """
+    if kind is None and model is None:
+        model = recorded_judge(store, run_id, metrics)
+        if model not in VARIANTS and not (_settings().base_url or _settings().api_key):
+            raise UsageError(f"run {run_id!r} was judged by {model!r}: set OPENAI_BASE_URL (and OPENAI_API_KEY) to "
+                             f"replay it, or name another judge with --judge offline (the headline will say so)")
+    if kind is None:
+        kind = OFFLINE if model in VARIANTS else OPENAI
+    return judge_for(kind, model)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from lib.demo import build_demo
 
@@ -298,14 +316,14 @@ def cmd_templates(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _ablation_spec(args: argparse.Namespace, run_id: str) -> tuple[AblationSpec, Judge | None]:
+def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple[AblationSpec, Judge | None]:
     if args.scorer:
         spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, limit=args.limit,
-                            scorer=args.scorer)
+                            scorer=args.scorer, min_effect=args.min_effect)
         return spec, None
-    judge, model, endpoint = judge_for(args.judge, args.model)
+    judge, model, endpoint = run_judge_for(store, run_id, args.metric, args.judge, args.model)
     spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, judge=model,
-                        endpoint=endpoint, limit=args.limit)
+                        endpoint=endpoint, limit=args.limit, min_effect=args.min_effect)
     return spec, judge
 
 
@@ -333,7 +351,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         run_id = store.resolve_run(args.run)
-        spec, judge = _ablation_spec(args, run_id)
+        spec, judge = _ablation_spec(args, store, run_id)
         try:
             result = run_ablation(store, spec, judge, progress=_progress(f"ablating {run_id}"))
         except KeyboardInterrupt:
@@ -463,8 +481,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.ablate:
             wanted = dict.fromkeys((j.metric, s.blank) for j in find_jumps(store) if j.run_id == run_id
                                    for s in j.suspects if s.blank)
-            judge, model, endpoint = judge_for(OFFLINE, None)
             for metric, field in wanted:
+                judge, model, endpoint = run_judge_for(store, run_id, [metric], None, None)
                 spec = AblationSpec(run_id, (metric,), (field,), repeats=args.repeats, judge=model, endpoint=endpoint,
                                     limit=args.limit)
                 result = run_ablation(store, spec, judge, progress=_progress(f"ablating {metric} x {field}"))
@@ -478,6 +496,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # -- parser and entry point -------------------------------------------------------------
+def _effect(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1): {text!r}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -564,10 +592,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blank", action="append", required=True, metavar="FIELD",
                    help=f"field(s) to blank (repeatable; join with + for one arm): {', '.join(BLANKABLE)}")
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="K", help="re-judgings per arm (default 3)")
-    p.add_argument("--judge", choices=(OFFLINE, OPENAI), default=OFFLINE,
-                   help="offline (default) or a model on an OpenAI-compatible server (OPENAI_BASE_URL)")
-    p.add_argument("--model", metavar="NAME", help="the judge model (default: offline-lexical-v2, or "
-                                                   "EVALDRIFT_JUDGE_MODEL with --judge openai)")
+    p.add_argument("--judge", choices=(OFFLINE, OPENAI), default=None,
+                   help="default: the judge that recorded the run; offline or a model on an OpenAI-compatible "
+                        "server (OPENAI_BASE_URL) to ask for another one (the headline names it)")
+    p.add_argument("--model", metavar="NAME", help="the judge model (default: the run's own; offline-lexical-v2 "
+                                                   "with --judge offline, EVALDRIFT_JUDGE_MODEL with --judge openai)")
+    p.add_argument("--min-effect", type=_effect, default=MIN_EFFECT, metavar="X",
+                   help=f"the smallest effect worth naming (default {MIN_EFFECT}): a move counts only when its "
+                        f"95%% interval lies wholly beyond it")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N samples (by id)")
     p.add_argument("--scorer", metavar="MODULE:FUNCTION", help="your own harness instead of the judge")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -17,7 +17,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from lib.harness import Instrument, aggregate, score_samples
+from lib.harness import Aggregate, Instrument, aggregate, score_samples
 from lib.judges.base import Judge
 from lib.metrics import METRIC_NAMES, get_metric
 from lib.noise import metric_noise
@@ -203,31 +203,39 @@ class Jump:
 
 
 def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
-    """Rank the recorded changes at a run as suspects for a move in `metric`."""
+    """Rank the recorded changes at a run as suspects for a move in `metric`.
+
+    Every suspect's test is the split of the jump (each run's instrument on
+    each run's outputs): only that says whether the jump came from the
+    instrument or the outputs. A change that makes the wiring render a field
+    the metric must never receive also names the field an ablation of the run
+    should blank (`blank`); that tests the run's wiring, not the jump.
+    """
+    split = f"split {metric}'s jump into instrument and outputs"
     out: list[Suspect] = []
     for t in changes.templates:
         if t.metric != metric:
             continue
         if t.newly_forbidden:
             f = t.newly_forbidden[0]
-            out.append(Suspect("prompt", t.description, f"ablate {metric} with {f} blanked", f))
+            out.append(Suspect("prompt", t.description, f"{split}; ablating {metric} with {f} blanked checks "
+                                                        f"the new wiring", f))
         else:
-            out.append(Suspect("prompt", t.description, f"split {metric}'s jump into instrument and outputs"))
+            out.append(Suspect("prompt", t.description, split))
     if metric in changes.bindings:
         b = changes.bindings[metric]
         forbidden = sorted(get_metric(metric).never)
         out.append(Suspect("binding", f"{metric} binding {b[0]} -> {b[1]}",
-                           f"ablate {metric} with {forbidden[0]} blanked", forbidden[0]))
+                           f"{split}; ablating {metric} with {forbidden[0]} blanked checks the new wiring",
+                           forbidden[0]))
     if metric in changes.judge_models:
         j = changes.judge_models[metric]
-        out.append(Suspect("judge model", f"judge model {j[0]} -> {j[1]}",
-                           f"split {metric}'s jump into instrument and outputs"))
+        out.append(Suspect("judge model", f"judge model {j[0]} -> {j[1]}", split))
     for k, (a, b) in changes.pipeline.items():
-        out.append(Suspect("pipeline", f"pipeline {k}: {a} -> {b}",
-                           f"split {metric}'s jump; an invariant ablation clears the wiring"))
+        out.append(Suspect("pipeline", f"pipeline {k}: {a} -> {b}", split))
     if not out:
         out.append(Suspect("none", "no recorded change at this run",
-                           "re-judge both runs (an unrecorded change, or judge noise)"))
+                           f"{split} (an unrecorded change, or judge noise)"))
     return tuple(out)
 
 
@@ -270,32 +278,52 @@ def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = N
 # -- instrument versus outputs ----------------------------------------------------------------
 @dataclass(frozen=True)
 class Split:
-    """A jump between runs A and B split into what the instrument and the outputs changed."""
+    """A jump between runs A and B split into what the instrument and the outputs changed.
+
+    A cell that no judging scored stays None (never 0.0), and then the split
+    is not computed: `instrument`, `outputs` and `total` are None and the
+    sentence says which cells are unscored and why.
+    """
 
     metric: str
     run_a: str
     run_b: str
-    a_with_a: float
-    b_with_b: float
-    b_with_a: float
-    a_with_b: float
-    instrument: float
-    outputs: float
+    a_with_a: float | None
+    b_with_b: float | None
+    b_with_a: float | None
+    a_with_b: float | None
+    instrument: float | None
+    outputs: float | None
     stored_delta: float | None
     n: int
+    unscored: str = ""   # why some cells have no score ('' when all four are scored)
 
     @property
-    def total(self) -> float:
+    def total(self) -> float | None:
+        if self.a_with_a is None or self.b_with_b is None:
+            return None
         return self.b_with_b - self.a_with_a
 
     @property
     def sentence(self) -> str:
+        if self.instrument is None or self.outputs is None:
+            return (f"{self.metric} {self.run_a} -> {self.run_b}: not split. {self.unscored} An unscored cell is "
+                    f"not a zero, so no share can be given to the instrument or the outputs.")
         share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs)) if (
             self.instrument or self.outputs) else 0.0
         side = "the measurement (instrument)" if share >= 0.5 else "the system's outputs"
         return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged, of which the instrument "
                 f"accounts for {self.instrument:+.3f} and the outputs for {self.outputs:+.3f}: mostly {side} "
                 f"({share:.0%} instrument), n={self.n}.")
+
+
+def _unscored_words(cells: Mapping[tuple[str, str], Aggregate], reasons: Mapping[tuple[str, str], str]) -> str:
+    missing = [(o, i) for (o, i), agg in cells.items() if agg.score is None]
+    if not missing:
+        return ""
+    parts = [f"{o}'s outputs with {i}'s instrument ({cells[(o, i)].n_failed} failed"
+             + (f": {reasons[(o, i)]})" if reasons.get((o, i)) else ")") for o, i in missing]
+    return f"{len(missing)} of the 4 cells are unscored: " + "; ".join(parts) + "."
 
 
 def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Callable[[str | None], Judge], *,
@@ -305,7 +333,8 @@ def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Cal
     instrument = mean over outputs of (B's instrument - A's instrument);
     outputs    = mean over instruments of (B's outputs - A's outputs).
     The two add up to the re-judged jump exactly. `judge_for(model)` returns
-    the judge to use for an instrument that recorded `model`.
+    the judge to use for an instrument that recorded `model`. A cell whose
+    every judging failed stays unscored, and then nothing is split.
     """
     insts, judges = {}, {}
     for rid in (run_a, run_b):
@@ -313,17 +342,22 @@ def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Cal
         insts[rid] = Instrument(metric, rec["template"] or "", rec["binding"] or "projected")
         judges[rid] = judge_for(rec["judge_model"])  # type: ignore[arg-type]
     outs = {rid: store.samples(rid, suite) for rid in (run_a, run_b)}
-    cell = {}
+    cells: dict[tuple[str, str], Aggregate] = {}
+    reasons: dict[tuple[str, str], str] = {}
     for o in (run_a, run_b):
         for i in (run_a, run_b):
-            cell[(o, i)] = aggregate(score_samples(outs[o], insts[i], judges[i], seed=seed)).score or 0.0
-    aa, bb, ba, ab = cell[(run_a, run_a)], cell[(run_b, run_b)], cell[(run_b, run_a)], cell[(run_a, run_b)]
-    instrument = ((ab - aa) + (bb - ba)) / 2
-    outputs = ((ba - aa) + (bb - ab)) / 2
+            results = score_samples(outs[o], insts[i], judges[i], seed=seed)
+            cells[(o, i)] = aggregate(results)
+            reasons[(o, i)] = next((r.reason for r in results if r.reason), "")
+    aa, bb = cells[(run_a, run_a)].score, cells[(run_b, run_b)].score
+    ba, ab = cells[(run_b, run_a)].score, cells[(run_a, run_b)].score
+    whole = None not in (aa, bb, ba, ab)
+    instrument = ((ab - aa) + (bb - ba)) / 2 if whole else None  # type: ignore[operator]
+    outputs = ((ba - aa) + (bb - ab)) / 2 if whole else None  # type: ignore[operator]
     ra, rb = store.instrument(run_a, metric, suite), store.instrument(run_b, metric, suite)
     stored = (rb["score"] - ra["score"]) if ra["score"] is not None and rb["score"] is not None else None
     return Split(metric, run_a, run_b, aa, bb, ba, ab, instrument, outputs, stored,  # type: ignore[arg-type]
-                 min(len(outs[run_a]), len(outs[run_b])))
+                 min(len(outs[run_a]), len(outs[run_b])), _unscored_words(cells, reasons))
 
 
 # -- evidence provenance --------------------------------------------------------------------

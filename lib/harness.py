@@ -96,8 +96,26 @@ class _Reply(BaseModel):
     verdicts: list[_VerdictOut]
 
 
+def _by_item(reply: _Reply, n_items: int) -> list[_VerdictOut]:
+    """The reply's verdicts in item order, read by their item numbers (1..n), each exactly once."""
+    slots: dict[int, _VerdictOut] = {}
+    for v in reply.verdicts:
+        if v.item is None:
+            raise ValueError("judge returned a verdict without an item number")
+        if not 1 <= v.item <= n_items:
+            raise ValueError(f"judge returned item {v.item}, which is not one of the {n_items} items")
+        if v.item in slots:
+            raise ValueError(f"judge returned item {v.item} twice")
+        slots[v.item] = v
+    return [slots[i] for i in range(1, n_items + 1)]
+
+
 def parse_verdicts(text: str, items: Sequence[str], labels: tuple[str, str]) -> tuple[Verdict, ...]:
-    """Read a judge reply into one Verdict per item, or raise ValueError saying why."""
+    """Read a judge reply into one Verdict per item, or raise ValueError saying why.
+
+    Verdicts are matched to items by their item numbers, never by their order
+    in the reply: a duplicate, missing or out-of-range number is unreadable.
+    """
     cleaned = text.strip()
     if cleaned.startswith("```"):
         cleaned = cleaned.strip("`")
@@ -112,7 +130,7 @@ def parse_verdicts(text: str, items: Sequence[str], labels: tuple[str, str]) -> 
         raise ValueError(f"judge returned {len(reply.verdicts)} verdicts for {len(items)} items")
     positive, negative = labels
     out = []
-    for i, (v, item) in enumerate(zip(reply.verdicts, items, strict=True), start=1):
+    for i, (v, item) in enumerate(zip(_by_item(reply, len(items)), items, strict=True), start=1):
         word = v.verdict.strip().lower()
         if word not in (positive, negative):
             raise ValueError(f"verdict {i} is {v.verdict!r}, expected {positive!r} or {negative!r}")

@@ -61,6 +61,16 @@ def fields_read(template: str, metric: str) -> frozenset[str]:
     return frozenset(read)
 
 
+def fields_rendered(template: str, metric: str, binding: str) -> frozenset[str]:
+    """The artifacts a run's wiring actually puts in front of the judge (the static evidence).
+
+    A replayed template renders every field it names (against the whole
+    sample); a projected one renders only what the metric's typed view holds.
+    """
+    read = fields_read(template, metric)
+    return read if binding == REPLAY else read & get_metric(metric).receives
+
+
 @dataclass(frozen=True)
 class LintFinding:
     """One must-never-receive field that a template reads."""

@@ -104,15 +104,13 @@ class SuspectAction:
 
 
 def suspect_actions(jump: Jump) -> list[SuspectAction]:
-    """Each suspect with its test: an ablation when a field should be blanked, else the Compare split."""
-    out = []
-    for s in jump.suspects:
-        if s.blank:
-            page, params = PAGE_ABLATION, {"run": jump.run_id, "metric": jump.metric, "blank": s.blank}
-        else:
-            page, params = PAGE_COMPARE, {"run": jump.run_id, "run_b": jump.prev_run_id, "metric": jump.metric}
-        out.append(SuspectAction(s.kind, s.description, s.test, page, params))
-    return out
+    """Each suspect with its test: the jump's split on Compare (both runs' instruments on both runs' outputs).
+
+    A one-run ablation says what that run's wiring depends on, never where a
+    jump between two runs came from, so it is not offered as a jump's test.
+    """
+    params = {"run": jump.run_id, "run_b": jump.prev_run_id, "metric": jump.metric, "split": "1"}
+    return [SuspectAction(s.kind, s.description, s.test, PAGE_COMPARE, dict(params)) for s in jump.suspects]
 
 
 def unattributed(history: pd.DataFrame) -> pd.DataFrame:
@@ -504,6 +502,11 @@ def change_rows(changes: RunChanges) -> pd.DataFrame:
     rows += [{"kind": "pipeline", "what": k, "before": _text(a), "after": _text(b)}
              for k, (a, b) in changes.pipeline.items()]
     return pd.DataFrame(rows, columns=["kind", "what", "before", "after"])
+
+
+def signed(x: float | None) -> str:
+    """A signed score change for a metric tile; an unscored value is 'unscored', never 0."""
+    return "unscored" if x is None else f"{x:+.3f}"
 
 
 def split_cells(split: Split) -> pd.DataFrame:

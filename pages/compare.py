@@ -151,6 +151,9 @@ st.subheader("Instrument or outputs?")
 st.caption("Re-judges each run's outputs with both runs' instruments (judge model, template, binding), a 2x2, and "
            "splits the move into what the instrument changed and what the outputs changed.")
 split_key = (baseline, run_id, metric)
+if ui.query_param("split") == "1":  # a jump's suggested test on the Overview links here with split=1
+    st.session_state.setdefault("compare_splits", set()).add(split_key)
+    ui.set_query(split=None)  # once: choosing other runs afterwards does not re-judge by itself
 if not offline_only:
     st.info(f"The split re-judges with the recorded judges ({ui.md_literal(', '.join(map(str, judges)))}); this "
             "page runs it only for the embedded offline judge.")
@@ -161,9 +164,9 @@ if offline_only and split_key in st.session_state.get("compare_splits", set()):
         split = load_split(ctx.db_path, ctx.version, metric, baseline, run_id)
     st.info(ui.md_literal(split.sentence))
     s1, s2, s3, s4 = st.columns(4)
-    s1.metric("Re-judged move", f"{split.total:+.3f}")
-    s2.metric("Instrument", f"{split.instrument:+.3f}")
-    s3.metric("Outputs", f"{split.outputs:+.3f}")
+    s1.metric("Re-judged move", views.signed(split.total))
+    s2.metric("Instrument", views.signed(split.instrument))
+    s3.metric("Outputs", views.signed(split.outputs))
     s4.metric("Stored move", f"{split.stored_delta:+.3f}" if split.stored_delta is not None else "—")
     cells = views.split_cells(split)
     st.dataframe(cells, key="compare_split_cells", column_config=dict.fromkeys(cells.columns, SCORE))

@@ -22,7 +22,7 @@ from lib.harness import (
     score_samples,
 )
 from lib.judges import JudgeReply, JudgeRequest, MemoryCache, OfflineJudge, Usage
-from lib.metrics import METRICS
+from lib.metrics import METRICS, sample_score
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.samples import EvalSample, blank
 
@@ -69,6 +69,38 @@ def test_parse_verdicts_reads_one_verdict_per_item_in_order() -> None:
         Verdict(ITEMS[0], True, "supported", "Backups are kept."),
         Verdict(ITEMS[1], False, "unsupported", ""),
     )
+
+
+def numbered(*pairs: tuple[int, str]) -> str:
+    return json.dumps({"verdicts": [{"item": i, "verdict": word, "evidence": ""} for i, word in pairs]})
+
+
+def test_parse_verdicts_maps_verdicts_by_item_number_not_by_position() -> None:
+    items = ["passage one", "passage two", "passage three"]
+    text = numbered((3, "irrelevant"), (2, "irrelevant"), (1, "relevant"))
+    parsed = parse_verdicts(text, items, ("relevant", "irrelevant"))
+    assert [(p.item, p.label) for p in parsed] == [("passage one", True), ("passage two", False),
+                                                  ("passage three", False)]
+    # context precision over those verdicts: only the top-ranked passage is relevant, so 1.0 (not 0.333)
+    assert sample_score(METRICS["context_precision"], [p.label for p in parsed]) == 1.0
+
+
+@pytest.mark.parametrize(("pairs", "reason"), [
+    (((1, "supported"), (1, "supported")), "item 1 twice"),
+    (((1, "supported"), (9, "supported")), "item 9, which is not one of the 2 items"),
+    (((0, "supported"), (1, "supported")), "item 0, which is not one of the 2 items"),
+    (((1, "supported"), (None, "supported")), "a verdict without an item number"),
+])
+def test_parse_verdicts_refuses_duplicate_missing_or_impossible_item_numbers(pairs, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_verdicts(numbered(*pairs), ITEMS, LABELS)
+
+
+def test_a_reply_with_impossible_item_numbers_fails_the_sample_with_the_reason() -> None:
+    judge = ScriptedJudge(lambda n: numbered((1, "supported"), (1, "supported")))
+    result = score_sample(SAMPLE, FAITHFULNESS, judge)
+    assert result.status == FAILED and result.score is None
+    assert "item 1 twice" in result.reason
 
 
 def test_parse_verdicts_accepts_a_json_code_fence() -> None:

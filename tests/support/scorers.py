@@ -35,3 +35,10 @@ def leaky_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
 def wired_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
     """The same harness wired as the table says: answer and contexts only."""
     return _faithfulness(samples, Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED))
+
+
+def whole_sample_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
+    """A harness that serialises the whole sample into its faithfulness prompt (question and reference too)."""
+    from tests.support.synthetic_runs import WHOLE_SAMPLE_FAITHFULNESS
+
+    return _faithfulness(samples, Instrument("faithfulness", WHOLE_SAMPLE_FAITHFULNESS, REPLAY))

@@ -1,0 +1,137 @@
+"""What an ablation found: one verdict per cell, the replay checks, the four readings, the headline.
+
+Values only (frozen dataclasses that round-trip through JSON, as the store
+keeps them); `lib.ablation_analysis` computes them, `lib.verdicts` decides
+each cell, `lib.verdict_words` says it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from lib.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
+
+
+@dataclass(frozen=True)
+class ArmVerdict:
+    """The verdict on one (metric, blanked field(s)) cell, with every input that decided it.
+
+    `expected` is what the wiring table expects ("invariant" or "sensitive");
+    `renders` the fields the run's template or binding puts in front of the
+    judge (None: an external scorer, not read); delta/lo/hi the paired change
+    and its 95% interval; `noise` the repeat noise band (None: one repeat, 0:
+    identical repeats); `ratio` |delta|/noise only when noise > 0;
+    `headroom` how far the score can fall; `min_effect` the smallest effect
+    worth naming; `rule_out` the move a null must rule out; `why` the branch
+    of lib.verdicts.classify; `joint` True for the arm that blanks all the
+    metric's must-never-receive fields together.
+    """
+
+    metric: str
+    arm: str
+    kind: str
+    expected: str
+    baseline: float | None
+    ablated: float | None
+    delta: float | None
+    lo: float | None
+    hi: float | None
+    noise: float | None
+    ratio: float | None
+    n: int
+    n_failed: int
+    n_units: int
+    flips_to_positive: int
+    flips_to_negative: int
+    flips_p: float | None
+    mde: float | None
+    sentence: str
+    why: str = ""
+    renders: tuple[str, ...] | None = None
+    headroom: float | None = None
+    min_effect: float | None = None
+    rule_out: float | None = None
+    joint: bool = False
+
+    @property
+    def as_expected(self) -> bool:
+        return self.kind in AS_EXPECTED
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """Does the re-judged, unblanked baseline reproduce the stored score?"""
+
+    metric: str
+    stored: float | None
+    rerun: float | None
+    delta: float | None
+    noise: float | None
+    mismatch: bool
+    sentence: str
+    allowed: float | None = None
+
+
+@dataclass(frozen=True)
+class FourReadings:
+    """Faithfulness under four wirings, and what they say together."""
+
+    as_wired: float
+    without_reference: float
+    without_contexts: float
+    without_both: float | None
+    leak: float
+    independence: float
+    independence_gap: float
+    noise: float | None
+    sentence: str
+
+
+def _known(cls: type, d: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    out = {k: val for k, val in d.items() if k in names}
+    if "renders" in out and out["renders"] is not None:
+        out["renders"] = tuple(out["renders"])
+    return out
+
+
+@dataclass(frozen=True)
+class AblationResult:
+    ablation_id: str
+    spec: dict[str, object]
+    verdicts: list[ArmVerdict]
+    replay: list[ReplayCheck]
+    four: FourReadings | None
+    summary: str
+    calls: int
+    cached: int
+    failures: dict[str, int] = field(default_factory=dict)
+    judge_note: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 every cell as the wiring table expects; 1 a LEAK or INSENSITIVE; 3 nothing decided.
+
+        A replay mismatch is never 0: an ablation that did not reproduce the
+        run's instrument cannot clear the run.
+        """
+        kinds = {v.kind for v in self.verdicts}
+        if kinds & {LEAK, INSENSITIVE}:
+            return 1
+        if kinds & {INCONCLUSIVE, REPLAY_MISMATCH} or any(r.mismatch for r in self.replay):
+            return 3
+        return 0
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> AblationResult:
+        return cls(
+            ablation_id=d["ablation_id"], spec=d["spec"],  # type: ignore[arg-type]
+            verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[union-attr]
+            replay=[ReplayCheck(**_known(ReplayCheck, r)) for r in d["replay"]],  # type: ignore[union-attr]
+            four=FourReadings(**d["four"]) if d.get("four") else None,  # type: ignore[arg-type]
+            summary=d["summary"], calls=d["calls"], cached=d["cached"],  # type: ignore[arg-type]
+            failures=d.get("failures", {}), judge_note=d.get("judge_note", ""),  # type: ignore[arg-type]
+        )

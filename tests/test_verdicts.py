@@ -1,0 +1,156 @@
+"""The verdict rule, one row per branch: deleting or loosening any condition in lib.verdicts.classify turns a row red.
+
+The evidence in each row is written by hand from the rule's definition (paired
+interval, noise band, headroom, failures, static evidence, replay); the
+expected verdict is what DESIGN.md section 6 says the tool may claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lib import verdict_words
+from lib import verdicts as v
+from lib.verdicts import CellEvidence, classify
+
+GT = ("ground_truth",)
+
+
+def cell(**kw: object) -> CellEvidence:
+    """faithfulness with ground_truth blanked: a clear null, 100 samples, room to fall, nothing failed."""
+    base: dict[str, object] = {
+        "metric": "faithfulness", "fields": GT, "expected": v.INVARIANT,
+        "renders": frozenset({"answer", "contexts"}), "n": 100, "mean": 0.002, "lo": -0.01, "hi": 0.014,
+        "noise": 0.01, "baseline": 0.8, "n_failed": 0, "n_units": 600,
+    }
+    return CellEvidence(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def sensitive(**kw: object) -> CellEvidence:
+    """faithfulness with contexts (its own input) blanked."""
+    return cell(fields=("contexts",), expected=v.EXPECT_SENSITIVE, **kw)
+
+
+MOVE = {"mean": -0.15, "lo": -0.2, "hi": -0.1}
+WIDE = {"mean": -0.01, "lo": -0.09, "hi": 0.07}
+RENDERS_GT = frozenset({"answer", "contexts", "ground_truth"})
+
+ROWS = [
+    # (id, evidence, verdict, branch)
+    ("items field blanked: nothing left to judge", cell(fields=("answer",), expected=v.EXPECT_SENSITIVE,
+                                                        nothing_to_judge=True, n=0, mean=None, lo=None, hi=None),
+     v.SENSITIVE, v.NOTHING_TO_JUDGE),
+    ("nothing to judge counts only for a received field", cell(nothing_to_judge=True), v.CLEAN, v.NULL),
+    ("over a fifth of judgings failed", cell(n_failed=121, n_units=600), v.INCONCLUSIVE, v.FAILURES),
+    ("exactly a fifth failed still decides", cell(n_failed=120, n_units=600), v.CLEAN, v.NULL),
+    ("failures, but the wiring renders the field", cell(n_failed=400, n_units=600, renders=RENDERS_GT),
+     v.LEAK, v.STATIC_UNMEASURED),
+    ("too few paired samples", cell(n=19), v.INCONCLUSIVE, v.TOO_FEW),
+    ("twenty paired samples decide", cell(n=20), v.CLEAN, v.NULL),
+    ("no interval at all", cell(mean=None, lo=None, hi=None), v.INCONCLUSIVE, v.TOO_FEW),
+    ("too few samples, but the wiring renders the field", cell(n=5, renders=RENDERS_GT), v.LEAK, v.STATIC_UNMEASURED),
+    ("forbidden field moves it down beyond effect and noise", cell(**MOVE), v.LEAK, v.MEASURED),
+    ("forbidden field moves it up beyond effect and noise", cell(mean=0.15, lo=0.1, hi=0.2), v.LEAK, v.MEASURED),
+    ("deterministic judge: zero noise band, the interval decides", cell(noise=0.0, **MOVE), v.LEAK, v.MEASURED),
+    ("one repeat: no band, the interval decides", cell(noise=None, **MOVE), v.LEAK, v.MEASURED),
+    ("beyond the effect, within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
+     v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("excludes zero but not the smallest effect worth naming", cell(mean=0.01, lo=0.005, hi=0.015), v.CLEAN, v.NULL),
+    ("a larger smallest effect swallows a real move", cell(min_effect=0.25, rule_out=0.3, **MOVE), v.CLEAN, v.NULL),
+    ("own input moves it", sensitive(**MOVE), v.SENSITIVE, v.MEASURED),
+    ("own input moves it but the replay did not reproduce", sensitive(replay_mismatch=True, **MOVE),
+     v.REPLAY_MISMATCH, v.REPLAY),
+    ("a measured leak stands through a replay mismatch", cell(replay_mismatch=True, **MOVE), v.LEAK, v.MEASURED),
+    ("the wiring renders the blanked forbidden field: never cleared", cell(renders=RENDERS_GT), v.LEAK, v.STATIC),
+    ("the wiring renders another field, not the blanked one", cell(renders=frozenset({"question", "answer",
+                                                                                       "contexts"})),
+     v.CLEAN, v.NULL),
+    ("an external scorer: nothing static to read", cell(renders=None), v.CLEAN, v.NULL),
+    ("rendering a received field is not static evidence", sensitive(renders=frozenset({"answer", "contexts"}),
+                                                                    mean=0.0, lo=-0.02, hi=0.02),
+     v.INSENSITIVE, v.NULL),
+    ("a null the replay did not reproduce", cell(replay_mismatch=True), v.REPLAY_MISMATCH, v.REPLAY),
+    ("own input ignored, replay not reproduced: the finding stands",
+     sensitive(replay_mismatch=True, mean=0.0, lo=-0.02, hi=0.02), v.INSENSITIVE, v.NULL),
+    ("too wide, replay not reproduced: still undecided", cell(replay_mismatch=True, **WIDE), v.INCONCLUSIVE, v.WIDE),
+    ("own input at the floor: cannot fall", sensitive(baseline=0.04, mean=0.0, lo=-0.01, hi=0.01),
+     v.INCONCLUSIVE, v.FLOOR),
+    ("forbidden field at the floor: a flattering leak could not show", cell(baseline=0.03), v.INCONCLUSIVE, v.FLOOR),
+    ("room exactly the move ruled out", sensitive(baseline=0.05, mean=0.0, lo=-0.01, hi=0.01), v.INSENSITIVE, v.NULL),
+    ("forbidden field: a null", cell(), v.CLEAN, v.NULL),
+    ("forbidden field: the far end exactly at rule-out", cell(mean=0.0, lo=-0.05, hi=0.01), v.CLEAN, v.NULL),
+    ("own input: a null", sensitive(mean=0.0, lo=-0.02, hi=0.02), v.INSENSITIVE, v.NULL),
+    ("forbidden field: too wide to rule out or in", cell(**WIDE), v.INCONCLUSIVE, v.WIDE),
+    ("own input: too wide to rule out or in", sensitive(**WIDE), v.INCONCLUSIVE, v.WIDE),
+    ("joint arm of both forbidden fields moves", cell(fields=("question", "ground_truth"), **MOVE), v.LEAK,
+     v.MEASURED),
+]
+
+
+@pytest.mark.parametrize(("evidence", "kind", "why"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why: str) -> None:
+    assert classify(evidence) == v.Decision(kind, why)
+
+
+def test_the_table_reaches_every_branch() -> None:
+    reached = {(r[2], r[3]) for r in ROWS}
+    assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC,
+                                    v.STATIC_UNMEASURED, v.REPLAY, v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE}
+    assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
+                                      v.REPLAY_MISMATCH}
+
+
+@pytest.mark.parametrize(("evidence", "kind", "why"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_every_verdict_has_a_sentence_that_starts_with_its_word(evidence: CellEvidence, kind: str,
+                                                                why: str) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    assert text.startswith(f"{kind}:")
+    assert "does not read" not in text and "blind to" not in text
+
+
+def test_clean_says_what_was_measured_and_the_move_the_interval_rules_out() -> None:
+    e = cell(mean=0.004, lo=-0.012, hi=0.031)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert "no dependence of faithfulness on ground_truth measured on these 100 samples" in text
+    assert "rules out a move of 0.031" in text
+    assert "does not render ground_truth" in text
+
+
+def test_a_rendered_forbidden_field_is_named_with_no_effect_measured() -> None:
+    e = cell(renders=RENDERS_GT)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert text.startswith("LEAK: the run's wiring renders ground_truth, which faithfulness must never receive; "
+                           "no effect measured on these 100 samples")
+
+
+def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
+    e = cell(renders=None)
+    assert "code that was not read" in verdict_words.sentence(e, classify(e), repeats=3)
+
+
+def test_no_ratio_to_a_zero_noise_band_is_ever_printed() -> None:
+    e = cell(noise=0.0, **MOVE)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert "x the noise band" not in text and "repeats identical" in text
+    assert verdict_words.ratio(0.0, -0.15) is None
+    assert verdict_words.ratio(0.01, -0.15) == pytest.approx(15.0)
+
+
+def test_the_floor_sentence_says_the_score_cannot_fall() -> None:
+    e = sensitive(baseline=0.04, mean=0.0, lo=-0.01, hi=0.01)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert "already at 0.040: blanking contexts cannot lower it" in text
+
+
+def test_two_blanked_fields_are_blanked_not_is_blanked() -> None:
+    e = cell(fields=("question", "ground_truth"), **MOVE)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert "when question and ground_truth are blanked" in text
+
+
+def test_evidence_is_a_value() -> None:
+    e = cell()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.n = 3  # type: ignore[misc]
