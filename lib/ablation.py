@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass
 
 from lib.ablation_analysis import analyse
 from lib.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.degenerate import exclusion_reason
 from lib.endpoints import normalise
 from lib.errors import InputError, NotFoundError
-from lib.harness import FAILED, OK, Instrument, SampleResult, score_sample
+from lib.harness import EXCLUDED, FAILED, OK, Instrument, SampleResult, score_sample
 from lib.judges.base import Judge
 from lib.metrics import get_metric
 from lib.records import MAIN
@@ -276,12 +277,15 @@ def _run_judge(store: Store, plan: _Plan, judge: Judge, done: set, progress, sho
 
     def work(unit: tuple[str, str, int, EvalSample]) -> tuple[tuple[str, str, int], SampleResult]:
         m, arm, rep, s = unit
+        reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
+        if reason:
+            return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
         key = (arm, s.sample_id)
         if key not in blanked:
             blanked[key] = blank(s, arm_fields(arm))
         cache = store if judge.cacheable else None
         return (m, arm, rep), score_sample(blanked[key], plan.instruments[m], judge, seed=spec.seed + rep,
-                                           cache=cache)
+                                           cache=cache, screen=False)
 
     def collect(key: tuple[str, str, int], r: SampleResult) -> None:
         nonlocal count
@@ -322,12 +326,14 @@ def _run_scorer(store: Store, plan: _Plan, scorer: Scorer, done: set, progress, 
                 for i in range(0, len(todo), chunk):
                     if should_stop and should_stop():
                         return True
-                    part = [blank(s, arm_fields(arm)) for s in todo[i:i + chunk]]
-                    scores = list(scorer(part))
+                    originals = todo[i:i + chunk]
+                    results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, m) or "")
+                               for s in originals if exclusion_reason(s, m)]
+                    part = [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, m)]
+                    scores = list(scorer(part)) if part else []
                     if len(scores) != len(part):
                         raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples",
                                          field="scorer")
-                    results = []
                     for s, v in zip(part, scores, strict=True):
                         if v is None or (isinstance(v, float) and math.isnan(v)):
                             results.append(SampleResult(s.sample_id, FAILED, reason="scorer returned no score"))

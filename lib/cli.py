@@ -169,8 +169,8 @@ def run_judge_for(store: Store, run_id: str, metrics: Sequence[str], kind: str |
         if model not in VARIANTS and not (_settings().base_url or _settings().api_key):
             raise UsageError(f"run {run_id!r} was judged by {model!r}: set OPENAI_BASE_URL (and OPENAI_API_KEY) to "
                              f"replay it, or name another judge with --judge offline (the headline will say so)")
-    if kind is None:
-        kind = OFFLINE if model in VARIANTS else OPENAI
+    if kind is None:  # --model alone: an offline-* name is the offline judge (an unknown one is an error)
+        kind = OFFLINE if str(model).startswith("offline-") else OPENAI
     return judge_for(kind, model)
 
 
@@ -369,6 +369,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from lib.degenerate import chance_scores, chance_summary
     from lib.diagnose import lint_status
     from lib.prompts import fields_read, lint, prompt_hash
 
@@ -378,6 +379,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         raise UsageError("--template FILE needs --metric M: the metric decides which fields are forbidden")
     flagged = 0
     checked = 0
+    chance: list[str] = []
     if args.template is not None:
         try:
             text = Path(args.template).read_text(encoding="utf-8")
@@ -398,6 +400,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         db = _db_path(args, must_exist=True)
         with inbox.open_drained(db, _inbox_for(db)) as store:
             table = lint_status(store)
+            chance = chance_summary(chance_scores(store))
         for r in table.itertuples(index=False):
             checked += 1
             plural = "" if r.runs == 1 else "s"
@@ -407,9 +410,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
                 print(f"FINDING {r.metric} {r.prompt_hash} reads {r.reads}; {used}: {r.findings}")
             else:
                 print(f"ok      {r.metric} {r.prompt_hash} reads {r.reads}; {used}")
+        for line in chance:
+            print(f"FINDING {line}")
     print(f"{flagged} of {checked} template(s) read a field their metric must never receive" if flagged
           else f"{checked} template(s) checked: no finding")
-    return EXIT_FINDING if flagged else EXIT_OK
+    if chance:
+        print(f"{len(chance)} run metric(s) hold scores on samples with no passages")
+    return EXIT_FINDING if flagged or chance else EXIT_OK
 
 
 def _text_or_none(value: object) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
+from lib.degenerate import exclusion_reason
 from lib.errors import JudgeError
 from lib.judges.base import CallCache, Judge, JudgeReply, JudgeRequest, Message, Usage, judge_endpoint
 from lib.metrics import get_metric, sample_score
@@ -148,7 +149,7 @@ class Instrument:
 
 
 def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, seed: int | None = 0,
-                 cache: CallCache | None = None, parse_attempts: int = 3) -> SampleResult:
+                 cache: CallCache | None = None, parse_attempts: int = 3, screen: bool = True) -> SampleResult:
     """Judge one sample for one metric.
 
     Args:
@@ -159,8 +160,14 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
         cache: a call cache consulted before calling and fed valid replies.
         parse_attempts: calls made when replies cannot be read, before the
             sample is marked failed.
+        screen: exclude a degenerate sample (lib.degenerate) before any call.
+            An ablation screens the unblanked sample itself and passes False
+            for its blanked copies: blanking is the measurement.
     """
     spec = get_metric(instrument.metric)
+    excluded = exclusion_reason(sample, instrument.metric) if screen else None
+    if excluded:
+        return SampleResult(sample.sample_id, EXCLUDED, reason=excluded)
     prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
     if not items:
         return SampleResult(sample.sample_id, EXCLUDED,

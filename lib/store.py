@@ -483,6 +483,23 @@ class Store:
             params.append(metric)
         return self._df(sql + " ORDER BY metric, sample_id", params)
 
+    def scores_without_passages(self, metrics: Sequence[str], run_id: str | None = None,
+                                suite: str = MAIN) -> pd.DataFrame:
+        """Stored scores of `metrics` on samples with no passage text (chance scores: see lib.degenerate).
+
+        Columns: run_id, metric, sample_id, score; every run when run_id is None.
+        """
+        marks = ", ".join("?" for _ in metrics)
+        sql = f"""SELECT s.run_id, s.metric, s.sample_id, s.score FROM sample_scores s
+                  JOIN samples p USING (run_id, suite, sample_id)
+                  WHERE s.status = 'ok' AND s.suite = ? AND s.metric IN ({marks})
+                    AND len(list_filter(p.contexts, lambda x: trim(x) <> '')) = 0"""
+        params: list[object] = [suite, *metrics]
+        if run_id is not None:
+            sql += " AND s.run_id = ?"
+            params.append(run_id)
+        return self._df(sql + " ORDER BY s.run_id, s.metric, s.sample_id", params)
+
     def suites(self, run_id: str) -> list[str]:
         return [r[0] for r in self._rows("SELECT DISTINCT suite FROM samples WHERE run_id = ? ORDER BY suite",
                                          [run_id])]

@@ -154,16 +154,16 @@ def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: s
     leaks = sorted((c for c in cells if c.kind == v.LEAK), key=lambda c: (c.why != v.MEASURED, -abs(c.delta or 0)))
     if leaks:
         return prefix + _leak_headline(leaks[0], len(leaks) - 1) + not_reproduced
-    if mismatched:
-        return (prefix + f"not reproduced: re-judging {fields_words(mismatched)} does not reproduce the stored "
-                f"score, so this ablation measured another instrument and cannot clear the run (see the replay "
-                f"check).")
     insensitive = [c for c in cells if c.kind == v.INSENSITIVE]
     if insensitive:
         c = insensitive[0]
         fields = c.arm.split("+")
         return (prefix + f"miswired: {c.metric} does not move when {fields_words(fields)}, its own input, "
-                f"{_is(fields)} blanked (n={c.n} samples).")
+                f"{_is(fields)} blanked (n={c.n} samples)." + not_reproduced)
+    if mismatched:
+        return (prefix + f"not reproduced: re-judging {fields_words(mismatched)} does not reproduce the stored "
+                f"score, so this ablation measured another instrument and cannot clear the run (see the replay "
+                f"check).")
     if any(c.kind in (v.INCONCLUSIVE, v.REPLAY_MISMATCH) for c in cells):
         return prefix + "inconclusive: some cells could not be decided; see each sentence for why."
     n = min((c.n for c in cells), default=0)

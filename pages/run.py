@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import diagnose, ui, views
+from lib import degenerate, diagnose, ui, views
 from lib.diagnose import RunChanges
 from lib.metrics import get_metric
 from lib.records import MAIN
@@ -83,6 +83,11 @@ ui.seed_from_query("run_metric", "metric", metric_names,
                    "faithfulness" if "faithfulness" in metric_names else (metric_names or [None])[0])
 metric = c2.selectbox("Metric for the sample verdicts", metric_names, key="run_metric")
 
+@st.cache_data(show_spinner=False)
+def load_chance(db_path: str, version: str, run_id: str) -> list[str]:
+    return degenerate.chance_summary(degenerate.chance_scores(ui.open_store(db_path), run_id))
+
+
 # -- lib calls ---------------------------------------------------------------------------------
 header = load_run(ctx.db_path, ctx.version, run_id)
 table = views.metric_table(run_metrics)
@@ -97,6 +102,9 @@ st.dataframe(table, hide_index=True, key="run_metrics_table",
                  help="judge model, prompt hash and binding all recorded")})
 if not table["attributed"].all():
     st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
+for line in load_chance(ctx.db_path, ctx.version, run_id):
+    st.warning(ui.md_literal(line[0].upper() + line[1:]) + ". Such a sample should have been excluded.",
+               icon=":material/block:")
 
 left, right = st.columns([1, 2], gap="large")
 with left:

@@ -63,10 +63,11 @@ def test_ablate_exits_0_when_every_verdict_is_as_the_wiring_table_expects(db: Pa
     proc = cli("ablate", "--db", db, "--run", run_ids[CLEAN_RUN], "--metric", "faithfulness",
                "--blank", "ground_truth", "--blank", "contexts", *QUICK)
     assert proc.returncode == 0, proc.stderr
-    assert "CLEAN: faithfulness" in proc.stdout
+    assert "CLEAN: no dependence of faithfulness on ground_truth measured on these" in proc.stdout
     assert "SENSITIVE: faithfulness" in proc.stdout
-    assert proc.stdout.startswith("invariant:")
-    assert "Faithfulness reads" in proc.stdout   # the four readings, from ground_truth and contexts blanked
+    assert proc.stdout.startswith("no dependence measured:")
+    # this run's template never renders the reference: "the reference alone supports ..." would be noise
+    assert "Faithfulness reads" not in proc.stdout
     assert proc.stderr == ""                     # no progress line when stderr is not a terminal
 
 
@@ -85,7 +86,8 @@ def test_ablate_json_parses_and_carries_the_verdicts(db: Path, run_ids: list[str
     result = json.loads(proc.stdout)
     assert result["exit_code"] == 1
     assert result["spec"]["run_id"] == run_ids[LEAK_RUN]
-    [verdict] = result["verdicts"]
+    verdict, joint = result["verdicts"]   # the arm asked for, and the joint arm every ablation adds
+    assert (joint["arm"], joint["joint"]) == ("question+ground_truth", True)
     assert (verdict["metric"], verdict["arm"], verdict["kind"], verdict["expected"]) == (
         "faithfulness", "ground_truth", "LEAK", "invariant")
     assert verdict["delta"] < 0 and verdict["hi"] < 0
@@ -128,7 +130,8 @@ def test_the_same_ablation_twice_prints_the_same_result_and_does_no_new_work(db:
         assert store.counts() == counts
         [after] = store.ablations(run_ids[LEAK_RUN]).to_dict("records")
     assert after == before                     # not even the progress row was touched
-    assert before["done"] == before["total"] == 120 * 2 * 2   # 120 samples x 2 arms x 2 repeats, all stored
+    # 120 samples x 3 arms (baseline, ground_truth, the joint question+ground_truth) x 2 repeats, all stored
+    assert before["done"] == before["total"] == 120 * 3 * 2
 
 
 def test_ablate_with_a_model_judge_on_an_openai_compatible_server(db: Path, run_ids: list[str], openai_server,

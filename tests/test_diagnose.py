@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.demo import INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
+from lib.demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
 from lib.diagnose import (
     canary_status,
     change_events,
@@ -137,7 +137,9 @@ def test_the_leak_jump_is_found_with_the_prompt_change_as_first_suspect(store: S
     assert first.kind == "prompt"
     assert "ground_truth" in first.description
     assert first.blank == "ground_truth"
-    assert first.test == "ablate faithfulness with ground_truth blanked"
+    # the jump's test is its split; the ablation only checks the new wiring
+    assert first.test == ("split faithfulness's jump into instrument and outputs; ablating faithfulness with "
+                          "ground_truth blanked checks the new wiring")
     assert first.description in jump.sentence
 
 
@@ -174,6 +176,19 @@ def test_the_recall_drop_is_the_outputs(store: Store, pipeline_run: str) -> None
     assert abs(split.outputs) > 0.8 * abs(split.total)
     assert "mostly the system's outputs" in split.sentence
     assert split.stored_delta is not None and split.stored_delta < -0.1
+
+
+def test_the_fix_jump_is_the_instrument_not_the_pipeline(store: Store, history: pd.DataFrame) -> None:
+    # demo calibration: the run where faithfulness's template stops rendering the reference (the fix)
+    fixed = prompt_hash(FIXED_FAITHFULNESS)
+    faith = history[history["metric"] == "faithfulness"]
+    fix_run = faith.loc[faith["prompt_hash"] == fixed, "run_id"].iloc[0]
+    [jump] = [j for j in find_jumps(store, metrics=["faithfulness"]) if j.run_id == fix_run]
+    assert jump.suspects[0].test.startswith("split faithfulness's jump")
+    split = split_jump(store, "faithfulness", jump.prev_run_id, fix_run, judge_for)
+    assert split.instrument is not None and split.total is not None
+    assert abs(split.instrument) > 0.8 * abs(split.total)
+    assert "mostly the measurement" in split.sentence
 
 
 # -- evidence provenance ----------------------------------------------------------------------------------

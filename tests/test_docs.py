@@ -24,3 +24,14 @@ def test_readme_gives_the_two_setup_commands():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "python -m pytest" in ci
     assert "-r tests/requirements.txt" in ci
+
+
+def test_readme_verdict_table_has_a_row_for_every_verdict_word():
+    from lib import verdicts
+
+    words = [verdicts.LEAK, verdicts.CLEAN, verdicts.SENSITIVE, verdicts.INSENSITIVE, verdicts.INCONCLUSIVE,
+             verdicts.REPLAY_MISMATCH]
+    table = README.split("| verdict | what was measured | what it does not say |")[1].split("\n\n")[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+    assert rows == words
+    assert "does not read" not in table.replace("that the code does not read", "")

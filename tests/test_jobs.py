@@ -64,7 +64,8 @@ def test_an_ablation_runs_in_the_background_to_done(store: Store, spec: Ablation
         runner.shutdown()
     assert result is not None and result.ablation_id == aid
     assert status.state == "done"
-    assert status.total == 1 * 2 * 3 * 40  # metric x (baseline + ground_truth) x repeats x samples
+    # metric x (baseline + ground_truth + the joint question+ground_truth) x repeats x samples
+    assert status.total == 1 * 3 * 3 * 40
     assert status.done == status.total
     assert status.fraction == 1.0
     assert store.ablation(aid)["status"] == "done"  # type: ignore[index]
@@ -119,7 +120,7 @@ def test_a_job_that_fails_reports_why(store: Store) -> None:
 def test_an_ablation_left_running_by_a_gone_process_is_stalled_and_resumes(store: Store,
                                                                           spec: AblationSpec) -> None:
     # what a killed dashboard leaves behind: a 'running' row, no worker
-    store.start_ablation(spec.ablation_id, spec.run_id, spec.suite, spec.to_dict(), spec.judge, 240)
+    store.start_ablation(spec.ablation_id, spec.run_id, spec.suite, spec.to_dict(), spec.judge, 360)
     judge = GatedJudge()
     judge.gate.set()
     runner = JobRunner(store, lambda s: judge)
@@ -130,4 +131,4 @@ def test_an_ablation_left_running_by_a_gone_process_is_stalled_and_resumes(store
         status = runner.status(spec.ablation_id)
     finally:
         runner.shutdown()
-    assert status.state == "done" and status.done == status.total == 240
+    assert status.state == "done" and status.done == status.total == 360

@@ -80,8 +80,12 @@ def test_overview_shows_every_metric_with_a_sparkline_and_the_latest_faithfulnes
     alert = next(t for t in texts(app) if "faithfulness" in t and "jump threshold" in t)
     assert "0.645" in alert  # the leak fixed at run 75: faithfulness falls to its true level
     assert any(t.startswith("prompt: faithfulness prompt") for t in (e.value for e in app.text))
-    ablation_links = [link_params(p) for p in app.get("page_link") if "ablation" in p.proto.page]
-    assert {"run": PLANS[75].run_id, "metric": "faithfulness", "blank": "ground_truth"} in ablation_links
+    # the fix run's jump is tested by its split (both runs' instruments on both runs' outputs), never by
+    # an ablation of the one run
+    assert not [p for p in app.get("page_link") if "ablation" in p.proto.page]
+    compare_links = [link_params(p) for p in app.get("page_link") if "compare" in p.proto.page]
+    assert {"run": PLANS[75].run_id, "run_b": PLANS[74].run_id, "metric": "faithfulness",
+            "split": "1"} in compare_links
     assert any("earlier jumps" in p.proto.label for p in app.get("page_link"))
 
 
@@ -237,15 +241,15 @@ def test_recent_jumps_keep_the_latest_per_metric_newest_first() -> None:
     assert [(j.metric, j.run_id) for j in earlier] == [("faithfulness", "r3")]
 
 
-def test_suspect_actions_link_a_blank_to_the_ablation_and_the_rest_to_the_compare_split() -> None:
+def test_suspect_actions_link_every_suspect_to_the_compare_split() -> None:
+    # a one-run ablation is never a jump's test, even when a suspect names a field to blank
     jump = make_jump("faithfulness", 4,
-                     Suspect("prompt", "faithfulness prompt a -> b", "ablate faithfulness with ground_truth blanked",
-                             "ground_truth"),
+                     Suspect("prompt", "faithfulness prompt a -> b", "split faithfulness's jump", "ground_truth"),
                      Suspect("pipeline", "pipeline retriever.top_k: 3 -> 5", "split faithfulness's jump"))
-    blank, split = views.suspect_actions(jump)
-    assert (blank.page, blank.params) == (views.PAGE_ABLATION,
-                                          {"run": "r4", "metric": "faithfulness", "blank": "ground_truth"})
-    assert (split.page, split.params) == (views.PAGE_COMPARE, {"run": "r4", "run_b": "r3", "metric": "faithfulness"})
+    first, second = views.suspect_actions(jump)
+    split = {"run": "r4", "run_b": "r3", "metric": "faithfulness", "split": "1"}
+    assert (first.page, first.params) == (views.PAGE_COMPARE, split)
+    assert (second.page, second.params) == (views.PAGE_COMPARE, split)
 
 
 def test_unattributed_flags_scores_missing_any_part_of_the_instrument() -> None:

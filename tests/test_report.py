@@ -85,7 +85,8 @@ def test_the_leak_run_report_names_the_prompt_hash_suspect_and_its_evidence(demo
     assert "## Jumps at this run" in outside
     jumps = outside.split("## Jumps at this run")[1].split("## What changed")[0]
     assert f"1. **prompt**: faithfulness prompt {CLEAN_HASH} -\\> {LEAKY_HASH}" in jumps
-    assert "Test: ablate faithfulness with ground\\_truth blanked. Ablation: not run yet" in jumps
+    assert ("Test: split faithfulness's jump into instrument and outputs; ablating faithfulness with ground\\_truth "
+            "blanked checks the new wiring. Ablation: not run yet") in jumps
     assert "now reads ground\\_truth, which faithfulness must never receive" in outside
     diff = next(b for b in fences if b.startswith(f"--- {CLEAN_HASH}"))
     assert "+{ground_truth}" in diff

@@ -49,7 +49,7 @@ def leaky_run(db: Path) -> str:
 def planned_units(store: Store, spec: AblationSpec) -> list[tuple[str, str, int, str]]:
     """Every (metric, arm, repeat, sample) of the spec, in the order a one-at-a-time judge works through them."""
     ids = [s.sample_id for s in store.samples(spec.run_id, spec.suite)][: spec.limit]
-    return [(m, arm, rep, sid) for m in spec.metrics for arm in spec.arms for rep in range(spec.repeats)
+    return [(m, arm, rep, sid) for m in spec.metrics for arm in spec.arms_for(m) for rep in range(spec.repeats)
             for sid in ids]
 
 
@@ -153,10 +153,10 @@ def test_a_stopped_ablation_keeps_its_work_and_resumes_without_redoing_it(demo_d
         assert run_ablation(store, spec, judge, should_stop=lambda: judge.calls >= 50) is None
         first = judge.calls
         kept = store.ablation_results(spec.ablation_id)
-        assert 0 < len(kept) < 2 * 2 * 30
+        assert 0 < len(kept) < 3 * 2 * 30   # (baseline, question, joint question+ground_truth) x 2 x 30
         again = CountingJudge(make_judge())
         result = run_ablation(store, spec, again)
         final = store.ablation_results(spec.ablation_id)
     assert result is not None
-    assert len(final) == 2 * 2 * 30
+    assert len(final) == 3 * 2 * 30
     assert first + again.calls == int(final["calls"].sum())

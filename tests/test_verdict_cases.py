@@ -6,6 +6,12 @@ ablates it and checks what the verdict may say (DESIGN.md section 6).
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,10 +26,13 @@ from lib.ablation import (
     four_readings_spec,
     run_ablation,
 )
+from lib.degenerate import chance_scores
 from lib.diagnose import RunChanges, TemplateChange, split_jump, suspects_for
 from lib.errors import JudgeError
+from lib.harness import EXCLUDED, OK, Instrument, SampleResult, score_sample, score_samples
 from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
 from lib.prompts import DEFAULT_TEMPLATES
+from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import EvalSample
 from lib.store import Store
 from lib.verdicts import FLOOR, MEASURED, STATIC
@@ -32,6 +41,7 @@ from tests.support import synthetic_runs as syn
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, PROJECTED, REPLAY, WHOLE_SAMPLE_FAITHFULNESS
 
 FAITH = DEFAULT_TEMPLATES["faithfulness"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def coinciding(i: int, f: syn.Facts) -> EvalSample:
@@ -197,8 +207,6 @@ def test_the_suggested_test_for_every_jump_is_its_split() -> None:
                          templates=[TemplateChange("faithfulness", "h1", "h2", "", ("answer", "contexts"),
                                                    ("answer", "contexts", "ground_truth"), ("ground_truth",))],
                          bindings={"faithfulness": ("projected", "replay")}, pipeline={"retriever.k": (3, 5)})
-    from datetime import datetime
-
     from lib.diagnose import Jump
     jump = Jump("faithfulness", "b", "a", datetime(2026, 10, 2), 0.7, 0.9, 0.2, 0.05, 0.01,
                 suspects_for(changes, "faithfulness"))
@@ -206,3 +214,193 @@ def test_the_suggested_test_for_every_jump_is_its_split() -> None:
     assert actions and all(a.page == PAGE_COMPARE for a in actions)
     assert all(a.params == {"run": "b", "run_b": "a", "metric": "faithfulness", "split": "1"} for a in actions)
     assert all("split" in a.test for a in actions)
+
+
+# -- 6. the judge that replays the run, and the --json a CI job reads ---------------------------------------------
+
+def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lib", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+
+
+def ablate_json(db: Path, *extra: object) -> tuple[int, dict]:
+    proc = cli("ablate", "--db", db, "--run", "r1", "--metric", "faithfulness", "--blank", "question",
+               "--repeats", "2", "--json", *extra)
+    assert proc.returncode != 2, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_ablate_replays_the_run_with_its_own_judge_by_default(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only), "faithfulness", FAITH, PROJECTED,
+                   judge=OfflineJudge("offline-lexical-v1"))
+    code, out = ablate_json(fresh_db)
+    assert out["spec"]["judge"] == "offline-lexical-v1"
+    assert out["judge_note"] == "" and not out["summary"].startswith("With judge")
+    assert code == out["exit_code"] == 0
+    code, out = ablate_json(fresh_db, "--judge", "offline")
+    assert out["spec"]["judge"] == "offline-lexical-v2"
+    assert out["summary"].startswith("With judge offline-lexical-v2, not the run's own judge "
+                                     "(offline-lexical-v1 for faithfulness): ")
+
+
+def test_ablate_json_carries_every_input_of_each_verdict(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+    code, out = ablate_json(fresh_db)
+    assert code == out["exit_code"] == 1
+    cells = {c["arm"]: c for c in out["verdicts"]}
+    assert set(cells) == {"question", "question+ground_truth"}
+    joint = cells["question+ground_truth"]
+    assert joint["expected"] == "invariant" and joint["joint"] is True
+    assert joint["renders"] == ["answer", "contexts", "ground_truth"]
+    assert joint["kind"] == "LEAK" and joint["lo"] <= joint["delta"] <= joint["hi"] < 0
+    assert joint["noise"] >= 0 and joint["headroom"] == pytest.approx(1.0, abs=0.05)
+    assert joint["min_effect"] == 0.02 and joint["rule_out"] == 0.05
+    assert joint["sentence"].startswith("LEAK:")
+    assert cells["question"]["kind"] == "CLEAN" and "does not render question" in cells["question"]["sentence"]
+
+
+def test_a_run_judged_by_a_model_is_never_silently_replayed_by_the_offline_judge(fresh_db: Path) -> None:
+    # stored scores no offline judge reproduces, recorded as judged by a model
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only), "faithfulness", FAITH, PROJECTED,
+                   judge_model="acme-judge-1", fixed_score=0.95)
+    proc = cli("ablate", "--db", fresh_db, "--run", "r1", "--metric", "faithfulness", "--blank", "question")
+    assert proc.returncode == 2 and "acme-judge-1" in proc.stderr and "OPENAI_BASE_URL" in proc.stderr
+    code, out = ablate_json(fresh_db, "--judge", "offline")
+    assert out["replay"][0]["mismatch"] is True
+    assert code == out["exit_code"] == 3   # the gate does not pass on an instrument it did not reproduce
+    assert out["summary"].startswith("With judge offline-lexical-v2, not the run's own judge (acme-judge-1 for "
+                                     "faithfulness): not reproduced")
+    assert {c["kind"] for c in out["verdicts"]} == {"REPLAY MISMATCH"}
+
+
+# -- 7. degenerate samples are excluded before any call --------------------------------------------------------
+
+class NoCallJudge:
+    model = "offline-lexical-v2"
+    concurrency = 1
+    cacheable = False
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        raise AssertionError("a degenerate sample reached the judge")
+
+
+@pytest.mark.parametrize("contexts", [(), ("",), ("", "   ", "\n")])
+@pytest.mark.parametrize("metric", ["faithfulness", "context_precision", "context_recall"])
+def test_a_sample_with_no_passages_is_excluded_before_any_judge_call(metric: str, contexts: tuple[str, ...]) -> None:
+    [f] = syn.facts(1)
+    sample = EvalSample("s1", f.question, f.fact1, contexts, f.fact1)
+    result = score_sample(sample, Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED), NoCallJudge())
+    assert result.status == EXCLUDED and result.score is None and result.calls == 0
+    assert result.reason.startswith("no passages")
+
+
+def test_no_passages_never_score_by_chance_with_a_noisy_judge() -> None:
+    items = syn.samples(lambda i, f: EvalSample(f"s{i:03d}", f.question, f"{f.fact1} {f.fact2}", (), f.fact1), 100)
+    results = score_samples(items, Instrument("faithfulness", FAITH, PROJECTED), OfflineJudge(noise=0.03))
+    assert [r.status for r in results] == [EXCLUDED] * 100
+    relevance = score_samples(items, Instrument("answer_relevance", DEFAULT_TEMPLATES["answer_relevance"],
+                                                PROJECTED), OfflineJudge())
+    assert {r.status for r in relevance} == {OK}   # relevance never looks at the passages
+
+
+@pytest.mark.parametrize("answer", ["I don't know.", "I do not know", "Sorry, I cannot answer that question.",
+                                    "The context does not mention it."])
+def test_a_refusal_is_excluded_from_faithfulness_and_judged_for_relevance(answer: str) -> None:
+    [f] = syn.facts(1)
+    sample = EvalSample("s1", f.question, answer, (f.fact1,), f.fact1)
+    faith = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), NoCallJudge())
+    assert faith.status == EXCLUDED and faith.reason.startswith("refusal")
+    relevance = score_sample(sample, Instrument("answer_relevance", DEFAULT_TEMPLATES["answer_relevance"],
+                                                PROJECTED), OfflineJudge())
+    assert relevance.status == OK
+
+
+def test_an_answer_that_only_starts_like_a_refusal_is_judged() -> None:
+    [f] = syn.facts(1)
+    sample = EvalSample("s1", f.question, f"I don't know the exact figure, but {f.fact1} {f.fact2}", (f.fact1,),
+                        f.fact1)
+    assert score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), OfflineJudge()).status == OK
+
+
+@pytest.mark.parametrize("scorer", [None, "tests.support.scorers:whole_sample_faithfulness"])
+def test_an_ablation_excludes_degenerate_samples_in_every_arm(fresh_db: Path, scorer: str | None) -> None:
+    def case(i: int, f: syn.Facts) -> EvalSample:
+        return EvalSample(f"s{i:03d}", f.question, f"{f.fact1} {f.fact2}", () if i % 5 == 0 else (f.fact1, f.fact2),
+                          f.fact1)
+
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(case), "faithfulness", FAITH, PROJECTED)
+        result = ablate(store, "r1", ("contexts",), scorer=scorer)
+        frame = store.ablation_results(result.ablation_id)
+    degenerate = frame[frame["sample_id"].isin([f"s{i:03d}" for i in range(0, 40, 5)])]
+    assert len(degenerate) and set(degenerate["status"]) == {EXCLUDED}
+    assert degenerate["reason"].str.startswith("no passages").all()
+    rest = frame[~frame.index.isin(degenerate.index)]
+    assert set(rest["status"]) == {OK}   # blanking contexts is the measurement: the blanked arm is judged
+    assert cell(result, "contexts").n == 32
+
+
+def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db: Path) -> None:
+    [f, g] = syn.facts(2)
+    items = [EvalSample("s1", f.question, f.fact1, (), f.fact1), EvalSample("s2", g.question, g.fact1, (g.fact1,),
+                                                                            g.fact1)]
+    run = RunRecord("imported-1", datetime(2026, 10, 1), {}, {MAIN: items},
+                    [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0), SampleResult("s2", OK, 1.0)],
+                                  "acme-judge-1", FAITH, PROJECTED)])
+    with Store(fresh_db) as store:
+        store.record_run(run)
+        frame = chance_scores(store)
+    assert frame[["run_id", "metric", "sample_id", "score"]].values.tolist() == [["imported-1", "faithfulness",
+                                                                                   "s1", 1.0]]
+    proc = cli("lint", "--db", fresh_db)
+    assert proc.returncode == 1
+    assert ("run imported-1: 1 faithfulness score(s) on samples with no passages (1 of them 1.0), e.g. s1"
+            in proc.stdout)
+
+
+def test_the_run_page_flags_a_score_on_a_sample_with_no_passages(fresh_db: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from lib import ui
+
+    [f, g] = syn.facts(2)
+    items = [EvalSample("s1", f.question, f.fact1, ("", " "), f.fact1),
+             EvalSample("s2", g.question, g.fact1, (g.fact1,), g.fact1)]
+    with Store(fresh_db) as store:
+        store.record_run(RunRecord("imported-1", datetime(2026, 10, 1), {}, {MAIN: items},
+                                   [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0),
+                                                                  SampleResult("s2", OK, 1.0)],
+                                                 "acme-judge-1", FAITH, PROJECTED)]))
+    monkeypatch.setenv("EVALDRIFT_DB", str(fresh_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    try:
+        at.run()
+        at.query_params.update({"run": "imported-1"})
+        at.switch_page("pages/run.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        warnings = [w.value.replace("\\", "") for w in at.warning]
+        assert any("1 faithfulness score(s) on samples with no passages (1 of them 1.0)" in w for w in warnings)
+    finally:
+        ui.open_store(str(fresh_db)).close()
+        st.cache_resource.clear()
+        st.cache_data.clear()
+
+
+# -- the demo, from the engine's own output (calibration) ------------------------------------------------------
+
+def test_the_demo_latest_run_passes_the_gate_with_its_own_judge(demo_db: Path, tmp_path: Path) -> None:
+    db = tmp_path / "demo.duckdb"
+    shutil.copy(demo_db, db)
+    proc = cli("ablate", "--db", db, "--run", "latest", "--metric", "faithfulness", "--blank", "ground_truth",
+               "--blank", "question", "--limit", "200", "--repeats", "2", "--json")
+    out = json.loads(proc.stdout)
+    with Store(db) as store:
+        own = store.instrument(store.run_ids()[-1], "faithfulness")["judge_model"]
+    assert out["spec"]["judge"] == own and out["judge_note"] == ""
+    assert proc.returncode == out["exit_code"] == 0, out["summary"]
+    assert {c["kind"] for c in out["verdicts"]} == {"CLEAN"}

@@ -23,7 +23,8 @@ def mostly_failing(samples: Sequence[EvalSample]) -> list[float | None]:
 
 def _faithfulness(samples: Sequence[EvalSample], instrument: Instrument) -> list[float | None]:
     judge = OfflineJudge()
-    results = [score_sample(s, instrument, judge) for s in samples]
+    # an external harness: it judges whatever it is given (evaldrift's own screening is not its code)
+    results = [score_sample(s, instrument, judge, screen=False) for s in samples]
     return [r.score if r.status == OK else None for r in results]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from lib.harness import Instrument, score_samples
+from lib.harness import OK, Instrument, SampleResult, score_samples
 from lib.judges import OfflineJudge
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.records import MAIN, MetricRecord, RunRecord
@@ -65,12 +65,19 @@ def samples(case: Case, n: int = 40, *, seed: int = 7) -> list[EvalSample]:
 
 
 def record(store: Store, run_id: str, items: list[EvalSample], metric: str, template: str, binding: str, *,
-           judge: OfflineJudge | None = None, day: int = 0, pipeline: dict | None = None) -> RunRecord:
-    """Score the samples with (template, binding, judge) and record them as a run."""
+           judge: OfflineJudge | None = None, day: int = 0, pipeline: dict | None = None,
+           judge_model: str | None = None, fixed_score: float | None = None) -> RunRecord:
+    """Score the samples with (template, binding, judge) and record them as a run.
+
+    `judge_model` records another judge's name than the one that scored (a run
+    "judged by a model"); `fixed_score` stores that score for every sample
+    instead (stored scores that today's instrument does not reproduce).
+    """
     judge = judge or OfflineJudge()
-    results = score_samples(items, Instrument(metric, template, binding), judge, seed=0)
+    results = (score_samples(items, Instrument(metric, template, binding), judge, seed=0) if fixed_score is None
+               else [SampleResult(s.sample_id, OK, fixed_score) for s in items])
     run = RunRecord(run_id, datetime(2026, 10, 1, 2, 0) + timedelta(days=day), pipeline or {"retriever": "v1"},
-                    {MAIN: items}, [MetricRecord(metric, results, judge.model, template, binding)])
+                    {MAIN: items}, [MetricRecord(metric, results, judge_model or judge.model, template, binding)])
     store.record_run(run)
     return run
 
