@@ -117,13 +117,15 @@ def verdict_matrix(result: AblationResult) -> pd.DataFrame:
     Columns: metric, arm, kind (NOT_TESTED when the cell has no verdict),
     expected ('invariant' when every blanked field is one the metric must
     never receive, else 'sensitive'), delta, ratio, noise, sentence. Rows in
-    the spec's metric order, then arm order.
+    the spec's metric order, then arm order (the joint arms last).
     """
     spec = result.spec
     by_cell = {(v.metric, v.arm): v for v in result.verdicts}
+    # the arms asked for, then each metric's joint arm (all its must-never-receive fields blanked together)
+    arms = list(dict.fromkeys([*spec["blanks"], *(v.arm for v in result.verdicts if v.joint)]))  # type: ignore[misc]
     rows = []
     for m in spec["metrics"]:  # type: ignore[union-attr]
-        for arm in spec["blanks"]:  # type: ignore[union-attr]
+        for arm in arms:
             v = by_cell.get((m, arm))
             rows.append({
                 "metric": m, "arm": arm,

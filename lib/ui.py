@@ -50,6 +50,12 @@ def open_store(path: str) -> Store:
     return Store(path)
 
 
+def endpoint_for(judge: str, s: settings.Settings | None = None) -> str:
+    """Where a judge model lives: 'offline' for the embedded judge, else the configured server."""
+    s = s or load_settings()
+    return OFFLINE if judge in VARIANTS else s.endpoint
+
+
 def judge_for_spec(spec: AblationSpec) -> Judge | None:
     """The judge for a spec, from this server's settings alone (lib.trust refuses what they do not allow)."""
     return trust.server_judge(spec, load_settings())

@@ -79,20 +79,17 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "") 
     noise = noise_words(e.noise, e.mean, repeats)
     forbidden = fields_words(e.rendered_forbidden) if e.rendered_forbidden else ""
     received = fields_words([f for f in e.fields if f in spec.receives]) or words
-    unmeasured = (f"{e.n_failed} of {e.n_units} judgings failed{f' ({failures})' if failures else ''}"
-                  if d.why == v.STATIC_UNMEASURED and e.n_units and e.n_failed / e.n_units > v.MAX_FAILED_SHARE
-                  else f"only {e.n} samples scored in both arms")
+    rendered = (f" The run's wiring renders {forbidden}, which {e.metric} must never receive: not cleared."
+                if forbidden else "")
     pronoun = "it" if len(e.fields) == 1 else "them"
     table = {
         (v.SENSITIVE, v.NOTHING_TO_JUDGE): f"SENSITIVE: blanking {words} leaves {e.metric} nothing to judge (its "
                                            f"{spec.item_kind}s come from {spec.items_from}), as it should.",
         (v.INCONCLUSIVE, v.FAILURES): f"INCONCLUSIVE: {e.n_failed} of {e.n_units} judgings of {e.metric} failed"
                                       f"{f' ({failures})' if failures else ''}; too few scores to say whether "
-                                      f"blanking {words} moves it.",
+                                      f"blanking {words} moves it.{rendered}",
         (v.INCONCLUSIVE, v.TOO_FEW): f"INCONCLUSIVE: only {e.n} samples scored in both arms of {e.metric} with "
-                                     f"{words} blanked; at least {v.MIN_PAIRED} are needed.",
-        (v.LEAK, v.STATIC_UNMEASURED): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never "
-                                       f"receive; its effect was not measured here ({unmeasured}).",
+                                     f"{words} blanked; at least {v.MIN_PAIRED} are needed.{rendered}",
         (v.LEAK, v.MEASURED): f"LEAK: {_move(e)}, {noise}, {n}. A correctly wired {e.metric} judge never sees "
                               f"{words}; on these samples this one depends on {pronoun}.",
         (v.SENSITIVE, v.MEASURED): f"SENSITIVE: {_move(e)}, {noise}, {n}, as it should: {e.metric} receives "
@@ -110,9 +107,9 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "") 
                                    f"{words} cannot lower it by the {e.rule_out:.2f} a null must rule out "
                                    f"({_move(e)[len(e.metric) + 1:]}, {n}).",
         (v.CLEAN, v.NULL): f"CLEAN: no dependence of {e.metric} on {words} measured on these {e.n} samples: "
-                           f"{_move(e)[len(e.metric) + 1:]}; the interval rules out a move of "
+                           f"{_move(e)[len(e.metric) + 1:]} ({noise}); the interval rules out a move of "
                            f"{_num(e.far, False)}.{_static_note(e)}",
-        (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {n}; the interval rules out a move of "
+        (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; the interval rules out a move of "
                                  f"{_num(e.far, False)} although {e.metric} receives {received}: on these samples "
                                  f"it does not depend on its own input.",
         (v.INCONCLUSIVE, v.WIDE): f"INCONCLUSIVE: {_move(e)}, {n}; a move of up to {_num(e.far, False)} cannot be "
@@ -135,7 +132,7 @@ def judge_note(judge: str | None, recorded: dict[str, str | None]) -> str:
 def _leak_headline(c: ArmVerdict, more: int) -> str:
     fields = c.arm.split("+")
     extra = f" ({more} more leaking cell(s))" if more else ""
-    if c.why in (v.STATIC, v.STATIC_UNMEASURED):
+    if c.why == v.STATIC:
         forbidden = [f for f in fields if c.renders and f in c.renders]
         return (f"wiring leak: {c.metric}'s wiring renders {fields_words(forbidden)}, which it must never receive "
                 f"(no effect measured on these {c.n} samples){extra}.")

@@ -18,7 +18,9 @@ A move counts when its interval lies wholly beyond the smallest effect worth
 naming (so it excludes zero too) and its mean exceeds the noise band when the
 band is not zero. A null counts when the interval lies within `rule_out` and
 does not exclude the smallest effect worth naming. A wiring that renders a
-must-never-receive field is never cleared, and nothing clears a run whose
+must-never-receive field is never cleared (when nothing could be measured,
+the cell is INCONCLUSIVE and its sentence names the field rendered: the
+ablation speaks about measurements, lint about templates), and nothing clears a run whose
 instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
 REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
 the branch that decided it; `lib.verdict_words` turns both into a sentence.
@@ -51,7 +53,6 @@ FAILURES = "failures"
 TOO_FEW = "too few samples"
 MEASURED = "measured move"
 STATIC = "renders the field"
-STATIC_UNMEASURED = "renders the field, effect not measured"
 REPLAY = "replay not reproduced"
 WITHIN_NOISE = "within noise"
 FLOOR = "no room to fall"
@@ -145,9 +146,9 @@ def classify(e: CellEvidence) -> Decision:
     if e.nothing_to_judge and e.expected == EXPECT_SENSITIVE:
         return Decision(SENSITIVE, NOTHING_TO_JUDGE)
     if e.n_units and e.n_failed / e.n_units > MAX_FAILED_SHARE:
-        return Decision(LEAK, STATIC_UNMEASURED) if static else Decision(INCONCLUSIVE, FAILURES)
+        return Decision(INCONCLUSIVE, FAILURES)
     if e.n < MIN_PAIRED or not _real(e.mean):
-        return Decision(LEAK, STATIC_UNMEASURED) if static else Decision(INCONCLUSIVE, TOO_FEW)
+        return Decision(INCONCLUSIVE, TOO_FEW)
     if e.beyond_effect and e.beyond_noise:
         if e.expected == INVARIANT:
             return Decision(LEAK, MEASURED)

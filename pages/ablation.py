@@ -12,7 +12,7 @@ import streamlit as st
 
 import lib.ui
 from lib import access, charts, gate, noise, review, trust
-from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas
+from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
 
@@ -41,6 +41,14 @@ def load_briefs(db_path: str, version: str, run_id: str) -> list[review.Ablation
 @st.cache_data(show_spinner=False)
 def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str):
     return per_sample_deltas(lib.ui.open_store(db_path), ablation_id, metric, arm)
+
+
+@st.cache_data(show_spinner=False)
+def load_own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...]) -> str | None:
+    try:
+        return recorded_judge(lib.ui.open_store(db_path), run_id, metrics)
+    except EvaldriftError:  # unattributed, or metrics recorded by different judges
+        return None
 
 
 st.title("Ablation")
@@ -85,18 +93,25 @@ lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(ar
 if metrics and arms:
     st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
     st.dataframe(review.expectation_table(metrics, arms), width="content")
-JUDGE_CHOICE = f"the judge: {ctx.judge}"
+JUDGE_CHOICE = "a judge (chosen below)"
 scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="abl_scorer",
-                           help="The judge chosen in the sidebar, or an external scorer this server's operator "
-                                "allows (EVALDRIFT_SCORERS), e.g. Ragas' own faithfulness: "
+                           help="A judge (by default the one that recorded the run), or an external scorer this "
+                                "server's operator allows (EVALDRIFT_SCORERS), e.g. Ragas' own faithfulness: "
                                 "lib.scorers.ragas_metrics:faithfulness.")
 scorer = None if scorer_pick == JUDGE_CHOICE else scorer_pick
+judge, endpoint = ctx.judge, ctx.endpoint
 if scorer is None:
-    st.caption(f"Judge: `{ctx.judge}` ({ctx.endpoint}); choose another in the sidebar.")
+    own_judge = load_own_judge(ctx.db_path, version, run_id, tuple(metrics)) if metrics else None
+    judges = list(dict.fromkeys(j for j in (own_judge, ctx.judge) if j))
+    judge = st.radio("Judge", judges, key="abl_judge", horizontal=True,
+                     format_func=lambda j: f"{j} (the run's own)" if j == own_judge else f"{j} (from the sidebar)",
+                     help="An ablation replays the judge that recorded the run; another judge does not reproduce "
+                          "the run's instrument, and the headline says which one was used.") or ctx.judge
+    endpoint = lib.ui.endpoint_for(judge)
 else:
     st.caption(f"Scorer: `{scorer}`, run on this server's terms; its calls go to the operator's endpoint.")
 # an external scorer calls a model (Ragas: the operator's endpoint), so it is launched as a paid judge is
-may_launch = access.may_launch(ctx.user, ctx.endpoint if scorer is None else "external scorer", server,
+may_launch = access.may_launch(ctx.user, endpoint if scorer is None else "external scorer", server,
                                login=gate.login_configured())
 if not may_launch:
     st.info("Ablations with a paid judge are launched by the people this server's operator lists "
@@ -105,8 +120,8 @@ launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled
 
 if launch:
     try:
-        spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=ctx.judge,
-                             endpoint=ctx.endpoint, limit=int(limit) or None) if scorer is None else
+        spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
+                             endpoint=endpoint, limit=int(limit) or None) if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
                              scorer=scorer))
     except EvaldriftError as exc:
@@ -186,8 +201,8 @@ def render_result(row: dict, run_label: str) -> None:
                    "needs faithfulness with ground_truth and contexts blanked.")
         if st.button("Launch the four readings on this run", key="abl_four", disabled=not may_launch):
             spec = AblationSpec.from_dict(result.spec)
-            four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=ctx.judge,
-                                           endpoint=ctx.endpoint, limit=spec.limit)
+            four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge,
+                                           endpoint=spec.endpoint, limit=spec.limit)
             ctx.runner.submit(four_spec)
             lib.ui.set_query(ablation=four_spec.ablation_id)
             st.rerun()

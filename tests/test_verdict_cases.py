@@ -11,6 +11,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -361,13 +363,30 @@ def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db:
             in proc.stdout)
 
 
-def test_the_run_page_flags_a_score_on_a_sample_with_no_passages(fresh_db: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@contextmanager
+def page(db: Path, path: str, monkeypatch: pytest.MonkeyPatch, **params: str) -> Iterator[object]:
+    """A dashboard page on `db`, opened as a deep link; the store and caches are released after."""
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
     from lib import ui
 
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    try:
+        at.run()
+        at.query_params.update(params)
+        at.switch_page(path).run()
+        assert not at.exception, [e.value for e in at.exception]
+        yield at
+    finally:
+        ui.open_store(str(db)).close()
+        st.cache_resource.clear()
+        st.cache_data.clear()
+
+
+def test_the_run_page_flags_a_score_on_a_sample_with_no_passages(fresh_db: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     [f, g] = syn.facts(2)
     items = [EvalSample("s1", f.question, f.fact1, ("", " "), f.fact1),
              EvalSample("s2", g.question, g.fact1, (g.fact1,), g.fact1)]
@@ -376,19 +395,19 @@ def test_the_run_page_flags_a_score_on_a_sample_with_no_passages(fresh_db: Path,
                                    [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0),
                                                                   SampleResult("s2", OK, 1.0)],
                                                  "acme-judge-1", FAITH, PROJECTED)]))
-    monkeypatch.setenv("EVALDRIFT_DB", str(fresh_db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    try:
-        at.run()
-        at.query_params.update({"run": "imported-1"})
-        at.switch_page("pages/run.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-        warnings = [w.value.replace("\\", "") for w in at.warning]
-        assert any("1 faithfulness score(s) on samples with no passages (1 of them 1.0)" in w for w in warnings)
-    finally:
-        ui.open_store(str(fresh_db)).close()
-        st.cache_resource.clear()
-        st.cache_data.clear()
+    with page(fresh_db, "pages/run.py", monkeypatch, run="imported-1") as at:
+        warnings = [w.value.replace("\\", "") for w in at.warning]  # type: ignore[attr-defined]
+    assert any("1 faithfulness score(s) on samples with no passages (1 of them 1.0)" in w for w in warnings)
+
+
+def test_the_ablation_page_defaults_to_the_run_s_own_judge(fresh_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only), "faithfulness", FAITH, PROJECTED,
+                   judge=OfflineJudge("offline-lexical-v1"))
+    with page(fresh_db, "pages/ablation.py", monkeypatch, run="r1", metric="faithfulness") as at:
+        choice = at.radio(key="abl_judge")  # type: ignore[attr-defined]
+        assert choice.value == "offline-lexical-v1"
+        assert choice.options[0].startswith("offline-lexical-v1 (the run's own)")
 
 
 # -- the demo, from the engine's own output (calibration) ------------------------------------------------------

@@ -45,12 +45,12 @@ ROWS = [
     ("nothing to judge counts only for a received field", cell(nothing_to_judge=True), v.CLEAN, v.NULL),
     ("over a fifth of judgings failed", cell(n_failed=121, n_units=600), v.INCONCLUSIVE, v.FAILURES),
     ("exactly a fifth failed still decides", cell(n_failed=120, n_units=600), v.CLEAN, v.NULL),
-    ("failures, but the wiring renders the field", cell(n_failed=400, n_units=600, renders=RENDERS_GT),
-     v.LEAK, v.STATIC_UNMEASURED),
+    ("failures, and the wiring renders the field: still nothing measured",
+     cell(n_failed=400, n_units=600, renders=RENDERS_GT), v.INCONCLUSIVE, v.FAILURES),
     ("too few paired samples", cell(n=19), v.INCONCLUSIVE, v.TOO_FEW),
     ("twenty paired samples decide", cell(n=20), v.CLEAN, v.NULL),
     ("no interval at all", cell(mean=None, lo=None, hi=None), v.INCONCLUSIVE, v.TOO_FEW),
-    ("too few samples, but the wiring renders the field", cell(n=5, renders=RENDERS_GT), v.LEAK, v.STATIC_UNMEASURED),
+    ("too few samples, and the wiring renders the field", cell(n=5, renders=RENDERS_GT), v.INCONCLUSIVE, v.TOO_FEW),
     ("forbidden field moves it down beyond effect and noise", cell(**MOVE), v.LEAK, v.MEASURED),
     ("forbidden field moves it up beyond effect and noise", cell(mean=0.15, lo=0.1, hi=0.2), v.LEAK, v.MEASURED),
     ("deterministic judge: zero noise band, the interval decides", cell(noise=0.0, **MOVE), v.LEAK, v.MEASURED),
@@ -96,8 +96,8 @@ def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why:
 
 def test_the_table_reaches_every_branch() -> None:
     reached = {(r[2], r[3]) for r in ROWS}
-    assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC,
-                                    v.STATIC_UNMEASURED, v.REPLAY, v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE}
+    assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC, v.REPLAY,
+                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE}
     assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
                                       v.REPLAY_MISMATCH}
 
@@ -123,6 +123,13 @@ def test_a_rendered_forbidden_field_is_named_with_no_effect_measured() -> None:
     text = verdict_words.sentence(e, classify(e), repeats=3)
     assert text.startswith("LEAK: the run's wiring renders ground_truth, which faithfulness must never receive; "
                            "no effect measured on these 100 samples")
+
+
+def test_an_unmeasured_cell_still_names_the_forbidden_field_its_wiring_renders() -> None:
+    e = cell(n=5, renders=RENDERS_GT)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert text.startswith("INCONCLUSIVE: only 5 samples")
+    assert "renders ground_truth, which faithfulness must never receive: not cleared" in text
 
 
 def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
