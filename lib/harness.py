@@ -210,16 +210,17 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
 def score_samples(samples: Sequence[EvalSample], instrument: Instrument, judge: Judge, *,
                   seed: int | None = 0, cache: CallCache | None = None,
                   progress: Callable[[SampleResult], None] | None = None,
-                  concurrency: int | None = None) -> list[SampleResult]:
+                  concurrency: int | None = None, screen: bool = True) -> list[SampleResult]:
     """Judge every sample; results in the samples' order.
 
     Calls run `concurrency` at a time (default: the judge's own). `progress`
-    is called once per finished sample, from the calling thread.
+    is called once per finished sample, from the calling thread. `screen`: as
+    for score_sample (False only for deliberately blanked copies).
     """
     width = max(1, concurrency if concurrency is not None else getattr(judge, "concurrency", 1))
 
     def one(s: EvalSample) -> SampleResult:
-        return score_sample(s, instrument, judge, seed=seed, cache=cache)
+        return score_sample(s, instrument, judge, seed=seed, cache=cache, screen=screen)
 
     if width == 1 or len(samples) < 2:
         out = []

@@ -142,7 +142,8 @@ def test_a_sample_scores_supported_over_claims() -> None:
         ("faithfulness", "answer", "no claims to judge: answer is empty"),
         ("answer_relevance", "answer", "no claims to judge: answer is empty"),
         ("answer_correctness", "answer", "no claims to judge: answer is empty"),
-        ("context_precision", "contexts", "no passages to judge: contexts is empty"),
+        ("context_precision", "contexts",
+         "no passages: context_precision is judged over or against contexts, and this sample has none"),
         ("context_recall", "ground_truth", "no statements to judge: ground_truth is empty"),
     ],
 )
@@ -295,7 +296,8 @@ def test_projected_metric_moves_when_the_artifact_it_judges_against_is_blanked(
     inst = Instrument(metric, DEFAULT_TEMPLATES[metric], PROJECTED)
     against = METRICS[metric].against
     before = _mean(score_samples(samples, inst, OfflineJudge()))
-    after = _mean(score_samples([blank(s, [against]) for s in samples], inst, OfflineJudge()))
+    # blanked on purpose, as an ablation does: not screened as a degenerate input
+    after = _mean(score_samples([blank(s, [against]) for s in samples], inst, OfflineJudge(), screen=False))
     assert before - after > 0.5
 
 
@@ -313,8 +315,9 @@ def test_faithfulness_without_contexts_falls_to_zero_when_wired_right_and_stays_
     samples = demo_set[:150]
     no_contexts = [blank(s, ["contexts"]) for s in samples]
     judge = OfflineJudge(noise=0.0)
-    correct = _mean(score_samples(no_contexts, FAITHFULNESS, judge))
-    leaky = _mean(score_samples(no_contexts, Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY), judge))
+    correct = _mean(score_samples(no_contexts, FAITHFULNESS, judge, screen=False))   # blanked, as an ablation does
+    leaky = _mean(score_samples(no_contexts, Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY), judge,
+                                screen=False))
     correctness = _mean(score_samples(
         samples, Instrument("answer_correctness", DEFAULT_TEMPLATES["answer_correctness"], PROJECTED), judge))
     assert correct < 0.05
