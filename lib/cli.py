@@ -628,7 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True, metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--out", required=True, metavar="FILE.md")
     p.add_argument("--ablate", action="store_true",
-                   help="first run the ablations the suspects of this run's jumps call for (offline judge)")
+                   help="first run, with the run's own judge, the wiring ablations the suspects of this run's "
+                        "jumps call for")
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="K", help="with --ablate (default 3)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="with --ablate: only the first N samples")
     p.set_defaults(func=cmd_report)
