@@ -310,23 +310,26 @@ def test_an_ablation_whose_judge_always_fails_is_inconclusive_in_words(openai_se
     with Store(demo_copy) as store:
         result = run_ablation(store, spec, judge)
         assert result is not None
-        (v,) = result.verdicts
-        assert v.kind == INCONCLUSIVE
+        v, joint = result.verdicts   # the arm asked for, and the joint question+ground_truth arm
+        assert v.kind == joint.kind == INCONCLUSIVE
         # samples with an empty answer have no claims: excluded (not judged, not failed), 2 arms x 2 repeats
         excluded = 4 * sum(not s.answer.strip() for s in store.samples(spec.run_id)[:30])
         failed = 120 - excluded
         assert v.sentence.startswith(f"INCONCLUSIVE: {failed} of 120 judgings of faithfulness failed")
         assert "server error (500)" in v.sentence and "too few scores" in v.sentence
         assert v.delta is None and v.n == 0 and v.n_failed == failed
-        assert result.summary.startswith("inconclusive")
+        # the model is not the judge that recorded this run, and the headline says so before the finding
+        assert result.summary.startswith("With judge evaldrift-test-model, not the run's own judge "
+                                         "(offline-lexical-v2 for faithfulness): inconclusive")
         assert result.exit_code == 3
-        assert result.failures == {"judge call failed: server error (500), after 2 attempts": failed}
+        # over the three arms (baseline, ground_truth, joint): half as many again as the cell's two
+        assert result.failures == {"judge call failed: server error (500), after 2 attempts": failed * 3 // 2}
         row = store.ablation(spec.ablation_id)
-        assert row is not None and row["status"] == "done" and row["done"] == row["total"] == 120
+        assert row is not None and row["status"] == "done" and row["done"] == row["total"] == 180
         stored = store.ablation_results(spec.ablation_id)
-        assert len(stored) == 120 and stored["score"].isna().all()       # rows lost: 0, none scored
-        assert (stored["status"] == FAILED).sum() == failed
-    assert openai_server.n_calls == 2 * failed
+        assert len(stored) == 180 and stored["score"].isna().all()       # rows lost: 0, none scored
+        assert (stored["status"] == FAILED).sum() == failed * 3 // 2
+    assert openai_server.n_calls == 2 * failed * 3 // 2
 
 
 def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_server: OpenAIServer,
@@ -347,7 +350,8 @@ def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_serv
     with Store(demo_copy) as store:
         result = run_ablation(store, spec, judge)
     assert result is not None
-    (v,) = result.verdicts
+    v, joint = result.verdicts   # the arm asked for, and the joint question+ground_truth arm
     assert v.kind == LEAK, v.sentence                  # the demo's leaking run, found through the faults
     assert (v.n, v.n_failed, v.n_units) == (len(judged) - 2, 8, 120)
-    assert sum(result.failures.values()) == 8
+    assert joint.kind == LEAK and joint.joint
+    assert sum(result.failures.values()) == 12         # 2 samples x 3 arms x 2 repeats

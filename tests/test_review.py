@@ -177,7 +177,8 @@ def test_verdict_matrix_has_every_cell_with_its_verdict_and_expectation(demo_sto
 
     matrix = review.verdict_matrix(AblationResult.from_dict(row["result"]))
     assert matrix[["metric", "arm", "kind", "expected"]].values.tolist() == [
-        ["faithfulness", "ground_truth", "LEAK", "invariant"]]
+        ["faithfulness", "ground_truth", "LEAK", "invariant"],
+        ["faithfulness", "question+ground_truth", "LEAK", "invariant"]]   # the joint arm every ablation adds
     assert review.result_banner(AblationResult.from_dict(row["result"])) == "error"
 
 
