@@ -171,7 +171,7 @@ def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
     both = by_arm.get("contexts+ground_truth")
     wired, a, b = gt.baseline, gt.ablated, ctx.ablated
     ind = 1 - (1 - a) * (1 - b)
-    noise_txt = f" (noise band ±{gt.noise:.3f})" if gt.noise else ""
+    noise_txt = f" (judge repeat band ±{gt.noise:.3f})" if gt.noise else ""
     sentence = (f"Faithfulness reads {wired:.2f} as wired, {a:.2f} with ground_truth blanked and {b:.2f} with "
                 f"contexts blanked{noise_txt}. The reference adds {wired - a:+.2f}; with no passages it still "
                 f"supports {b:.2f} of claims. If passages and reference were independent channels of support, "

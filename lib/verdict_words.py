@@ -42,12 +42,12 @@ def _num(x: float | None, signed: bool = True) -> str:
 def noise_words(noise: float | None, mean: float | None, repeats: int) -> str:
     """How the move stands against the judge's repeat noise, with no ratio to a zero band."""
     if noise is None:
-        return "noise band not measured (1 repeat)"
+        return "judge repeat band not measured (1 repeat)"
     if noise == 0:
-        return f"repeats identical (noise band 0 over {repeats} repeats; the interval decides)"
+        return f"repeats identical (judge repeat band 0 over {repeats} repeats; the interval decides)"
     ratio = abs(mean) / noise if mean is not None and not math.isnan(mean) else math.nan
     times = f"{ratio:.1f}x " if not math.isnan(ratio) else ""
-    return f"{times}the noise band (±{noise:.3f}, {repeats} repeats)"
+    return f"{times}the judge repeat band (±{noise:.3f}, {repeats} repeats)"
 
 
 def ratio(noise: float | None, mean: float | None) -> float | None:
@@ -136,7 +136,7 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
         forbidden = [f for f in fields if c.renders and f in c.renders]
         return (f"wiring leak: {c.metric}'s wiring renders {fields_words(forbidden)}, which it must never receive "
                 f"(no effect measured on these {c.n} samples){extra}.")
-    times = f", {c.ratio:.1f}x the noise band" if c.ratio else ""
+    times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
     return (f"wiring leak: {c.metric} moves {abs(c.delta or 0):.2f} when {fields_words(fields)} {_is(fields)} "
             f"blanked{together} (95% CI {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")

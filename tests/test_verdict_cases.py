@@ -155,7 +155,7 @@ def test_identical_repeats_give_a_zero_band_and_the_interval_decides(fresh_db: P
         result = ablate(store, "r1", ("ground_truth",), repeats=3)
     v = cell(result, "ground_truth")
     assert v.kind == LEAK
-    assert "x the noise band" not in v.sentence and "x the noise band" not in result.summary
+    assert "x the judge repeat band" not in v.sentence and "x the judge repeat band" not in result.summary
     assert v.noise == 0.0 and v.ratio is None
     assert "repeats identical" in v.sentence and v.why == MEASURED
 

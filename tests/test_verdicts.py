@@ -140,7 +140,7 @@ def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
 def test_no_ratio_to_a_zero_noise_band_is_ever_printed() -> None:
     e = cell(noise=0.0, **MOVE)
     text = verdict_words.sentence(e, classify(e), repeats=3)
-    assert "x the noise band" not in text and "repeats identical" in text
+    assert "x the judge repeat band" not in text and "repeats identical" in text
     assert verdict_words.ratio(0.0, -0.15) is None
     assert verdict_words.ratio(0.01, -0.15) == pytest.approx(15.0)
 
