@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from lib import history_store as hs
+from lib.endpoints import normalise
 from lib.errors import InputError, NotFoundError
 from lib.harness import Instrument, score_samples
 from lib.judges.base import Judge, JudgeRequest, Message
@@ -157,7 +158,9 @@ class RejudgeCost:
 
 
 def _request(spec: RejudgeSpec, prompt: str) -> JudgeRequest:
-    return JudgeRequest(spec.judge, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, spec.seed)
+    # the judge's identity includes its normalised endpoint, so the estimate's key is the one the judge caches
+    return JudgeRequest(spec.judge, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, spec.seed,
+                        endpoint="" if spec.endpoint == "offline" else normalise(spec.endpoint))
 
 
 def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost:
