@@ -117,10 +117,15 @@ class AblationSpec:
     def arms(self) -> tuple[str, ...]:
         return ("none", *self.blanks)
 
-    def arms_for(self, metric: str) -> tuple[str, ...]:
-        """The baseline, the arms asked for, and the metric's joint arm (all its must-never-receive fields)."""
-        joint = arm_name(get_metric(metric).never)
-        return tuple(dict.fromkeys((*self.arms, joint)))
+    def arms_for(self, metric: str, fields: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The baseline, the arms asked for, and the metric's joint arm.
+
+        The joint arm blanks every must-never-receive field the run has
+        (`fields`; all four when None). It is left out when the run has none
+        of them: blanking what is absent measures nothing.
+        """
+        never = [f for f in get_metric(metric).never if fields is None or f in fields]
+        return tuple(dict.fromkeys((*self.arms, arm_name(never)))) if never else self.arms
 
     @property
     def ablation_id(self) -> str:
@@ -191,6 +196,10 @@ class _Plan:
     samples: list[EvalSample]
     instruments: dict[str, Instrument]
     total: int
+    fields: tuple[str, ...]
+
+    def arms_for(self, metric: str) -> tuple[str, ...]:
+        return self.spec.arms_for(metric, self.fields)
 
 
 def _plan(store: Store, spec: AblationSpec) -> _Plan:
@@ -213,8 +222,8 @@ def _plan(store: Store, spec: AblationSpec) -> _Plan:
             raise InputError(f"run {spec.run_id!r} recorded no template or binding for {m!r} (unattributed "
                              f"scores); ablate it through its own harness with a scorer", field="metric")
         instruments[m] = Instrument(m, inst["template"] or "", inst["binding"] or "projected")
-    total = sum(len(spec.arms_for(m)) for m in spec.metrics) * spec.repeats * len(samples)
-    return _Plan(spec, samples, instruments, total)
+    total = sum(len(spec.arms_for(m, had)) for m in spec.metrics) * spec.repeats * len(samples)
+    return _Plan(spec, samples, instruments, total, had)
 
 
 def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
@@ -259,7 +268,7 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
 
 def _run_judge(store: Store, plan: _Plan, judge: Judge, done: set, progress, should_stop) -> bool:
     spec = plan.spec
-    units = [(m, arm, rep, s) for m in spec.metrics for arm in spec.arms_for(m) for rep in range(spec.repeats)
+    units = [(m, arm, rep, s) for m in spec.metrics for arm in plan.arms_for(m) for rep in range(spec.repeats)
              for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
     blanked: dict[tuple[str, str], EvalSample] = {}
     buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
@@ -320,7 +329,7 @@ def _run_scorer(store: Store, plan: _Plan, scorer: Scorer, done: set, progress, 
     count = len(done)
     chunk = 50
     for m in spec.metrics:
-        for arm in spec.arms_for(m):
+        for arm in plan.arms_for(m):
             for rep in range(spec.repeats):
                 todo = [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
                 for i in range(0, len(todo), chunk):

@@ -103,7 +103,7 @@ def _cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm
                       fl.to_positive if fl else 0, fl.to_negative if fl else 0, fl.p_value if fl else None, md,
                       verdict_words.sentence(e, d, repeats=spec.repeats, failures=top), d.why,
                       tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
-                      e.rule_out, len(fields) > 1 and set(fields) == mspec.never)
+                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
 def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
@@ -189,6 +189,7 @@ def analyse(store: Store, spec: AblationSpec) -> AblationResult:
     judges: dict[str, str | None] = {}
     for a in arms.values():
         failures.update(a.reasons)
+    had = store.run_fields(spec.run_id)
     for m in spec.metrics:
         base = arms.get((m, "none"))
         if base is None:
@@ -201,7 +202,7 @@ def analyse(store: Store, spec: AblationSpec) -> AblationResult:
             band = 0.0  # identical repeats: rounding dust is not a noise band to divide by
         check = _replay_check(store, spec, m, base, sd, band)
         replay.append(check)
-        for arm in spec.arms_for(m)[1:]:
+        for arm in spec.arms_for(m, had)[1:]:
             abl = arms.get((m, arm))
             if abl is not None:
                 cells.append(_cell(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst), check.mismatch))

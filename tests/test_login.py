@@ -123,6 +123,9 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
     page.goto(dashboard.url + "/ablation")
     wait_for_app(page)
     launch = page.get_by_role("button", name="Launch ablation")
+    assert launch.is_enabled()                        # the run's own judge is offline: open to everyone
+    page.get_by_text("(from the sidebar)").click()    # the paid judge
+    wait_for_app(page)
     assert launch.is_enabled() is may_launch
     assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_launch
     page.context.close()

@@ -204,7 +204,7 @@ def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes
     run_id = mini_demo_run_ids()[1]
     spec = AblationSpec(run_id, ("faithfulness", "context_recall"), ("ground_truth", "contexts"), repeats=3)
     with Store(db) as store:
-        total = 2 * 3 * 3 * len(store.samples(run_id))
+        total = sum(len(spec.arms_for(m)) for m in spec.metrics) * 3 * len(store.samples(run_id))
     with Store(db) as store:
         before = store.counts()
     rng = random.Random(11)

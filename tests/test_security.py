@@ -146,6 +146,8 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
 
         # An OpenAI-judge ablation launched from the page, with the planted key in the environment.
         assert MODEL in texts["ablation"] and openai_server.base_url in texts["ablation"]
+        page.get_by_text(f"{MODEL} (from the sidebar)").click()   # not the run's own (offline) judge
+        wait_for_app(page)
         page.get_by_role("spinbutton", name="Repeats").fill("2")
         page.get_by_role("spinbutton", name="Repeats").press("Enter")
         wait_for_app(page)
@@ -239,7 +241,7 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         result = run_ablation(store, spec, OfflineJudge())
         assert result is not None and result.spec["run_id"] == EVIL[0]
         assert store.ablations(EVIL[0])["ablation_id"].tolist() == [spec.ablation_id]
-        assert len(store.ablation_results(spec.ablation_id)) == 2 * 22
+        assert len(store.ablation_results(spec.ablation_id)) == len(spec.arms_for("faithfulness")) * 22
         assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "ground_truth").empty
         assert diagnose.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
         assert set(diagnose.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}

@@ -250,7 +250,8 @@ def test_a_cache_hit_never_crosses_endpoints(db: Path, leak_run: str, server_a: 
     with Store(db) as store:
         first = run_ablation(store, on_a, OpenAIJudge(MODEL, base_url=server_a.base_url, max_attempts=1))
         second = run_ablation(store, on_b, OpenAIJudge(MODEL, base_url=server_b.base_url, max_attempts=1))
-    assert first is not None and first.calls == server_a.n_calls > 0 and first.cached == 0
+    # first's cache hits are its own repeated prompts (an arm that leaves the prompt as it was)
+    assert first is not None and first.calls == server_a.n_calls > 0
     assert second is not None
     assert second.cached == 0                       # nothing judged on A is credited to B
     assert server_b.n_calls == first.calls          # every request A answered was asked of B
