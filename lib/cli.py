@@ -30,7 +30,7 @@ from typing import NoReturn, TextIO
 from lib import inbox, settings
 from lib.ablation import AblationResult, AblationSpec, recorded_judge, run_ablation
 from lib.endpoints import normalise, redact
-from lib.errors import EvaldriftError, InputError
+from lib.errors import EvaldriftError, InputError, StoreBusyError
 from lib.judges.base import Judge
 from lib.judges.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judges.offline import VARIANTS
@@ -241,18 +241,35 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from lib.ingest import read_table, run_from_frame
+    from lib.chunked import FileRun, check_file, record_file
 
     db = _db_path(args, must_exist=False)
-    # What ingest_file does, with the whole file validated before the database is
-    # opened (a bad file leaves no new database behind), and the inbox hand-over
-    # when another process holds the database.
-    run = run_from_frame(read_table(args.file), source=str(args.file), run_id=args.run_id,
-                         started_at=_started_at(args.started_at), pipeline=_pipeline(args.pipeline),
-                         judge_model=args.judge_model, templates=_templates(args.template) or None,
-                         binding=args.binding)
-    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    run = FileRun(args.run_id, _started_at(args.started_at), _pipeline(args.pipeline), args.judge_model,
+                  _templates(args.template) or None, args.binding)
+    if not db.exists():
+        check_file(args.file, run)  # a bad file leaves no new database behind
+    # A chunk at a time, in one transaction (memory bounded by the chunk); the inbox
+    # hand-over when another process holds the database takes the whole run.
+    try:
+        with inbox.open_drained(db, _inbox_for(db)) as store:
+            done = record_file(store, args.file, run)
+            print(f"recorded {_describe_stored(store, args.run_id, done.n_samples)} in {db}")
+    except StoreBusyError:
+        from lib.ingest import read_table, run_from_frame
+
+        whole = run_from_frame(read_table(args.file), source=str(args.file), run_id=run.run_id,
+                               started_at=run.started_at, pipeline=run.pipeline, judge_model=run.judge_model,
+                               templates=run.templates, binding=run.binding)
+        _say_recorded(db, whole, inbox.Handover("inbox", inbox.drop(_inbox_for(db), whole)))
     return EXIT_OK
+
+
+def _describe_stored(store: Store, run_id: str, n: int) -> str:
+    """As _describe_run, read back from the store (a chunked run is never whole in memory)."""
+    metrics = store.run_metrics(run_id).set_index("metric")
+    parts = [f"{m} {_fmt(r.score)} (n={r.n}" + (f", {r.n_failed} failed" if r.n_failed else "") + ")"
+             for m in METRIC_NAMES if m in metrics.index for r in [metrics.loc[m]]]
+    return f"run {run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -78,6 +78,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -91,6 +92,9 @@ from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
 from lib.store import Store
 from lib.validate import check_run, text_problem
+
+if TYPE_CHECKING:
+    from lib.chunked import Recorded
 
 SAMPLE_ID = "sample_id"
 NO_SCORE = "no score in source"
@@ -161,27 +165,34 @@ def _read_jsonl(data: bytes, source: str) -> pd.DataFrame:
     # Split on b"\n" only: str.splitlines would also split on U+2028 and friends,
     # which JSON allows unescaped inside strings.
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", row=lineno,
-                             source=source) from None
-        if not line.strip():
-            continue
-        try:
-            obj = jsontext.loads(line, parse_constant=_BareConstant)
-        except jsontext.JsonProblem as exc:
-            raise InputError(str(exc), row=lineno, field=exc.field, source=source) from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", row=lineno, source=source) from None
-        if not isinstance(obj, dict):
-            hint = " (this reader wants JSON Lines: one object per line)" if isinstance(obj, list) else ""
-            raise InputError(f"expected a JSON object, got {_describe(obj)}{hint}", row=lineno, source=source)
-        records.append(obj)
-        rows.append(lineno)
+        obj = parse_jsonl_line(raw, lineno, source)
+        if obj is not None:
+            records.append(obj)
+            rows.append(lineno)
     frame = pd.DataFrame(records, dtype=object)
     frame.index = pd.Index(rows, name=ROW_INDEX)
     return frame
+
+
+def parse_jsonl_line(raw: bytes, lineno: int, source: str) -> dict[str, object] | None:
+    """One JSON Lines record (None for a blank line), or the InputError naming the line."""
+    try:
+        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", row=lineno,
+                         source=source) from None
+    if not line.strip():
+        return None
+    try:
+        obj = jsontext.loads(line, parse_constant=_BareConstant)
+    except jsontext.JsonProblem as exc:
+        raise InputError(str(exc), row=lineno, field=exc.field, source=source) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", row=lineno, source=source) from None
+    if not isinstance(obj, dict):
+        hint = " (this reader wants JSON Lines: one object per line)" if isinstance(obj, list) else ""
+        raise InputError(f"expected a JSON object, got {_describe(obj)}{hint}", row=lineno, source=source)
+    return obj
 
 
 def _read_csv(path: Path, source: str) -> pd.DataFrame:
@@ -482,27 +493,25 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
 def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,
                 pipeline: dict | None = None, judge_model: str | None = None,
                 templates: dict[str, str] | None = None, binding: str | None = None,
-                suite: str = MAIN) -> RunRecord:
+                suite: str = MAIN) -> Recorded:
     """Read, validate and record one file as one run, all or nothing.
 
-    Arguments after `path` are as in `run_from_frame`. The whole file is
-    validated before the store is touched, and the run is written in one
-    transaction that replaces any earlier copy of `run_id`: ingesting the same
-    file twice leaves one copy.
+    Arguments after `path` are as in `run_from_frame`. The file is read,
+    validated and written a chunk at a time (lib.chunked: memory bounded by the
+    chunk, not the file) in one transaction that replaces any earlier copy of
+    `run_id`: a bad row anywhere leaves the store as it was, and ingesting the
+    same file twice leaves one copy.
 
     Returns:
-        The recorded run.
+        The run id, the sample fields the file had, and the number of samples.
 
     Raises:
         InputError: the file is unreadable, or a row, field or argument is bad;
             the store is then unchanged.
     """
-    source = str(path)
-    run = run_from_frame(read_table(path), source=source, run_id=run_id, started_at=started_at,
-                         pipeline=pipeline, judge_model=judge_model, templates=templates, binding=binding,
-                         suite=suite)
-    store.record_run(run)
-    return run
+    from lib.chunked import FileRun, record_file
+
+    return record_file(store, path, FileRun(run_id, started_at, pipeline, judge_model, templates, binding, suite))
 
 
 __all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "fields_needed", "ingest_file", "present_fields",

@@ -12,7 +12,9 @@ parameters; no sample text is ever put into SQL text.
 from __future__ import annotations
 
 import json
+import math
 import threading
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -157,6 +159,24 @@ _BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+_RUN_METRIC_COLUMNS = ["run_id", "suite", "metric", "judge_model", "prompt_hash", "binding", "fingerprint", "score",
+                       "n", "n_failed", "n_excluded", "scorer", "output_mode"]
+
+
+def _samples_frame(run: RunRecord) -> pd.DataFrame:
+    rows = [(run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts), s.ground_truth)
+            for suite, samples in run.samples.items() for s in samples]
+    return pd.DataFrame(rows, columns=["run_id", "suite", "sample_id", "question", "answer", "contexts",
+                                       "ground_truth"])
+
+
+def _scores_frame(run: RunRecord) -> pd.DataFrame:
+    rows = [(run.run_id, m.suite, m.metric, r.sample_id, r.status, r.score, r.reason, r.verdicts_json())
+            for m in run.metrics for r in m.results]
+    return pd.DataFrame(rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score", "reason",
+                                       "verdicts"])
+
+
 class Store:
     """A DuckDB run store (see module docstring for the threading and lock rules).
 
@@ -242,44 +262,58 @@ class Store:
         Raises:
             InputError: naming the sample or metric and field at fault; nothing is written.
         """
-        check_run(run)
-        sample_rows = []
-        for suite, samples in run.samples.items():
-            for s in samples:
-                sample_rows.append((run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts),
-                                    s.ground_truth))
-        samples_df = pd.DataFrame(sample_rows, columns=["run_id", "suite", "sample_id", "question", "answer",
-                                                        "contexts", "ground_truth"])
-        metric_rows, score_rows, prompt_rows = [], [], []
-        from lib.harness import aggregate
+        self.record_run_parts([run])
 
-        for m in run.metrics:
-            agg = aggregate(m.results)
-            metric_rows.append((run.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding,
-                                m.fingerprint, agg.score, agg.n, agg.n_failed, agg.n_excluded, m.scorer,
-                                m.output_mode))
-            if m.template is not None:
-                prompt_rows.append((m.prompt_hash, m.metric, m.template))
-            for r in m.results:
-                score_rows.append((run.run_id, m.suite, m.metric, r.sample_id, r.status, r.score, r.reason,
-                                   r.verdicts_json()))
-        metrics_df = pd.DataFrame(metric_rows, columns=["run_id", "suite", "metric", "judge_model", "prompt_hash",
-                                                        "binding", "fingerprint", "score", "n", "n_failed",
-                                                        "n_excluded", "scorer", "output_mode"])
-        scores_df = pd.DataFrame(score_rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score",
-                                                      "reason", "verdicts"])
+    def record_run_parts(self, parts: Iterable[RunRecord]) -> None:
+        """Record one run that arrives in parts, in one transaction, replacing any earlier copy.
+
+        Each part is a RunRecord of the same run id and metrics, holding some
+        of the samples and their results; the run-level facts are the first
+        part's. A part is checked and written before the next is read, so a
+        file larger than memory can be recorded a chunk at a time; each
+        metric's score is aggregated over all parts by the harness's rule.
+        Sample ids must be unique across parts (the caller, who knows the
+        rows, says where a duplicate is).
+
+        Raises:
+            InputError: naming the sample or metric and field at fault; nothing is written.
+        """
+        head: RunRecord | None = None
+        totals: dict[tuple[str, str], tuple[array, list[int]]] = {}
         with self.transaction() as cur:
-            for table in ("sample_scores", "run_metrics", "samples", "runs"):
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
-                         json.dumps(list(run.fields))])
-            for row in dict.fromkeys(prompt_rows):
-                cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
-            self._insert_frame(cur, "samples", samples_df)
-            self._insert_frame(cur, "run_metrics", metrics_df)
-            self._insert_frame(cur, "sample_scores", scores_df)
+            for run in parts:
+                check_run(run)
+                if head is None:
+                    head = run
+                    self._start_run(cur, run)
+                elif run.run_id != head.run_id:
+                    raise InputError(f"a part of run {head.run_id!r} names run {run.run_id!r}", field="run_id")
+                self._insert_frame(cur, "samples", _samples_frame(run))
+                self._insert_frame(cur, "sample_scores", _scores_frame(run))
+                for m in run.metrics:
+                    ok, counts = totals.setdefault((m.suite, m.metric), (array("d"), [0, 0]))
+                    ok.extend(r.score for r in m.results if r.status == OK and r.score is not None)
+                    counts[0] += sum(r.status == FAILED for r in m.results)
+                    counts[1] += sum(r.status == EXCLUDED for r in m.results)
+            if head is None:
+                raise InputError("no samples: a run needs at least one", field="samples")
+            rows = []
+            for m in head.metrics:
+                ok, (n_failed, n_excluded) = totals[(m.suite, m.metric)]
+                score = math.fsum(ok) / len(ok) if ok else None
+                rows.append((head.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding, m.fingerprint,
+                             score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode))
+            self._insert_frame(cur, "run_metrics", pd.DataFrame(rows, columns=_RUN_METRIC_COLUMNS))
+
+    def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
+        for table in ("sample_scores", "run_metrics", "samples", "runs"):
+            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
+                     json.dumps(list(run.fields))])
+        for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
+            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
 
     def record_runs(self, runs: Iterable[RunRecord]) -> int:
         """Record several runs; each is its own transaction. Returns how many."""

@@ -264,8 +264,9 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
     listed = {r["run_id"] for r in json.loads(proc.stdout)}
     assert {*EVIL} - {EVIL[3]} | {"cli'); DROP TABLE samples; --", "ingested'); DROP TABLE runs; --",
                                    "inbox'); DROP TABLE runs; --"} == listed
+    # recorded by a judge named "offline" (no model this server knows): the offline judge is named explicitly
     proc = cli("ablate", "--db", str(db), "--run", EVIL[1], "--metric", "faithfulness", "--blank", "question",
-               "--repeats", "1", "--json")
+               "--repeats", "1", "--judge", "offline", "--json")
     assert proc.returncode in (0, 1, 3) and json.loads(proc.stdout)["spec"]["run_id"] == EVIL[1], proc.stderr
     out = tmp_path / "report.md"
     proc = cli("report", "--db", str(db), "--run", EVIL[0], "--out", str(out))
