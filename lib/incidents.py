@@ -253,3 +253,12 @@ def set_state(store: Store, incident: str, state: str, *, note: str = "", user: 
     if len(note) > MAX_NOTE:
         raise InputError(f"note longer than {MAX_NOTE} characters", field="note")
     hs.add_incident_state(store, incident, state, note.strip(), user.strip())
+
+
+JUMP_KINDS = ("jump", "episode")
+
+
+def first_open_jump(incidents: Sequence[Incident]) -> Incident | None:
+    """The open jump (or episode) the Overview lists first (oldest first): the run a page opened without a link
+    should start at, rather than the latest run."""
+    return next((i for i in incidents if i.is_open and i.kind in JUMP_KINDS), None)

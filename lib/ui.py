@@ -116,6 +116,7 @@ def ensure_navigation() -> None:
 def sidebar() -> Context:
     """Database and judge pickers (choices from the operator's settings); returns the page context."""
     ensure_navigation()
+    new_script_run()
     s = load_settings()
     user = gate.current_email()
     gate.show_user(user)
@@ -179,32 +180,67 @@ def query_param(name: str, default: str | None = None) -> str | None:
 
 
 def set_query(**params: str | None) -> None:
-    """Put the current view into the URL so a pasted link opens the same view."""
+    """Put the current view into the URL so a pasted link opens the same view.
+
+    The widgets seeded from these parameters in this script run take the written value as the URL they have
+    already followed: the page's own write is not a link to follow on the next run (it would undo the user's
+    first pick, which the page has not written yet).
+    """
+    seeded = st.session_state.get(_SEEDED, {})
     for k, v in params.items():
         if v is None:
             st.query_params.pop(k, None)
         else:
             st.query_params[k] = v
+        for key in seeded.get(k, ()):
+            st.session_state[_marker(key)] = v
 
 
-def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None, *, warn: bool = True) -> None:
+_SEEDED = "_url_seeded"   # {param: [widget keys seeded from it in this script run]}
+
+
+def _marker(key: str) -> str:
+    """Where the URL value a widget last followed (or was written from it) is kept."""
+    return f"_url_{key}"
+
+
+def _seeded_from(key: str, param: str) -> bool:
+    """Record that widget `key` follows `param` in this script run; True when the URL's `param` differs from the
+    value the widget last followed or wrote (a link was opened), so the widget should follow it."""
+    raw = query_param(param)
+    st.session_state.setdefault(_SEEDED, {}).setdefault(param, [])
+    if key not in st.session_state[_SEEDED][param]:
+        st.session_state[_SEEDED][param].append(key)
+    changed = raw != st.session_state.get(_marker(key))
+    st.session_state[_marker(key)] = raw
+    return changed
+
+
+def new_script_run() -> None:
+    """Forget which widgets followed which URL parameters in the previous script run (sidebar() calls it)."""
+    st.session_state[_SEEDED] = {}
+
+
+def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None, *, warn: bool = True) -> bool:
     """Start the keyed widget `key` at the URL's `param`, and follow the URL when a link changes it.
 
     Call before creating the widget (and give the widget no index/value of its
     own). A value not among `options` falls back to `default`, with a warning
-    on the page unless `warn` is False (the page says it itself).
+    on the page unless `warn` is False (the page says it itself). Returns True
+    when the widget took the URL's value in this run (a link, or a first visit).
     """
     wanted = query_param(param)
     problem = linkparams.unknown_choice(param, wanted, options, default)
     if problem and warn:
         st.warning(md_literal(problem))
     wanted = wanted if wanted in options else None
-    marker = f"_url_{key}"
-    if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):
-        st.session_state[key] = wanted if wanted is not None else default
+    link = _seeded_from(key, param)
+    follow = wanted is not None and (link or key not in st.session_state)
+    if follow or key not in st.session_state:
+        st.session_state[key] = wanted if follow else default
     elif st.session_state[key] not in options:
         st.session_state[key] = default
-    st.session_state[marker] = wanted
+    return follow
 
 
 def show_run_changes(changes: RunChanges, *, key: str) -> None:
@@ -237,9 +273,8 @@ def seed_list_from_query(key: str, param: str, options: Sequence[str], default: 
     if problem:
         st.warning(md_literal(problem))
     wanted = [v for v in query_list(param) if v in options] or None
-    marker = f"_url_{key}"
-    if key not in st.session_state or (wanted is not None and wanted != st.session_state.get(marker)):
+    link = _seeded_from(key, param)
+    if key not in st.session_state or (link and wanted is not None):
         st.session_state[key] = list(wanted if wanted is not None else default)
     else:
         st.session_state[key] = [v for v in st.session_state[key] if v in options]
-    st.session_state[marker] = wanted

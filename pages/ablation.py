@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import access, charts, gate, noise, review, trust
+from lib import ablation_form, access, charts, gate, noise, review, trust, ui_history
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -44,6 +44,11 @@ def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: 
 
 
 @st.cache_data(show_spinner=False)
+def load_incidents(db_path: str, version: str):
+    return ui_history.load_incidents(db_path, version)[0]
+
+
+@st.cache_data(show_spinner=False)
 def load_own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...]) -> str | None:
     try:
         return recorded_judge(lib.ui.open_store(db_path), run_id, metrics)
@@ -66,12 +71,21 @@ shown_id = lib.ui.query_param("ablation")
 shown_row = ctx.store.ablation(shown_id) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
+start_run, start_metric = ablation_form.start_at(load_incidents(ctx.db_path, ui_history.version(ctx)), run_ids)
 if lib.ui.query_param("run") not in (None, "latest", *run_ids):
-    st.warning(f"No run {md(lib.ui.query_param('run'))} in this database; showing the latest run.")
-lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", run_ids[-1]), warn=False)
-lib.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES, shown_spec.get("metrics", ["faithfulness"]))
+    st.warning(f"No run {md(lib.ui.query_param('run'))} in this database; showing {md(start_run)}.")
+lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
+lib.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
+                            shown_spec.get("metrics", [start_metric or "faithfulness"]))
 lib.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
                             [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])
+st.session_state.setdefault("abl_repeats", DEFAULT_REPEATS)
+st.session_state.setdefault("abl_limit", 0)
+shown_form = (ablation_form.form_values(shown_spec, ctx.store.run_fields(shown_spec["run_id"]))
+              if shown_spec.get("run_id") in run_ids else None)
+if shown_form is not None and st.session_state.get("_abl_form_of") != shown_id:
+    st.session_state.update(shown_form.widgets())   # an ablation came on screen: the form shows its spec
+    st.session_state["_abl_form_of"] = shown_id     # (once its spec is stored: a queued one may not be yet)
 
 st.subheader("What to test")
 c1, c2 = st.columns([2, 3])
@@ -83,12 +97,16 @@ st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", 
 c3, c4, c5, c6 = st.columns([2, 3, 1, 1])
 whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
 blanks = c4.multiselect("Fields to blank", offered, key="abl_blanks", disabled=whole)
-repeats = c5.number_input("Repeats", min_value=1, max_value=20, value=DEFAULT_REPEATS, key="abl_repeats",
+repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats",
                           help="Re-judgings of each arm; two or more measure the judge's noise band.")
-limit = c6.number_input("Sample limit", min_value=0, value=0, step=50, key="abl_limit",
+limit = c6.number_input("Sample limit", min_value=0, step=50, key="abl_limit",
                         help="Only the first N samples (0: all), for a quick look.")
 arms = offered if whole else blanks
 lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
+if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == {
+        k: st.session_state.get(k) for k in shown_form.widgets()}:
+    st.caption(md(f"The ablation shown also blanks {', '.join(shown_form.joint_arms)} together (fields joined by "
+                  "+ are blanked at once)."))
 
 if metrics and arms:
     st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
@@ -134,6 +152,7 @@ if launch:
         st.session_state.pop("abl_from_store", None)
         ctx.runner.submit(spec)
     shown_id = spec.ablation_id
+    st.session_state["_abl_form_of"] = shown_id   # the form already shows what was launched
     lib.ui.set_query(ablation=shown_id)
 
 

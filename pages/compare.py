@@ -68,7 +68,11 @@ labels = views.run_labels(runs)
 ui.seed_from_query("compare_run", "run", ids, ids[0])
 c1, c2, c3 = st.columns([2, 2, 1], gap="medium")
 run_id = c1.selectbox("Run", ids, key="compare_run", format_func=labels.get)
-ui.seed_from_query("compare_base", "run_b", ids, views.previous_in(oldest_first, run_id) or ids[-1])
+before = views.previous_in(oldest_first, run_id) or ids[-1]
+if not ui.seed_from_query("compare_base", "run_b", ids, before) and \
+        st.session_state.get("_compare_base_of", run_id) != run_id:
+    st.session_state["compare_base"] = before   # a changed run, no link's baseline: the run before it
+st.session_state["_compare_base_of"] = run_id
 baseline = c2.selectbox("Baseline", ids, key="compare_base", format_func=labels.get,
                         help="Defaults to the run before; deltas are run - baseline.")
 metrics_run = load_metrics(ctx.db_path, ctx.version, run_id)

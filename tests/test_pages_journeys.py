@@ -1,0 +1,209 @@
+"""A newcomer's journeys through the pages, in a real browser (issue 14): what a click leaves on screen.
+
+`streamlit run app.py` on a private copy of the demo (EVALDRIFT_DB) with a
+second database offered beside it (EVALDRIFT_DB_DIR), driven by headless
+Chromium. Each test opens a page the way a user does (the sidebar, an
+in-page link, a pasted link), does one thing, and reads what the page shows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from lib.diagnose import find_jumps
+from lib.store import Store
+from tests.support.browser import (
+    MAIN,
+    StreamlitServer,
+    chromium,
+    copy_db,
+    exceptions_shown,
+    main_text,
+    new_page,
+    wait_for_app,
+)
+
+pytestmark = pytest.mark.e2e
+OTHER_DB = "other.duckdb"
+VERDICT_S = 180.0   # an offline ablation of 20 samples, on a busy 2-core machine
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    server: StreamlitServer
+    leak_run: str   # the demo's first faithfulness jump: the harness starts handing ground_truth to faithfulness
+
+    def url(self, path: str = "") -> str:
+        return f"{self.server.url}/{path.lstrip('/')}"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Dashboard]:
+    """The demo (EVALDRIFT_DB) and a second copy offered by name (EVALDRIFT_DB_DIR), opened once at the root."""
+    work = tmp_path_factory.mktemp("journeys")
+    db = copy_db(demo_db, work / "demo.duckdb")
+    copy_db(demo_db, work / "more" / OTHER_DB)
+    with Store(db) as store:
+        leak_run = next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
+    with StreamlitServer(db, log_dir=work / "logs", env={"EVALDRIFT_DB_DIR": str(work / "more")}) as server:
+        page = new_page(browser)
+        try:
+            page.goto(server.url + "/")
+            wait_for_app(page)
+        finally:
+            page.context.close()
+        yield Dashboard(server, leak_run)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        p.context.close()
+
+
+# -- reading and driving widgets ------------------------------------------------------------------------------
+def selected(page: Page, key: str) -> str:
+    """The value a keyed selectbox shows (its visible text, not its label)."""
+    return page.locator(f".st-key-{key} input[role=combobox]").first.input_value().strip()
+
+
+def pick(page: Page, key: str, option: str) -> None:
+    """Open the keyed selectbox and click the option whose text starts with `option`; wait for the rerun."""
+    page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
+    page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first.click()
+    wait_for_app(page)
+
+
+def open_from_sidebar(page: Page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNavLink"]').filter(has_text=re.compile(f"^{title}$")).click()
+    wait_for_app(page)
+    assert exceptions_shown(page) == []
+
+
+def query(page: Page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def option_texts(page: Page, key: str) -> list[str]:
+    page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
+    texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
+    page.keyboard.press("Escape")
+    return texts
+
+
+# -- item 2: the first pick in a run selector sticks ---------------------------------------------------------
+@pytest.mark.parametrize(("title", "key"), [("Run", "run_pick"), ("Compare", "compare_run"),
+                                            ("Ablation", "abl_run")])
+def test_the_first_pick_in_a_run_selector_opened_from_the_sidebar_sticks(dashboard: Dashboard, page: Page,
+                                                                        title: str, key: str) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    open_from_sidebar(page, title)
+    older = option_texts(page, key)[4].split()[0]
+    assert older not in selected(page, key)
+    pick(page, key, older)
+    assert selected(page, key).startswith(older), f"{title}: the first pick snapped back to {selected(page, key)}"
+    assert query(page)["run"] == older
+
+
+# -- item 3: the database chooser keeps its value across pages ------------------------------------------------
+def test_the_database_chooser_keeps_its_value_across_sidebar_and_in_page_links(dashboard: Dashboard,
+                                                                              page: Page) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    pick(page, "db_choice", OTHER_DB)
+    assert selected(page, "db_choice") == OTHER_DB
+    for title in ("Trends", "Run", "Overview"):
+        open_from_sidebar(page, title)
+        assert selected(page, "db_choice") == OTHER_DB, f"after the sidebar's {title}"
+    # an in-page link: the Run page's link to Compare
+    open_from_sidebar(page, "Run")
+    page.locator(f"{MAIN} a").filter(has_text="Compare with").first.click()
+    wait_for_app(page)
+    assert "/compare" in page.url
+    assert selected(page, "db_choice") == OTHER_DB, "after an in-page link"
+    assert "Compare two runs" in main_text(page)
+
+
+# -- item 6: Compare's baseline follows the run; a bad run id is said ----------------------------------------
+def test_compares_baseline_follows_a_changed_run_to_the_run_before_it(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    open_from_sidebar(page, "Compare")
+    runs = [t.split()[0] for t in option_texts(page, "compare_run")]
+    assert selected(page, "compare_base").startswith(runs[1])
+    pick(page, "compare_run", runs[4])
+    assert selected(page, "compare_run").startswith(runs[4])
+    assert selected(page, "compare_base").startswith(runs[5]), "the baseline did not follow the changed run"
+    assert query(page)["run_b"] == runs[5]
+    # a baseline the user picks stays while the run stays
+    pick(page, "compare_base", runs[7])
+    assert selected(page, "compare_base").startswith(runs[7])
+    assert selected(page, "compare_run").startswith(runs[4])
+
+
+@pytest.mark.parametrize("path", ["compare?run=nightly-19990101", "run?run=nightly-19990101",
+                                  "ablation?run=nightly-19990101"])
+def test_a_bad_run_id_in_a_link_is_said_not_silently_replaced(dashboard: Dashboard, page: Page, path: str) -> None:
+    page.goto(dashboard.url(path))
+    wait_for_app(page)
+    warnings = " ".join(page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts())
+    assert "nightly-19990101" in warnings, f"{path}: no warning about the bad run id"
+
+
+# -- item 7: the Ablation page starts at the open jump --------------------------------------------------------
+def test_the_ablation_page_from_the_sidebar_starts_at_the_open_jumps_run(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    open_from_sidebar(page, "Ablation")
+    assert selected(page, "abl_run") == dashboard.leak_run
+    assert query(page)["run"] == dashboard.leak_run
+
+
+# -- item 4: after an ablation finishes, the form shows its spec -----------------------------------------------
+def multiselect_values(page: Page, key: str) -> list[str]:
+    tags = page.locator(f'.st-key-{key} .react-aria-ComboBox [aria-label="Selected values"] [data-tag]')
+    return [t.strip() for t in tags.all_inner_texts()]
+
+
+def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}&metric=faithfulness&blank=question"))
+    wait_for_app(page)
+    for key, value in (("abl_repeats", "1"), ("abl_limit", "20")):
+        field = page.locator(f".st-key-{key} input")
+        field.fill(value)
+        field.press("Enter")
+        wait_for_app(page)
+    page.locator(".st-key-abl_launch button").click()
+    four = page.locator(".st-key-abl_four button")
+    four.wait_for(timeout=VERDICT_S * 1000)
+    wait_for_app(page)
+    assert multiselect_values(page, "abl_blanks") == ["question"]
+    four.click()
+    page.get_by_text("The four readings").first.wait_for(timeout=VERDICT_S * 1000)
+    page.locator('[data-testid="stMetric"]').filter(has_text="Without the passages").first.wait_for(
+        timeout=VERDICT_S * 1000)
+    wait_for_app(page)
+    assert exceptions_shown(page) == []
+    assert multiselect_values(page, "abl_metrics") == ["faithfulness"]
+    assert sorted(multiselect_values(page, "abl_blanks")) == ["contexts", "ground_truth"]
+    assert page.locator(".st-key-abl_repeats input").input_value() == "1"
+    assert page.locator(".st-key-abl_limit input").input_value() == "20"
+    assert re.search(r"also blanks (contexts\+ground_truth|ground_truth\+contexts) together", main_text(page))
+    assert query(page)["blank"] in ("ground_truth,contexts", "contexts,ground_truth")
