@@ -34,7 +34,7 @@ from lib.ingest import FIELD_COLUMNS, ROW_INDEX, SAMPLE_ID
 from lib.records import MAIN, RunRecord
 from lib.store import Store
 
-CHUNK_ROWS = 5_000
+CHUNK_ROWS = 2_000
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,11 @@ parameters; no sample text is ever put into SQL text.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import threading
+import uuid
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -163,6 +165,41 @@ _RUN_METRIC_COLUMNS = ["run_id", "suite", "metric", "judge_model", "prompt_hash"
                        "n", "n_failed", "n_excluded", "scorer", "output_mode"]
 
 
+_STAGING: set[str] = set()   # staging tables of this process's record_run_parts in progress
+
+
+class _Totals:
+    """Per (suite, metric): the ok scores (packed floats) and the failed and excluded counts, over parts."""
+
+    def __init__(self) -> None:
+        self.by: dict[tuple[str, str], tuple[array, list[int]]] = {}
+
+    @classmethod
+    def of(cls, runs: Iterable[RunRecord]) -> _Totals:
+        t = cls()
+        for run in runs:
+            t.add(run)
+        return t
+
+    def add(self, run: RunRecord) -> None:
+        for m in run.metrics:
+            ok, counts = self.by.setdefault((m.suite, m.metric), (array("d"), [0, 0]))
+            ok.extend(r.score for r in m.results if r.status == OK and r.score is not None)
+            counts[0] += sum(r.status == FAILED for r in m.results)
+            counts[1] += sum(r.status == EXCLUDED for r in m.results)
+
+
+def _metrics_frame(head: RunRecord, totals: _Totals) -> pd.DataFrame:
+    """run_metrics rows: each metric's score is the mean of its ok scores (harness.aggregate's rule)."""
+    rows = []
+    for m in head.metrics:
+        ok, (n_failed, n_excluded) = totals.by.get((m.suite, m.metric), (array("d"), [0, 0]))
+        score = math.fsum(ok) / len(ok) if ok else None
+        rows.append((head.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding, m.fingerprint,
+                     score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode))
+    return pd.DataFrame(rows, columns=_RUN_METRIC_COLUMNS)
+
+
 def _samples_frame(run: RunRecord) -> pd.DataFrame:
     rows = [(run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts), s.ground_truth)
             for suite, samples in run.samples.items() for s in samples]
@@ -197,6 +234,7 @@ class Store:
         self._write_lock = threading.RLock()
         self._pending_replies: dict[str, tuple[object, ...]] = {}
         self._migrate()
+        self._drop_stale_staging()
 
     # -- plumbing -----------------------------------------------------------------
     def close(self) -> None:
@@ -265,45 +303,75 @@ class Store:
         self.record_run_parts([run])
 
     def record_run_parts(self, parts: Iterable[RunRecord]) -> None:
-        """Record one run that arrives in parts, in one transaction, replacing any earlier copy.
+        """Record one run that arrives in parts, all or nothing, replacing any earlier copy.
 
         Each part is a RunRecord of the same run id and metrics, holding some
         of the samples and their results; the run-level facts are the first
         part's. A part is checked and written before the next is read, so a
-        file larger than memory can be recorded a chunk at a time; each
-        metric's score is aggregated over all parts by the harness's rule.
-        Sample ids must be unique across parts (the caller, who knows the
-        rows, says where a duplicate is).
+        file larger than memory is recorded a chunk at a time: parts after the
+        first go to staging tables (in small transactions, so DuckDB never
+        holds the whole run in one), then one transaction replaces the run.
+        Each metric's score is aggregated over all parts by the harness's rule.
 
         Raises:
             InputError: naming the sample or metric and field at fault; nothing is written.
         """
-        head: RunRecord | None = None
-        totals: dict[tuple[str, str], tuple[array, list[int]]] = {}
+        it = iter(parts)
+        first = next(it, None)
+        if first is None:
+            raise InputError("no samples: a run needs at least one", field="samples")
+        check_run(first)
+        second = next(it, None)
+        if second is None:   # one part (record_run): written directly, in one transaction
+            with self.transaction() as cur:
+                self._start_run(cur, first)
+                self._insert_frame(cur, "samples", _samples_frame(first))
+                self._insert_frame(cur, "sample_scores", _scores_frame(first))
+                self._insert_frame(cur, "run_metrics", _metrics_frame(first, _Totals.of([first])))
+            return
+        token = uuid.uuid4().hex[:12]
+        stage = {"samples": f"_stage_samples_{token}", "sample_scores": f"_stage_scores_{token}"}
+        _STAGING.update(stage.values())
+        try:
+            self._record_staged(first, itertools.chain([second], it), stage)
+        finally:
+            with self._write_lock:
+                for name in stage.values():
+                    self.cursor().execute(f"DROP TABLE IF EXISTS {name}")
+            _STAGING.difference_update(stage.values())
+
+    def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> None:
         with self.transaction() as cur:
-            for run in parts:
+            for table, name in stage.items():
+                cur.execute(f"CREATE TABLE {name} AS SELECT * FROM {table} LIMIT 0")
+        totals = _Totals()
+        for run in itertools.chain([head], rest):
+            if run is not head:
                 check_run(run)
-                if head is None:
-                    head = run
-                    self._start_run(cur, run)
-                elif run.run_id != head.run_id:
+                if run.run_id != head.run_id:
                     raise InputError(f"a part of run {head.run_id!r} names run {run.run_id!r}", field="run_id")
-                self._insert_frame(cur, "samples", _samples_frame(run))
-                self._insert_frame(cur, "sample_scores", _scores_frame(run))
-                for m in run.metrics:
-                    ok, counts = totals.setdefault((m.suite, m.metric), (array("d"), [0, 0]))
-                    ok.extend(r.score for r in m.results if r.status == OK and r.score is not None)
-                    counts[0] += sum(r.status == FAILED for r in m.results)
-                    counts[1] += sum(r.status == EXCLUDED for r in m.results)
-            if head is None:
-                raise InputError("no samples: a run needs at least one", field="samples")
-            rows = []
-            for m in head.metrics:
-                ok, (n_failed, n_excluded) = totals[(m.suite, m.metric)]
-                score = math.fsum(ok) / len(ok) if ok else None
-                rows.append((head.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding, m.fingerprint,
-                             score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode))
-            self._insert_frame(cur, "run_metrics", pd.DataFrame(rows, columns=_RUN_METRIC_COLUMNS))
+            with self.transaction() as cur:
+                self._insert_frame(cur, stage["samples"], _samples_frame(run))
+                self._insert_frame(cur, stage["sample_scores"], _scores_frame(run))
+            totals.add(run)
+        try:
+            with self.transaction() as cur:
+                self._start_run(cur, head)
+                for table, name in stage.items():
+                    cur.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+                self._insert_frame(cur, "run_metrics", _metrics_frame(head, totals))
+        except duckdb.ConstraintException:
+            raise InputError(f"run {head.run_id!r} names a sample twice across its parts",
+                             field="sample_id") from None
+
+    def _drop_stale_staging(self) -> None:
+        """Staging tables left by a process killed mid-record (none can be another's: one process owns the file)."""
+        names = [r[0] for r in self._rows("SELECT table_name FROM duckdb_tables() "
+                                          "WHERE starts_with(table_name, '_stage_')")]
+        with self._write_lock:
+            for name in names:
+                if name not in _STAGING:
+                    self.cursor().execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
         for table in ("sample_scores", "run_metrics", "samples", "runs"):

@@ -153,3 +153,24 @@ def test_csv_rows_count_records_across_chunks(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         check_file(path, FileRun("r"), chunk_rows=4)
     assert (err.value.row, err.value.field) == (9, "faithfulness")   # record 9, though line 10 of the file
+
+
+def staging_tables(store: Store) -> list[str]:
+    return [r[0] for r in store.cursor().execute(
+        "SELECT table_name FROM duckdb_tables() WHERE starts_with(table_name, '_stage_')").fetchall()]
+
+
+def test_a_failed_chunked_record_leaves_no_staging_and_a_killed_ones_is_dropped_on_open(tmp_path: Path) -> None:
+    data = rows(14)
+    data[12]["faithfulness"] = "high"
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        with pytest.raises(InputError):
+            record_file(store, write(tmp_path / "f.jsonl", data), FileRun("r"), chunk_rows=4)
+        assert staging_tables(store) == [] and not store.has_run("r")
+        # what a process killed between its chunks leaves behind
+        store.cursor().execute("CREATE TABLE _stage_samples_0badc0ffee00 AS SELECT * FROM samples LIMIT 0")
+    with Store(db) as store:
+        assert staging_tables(store) == []
+        record_file(store, write(tmp_path / "g.jsonl", rows(9)), FileRun("r"), chunk_rows=4)
+        assert len(store.samples("r")) == 9 and staging_tables(store) == []
