@@ -18,6 +18,7 @@ database path that does not exist instead of creating an empty database.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -491,6 +492,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_split(args: argparse.Namespace) -> int:
+    from lib.splits import plan_split, run_split
+
+    db = _db_path(args, must_exist=True)
+    with inbox.open_drained(db, _inbox_for(db)) as store:
+        run_b = store.resolve_run(args.run)
+        run_a = store.resolve_run(args.baseline) if args.baseline else store.previous_run(run_b)
+        if run_a is None:
+            raise UsageError(f"run {run_b!r} is the first run: give --baseline")
+        plan = plan_split(store, args.metric, run_a, run_b, _settings())
+        if plan.paid and not args.yes:
+            raise UsageError(f"{plan.describe()}: add --yes to make those calls")
+        split = run_split(store, plan)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(split) | {"sentence": split.sentence, "total": split.total}))
+    else:
+        print(split.sentence)
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lib.diagnose import find_jumps
     from lib.report import run_report
@@ -639,6 +660,16 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("split", help="split a jump between two runs into what the instrument and the outputs "
+                                     "changed (re-judges both with both runs' judges)")
+    _db_arg(p)
+    p.add_argument("--run", required=True, metavar="RUN", help="the run after the jump, or 'latest'")
+    p.add_argument("--baseline", metavar="RUN", help="the run before it (default: the run before --run)")
+    p.add_argument("--metric", required=True, choices=METRIC_NAMES, metavar="M", help=", ".join(METRIC_NAMES))
+    p.add_argument("--yes", action="store_true", help="make the calls when a run was judged by a model on a server")
+    p.add_argument("--json", action="store_true", help="print the split as JSON")
+    p.set_defaults(func=cmd_split)
 
     p = sub.add_parser("report", help="write a Markdown finding for a run")
     _db_arg(p)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from lib.harness import Aggregate, Instrument, aggregate, score_samples
-from lib.judges.base import Judge
+from lib.judges.base import CallCache, Judge
 from lib.metrics import METRIC_NAMES, get_metric
 from lib.noise import metric_noise
 from lib.prompts import fields_read, lint, template_diff
@@ -327,14 +327,16 @@ def _unscored_words(cells: Mapping[tuple[str, str], Aggregate], reasons: Mapping
 
 
 def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Callable[[str | None], Judge], *,
-               suite: str = MAIN, seed: int = 0) -> Split:
+               suite: str = MAIN, seed: int = 0, cache: CallCache | None = None) -> Split:
     """Score B's outputs with A's instrument and A's with B's (a 2x2), and split the jump.
 
     instrument = mean over outputs of (B's instrument - A's instrument);
     outputs    = mean over instruments of (B's outputs - A's outputs).
     The two add up to the re-judged jump exactly. `judge_for(model)` returns
     the judge to use for an instrument that recorded `model`. A cell whose
-    every judging failed stays unscored, and then nothing is split.
+    every judging failed stays unscored, and then nothing is split. With
+    `cache` (the store), a model judge's replies are kept, so a split asked
+    again (or resumed after the page was left) pays only for what is missing.
     """
     insts, judges = {}, {}
     for rid in (run_a, run_b):
@@ -346,7 +348,7 @@ def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Cal
     reasons: dict[tuple[str, str], str] = {}
     for o in (run_a, run_b):
         for i in (run_a, run_b):
-            results = score_samples(outs[o], insts[i], judges[i], seed=seed)
+            results = score_samples(outs[o], insts[i], judges[i], seed=seed, cache=cache)
             cells[(o, i)] = aggregate(results)
             reasons[(o, i)] = next((r.reason for r in results if r.reason), "")
     aa, bb = cells[(run_a, run_a)].score, cells[(run_b, run_b)].score

@@ -124,3 +124,29 @@ def make_judge(settings: Settings, *, model: str | None = None, noise: float | N
         return OfflineJudge(name, noise=0.03 if noise is None else noise)
     return OpenAIJudge(name, base_url=settings.base_url, api_key=settings.api_key,
                        timeout=settings.judge_timeout, concurrency=settings.judge_concurrency)
+
+
+def judge_for_recorded(settings: Settings, model: str | None):
+    """The judge that reproduces a recorded instrument's judge model, on the operator's terms.
+
+    An offline-lexical-* model is the embedded judge (without stand-in noise:
+    a split compares instruments, not repeats). Any other model is called on
+    the operator's server (OPENAI_BASE_URL, OPENAI_API_KEY): the database names
+    the model, never where the call goes or with which key.
+
+    Raises:
+        InputError: the run recorded no judge model, or a model judge with no server configured.
+    """
+    from lib.errors import InputError
+    from lib.judges import OfflineJudge
+    from lib.judges.offline import VARIANTS
+
+    if not model:
+        raise InputError("the run recorded no judge model (unattributed scores): nothing to re-judge with",
+                         field="judge_model")
+    if model in VARIANTS:
+        return OfflineJudge(model)
+    if not (settings.base_url or settings.api_key):
+        raise InputError(f"the run was judged by {model!r}: set OPENAI_BASE_URL (and OPENAI_API_KEY) to re-judge "
+                         f"with it", field="judge_model")
+    return make_judge(settings, model=model)

@@ -415,17 +415,6 @@ def _pair(a: pd.Series | None, b: pd.Series | None, col: str) -> str:
     return str(va) if va == vb else f"{va} -> {vb}"
 
 
-def judge_models(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> list[str | None]:
-    """The judge models that scored `metric` in the baseline and the run (store.run_metrics frames)."""
-    out: list[str | None] = []
-    for frame in (baseline, run):
-        rows = frame[frame["metric"] == metric]
-        if not rows.empty:
-            model = rows.iloc[0]["judge_model"]
-            out.append(None if pd.isna(model) else str(model))
-    return out
-
-
 def paired_deltas(baseline: pd.DataFrame, run: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per sample scored in both runs: baseline score, run score, delta (run - baseline), largest moves first."""
     cols = ["sample_id", "baseline", "run", "delta"]

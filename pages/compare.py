@@ -12,10 +12,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from lib import charts, diagnose, ui, views
+from lib import access, charts, diagnose, gate, splits, ui, views
 from lib.diagnose import RunChanges, Split
-from lib.judges import OfflineJudge
-from lib.judges.offline import VARIANTS
+from lib.errors import InputError
 from lib.records import MAIN
 
 ctx = ui.sidebar()
@@ -51,8 +50,16 @@ def load_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def load_split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> Split:
-    return diagnose.split_jump(ui.open_store(db_path), metric, baseline, run_id,
-                               judge_for=lambda m: OfflineJudge(m) if m in VARIANTS else None)
+    store = ui.open_store(db_path)
+    return splits.run_split(store, splits.plan_split(store, metric, baseline, run_id, ui.load_settings()))
+
+
+def split_plan(metric: str, baseline: str, run_id: str) -> tuple[splits.SplitPlan | None, str]:
+    """The split's plan on this server's terms, or None and the sentence saying why it cannot run here."""
+    try:
+        return splits.plan_split(ctx.store, metric, baseline, run_id, ui.load_settings()), ""
+    except InputError as exc:
+        return None, str(exc)
 
 
 runs = load_runs(ctx.db_path, ctx.version)
@@ -96,8 +103,6 @@ flipped = views.flipped_verdicts(aligned) if len(aligned) else pd.DataFrame()
 flip_counts = views.flip_summary(aligned) if len(aligned) else None
 figure = charts.paired_delta_figure(deltas, metric=metric) if summary is not None else None
 metrics_base = load_metrics(ctx.db_path, ctx.version, baseline)
-judges = views.judge_models(metrics_base, metrics_run, metric) if metric else []
-offline_only = bool(judges) and all(m in VARIANTS for m in judges)
 
 # -- render ------------------------------------------------------------------------------------
 if run_id == baseline:
@@ -155,15 +160,25 @@ st.subheader("Instrument or outputs?")
 st.caption("Re-judges each run's outputs with both runs' instruments (judge model, template, binding), a 2x2, and "
            "splits the move into what the instrument changed and what the outputs changed.")
 split_key = (baseline, run_id, metric)
+plan, why_not = split_plan(metric, baseline, run_id)
+server = ui.load_settings()
+may_split = plan is not None and (not plan.paid or access.may_launch(ctx.user, server.endpoint, server,
+                                                                     login=gate.login_configured()))
 if ui.query_param("split") == "1":  # a jump's suggested test on the Overview links here with split=1
-    st.session_state.setdefault("compare_splits", set()).add(split_key)
+    if may_split and not plan.paid:  # a paid split waits for its click
+        st.session_state.setdefault("compare_splits", set()).add(split_key)
     ui.set_query(split=None)  # once: choosing other runs afterwards does not re-judge by itself
-if not offline_only:
-    st.info(f"The split re-judges with the recorded judges ({ui.md_literal(', '.join(map(str, judges)))}); this "
-            "page runs it only for the embedded offline judge.")
-elif st.button("Split the move into instrument and outputs", key="compare_split", icon=":material/call_split:"):
-    st.session_state.setdefault("compare_splits", set()).add(split_key)
-if offline_only and split_key in st.session_state.get("compare_splits", set()):
+if plan is None:
+    st.info(ui.md_literal(f"The split re-judges with the recorded judges; here it cannot: {why_not}."))
+elif not may_split:
+    st.info(f"The split calls {ui.md_literal(', '.join(sorted(plan.judges)))} on this server's judge; it is "
+            "launched by the people this server's operator lists (EVALDRIFT_ABLATION_USERS).")
+else:
+    if plan.paid:
+        st.caption(ui.md_literal(plan.describe().capitalize() + f", on {server.endpoint}."))
+    if st.button("Split the move into instrument and outputs", key="compare_split", icon=":material/call_split:"):
+        st.session_state.setdefault("compare_splits", set()).add(split_key)
+if may_split and split_key in st.session_state.get("compare_splits", set()):
     with st.spinner("Re-judging both runs' samples with both instruments..."):
         split = load_split(ctx.db_path, ctx.version, metric, baseline, run_id)
     st.info(ui.md_literal(split.sentence))

@@ -387,7 +387,6 @@ def test_metric_sides_and_config_rows_show_both_runs() -> None:
     assert sides.loc["faithfulness", "delta"] == pytest.approx(0.16)
     assert sides.loc["faithfulness", "prompt_hash"] == "h1 -> h2" and sides.loc["faithfulness", "judge_model"] == "m1"
     assert pd.isna(sides.loc["context_recall", "baseline"])
-    assert views.judge_models(a, b, "faithfulness") == ["m1", "m1"]
     rows = views.config_rows({"retriever.top_k": (3, 5), "generator.model": ("a", None)})
     assert rows.to_dict("records") == [{"key": "retriever.top_k", "baseline": "3", "run": "5"},
                                        {"key": "generator.model", "baseline": "a", "run": "(absent)"}]
