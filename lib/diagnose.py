@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -377,7 +377,7 @@ def _fuzzy_in(evidence: str, text: str, threshold: float = 0.8) -> bool:
 
 
 def provenance(store: Store, run_id: str | None, metric: str = "faithfulness", *, suite: str = MAIN,
-               fuzzy: bool = True) -> pd.DataFrame:
+               fuzzy: bool = True, sample_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Where each positive verdict's evidence string occurs.
 
     Returns a frame: run_id, sample_id, item, evidence, location, match
@@ -386,7 +386,7 @@ def provenance(store: Store, run_id: str | None, metric: str = "faithfulness", *
     found only in another artifact was read from something the metric should
     not have relied on; 'nowhere' means the judge cited text it was not shown.
     """
-    raw = store.supported_evidence(metric, suite, run_id)
+    raw = store.supported_evidence(metric, suite, run_id, sample_ids)
     spec = get_metric(metric)
     order = [spec.against] + [f for f in ("contexts", "ground_truth", "question") if f != spec.against]
     col = {"contexts": "in_contexts", "ground_truth": "in_ground_truth", "question": "in_question"}

@@ -613,7 +613,8 @@ class Store:
                   "ablation_results")
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
-    def supported_evidence(self, metric: str, suite: str = MAIN, run_id: str | None = None) -> pd.DataFrame:
+    def supported_evidence(self, metric: str, suite: str = MAIN, run_id: str | None = None,
+                           sample_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """Every positive verdict with where its evidence string occurs verbatim.
 
         Columns: run_id, sample_id, item, evidence, in_contexts, in_ground_truth,
@@ -647,14 +648,12 @@ class Store:
             FROM e JOIN s USING (run_id, suite, sample_id)
             ORDER BY e.run_id, e.sample_id
         """
-        run_filter = ""
-        params: list[object] = [metric, suite]
+        run_filter, extra = "", []   # the same filter on the verdicts and on the samples
         if run_id is not None:
-            run_filter = "AND run_id = ?"
-            params = [metric, suite, run_id, suite, run_id]
-        else:
-            params = [metric, suite, suite]
-        return self._df(sql.replace("{run_filter}", run_filter), params)
+            run_filter, extra = "AND run_id = ?", [run_id]
+        if sample_ids is not None:   # only these samples (one page of the Run page)
+            run_filter, extra = run_filter + " AND list_contains(?, sample_id)", [*extra, list(sample_ids)]
+        return self._df(sql.replace("{run_filter}", run_filter), [metric, suite, *extra, suite, *extra])
 
     # -- judge call cache (a CallCache) ---------------------------------------------
     def get(self, key: str) -> JudgeReply | None:

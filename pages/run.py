@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import degenerate, diagnose, ui, views
+from lib import degenerate, diagnose, sample_pages, ui, views
 from lib.diagnose import RunChanges
 from lib.metrics import get_metric
 from lib.records import MAIN
@@ -42,20 +42,21 @@ def load_changes(db_path: str, version: str, run_id: str) -> RunChanges:
 
 
 @st.cache_data(show_spinner=False)
-def load_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
-    return ui.open_store(db_path).sample_scores(run_id, MAIN)
-
-
-@st.cache_data(show_spinner=False)
 def load_provenance(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
     return diagnose.provenance(ui.open_store(db_path), run_id, metric)
 
 
-@st.cache_data(show_spinner=False)
-def load_sample_table(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
-    samples = ui.open_store(db_path).samples_frame(run_id, MAIN)
-    return views.sample_table(samples, load_scores(db_path, version, run_id),
-                              load_provenance(db_path, version, run_id, metric), metric)
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_sample_page(db_path: str, version: str, run_id: str, metric: str, search: str,
+                     score_range: tuple[float, float], verdict: str | None, location: str | None,
+                     page: int) -> sample_pages.SamplePage:
+    filters = sample_pages.SampleFilters(search, score_range, verdict, location)
+    return sample_pages.sample_page(ui.open_store(db_path), run_id, metric, filters, page=page)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_one_sample(db_path: str, version: str, run_id: str, metric: str, sample_id: str):  # type: ignore[no-untyped-def]
+    return sample_pages.sample_rows(ui.open_store(db_path), run_id, metric, [sample_id])
 
 
 def pick_row(table: pd.DataFrame) -> None:
@@ -142,21 +143,25 @@ location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS],
                              f"find its evidence in {spec.against}.")
 
 # -- lib calls ---------------------------------------------------------------------------------
-samples = load_sample_table(ctx.db_path, ctx.version, run_id, metric)
-scores = load_scores(ctx.db_path, ctx.version, run_id)
-provenance = load_provenance(ctx.db_path, ctx.version, run_id, metric)
-shown = views.filter_samples(samples, metric, search=search, score_range=score_range,
-                             verdict=None if verdict == ANY else verdict,
-                             location=None if location == ANY else location).reset_index(drop=True)
-
-evidence = views.evidence_summary(provenance, metric)
+page_no = int(st.session_state.get("run_page", 1))
+view = load_sample_page(ctx.db_path, ctx.version, run_id, metric, search, tuple(score_range),
+                        None if verdict == ANY else verdict, None if location == ANY else location, page_no)
+shown, scores, provenance = view.rows, view.scores, view.provenance
+evidence = views.evidence_summary(load_provenance(ctx.db_path, ctx.version, run_id, metric), metric)
 
 # -- render: the sample table ------------------------------------------------------------------
 if evidence.leak:
     st.error(ui.md_literal(evidence.sentence))
 else:
     st.caption(ui.md_literal(evidence.sentence))
-st.caption(f"{len(shown)} of {len(samples)} samples. Click a row to view it below.")
+if view.paged:
+    st.number_input(f"Page (of {view.pages:,})", min_value=1, max_value=view.pages, key="run_page",
+                    help=f"A run this large is read {sample_pages.PAGE_ROWS} samples at a time; search, score and "
+                         "verdict filters run over the whole run, the evidence filter over the page's samples.")
+    st.caption(f"{view.matched:,} of {view.total:,} samples match; page {view.page:,} of {view.pages:,} "
+               f"({len(shown)} shown). Click a row to view it below.")
+else:
+    st.caption(f"{len(shown)} of {view.total} samples. Click a row to view it below.")
 score_cols = [m for m in metric_names if m in shown]
 listed = shown[["sample_id", "question", *score_cols, "status", "items", pos, neg,
                 *[views.location_column(loc) for loc in views.PROVENANCE_LOCATIONS]]]
@@ -172,13 +177,25 @@ st.dataframe(
 )
 
 # -- widgets and render: one sample ------------------------------------------------------------
-options = shown["sample_id"].tolist() or samples["sample_id"].tolist()
+options = shown["sample_id"].tolist()
+if not options:   # nothing passes the filters: the viewer still offers the run's samples (this page of them)
+    every = load_sample_page(ctx.db_path, ctx.version, run_id, metric, "", (0.0, 1.0), None, None, page_no)
+    shown, scores, provenance = every.rows, every.scores, every.provenance
+    options = shown["sample_id"].tolist()
+linked = ui.query_param("view")
+if linked and linked not in options:  # a deep-linked sample outside the filters or this page stays viewable
+    options = [*options, linked]
 ui.seed_from_query("run_sample", "view", options, options[0] if options else None)
 sample_id = st.selectbox("Sample", options, key="run_sample")
 ui.set_query(run=run_id, metric=metric, view=sample_id)
 if sample_id is None:
     st.stop()
-row = samples[samples["sample_id"] == sample_id].iloc[0]
+if sample_id not in set(options[:len(shown)]):
+    shown, scores, provenance = load_one_sample(ctx.db_path, ctx.version, run_id, metric, sample_id)
+    if shown.empty:
+        st.warning(f"No sample {ui.md_literal(sample_id)} in this run.")
+        st.stop()
+row = shown[shown["sample_id"] == sample_id].iloc[0]
 status = views.sample_status(scores, metric, sample_id)
 records = views.verdict_records(scores, provenance, metric, sample_id)
 

@@ -76,6 +76,32 @@ def bench(report: Report, work: Path, rows: int) -> None:
     report.add(Figure(f"ingest_over_file@{rows}", "peak above the constant / file size", (peak - constant) / size, "x",
                       "< 3x", (peak - constant) / size < 3))
     report.add(Figure(f"ingest_rows_per_s@{rows}", "ingest throughput, whole command", rows / wall, "rows/s"))
+    run_page(report, work / "ingest-big.duckdb", rows)
+
+
+RUN_PAGE = """
+import json, resource, sys, time
+from lib.sample_pages import SampleFilters, sample_page
+from lib.store import Store
+with Store(sys.argv[1]) as store:
+    t0 = time.perf_counter(); first = sample_page(store, "big", "faithfulness"); t1 = time.perf_counter()
+    found = sample_page(store, "big", "faithfulness", SampleFilters(search="s199990")); t2 = time.perf_counter()
+print(json.dumps({"first": t1 - t0, "search": t2 - t1, "rows": len(first.rows), "found": len(found.rows),
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run_page(report: Report, db: Path, rows: int) -> None:
+    """The Run page's sample table on that run, in a fresh process: a page, and a search over the whole run."""
+    proc = subprocess.run([sys.executable, "-c", RUN_PAGE, str(db)], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"run page failed: {proc.stderr.strip()}")
+    got = json.loads(proc.stdout)
+    report.add(Figure(f"run_page_first_s@{rows}", f"Run page: first page of a {rows:,}-sample run", got["first"], "s",
+                      "< 2 s", got["first"] < 2, f"{got['rows']} rows built"))
+    report.add(Figure(f"run_page_search_s@{rows}", "Run page: search the whole run for one id", got["search"], "s",
+                      "< 2 s", got["search"] < 2, f"{got['found']} found"))
+    report.add(Figure(f"run_page_rss_mib@{rows}", "Run page: peak RSS of a process doing both", got["rss"], "MiB"))
 
 
 def main(argv: list[str] | None = None) -> int:
