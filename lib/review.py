@@ -24,6 +24,7 @@ import pandas as pd
 
 from lib import diagnose, incidents
 from lib.ablation import INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, AblationResult
+from lib.judging_counts import JudgingCounts, counts
 from lib.metrics import get_metric
 from lib.records import MAIN
 from lib.report import md_escape
@@ -56,6 +57,8 @@ class AblationBrief:
     verdicts: tuple[tuple[str, str], ...]     # (kind, sentence) per cell
     mismatches: tuple[str, ...]               # replay-mismatch sentences
     four: str | None                          # the four readings' sentence, when measured
+    cells: tuple[tuple[str, str, str], ...] = ()   # (metric, arm, verdict kind) per cell
+    tally: JudgingCounts | None = None        # what became of its judgings (lib.judging_counts)
 
     @property
     def what(self) -> str:
@@ -75,8 +78,18 @@ class AblationBrief:
     def tests(self, metric: str) -> bool:
         return metric in self.metrics
 
+    @property
+    def findings(self) -> frozenset[tuple[str, str]]:
+        """(run, metric) of each metric it found leaking or miswired: two ablations finding the same is one."""
+        return frozenset((self.run_id, m) for m, _, k in self.cells if k in ALARMING)
 
-def _brief(row: pd.Series) -> AblationBrief:
+    @property
+    def progress(self) -> str:
+        """Its judgings in the one vocabulary of lib.judging_counts."""
+        return self.tally.sentence if self.tally is not None else f"{self.done} of {self.total} judgings."
+
+
+def _brief(row: pd.Series, tally: JudgingCounts | None = None) -> AblationBrief:
     spec = json.loads(row["spec"]) if isinstance(row["spec"], str) else dict(row["spec"])
     raw = row["result"]  # None, or NaN in a pandas 3 string column, while the ablation runs
     parsed = json.loads(raw) if isinstance(raw, str) and raw else raw if isinstance(raw, dict) else None
@@ -90,13 +103,15 @@ def _brief(row: pd.Series) -> AblationBrief:
         repeats=int(spec.get("repeats", 1)), limit=spec.get("limit"), judge=str(spec.get("judge", row["judge_model"])),
         summary=result.summary if result else "", verdicts=verdicts, mismatches=mismatches,
         four=result.four.sentence if result and result.four else None,
+        cells=tuple((v.metric, v.arm, v.kind) for v in result.verdicts) if result else (), tally=tally,
     )
 
 
 def ablation_briefs(store: Store, run_id: str | None = None) -> list[AblationBrief]:
     """Stored ablations (of one run, or all), newest first."""
     frame = store.ablations(run_id)
-    return [_brief(row) for _, row in frame.iterrows()]
+    return [_brief(row, counts(store.ablation_results(str(row["ablation_id"])), int(row["total"])))
+            for _, row in frame.iterrows()]
 
 
 def expectation(metric: str, arm: str) -> str:
@@ -287,10 +302,20 @@ class Review:
             out.append(f"Nothing moved beyond noise in {len(self.runs)} run(s).")
         if self.canary_runs:
             out.append(self.canary_sentence)
-        leaks = [a for a in self.ablations if a.alarming]
         if self.ablations:
-            out.append(f"{len(self.ablations)} ablation(s) in range, {len(leaks)} finding a leak or a miswired metric.")
+            out.append(ablations_sentence(self.ablations))
         return tuple(out)
+
+
+def ablations_sentence(ablations: Sequence[AblationBrief]) -> str:
+    """'3 ablation(s) in range; between them, 1 leak or miswired metric: faithfulness on r9.' Two ablations that
+    find the same metric of the same run leaking count once."""
+    found = sorted(set().union(*(a.findings for a in ablations)))
+    head = f"{len(ablations)} ablation(s) in range"
+    if not found:
+        return f"{head}; none found a leak or a miswired metric."
+    which = ", ".join(f"{m} on {r}" for r, m in found)
+    return f"{head}; between them, {len(found)} leak(s) or miswired metric(s): {which}."
 
 
 def data_range(store: Store) -> tuple[date, date] | None:
@@ -414,7 +439,7 @@ def review_markdown(rev: Review) -> str:
         out.append("_No ablation of these runs, and none launched in this range._")
     for a in rev.ablations:
         out += [f"### {md_escape(a.ablation_id)} on {md_escape(a.run_id)}", "",
-                f"{md_escape(a.what)}. Status: {md_escape(a.status)} ({a.done} of {a.total} judgings).", ""]
+                f"{md_escape(a.what)}. Status: {md_escape(a.status)}. {md_escape(a.progress)}", ""]
         if a.summary:
             out += [f"**{md_escape(a.summary)}**", ""]
         out += [f"- {md_escape(sentence)}" for _, sentence in a.verdicts]

@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import ablation_form, access, charts, gate, noise, review, trust, ui_history
+from lib import ablation_form, access, charts, gate, judging_counts, noise, review, trust, ui_history
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -41,6 +41,11 @@ def load_briefs(db_path: str, version: str, run_id: str) -> list[review.Ablation
 @st.cache_data(show_spinner=False)
 def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str):
     return per_sample_deltas(lib.ui.open_store(db_path), ablation_id, metric, arm)
+
+
+@st.cache_data(show_spinner=False)
+def load_counts(db_path: str, version: str, ablation_id: str, total: int) -> judging_counts.JudgingCounts:
+    return judging_counts.counts(lib.ui.open_store(db_path).ablation_results(ablation_id), total)
 
 
 @st.cache_data(show_spinner=False)
@@ -163,9 +168,7 @@ def progress_panel(ablation_id: str) -> None:
     status = ctx.runner.status(ablation_id)
     if status.state not in ("queued", "running"):
         st.rerun(scope="app")
-    label = (f"Judging: {status.done} of {status.total} ({status.fraction:.0%})" if status.total
-             else "Queued: waiting for the worker...")
-    st.progress(status.fraction, text=label)
+    st.progress(status.fraction, text=judging_counts.progress_label(status.done, status.total))
     st.caption("Runs on a background worker: you can leave this page or open it in another browser; "
                "the result is stored.")
 
@@ -176,7 +179,8 @@ def render_result(row: dict, run_label: str) -> None:
         st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
                 f"no judge was called again.")
     BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
-    st.caption(f"{md(run_label)}. {result.calls} judge calls, {result.cached} answered from the call cache.")
+    tally = load_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
+    st.caption(md(f"{run_label}. {tally.sentence}"), help=judging_counts.HELP)
 
     st.subheader("Metrics x fields")
     st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
@@ -301,6 +305,6 @@ for b in briefs[:SHOW_ABLATIONS]:
     with st.container(border=True):
         st.page_link("pages/ablation.py", label=f"{b.ablation_id} · {b.status} · {b.created_at:%Y-%m-%d %H:%M}",
                      query_params={"ablation": b.ablation_id, "run": b.run_id}, icon=":material/science:")
-        st.caption(md(f"{b.what}. {b.summary or f'{b.done} of {b.total} judgings.'}"))
+        st.caption(md(f"{b.what}. {b.summary} {b.progress}"))
 if len(briefs) > SHOW_ABLATIONS:
     st.caption(f"{len(briefs) - SHOW_ABLATIONS} older ablation(s) not shown.")

@@ -14,7 +14,7 @@ import streamlit as st
 
 import lib.ui
 import lib.ui_history
-from lib import linkparams, review
+from lib import judging_counts, linkparams, review
 
 RANGE_KEY = "rev_range"
 SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
@@ -28,6 +28,11 @@ version = ctx.version
 @st.cache_data(show_spinner=False)
 def load_bounds(db_path: str, version: str) -> tuple[date, date] | None:
     return review.default_range(lib.ui.open_store(db_path))
+
+
+@st.cache_data(show_spinner=False)
+def load_data_range(db_path: str, version: str) -> tuple[date, date]:
+    return review.data_range(lib.ui.open_store(db_path))  # type: ignore[return-value]
 
 
 @st.cache_data(show_spinner="Assembling the review...")
@@ -54,8 +59,12 @@ if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
 picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",
                        help="Default: the last seven days of data, ending on the day of the latest run.")
-c2.button("Previous week", key="rev_prev", on_click=shift_range, args=(-7,), icon=":material/chevron_left:")
-c3.button("Next week", key="rev_next", on_click=shift_range, args=(7,), icon=":material/chevron_right:")
+first_day, last_day = load_data_range(ctx.db_path, version)
+shown = st.session_state[RANGE_KEY]
+c2.button("Previous week", key="rev_prev", on_click=shift_range, args=(-7,), icon=":material/chevron_left:",
+          disabled=len(shown) == 2 and shown[0] <= first_day, help=f"The first run started on {first_day}.")
+c3.button("Next week", key="rev_next", on_click=shift_range, args=(7,), icon=":material/chevron_right:",
+          disabled=len(shown) == 2 and shown[1] >= last_day, help=f"The latest run started on {last_day}.")
 c4.button("Latest week", key="rev_latest", on_click=lambda: st.session_state.update({RANGE_KEY: default}))
 if len(picked) != 2:
     st.info("Pick the last day of the range.")
@@ -128,7 +137,7 @@ for a in rev.ablations:
     with st.container(border=True):
         st.page_link("pages/ablation.py", label=f"{md(a.ablation_id)} on {md(a.run_id)} · {md(a.status)}",
                      query_params={"ablation": a.ablation_id, "run": a.run_id}, icon=":material/science:")
-        st.caption(md(f"{a.what}. Launched {a.created_at:%Y-%m-%d %H:%M}; {a.done} of {a.total} judgings."))
+        st.caption(md(f"{a.what}. Launched {a.created_at:%Y-%m-%d %H:%M}. {a.progress}"), help=judging_counts.HELP)
         if a.summary:
             (st.error if a.alarming else st.success)(f"**{md(a.summary)}**")
         if a.verdicts:

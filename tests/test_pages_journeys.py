@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -207,3 +208,49 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
     assert page.locator(".st-key-abl_limit input").input_value() == "20"
     assert re.search(r"also blanks (contexts\+ground_truth|ground_truth\+contexts) together", main_text(page))
     assert query(page)["blank"] in ("ground_truth,contexts", "contexts,ground_truth")
+
+
+# -- item 5: the result and the Review count judgings with the same words ---------------------------------------
+COUNTS = re.compile(r"(\d+) judgings: (\d+) scored, (\d+) excluded before any call, (\d+) failed; (\d+) judge calls, "
+                    r"(\d+) judgings answered from the call cache")
+
+
+def test_an_ablations_counts_agree_on_the_result_and_the_review(dashboard: Dashboard, page: Page) -> None:
+    run = dashboard.leak_run
+    page.goto(dashboard.url(f"ablation?run={run}&metric=faithfulness&blank=question"))
+    wait_for_app(page)
+    for key, value in (("abl_repeats", "1"), ("abl_limit", "20")):
+        field = page.locator(f".st-key-{key} input")
+        field.fill(value)
+        field.press("Enter")
+        wait_for_app(page)
+    page.locator(".st-key-abl_launch button").click()
+    page.wait_for_url(re.compile(r"[?&]ablation=abl-"), timeout=60_000)
+    ablation_id = query(page)["ablation"]
+    page.get_by_text(COUNTS).first.wait_for(timeout=VERDICT_S * 1000)
+    wait_for_app(page)
+    on_result = COUNTS.search(main_text(page))
+    assert on_result is not None
+    judgings, scored, excluded, failed, calls, cached = map(int, on_result.groups())
+    assert judgings == scored + excluded + failed
+    assert calls + cached >= scored
+
+    day = datetime.strptime(run.split("-")[1], "%Y%m%d").date()
+    page.goto(dashboard.url(f"review?from={day}&to={day}"))
+    wait_for_app(page)
+    assert ablation_id in main_text(page)
+    on_review = [m.groups() for m in COUNTS.finditer(main_text(page))]
+    assert on_result.groups() in on_review, on_review
+
+
+# -- item 8: the Review's week buttons stop at the data --------------------------------------------------------
+def test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    open_from_sidebar(page, "Review")
+    assert page.locator(".st-key-rev_next button").first.is_disabled(), "Next week walks past the latest run"
+    assert page.locator(".st-key-rev_prev button").first.is_enabled()
+    page.goto(dashboard.url("review?from=2026-09-01&to=2026-09-07"))
+    wait_for_app(page)
+    assert page.locator(".st-key-rev_prev button").first.is_disabled(), "Previous week walks before the first run"
+    assert page.locator(".st-key-rev_next button").first.is_enabled()
