@@ -18,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from lib import databases, gate, inbox, linkparams, settings, trust, views
+from lib import databases, demo_start, gate, inbox, linkparams, settings, trust, views
 from lib.ablation import AblationSpec
 from lib.demo import ensure_demo
 from lib.diagnose import RunChanges
@@ -42,7 +42,7 @@ def load_settings() -> settings.Settings:
     return settings.load(secrets=secrets)
 
 
-@st.cache_resource(show_spinner="Opening the database (building the demo on first start)...")
+@st.cache_resource(show_spinner="Opening the database...")
 def open_store(path: str) -> Store:
     """The process's one connection to a database file (DuckDB: one owning process)."""
     if Path(path).resolve() == settings.DEMO_DB.resolve():
@@ -154,8 +154,31 @@ def _database_picker(names: list[str]) -> str:
     return str(st.session_state["db_name"])
 
 
+def _demo_progress(path: Path) -> None:
+    """While the demo is built (first start), the page says how far it is and reruns when it is there."""
+    build = demo_start.demo_build(path)
+
+    @st.fragment(run_every=1.0)
+    def show() -> None:
+        if build.finished:
+            st.rerun()
+        if build.error and not build.running:
+            st.error(f"Building the demo database failed: {md_literal(build.error)}. Reload the page to try again, "
+                     "or build it with `python -m lib demo`.")
+            return
+        st.progress(build.done / build.total if build.total else 0.0,
+                    text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
+                         "judged. The dashboard opens on it when the last one is recorded.")
+
+    st.title("evaldrift")
+    show()
+    st.stop()
+
+
 def _open_or_stop(path: Path, name: str) -> Store:
     """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page."""
+    if not path.exists() and databases.is_demo(path):
+        _demo_progress(path)
     if not path.exists() and not databases.is_demo(path):
         st.error(f"No database {md_literal(name)} yet. Create it with `python -m lib ingest` or "
                  "`python -m lib demo --db PATH`.")
