@@ -1,18 +1,24 @@
 """The demo database built on the dashboard's first start, in the background, with progress (issue 14 item 1).
 
 The first page a newcomer opens should not be a spinner for the length of
-the build. The dashboard starts one build per process on a background thread
-(worker processes judge the runs; nothing here calls Streamlit) and the page
-shows how many of the nightly runs are judged, reading this object, until
-the file appears whole (lib.demo writes it aside and moves it in place).
+the build. The dashboard starts one build per process, in a child process
+(`python -m lib.demo_start PATH`, which judges the runs on every core and
+prints its progress); a thread reads that progress and the page shows how
+many of the nightly runs are judged until the file appears whole (lib.demo
+writes it aside and moves it in place). A child process, not a thread of the
+server: worker processes spawned from inside Streamlit would re-run the
+dashboard's script in each worker.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 from lib.demo import N_RUNS, build_demo
+from lib.settings import ROOT
 
 
 class DemoBuild:
@@ -26,14 +32,17 @@ class DemoBuild:
         self._thread = threading.Thread(target=self._run, name="evaldrift-demo-build", daemon=True)
 
     def _run(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            build_demo(self.path, progress=self._progress)
-        except Exception as exc:   # shown on the page; the next start tries again
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    def _progress(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        child = subprocess.Popen([sys.executable, "-m", "lib.demo_start", str(self.path)], cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        for line in child.stdout:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "progress":
+                self.done, self.total = int(parts[1]), int(parts[2])
+        err = child.stderr.read() if child.stderr else ""
+        if child.wait() != 0:   # shown on the page; the next start tries again
+            self.error = err.strip().splitlines()[-1] if err.strip() else f"exit code {child.returncode}"
 
     @property
     def finished(self) -> bool:
@@ -59,4 +68,13 @@ def demo_build(path: str | Path) -> DemoBuild:
         return build
 
 
+def main(argv: list[str]) -> int:
+    """Build the demo at argv[0], printing 'progress DONE TOTAL' after each run."""
+    build_demo(argv[0], progress=lambda done, total: print(f"progress {done} {total}", flush=True))
+    return 0
+
+
 __all__ = ["DemoBuild", "demo_build"]
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
