@@ -1,0 +1,65 @@
+"""A newcomer's first start (issue 14 item 1): from a checkout with an empty data folder, the first page shows
+the demo being built with real progress at once, then the Overview on it, and the server log stays clean."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.browser import chromium, free_port, new_page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def checkout_copy(dest: Path) -> Path:
+    """The tracked files of this checkout (what a fresh clone holds), with an empty data folder."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for name in filter(None, (f.decode() for f in files)):
+        if name.startswith("tests/"):
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, target)
+    (dest / "data").mkdir(exist_ok=True)
+    assert not list((dest / "data").glob("*.duckdb"))
+    return dest
+
+
+def test_the_first_start_shows_the_demo_being_built_then_the_overview_and_a_clean_log(tmp_path: Path) -> None:
+    repo = checkout_copy(tmp_path / "clone")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_", "PYTHONPATH"))}
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                                   "--server.address", "127.0.0.1", "--server.headless", "true",
+                                   "--browser.gatherUsageStats", "false"], cwd=repo, env=env, stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        with chromium() as browser:
+            page = new_page(browser, timeout=60)
+            t0 = time.monotonic()
+            for _ in range(60):   # the server may still be starting
+                try:
+                    page.goto(f"http://127.0.0.1:{port}/")
+                    break
+                except Exception:
+                    time.sleep(0.5)
+            page.get_by_text("First start: building the demo database").wait_for(timeout=30_000)
+            first_page = time.monotonic() - t0
+            text = page.inner_text("body")
+            assert "of 90 nightly runs judged" in text
+            page.get_by_text("90 runs").first.wait_for(timeout=300_000)   # the Overview, on the demo, by itself
+            assert (repo / "data" / "demo.duckdb").exists()
+        assert first_page < 30, f"first page after {first_page:.1f} s"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    written = log.read_text(encoding="utf-8", errors="replace")
+    assert "ScriptRunContext" not in written and "Traceback" not in written, written[-2000:]
