@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from lib.degenerate import exclusion_reason
 from lib.errors import JudgeError
 from lib.judges.base import CallCache, Judge, JudgeReply, JudgeRequest, Message, Usage, judge_endpoint
+from lib.judges.structured import ReplyShape
 from lib.metrics import get_metric, sample_score
 from lib.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.samples import EvalSample
@@ -173,7 +174,7 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
         return SampleResult(sample.sample_id, EXCLUDED,
                             reason=f"no {spec.item_kind}s to judge: {spec.items_from} is empty")
     request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
-                           endpoint=judge_endpoint(judge))
+                           endpoint=judge_endpoint(judge), shape=ReplyShape(len(items), spec.labels))
     use_cache = cache is not None and judge.cacheable
     usage = Usage()
     calls = 0

@@ -24,6 +24,7 @@ never keeps the dashboard out.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,10 +45,11 @@ Progress = Callable[[int, int], None]
 
 
 def output_mode(judge: Judge) -> str | None:
-    """How the judge asks for its JSON verdicts, as the judge reports it (None: not a model judge)."""
-    mode = getattr(judge, "output_mode", None)
-    if mode:
-        return str(mode)
+    """How the judge asked for its JSON verdicts, as the judge reports it (None: not a model judge, or no call
+    was made: every reply came from the cache)."""
+    if hasattr(judge, "output_mode"):
+        mode = judge.output_mode  # type: ignore[attr-defined]
+        return str(mode) if mode else None
     if hasattr(judge, "json_mode"):
         return "json_object" if judge.json_mode else "text"  # type: ignore[attr-defined]
     return None
@@ -134,6 +136,10 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
         records.append(MetricRecord(m, results, judge.model, template, binding,
                                     fingerprint=prints.most_common(1)[0][0] if prints else None,
                                     scorer=SCORER, output_mode=output_mode(judge)))
+    # The mode is the endpoint's, detected on the first call: a metric answered wholly from the cache of an
+    # earlier attempt (a resumed run) carries the mode the run's calls used.
+    mode = output_mode(judge)
+    records = [dataclasses.replace(r, output_mode=r.output_mode or mode) for r in records]
     return RunRecord(run_id, started_at or datetime.now().replace(microsecond=0), dict(pipeline or {}),
                      {MAIN: list(samples)}, records, label=label, fields=tuple(fields))
 

@@ -23,6 +23,17 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_output_modes() -> Iterator[None]:
+    """Each test probes its servers' output modes afresh: a loopback port reused by a later test's server is
+    another server, whatever the process-wide book remembers about the port."""
+    from lib.judges.structured import BOOK
+
+    BOOK.clear()
+    yield
+    BOOK.clear()
+
+
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The full demo database, built once per session. Read-only: open with Store, close after."""

@@ -13,7 +13,7 @@ from lib.demo import demo_samples
 from lib.errors import JudgeError
 from lib.harness import FAILED, OK, Instrument, aggregate, score_sample, score_samples
 from lib.judges import Judge, JudgeRequest, MemoryCache, Message, OfflineJudge, OpenAIJudge
-from lib.metrics import METRIC_NAMES
+from lib.metrics import METRIC_NAMES, split_sentences
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.samples import EvalSample
 from lib.store import Store
@@ -65,7 +65,7 @@ def test_verdicts_over_http_equal_the_offline_judges_own(
     assert openai_server.n_calls == scored
 
 
-def test_requests_carry_model_messages_seed_and_json_mode(openai_server: OpenAIServer,
+def test_requests_carry_model_messages_seed_and_a_json_schema(openai_server: OpenAIServer,
                                                           samples: list[EvalSample]) -> None:
     score_sample(samples[0], FAITHFULNESS, make_judge(openai_server), seed=11)
     body = openai_server.requests[0]
@@ -74,7 +74,13 @@ def test_requests_carry_model_messages_seed_and_json_mode(openai_server: OpenAIS
     assert samples[0].contexts[0] in body["messages"][1]["content"]
     assert body["seed"] == 11
     assert body["temperature"] == 0.0
-    assert body["response_format"] == {"type": "json_object"}
+    # a strict schema for this request: as many verdicts as the sample has claims, in the metric's words
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    verdicts = fmt["json_schema"]["schema"]["properties"]["verdicts"]
+    claims = len(split_sentences(samples[0].answer))
+    assert verdicts["minItems"] == verdicts["maxItems"] == claims
+    assert verdicts["items"]["properties"]["verdict"]["enum"] == ["supported", "unsupported"]
 
 
 def test_token_usage_is_recorded(openai_server: OpenAIServer, samples: list[EvalSample]) -> None:

@@ -101,7 +101,7 @@ def test_score_with_a_model_judge_records_its_output_mode_and_resumes_after_a_ki
     assert openai_server.n_calls == asked + 2
     with Store(fresh_db) as store:
         metrics = store.run_metrics("m1")
-    assert set(metrics["output_mode"]) == {"json_object"}
+    assert set(metrics["output_mode"]) == {"json_schema"}   # the loopback server takes a strict schema
     assert set(metrics["judge_model"]) == {"judge-model"}
     assert list(metrics["n"]) == [3, 3]
 

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from lib.judges.structured import ReplyShape
+
 
 @dataclass(frozen=True)
 class Message:
@@ -25,6 +27,8 @@ class JudgeRequest:
         seed: the sampling seed (repeats of a noise band differ only here).
         endpoint: where the judge lives, normalised and without credentials (lib.endpoints): the same
             model name on two servers is two judges, so a reply never crosses endpoints in the cache.
+        shape: what a valid reply holds (how many verdicts, which two words), for a judge that can ask
+            the server for exactly that (a JSON schema). Derived from the messages, so not part of the key.
     """
 
     model: str
@@ -32,6 +36,7 @@ class JudgeRequest:
     temperature: float = 0.0
     seed: int | None = None
     endpoint: str = ""
+    shape: ReplyShape | None = None
 
     def to_json(self) -> str:
         return json.dumps(

@@ -2,35 +2,65 @@
 
 The SDK's own retries are switched off (max_retries=0) so that every attempt,
 its wait and its reason are ours to bound and record: 429 (honouring
-Retry-After), 5xx, 408/409, timeouts, dropped connections and 200 replies
-whose body is no chat completion are retried with exponential backoff and
-full jitter; other 4xx are final.
+Retry-After up to a cap), 5xx, 408/409, timeouts, dropped connections and 200
+replies whose body is no chat completion are retried with exponential backoff
+and full jitter; other 4xx are final.
+
+Verdicts are asked for as a strict JSON schema built from the request
+(lib.judges.structured); a server that refuses it is asked for a JSON object,
+then for plain text, and the refusal is remembered for its endpoint. Every
+attempt passes through a Pacer (lib.judges.pacing), which keeps as many calls
+in flight as the server sustains. `stop()` ends waits and refuses new
+attempts: a job's circuit breaker or deadline (lib.breaker) calls it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import math
 import random
 import threading
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import openai
 
 from lib.endpoints import normalise
 from lib.errors import JudgeError
 from lib.judges.base import JudgeReply, JudgeRequest, Usage
+from lib.judges.pacing import OK, OTHER, OVERLOAD, Pacer, PacingReport, Ticket
+from lib.judges.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+
+
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After value as seconds: a number, or an HTTP date (None when unreadable)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
+    """The server's wait hint (retry-after-ms, else Retry-After); None when absent, negative or NaN.
+
+    An infinite or huge hint is returned as it is; the judge caps every wait.
+    """
     try:
-        value = exc.response.headers.get("retry-after")
+        headers = exc.response.headers
     except AttributeError:
         return None
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
+    ms = _seconds(headers.get("retry-after-ms"))
+    seconds = ms / 1000.0 if ms is not None else _seconds(headers.get("retry-after"))
     # A negative or NaN hint would make time.sleep raise; fall back to our own backoff.
     return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
 
@@ -44,6 +74,24 @@ def _reply(resp: object) -> JudgeReply:
     return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)  # type: ignore[attr-defined]
 
 
+class _Refused(Exception):
+    """The server refused the output mode asked for (the next mode down is tried)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Outcome:
+    """What one attempt came to: a reply, or a reason with the wait the server hinted."""
+
+    __slots__ = ("hint", "load", "reason", "reply")
+
+    def __init__(self, reply: JudgeReply | None = None, reason: str = "", hint: float | None = None,
+                 load: str = OTHER) -> None:
+        self.reply, self.reason, self.hint, self.load = reply, reason, hint, load
+
+
 class OpenAIJudge:
     """A judge that calls `chat.completions` on an OpenAI-compatible server.
 
@@ -55,9 +103,10 @@ class OpenAIJudge:
         max_attempts: attempts per call, first included.
         backoff: base of the exponential backoff, seconds.
         max_backoff: cap on one wait, seconds (Retry-After is capped too).
-        concurrency: calls the harness may have in flight at once.
-        json_mode: ask the server for a JSON object (response_format).
-        sleep: how to wait (tests pass a recorder).
+        concurrency: the most calls in flight; the Pacer adapts below it to what the server sustains.
+        json_mode: ask for structured JSON (a schema, else a JSON object); False: plain text only.
+        sleep: how to wait (tests pass a recorder); default: a wait that `stop()` ends.
+        modes: where endpoint refusals of output modes are remembered (default: the process's book).
     """
 
     cacheable = True
@@ -65,7 +114,7 @@ class OpenAIJudge:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, max_attempts: int = 4, backoff: float = 0.5,
                  max_backoff: float = 20.0, concurrency: int = 8, json_mode: bool = True,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], object] | None = None, modes: ModeBook | None = None) -> None:
         self.model = model
         self.base_url = base_url
         self.endpoint = normalise(base_url)   # identity and display text: no credentials
@@ -74,15 +123,34 @@ class OpenAIJudge:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.json_mode = json_mode
-        self._sleep = sleep
+        self.pacer = Pacer(concurrency, timeout=timeout)
+        self._halt = threading.Event()
+        self._halt_reason = ""
+        self._sleep = sleep if sleep is not None else self._halt.wait
+        self._modes = modes if modes is not None else BOOK
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
                                      timeout=timeout, max_retries=0)
         self._lock = threading.Lock()
         self.attempts = 0
         self.retries: list[str] = []
+        self.output_mode: str | None = None   # the mode of the last reply (None: no call answered yet)
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIJudge(model={self.model!r}, base_url={self.endpoint if self.base_url else None!r})"
+
+    @property
+    def pacing(self) -> PacingReport:
+        """What the pacer measured: concurrency reached, latencies, back-offs."""
+        return self.pacer.report()
+
+    def stop(self, reason: str = "the job was stopped") -> None:
+        """End every wait and refuse new attempts (a circuit breaker or a deadline calls this)."""
+        self._halt_reason = reason
+        self._halt.set()
+        self.pacer.close()
+
+    def _stopped(self) -> JudgeError:
+        return JudgeError(f"not asked: {self._halt_reason}", retryable=True)
 
     def _wait(self, attempt: int, hint: float | None) -> None:
         if hint is not None:
@@ -92,6 +160,34 @@ class OpenAIJudge:
         self._sleep(delay)
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
+        """Ask for the verdicts in the strongest output mode the endpoint has not refused.
+
+        Raises:
+            JudgeError: every attempt failed (retryable), or the server refused the request in every mode.
+        """
+        start = JSON_SCHEMA if self.json_mode else TEXT
+        probe = request.shape is not None or start == TEXT   # a shapeless request cannot probe the schema
+        with self._modes.probing(self.endpoint, request.model) if probe else contextlib.nullcontext():
+            mode = self._modes.first(self.endpoint, request.model, shape=request.shape, start=start)
+            refused: list[str] = []
+            while True:
+                try:
+                    reply = self._attempts(request, mode)
+                except _Refused as exc:
+                    refused.append(mode)
+                    following = next_mode(mode)
+                    if following is None:
+                        raise JudgeError(f"judge server refused the request ({exc.status})") from None
+                    mode = following
+                    continue
+                if probe:
+                    self._modes.settle(self.endpoint, request.model, refused)
+                else:
+                    self._modes.refuse(self.endpoint, request.model, refused)
+                self.output_mode = mode
+                return reply
+
+    def _kwargs(self, request: JudgeRequest, mode: str) -> dict[str, object]:
         kwargs: dict[str, object] = {
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -99,33 +195,56 @@ class OpenAIJudge:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        if self.json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
+        fmt = response_format(mode, request.shape)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        return kwargs
+
+    def _attempts(self, request: JudgeRequest, mode: str) -> JudgeReply:
+        kwargs = self._kwargs(request, mode)
         last = ""
         for attempt in range(self.max_attempts):
+            if self._halt.is_set():
+                raise self._stopped()
+            ticket = self.pacer.acquire()
+            if ticket is None:
+                raise self._stopped()
             with self._lock:
                 self.attempts += 1
-            hint: float | None = None
-            try:
-                reply = _reply(self._client.chat.completions.create(**kwargs))
-            except openai.RateLimitError as exc:
-                last, hint = "rate limited (429)", _retry_after(exc)
-            except openai.APITimeoutError:
-                last = "timed out"
-            except openai.APIConnectionError as exc:
-                last = f"connection failed: {type(exc).__name__}"
-            except openai.APIStatusError as exc:
-                if exc.status_code < 500 and exc.status_code not in (408, 409):  # the SDK retries 408/409 too
-                    raise JudgeError(f"judge server refused the request ({exc.status_code})") from None
-                kind = "server error" if exc.status_code >= 500 else "retryable status"
-                last, hint = f"{kind} ({exc.status_code})", _retry_after(exc)
-            except (openai.APIResponseValidationError, ValueError, AttributeError, IndexError, TypeError):
-                # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
-                last = "unreadable response (not a chat completion)"
-            else:
-                return reply
+            out = self._attempt(kwargs, mode, ticket)
+            if out.reply is not None:
+                return out.reply
+            last = out.reason
             with self._lock:
                 self.retries.append(last)
             if attempt + 1 < self.max_attempts:
-                self._wait(attempt, hint)
+                self._wait(attempt, out.hint)
         raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
+
+    def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
+        """One call through the pacer; raises only for a refusal (of the mode, or final)."""
+        out = _Outcome()
+        try:
+            out.reply = _reply(self._client.chat.completions.create(**kwargs))
+            out.load = OK
+        except openai.RateLimitError as exc:
+            out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
+        except openai.APITimeoutError:
+            out.reason, out.load = "timed out", OVERLOAD
+        except openai.APIConnectionError as exc:
+            out.reason = f"connection failed: {type(exc).__name__}"
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if mode != TEXT and is_refusal(status, str(exc.message)):
+                raise _Refused(status) from None
+            if status < 500 and status not in (408, 409):  # the SDK retries 408/409 too
+                raise JudgeError(f"judge server refused the request ({status})") from None
+            kind = "server error" if status >= 500 else "retryable status"
+            out.reason, out.hint = f"{kind} ({status})", _retry_after(exc)
+            out.load = OVERLOAD if status == 503 else OTHER
+        except (openai.APIResponseValidationError, ValueError, AttributeError, IndexError, TypeError):
+            # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
+            out.reason = "unreadable response (not a chat completion)"
+        finally:
+            self.pacer.release(ticket, out.load, out.reason)
+        return out

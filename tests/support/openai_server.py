@@ -41,13 +41,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["FAULT_KINDS", "MODEL_ID", "Fault", "OpenAIServer", "Responder"]
+__all__ = ["FAULT_KINDS", "MODEL_ID", "Fault", "OpenAIServer", "Responder", "response_format_type"]
 
 Responder = Callable[[dict], str]
 """Gets the parsed request JSON body, returns the assistant message content."""
 
 FAULT_KINDS: frozenset[str] = frozenset(
-    {"429", "500", "503", "timeout", "drop", "malformed", "truncated", "text"}
+    {"400", "429", "500", "503", "timeout", "drop", "malformed", "truncated", "text"}
 )
 """All fault kinds understood by :class:`OpenAIServer`."""
 
@@ -63,7 +63,7 @@ class Fault:
     """One scripted misbehaviour, consumed in order by incoming chat requests.
 
     Attributes:
-        kind: One of ``"429"``, ``"500"``, ``"503"`` (HTTP error with an
+        kind: One of ``"400"``, ``"429"``, ``"500"``, ``"503"`` (HTTP error with an
             OpenAI-style JSON error body), ``"timeout"`` (sleep ``delay``
             seconds, then answer normally), ``"drop"`` (close the socket
             without sending a single byte), ``"malformed"`` (200 completion
@@ -141,6 +141,21 @@ def _prompt_tokens(body: dict) -> int:
         for m in messages
         if isinstance(m, dict)
     )
+
+
+def response_format_type(body: dict) -> str:
+    """The ``response_format`` type a chat request asks for (``"text"`` when it asks for none).
+
+    Args:
+        body: The parsed request JSON body.
+
+    Returns:
+        ``"json_schema"``, ``"json_object"``, ``"text"`` or whatever else the client sent.
+    """
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return "text"
+    return str(fmt.get("type") or "text")
 
 
 def _error_body(message: str, error_type: str) -> dict[str, Any]:
@@ -337,13 +352,39 @@ class _Handler(BaseHTTPRequestHandler):
     # --- chat completions ------------------------------------------------
 
     def _chat(self, body: dict) -> None:
-        """Handles one chat completion request.
+        """Handles one chat completion request: refuses an unsupported format, waits for a slot, serves.
 
         Args:
             body: The parsed request JSON body.
         """
         owner = self.owner
         fault = owner._register(body, dict(self.headers.items()))
+        kind = response_format_type(body)
+        if owner.formats is not None and kind != "text" and kind not in owner.formats:
+            with owner._lock:
+                owner.refused.append(kind)
+            self._send_error_json(
+                400,
+                f"response_format type {kind!r} is not supported by this server",
+                "invalid_request_error",
+            )
+            return
+        if not owner._enter():
+            self._drop()  # server is stopping
+            return
+        try:
+            self._serve(body, fault)
+        finally:
+            owner._leave()
+
+    def _serve(self, body: dict, fault: Fault | None) -> None:
+        """Answers one chat request (inside a slot when the server has few).
+
+        Args:
+            body: The parsed request JSON body.
+            fault: The fault to apply, or ``None``.
+        """
+        owner = self.owner
         if not owner._sleep(owner.latency):
             self._drop()  # server is stopping
             return
@@ -359,6 +400,13 @@ class _Handler(BaseHTTPRequestHandler):
                     "Rate limit reached (scripted test fault).",
                     "rate_limit_error",
                     headers,
+                )
+                return
+            if kind == "400":
+                self._send_error_json(
+                    400,
+                    "This model's maximum context length is exceeded (scripted test fault).",
+                    "invalid_request_error",
                 )
                 return
             if kind == "500":
@@ -455,6 +503,15 @@ class OpenAIServer:
     fault set by :meth:`fail_always` applies, if any. The ``latency`` sleep
     applies to every chat request, faulted or not.
 
+    Slots: with ``slots=1`` the server answers one request at a time, in
+    arrival order, like a llama.cpp server with one slot: the others wait in
+    its queue (and a client's timeout counts that wait). A request whose
+    client gave up is still served when its turn comes.
+
+    Formats: with ``formats`` set, a request asking for a ``response_format``
+    type not in it is refused with a 400, as servers without structured
+    output do (plain text, no ``response_format``, is always accepted).
+
     Attributes:
         responder: Produces the assistant content from the request body.
         latency: Seconds every chat request sleeps before being answered.
@@ -465,6 +522,8 @@ class OpenAIServer:
             ``requests``.
         errors: Exceptions raised by the responder or by request handlers
             (for debugging; never printed).
+        refused: The ``response_format`` types refused (one per refusal).
+        peak_held: The most requests held at once (served and queued; slots only).
     """
 
     def __init__(
@@ -473,6 +532,8 @@ class OpenAIServer:
         *,
         latency: float = 0.0,
         model_fingerprint: str = "fp_test",
+        slots: int | None = None,
+        formats: frozenset[str] | None = None,
     ) -> None:
         """Creates a server; call :meth:`start` (or use ``with``) to serve.
 
@@ -481,10 +542,20 @@ class OpenAIServer:
                 assistant message content text.
             latency: Simulated model latency in seconds per chat request.
             model_fingerprint: ``system_fingerprint`` reported in completions.
+            slots: Requests served at once (``None``: no limit).
+            formats: ``response_format`` types accepted (``None``: any).
         """
         self.responder = responder
         self.latency = latency
         self.model_fingerprint = model_fingerprint
+        self.slots = slots
+        self.formats = formats
+        self.refused: list[str] = []
+        self.peak_held = 0
+        self._slot_cond = threading.Condition()
+        self._queue: deque[int] = deque()
+        self._tickets = 0
+        self._active = 0
         self.requests: list[dict] = []
         self.headers_seen: list[dict] = []
         self.errors: list[BaseException] = []
@@ -614,6 +685,38 @@ class OpenAIServer:
             if self._faults:
                 return self._faults.popleft()
             return self._always
+
+    def _enter(self) -> bool:
+        """Waits for a free slot, first come first served (at once without slots).
+
+        Returns:
+            ``True`` once the request holds a slot, ``False`` if the server
+            is stopping.
+        """
+        if self.slots is None:
+            return not self._stopping.is_set()
+        with self._slot_cond:
+            ticket = self._tickets
+            self._tickets += 1
+            self._queue.append(ticket)
+            self.peak_held = max(self.peak_held, len(self._queue) + self._active)
+            while self._active >= self.slots or self._queue[0] != ticket:
+                if self._stopping.is_set():
+                    self._queue.remove(ticket)
+                    self._slot_cond.notify_all()
+                    return False
+                self._slot_cond.wait(0.05)
+            self._queue.popleft()
+            self._active += 1
+            return True
+
+    def _leave(self) -> None:
+        """Frees the slot taken by :meth:`_enter`."""
+        if self.slots is None:
+            return
+        with self._slot_cond:
+            self._active -= 1
+            self._slot_cond.notify_all()
 
     def _sleep(self, seconds: float) -> bool:
         """Sleeps, waking early if the server stops.

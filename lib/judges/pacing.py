@@ -1,0 +1,179 @@
+"""Adaptive concurrency: as many judge calls in flight as the server sustains, between 1 and a ceiling.
+
+A local server (llama.cpp) often has a single slot: calls queue inside it, and
+the client's timeout counts the queueing, so eight calls in flight against one
+slot time out in the queue and fail. The Pacer gates every attempt:
+
+- it starts at one call in flight and doubles while calls succeed (slow start),
+  then adds one per window of successes, up to the ceiling; only calls made
+  while the limit was in full use count (a job's last few calls, or a caller
+  with fewer threads than the limit, say nothing about more);
+- a timeout, a 429 or a 503 halves the limit; a success that took at least half
+  the timeout while clearly queued (1.5x the fastest call seen) takes one off,
+  before the queue grows into a timeout;
+- a change is made once per epoch: calls started before the last change do not
+  change it again (eight timeouts from one burst halve it once).
+
+It records what it measured: the limit reached at its peak and at the end,
+the fastest and the median latency, and the back-offs with their reasons.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+OK = "ok"
+OVERLOAD = "overload"     # timed out, 429 or 503: the server has more than it can take
+OTHER = "other"           # any other failure: says nothing about load
+SLOW_SHARE = 0.5          # a success this close to the timeout (share of it) is a warning...
+QUEUED_RATIO = 1.5        # ...when it also took this much longer than the fastest call: it queued
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One attempt in flight: when it started and in which epoch."""
+
+    started: float
+    epoch: int
+
+
+@dataclass(frozen=True)
+class PacingReport:
+    """What the pacer measured over a job.
+
+    Attributes:
+        ceiling: the configured maximum of calls in flight.
+        peak: the highest limit reached.
+        final: the limit at the end.
+        calls: attempts that returned.
+        fastest: the fastest successful call, seconds (None: no success).
+        median: the median successful call, seconds (None: no success).
+        backoffs: how often the limit was lowered, by reason.
+    """
+
+    ceiling: int
+    peak: int
+    final: int
+    calls: int
+    fastest: float | None
+    median: float | None
+    backoffs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def sentence(self) -> str:
+        """E.g. 'concurrency 1 of 8 at the end (peak 2; lowered 3 times: 2 slow, 1 timed out); median call 0.4 s'."""
+        text = f"concurrency {self.final} of {self.ceiling} at the end (peak {self.peak}"
+        n = sum(self.backoffs.values())
+        if n:
+            why = ", ".join(f"{k} {reason}" for reason, k in sorted(self.backoffs.items()))
+            text += f"; lowered {n} time{'s' if n != 1 else ''}: {why}"
+        text += ")"
+        if self.median is not None:
+            text += f"; median call {self.median:.2g} s"
+        return text
+
+
+class Pacer:
+    """Gates judge attempts to an adaptive limit (thread-safe).
+
+    Args:
+        ceiling: the most calls in flight (the configured concurrency).
+        timeout: the client's timeout for one attempt, seconds (what "slow" is measured against).
+        start: the first limit (default 1).
+        clock: monotonic seconds (tests pass their own).
+    """
+
+    def __init__(self, ceiling: int, *, timeout: float, start: int = 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ceiling = max(1, int(ceiling))
+        self.timeout = float(timeout)
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._limit = max(1, min(int(start), self.ceiling))
+        self._peak = self._limit
+        self._in_flight = 0
+        self._epoch = 0
+        self._streak = 0            # successes since the last change
+        self._saturated = False     # whether the limit was in full use since the last change
+        self._slow_start = True     # doubling until the first trouble
+        self._fastest: float | None = None
+        self._latencies: deque[float] = deque(maxlen=512)
+        self._calls = 0
+        self._backoffs: Counter[str] = Counter()
+        self._closed = False
+
+    @property
+    def limit(self) -> int:
+        with self._cond:
+            return self._limit
+
+    def acquire(self) -> Ticket | None:
+        """Wait for a free place under the limit; None when the pacer was closed meanwhile."""
+        with self._cond:
+            while self._in_flight >= self._limit and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            self._in_flight += 1
+            self._saturated = self._saturated or self._in_flight >= self._limit
+            return Ticket(self._clock(), self._epoch)
+
+    def release(self, ticket: Ticket, outcome: str, reason: str = "") -> None:
+        """End an attempt: OK (its latency counts), OVERLOAD (halve the limit) or OTHER (no change)."""
+        elapsed = self._clock() - ticket.started
+        with self._cond:
+            self._in_flight -= 1
+            self._calls += 1
+            current = ticket.epoch == self._epoch
+            if outcome == OK:
+                self._success(elapsed, current)
+            elif outcome == OVERLOAD and current:
+                self._lower(max(1, self._limit // 2), reason or "overloaded")
+            self._cond.notify_all()
+
+    def _success(self, elapsed: float, current: bool) -> None:
+        self._latencies.append(elapsed)
+        if self._fastest is None or elapsed < self._fastest:
+            self._fastest = elapsed
+        queued = elapsed >= QUEUED_RATIO * self._fastest
+        if elapsed >= SLOW_SHARE * self.timeout and queued:
+            if current:
+                self._lower(max(1, self._limit - 1), "slow")
+            return
+        if not current:
+            return
+        self._streak += 1
+        if self._streak >= self._limit and self._saturated and self._limit < self.ceiling:
+            grown = self._limit * 2 if self._slow_start else self._limit + 1
+            self._change(min(self.ceiling, grown))
+
+    def _lower(self, to: int, reason: str) -> None:
+        self._slow_start = False
+        self._streak = 0
+        if to < self._limit:
+            self._backoffs[reason] += 1
+            self._change(to)
+
+    def _change(self, to: int) -> None:
+        self._limit = to
+        self._peak = max(self._peak, to)
+        self._epoch += 1
+        self._streak = 0
+        self._saturated = self._in_flight >= to
+
+    def close(self) -> None:
+        """Wake every waiting caller with None (the job is stopping)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def report(self) -> PacingReport:
+        with self._cond:
+            lat = list(self._latencies)
+            return PacingReport(self.ceiling, self._peak, self._limit, self._calls, self._fastest,
+                                statistics.median(lat) if lat else None, dict(self._backoffs))

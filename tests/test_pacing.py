@@ -1,0 +1,124 @@
+"""Adaptive concurrency (issue 11 item 2): the Pacer's rule, branch by branch, and a single-slot server with slow
+replies where no call fails for queueing."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib.demo import demo_samples
+from lib.harness import OK, Instrument, score_samples
+from lib.judges import OpenAIJudge
+from lib.judges.pacing import OK as CALL_OK
+from lib.judges.pacing import OTHER, OVERLOAD, Pacer
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.samples import EvalSample
+from tests.conftest import offline_responder
+from tests.support.openai_server import Fault, OpenAIServer
+
+MODEL = "one-slot-model"
+FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rounds(pacer: Pacer, clock: Clock, outcomes: list[tuple[str, float]]) -> None:
+    """Each outcome is one round: as many attempts as the limit allows start together, take `latency` seconds
+    and end with that outcome."""
+    for outcome, latency in outcomes:
+        tickets = [pacer.acquire() for _ in range(pacer.limit)]
+        clock.now += latency
+        for t in tickets:
+            assert t is not None
+            pacer.release(t, outcome, "timed out" if outcome == OVERLOAD else "")
+
+
+# (what happens, limit before, rounds, limit after, lowered by reason); ceiling 8, timeout 10 s
+CASES = [
+    ("slow start doubles after each full window of successes", 1, [(CALL_OK, 1.0)] * 2, 4, {}),
+    ("growth stops at the ceiling", 1, [(CALL_OK, 1.0)] * 10, 8, {}),
+    ("a burst of timeouts halves the limit once", 8, [(OVERLOAD, 10.0)], 4, {"timed out": 1}),
+    ("the limit never goes below one", 1, [(OVERLOAD, 10.0)], 1, {}),
+    ("a slow, queued success takes one off", 4, [(CALL_OK, 1.0), (CALL_OK, 6.0)], 7, {"slow": 1}),
+    ("slow but never faster: the model is slow, not queued", 4, [(CALL_OK, 6.0)] * 2, 8, {}),
+    ("a failure of another kind says nothing about load", 4, [(OTHER, 0.1)] * 5, 4, {}),
+    ("after trouble, growth is one per window", 8, [(OVERLOAD, 10.0), (CALL_OK, 1.0)], 5, {"timed out": 1}),
+]
+
+
+@pytest.mark.parametrize(("what", "start", "outcomes", "limit", "lowered"), CASES, ids=[c[0] for c in CASES])
+def test_the_pacers_rule(what: str, start: int, outcomes: list[tuple[str, float]], limit: int,
+                         lowered: dict[str, int]) -> None:
+    clock = Clock()
+    pacer = Pacer(8, timeout=10.0, start=start, clock=clock)
+    rounds(pacer, clock, outcomes)
+    assert pacer.limit == limit
+    assert pacer.report().backoffs == lowered
+
+
+def test_successes_while_the_limit_is_not_in_full_use_do_not_grow_it() -> None:
+    """One call at a time under a limit of 2 (a job's last calls) says nothing about 3 in flight."""
+    clock = Clock()
+    pacer = Pacer(8, timeout=10.0, start=2, clock=clock)
+    for _ in range(6):
+        ticket = pacer.acquire()
+        assert ticket is not None
+        clock.now += 1.0
+        pacer.release(ticket, CALL_OK)
+    report = pacer.report()
+    assert (pacer.limit, report.peak, report.calls, report.fastest, report.median) == (2, 2, 6, 1.0, 1.0)
+
+
+def test_a_closed_pacer_wakes_its_waiters_with_nothing() -> None:
+    pacer = Pacer(1, timeout=1.0)
+    held = pacer.acquire()
+    assert held is not None
+    pacer.close()
+    assert pacer.acquire() is None
+
+
+@pytest.fixture(scope="module")
+def samples() -> list[EvalSample]:
+    main, _ = demo_samples()
+    return [d.sample for d in main if d.sample.answer.strip()][:12]
+
+
+def test_a_single_slot_server_with_slow_replies_fails_no_call_for_queueing(samples: list[EvalSample]) -> None:
+    """The issue's llama.cpp: one slot, 20 s a reply, 8 calls in flight, a 60 s timeout; here at a fiftieth of the
+    time (0.4 s a reply, a 1.2 s timeout): queued calls would time out in the server's queue."""
+    with OpenAIServer(offline_responder, slots=1, latency=0.4) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=1.2, concurrency=8)
+        results = score_samples(samples, FAITHFULNESS, judge)
+        held = server.peak_held
+    assert [r.status for r in results] == [OK] * len(samples), [r.reason for r in results]
+    assert "timed out" not in judge.retries          # not one attempt waited out its timeout in the queue
+    report = judge.pacing
+    assert report.ceiling == 8 and report.peak <= 2 and held <= 2
+    assert report.median is not None and report.median >= 0.4
+    assert "of 8" in report.sentence
+
+
+def test_a_server_with_room_gets_the_whole_ceiling(samples: list[EvalSample]) -> None:
+    with OpenAIServer(offline_responder, latency=0.02) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=5.0, concurrency=4)
+        results = score_samples(samples, FAITHFULNESS, judge)
+    assert all(r.status == OK for r in results)
+    assert judge.pacing.peak == 4 and judge.pacing.backoffs == {}
+
+
+def test_rate_limits_lower_the_concurrency_and_successes_grow_it_back(samples: list[EvalSample]) -> None:
+    with OpenAIServer(offline_responder, latency=0.02) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=5.0, concurrency=4,
+                            sleep=lambda s: None)
+        score_samples(samples[:6], FAITHFULNESS, judge)
+        assert judge.pacer.limit == 4
+        server.script(*[Fault("429", retry_after=0.01)] * 4)
+        results = score_samples(samples[6:], FAITHFULNESS, judge)
+    assert all(r.status == OK for r in results)
+    assert judge.pacing.backoffs.get("rate limited (429)", 0) >= 1
+    assert judge.pacer.limit >= 2           # grown back while the calls after the burst succeeded
