@@ -28,10 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from lib import inbox, settings
-from lib.ablation import AblationResult, AblationSpec, recorded_judge, run_ablation
+from lib import inbox, job_log, settings
+from lib.ablation import AblationResult, AblationSpec, recorded_judge
+from lib.breaker import Limits
 from lib.endpoints import normalise, redact
 from lib.errors import EvaldriftError, InputError, StoreBusyError
+from lib.jobs import run_guarded
 from lib.judges.base import Judge
 from lib.judges.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judges.offline import VARIANTS
@@ -298,6 +300,9 @@ def cmd_score(args: argparse.Namespace) -> int:
                       inbox=_inbox_for(db), progress=_progress(f"scoring {args.run_id}"))
     _say_recorded(db, done.run, done.handover)
     print(f"judge {judge.model}: {done.calls} calls, {done.cached} answers from the cache of earlier attempts")
+    judged = job_log.judge_info(judge).sentence
+    if judged:
+        print(f"judge: {judged}")
     return EXIT_OK
 
 
@@ -371,18 +376,22 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         run_id = store.resolve_run(args.run)
         spec, judge = _ablation_spec(args, store, run_id)
         try:
-            result = run_ablation(store, spec, judge, progress=_progress(f"ablating {run_id}"))
+            outcome = run_guarded(store, spec, judge, limits=Limits.from_settings(settings.load()),
+                                  progress=_progress(f"ablating {run_id}"))
         except KeyboardInterrupt:
             print(f"\ninterrupted: the judgings stored so far are kept; run the same command to resume "
                   f"({spec.ablation_id})", file=sys.stderr)
             return 130
-    if result is None:  # stopped early; only a should_stop callback does that
-        print(f"stopped: run the same command to resume ({spec.ablation_id})", file=sys.stderr)
+    result, judged = outcome.result, outcome.judge.sentence
+    if result is None:  # stopped by the breaker or the deadline (lib.breaker): nothing decided, resumable
+        why = f"{outcome.stopped}. " if outcome.stopped else ""
+        print(f"{why}Nothing decided; the judgings stored so far are kept: run the same command to resume "
+              f"({spec.ablation_id})" + (f"\njudge: {judged}" if judged else ""), file=sys.stderr)
         return EXIT_INCONCLUSIVE
     if args.json:
-        _print_json({**result.to_dict(), "exit_code": result.exit_code})
+        _print_json({**result.to_dict(), "exit_code": result.exit_code, "judge_info": judged or None})
     else:
-        print(format_ablation(result))
+        print(format_ablation(result) + (f"\njudge: {judged}" if judged else ""))
     return result.exit_code
 
 
@@ -530,7 +539,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                 judge, model, endpoint = run_judge_for(store, run_id, [metric], None, None)
                 spec = AblationSpec(run_id, (metric,), (field,), repeats=args.repeats, judge=model, endpoint=endpoint,
                                     limit=args.limit)
-                result = run_ablation(store, spec, judge, progress=_progress(f"ablating {metric} x {field}"))
+                result = run_guarded(store, spec, judge, limits=Limits.from_settings(settings.load()),
+                                     progress=_progress(f"ablating {metric} x {field}")).result
                 if result is not None:
                     results.append(result)
                     print(f"{metric} x {field} blanked: {result.summary}", file=sys.stderr)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from lib.harness import Instrument, score_samples
 from lib.judges.offline import OfflineJudge
-from lib.metrics import METRIC_NAMES
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.metrics import METRIC_NAMES, METRICS
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.samples import EvalSample
 from lib.store import Store
@@ -80,13 +80,27 @@ JUDGE_NOISE = 0.03
 EVENTS = {18: "judge model change", 30: "harness refactor", 45: "ignore-the-reference instruction",
           58: "retriever regression", 75: "leak fixed"}
 
-LEAKY_FAITHFULNESS = DEFAULT_TEMPLATES["faithfulness"].replace(
+
+
+def _rule_of_its_time(metric: str) -> str:
+    """The output rule the demo's history was judged with, before structured outputs: its one-item example is
+    what a small model copies (lib.prompts words today's rule without one). Kept so the seeded history, its
+    prompt hashes and its figures stay what they were."""
+    pos, neg = METRICS[metric].labels
+    return ("Return only JSON, one verdict per item, in order:\n"
+            '{{"verdicts": [{{"item": 1, "verdict": "' + pos + '", "evidence": "..."}}]}}\n'
+            f'Verdict words: "{pos}" or "{neg}". Evidence: the sentence that decided it, copied exactly, or "".')
+
+
+DEMO_TEMPLATES: dict[str, str] = {m: t.replace(output_rule(m), _rule_of_its_time(m))
+                                  for m, t in DEFAULT_TEMPLATES.items()}
+LEAKY_FAITHFULNESS = DEMO_TEMPLATES["faithfulness"].replace(
     "CLAIMS:\n{items}", "REFERENCE ANSWER:\n{ground_truth}\n\nCLAIMS:\n{items}")
 INSTRUCTED_FAITHFULNESS = LEAKY_FAITHFULNESS.replace(
     "A claim is supported only if a passage states it.\n",
     "A claim is supported only if a passage states it.\n"
     "Judge support using the CONTEXT section only. Ignore the REFERENCE ANSWER section.\n")
-FIXED_FAITHFULNESS = DEFAULT_TEMPLATES["faithfulness"].replace(
+FIXED_FAITHFULNESS = DEMO_TEMPLATES["faithfulness"].replace(
     "A claim is supported only if a passage states it.\n",
     "A claim is supported only if one of the passages states it; the judge sees no other text.\n")
 
@@ -201,7 +215,7 @@ def run_plans(n_runs: int = N_RUNS) -> list[RunPlan]:
     plans = []
     for i in range(n_runs):
         if i < 30:
-            template, binding = DEFAULT_TEMPLATES["faithfulness"], PROJECTED
+            template, binding = DEMO_TEMPLATES["faithfulness"], PROJECTED
         elif i < 45:
             template, binding = LEAKY_FAITHFULNESS, REPLAY
         elif i < 75:
@@ -223,7 +237,7 @@ def score_run(plan: RunPlan, samples: list[EvalSample], canary: list[EvalSample]
         if metric == "faithfulness":
             template, binding = plan.faithfulness_template, plan.faithfulness_binding
         else:
-            template, binding = DEFAULT_TEMPLATES[metric], PROJECTED
+            template, binding = DEMO_TEMPLATES[metric], PROJECTED
         inst = Instrument(metric, template, binding)
         results = score_samples(samples, inst, judge, seed=plan.index)
         metrics.append(MetricRecord(metric, results, judge.model, template, binding, MAIN, judge.model))

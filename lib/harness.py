@@ -28,6 +28,7 @@ from lib.samples import EvalSample
 OK = "ok"
 FAILED = "failed"
 EXCLUDED = "excluded"
+CALL_FAILED = "judge call failed: "   # a failed sample's reason when its call failed after the judge's retries
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
             try:
                 reply = judge.complete(request)
             except JudgeError as exc:
-                return SampleResult(sample.sample_id, FAILED, reason=f"judge call failed: {exc.reason}",
+                return SampleResult(sample.sample_id, FAILED, reason=CALL_FAILED + exc.reason,
                                     usage=usage, calls=calls + 1)
             calls += 1
             usage = usage + reply.usage

@@ -167,11 +167,18 @@ def template_diff(old: str, new: str, *, old_name: str = "before", new_name: str
                                         fromfile=old_name, tofile=new_name))
 
 
+def output_rule(metric: str) -> str:
+    """The output rule the default templates end with (template text: literal braces doubled)."""
+    return _output_rule(get_metric(metric))
+
+
 def _output_rule(spec: MetricSpec) -> str:
+    # No example list: a small model copies an example's length (one verdict for four items), so the rule
+    # names the object's keys and says "every item" without showing or suggesting any count.
     pos, neg = spec.labels
     return (
-        "Return only JSON, one verdict per item, in order:\n"
-        '{{"verdicts": [{{"item": 1, "verdict": "' + pos + '", "evidence": "..."}}]}}\n'
+        'Return only a JSON object whose "verdicts" list holds an object for every item above, each with '
+        '"item" (the item\'s number), "verdict" and "evidence".\n'
         f'Verdict words: "{pos}" or "{neg}". Evidence: the sentence that decided it, copied exactly, or "".'
     )
 

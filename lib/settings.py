@@ -9,6 +9,8 @@
 | api_key | OPENAI_API_KEY | none |
 | judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
 | judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
+| breaker_failures | EVALDRIFT_BREAKER_FAILURES | 10 (judge calls failed in a row that stop a job; 0: never) |
+| job_deadline | EVALDRIFT_JOB_DEADLINE | none (seconds an ablation job may run) |
 | db_dir | EVALDRIFT_DB_DIR | none: only EVALDRIFT_DB is offered |
 | scorers | EVALDRIFT_SCORERS | none: the dashboard runs no external scorer |
 | allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
@@ -20,12 +22,14 @@ Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from lib.endpoints import normalise
+from lib.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_DB = ROOT / "data" / "demo.duckdb"
@@ -38,6 +42,9 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
     ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
     ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
+    ("breaker_failures", "EVALDRIFT_BREAKER_FAILURES",
+     "judge calls failed in a row (after their retries) that stop an ablation job; 0: never"),
+    ("job_deadline", "EVALDRIFT_JOB_DEADLINE", "seconds an ablation job may run before it stops (resumable)"),
     ("db_dir", "EVALDRIFT_DB_DIR", "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
     ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),
     ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
@@ -60,6 +67,8 @@ class Settings:
     allowed_users: tuple[str, ...] = ()
     ablation_users: tuple[str, ...] = ()
     ragas_python: str | None = None
+    breaker_failures: int = 10
+    job_deadline: float | None = None
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -106,7 +115,35 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
         ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
         ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
+        breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
+        job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
     )
+
+
+def _count(value: str | None, name: str, default: int) -> int:
+    """A non-negative whole number setting."""
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise InputError(f"{name} must be a whole number, got {value!r}", field=name) from None
+    if n < 0:
+        raise InputError(f"{name} must be 0 or more, got {n}", field=name)
+    return n
+
+
+def _seconds(value: str | None, name: str) -> float | None:
+    """A positive, finite number of seconds (None: unset)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise InputError(f"{name} must be a number of seconds, got {value!r}", field=name) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"{name} must be a positive number of seconds, got {value!r}", field=name)
+    return seconds
 
 
 def _items(value: str | None) -> tuple[str, ...]:

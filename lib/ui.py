@@ -20,6 +20,7 @@ import streamlit as st
 
 from lib import databases, demo_start, gate, inbox, linkparams, settings, trust, views
 from lib.ablation import AblationSpec
+from lib.breaker import Limits
 from lib.demo import ensure_demo
 from lib.diagnose import RunChanges
 from lib.endpoints import OFFLINE
@@ -63,7 +64,7 @@ def judge_for_spec(spec: AblationSpec) -> Judge | None:
 
 @st.cache_resource
 def job_runner(path: str) -> JobRunner:
-    return JobRunner(open_store(path), judge_for_spec)
+    return JobRunner(open_store(path), judge_for_spec, limits=lambda: Limits.from_settings(load_settings()))
 
 
 @dataclass(frozen=True)

@@ -257,7 +257,8 @@ def test_ablate_json_carries_every_input_of_each_verdict(fresh_db: Path) -> None
     assert joint["expected"] == "invariant" and joint["joint"] is True
     assert joint["renders"] == ["answer", "contexts", "ground_truth"]
     assert joint["kind"] == "LEAK" and joint["lo"] <= joint["delta"] <= joint["hi"] < 0
-    assert joint["noise"] >= 0 and joint["headroom"] == pytest.approx(1.0, abs=0.05)
+    # the baseline is re-judged with the ablation's 3% verdict noise: near 1, not exactly 1
+    assert joint["noise"] >= 0 and joint["headroom"] == pytest.approx(1.0, abs=0.08)
     assert joint["min_effect"] == 0.02 and joint["rule_out"] == 0.05
     assert joint["sentence"].startswith("LEAK:")
     assert cells["question"]["kind"] == "CLEAN" and "does not render question" in cells["question"]["sentence"]

@@ -45,7 +45,7 @@ def test_the_walkthrough_commands_run_as_written(clone: Path) -> None:
     with Store(clone / "evals.duckdb") as store:
         assert store.run_ids() == ["nightly-1", "nightly-2"]
         history = store.metric_history(metrics=["faithfulness"])
-        assert [round(x, 2) for x in history["score"]] == [0.81, 0.48]  # as the README's comment says
+        assert [round(x, 2) for x in history["score"]] == [0.81, 0.52]  # as the README's comment says
         [ablation] = store.ablations("nightly-2").to_dict("records")
     assert ablation["status"] == "done"
     assert (clone / "finding.md").read_text(encoding="utf-8").startswith("# evaldrift finding: run nightly-2")

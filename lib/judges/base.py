@@ -9,6 +9,8 @@ from typing import Protocol, runtime_checkable
 
 from lib.judges.structured import ReplyShape
 
+STOPPED_PREFIX = "not asked: "   # a judge's reason for an attempt it did not make because its job was stopped
+
 
 @dataclass(frozen=True)
 class Message:

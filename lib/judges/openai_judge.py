@@ -28,7 +28,7 @@ import openai
 
 from lib.endpoints import normalise
 from lib.errors import JudgeError
-from lib.judges.base import JudgeReply, JudgeRequest, Usage
+from lib.judges.base import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
 from lib.judges.pacing import OK, OTHER, OVERLOAD, Pacer, PacingReport, Ticket
 from lib.judges.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
 
@@ -150,7 +150,7 @@ class OpenAIJudge:
         self.pacer.close()
 
     def _stopped(self) -> JudgeError:
-        return JudgeError(f"not asked: {self._halt_reason}", retryable=True)
+        return JudgeError(STOPPED_PREFIX + self._halt_reason, retryable=True)
 
     def _wait(self, attempt: int, hint: float | None) -> None:
         if hint is not None:

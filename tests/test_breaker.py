@@ -1,0 +1,176 @@
+"""A job's circuit breaker and deadline (issue 9 item 9): a judge that fails every call stops the job, says why,
+and leaves it to resume; nothing is scored from a call that was not answered."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lib import job_log
+from lib.ablation import AblationSpec
+from lib.breaker import Breaker, Limits, trips
+from lib.errors import InputError
+from lib.harness import CALL_FAILED, OK
+from lib.jobs import STOPPED, JobRunner, run_guarded
+from lib.judges import OpenAIJudge
+from lib.settings import load
+from lib.store import Store
+from tests.conftest import offline_responder
+from tests.support.openai_server import Fault, OpenAIServer
+from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo, mini_demo_run_ids
+
+MODEL = "evaldrift-test-model"
+
+
+# -- the rule ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("limits", "in_a_row", "failed", "total", "elapsed", "rule"), [
+    (Limits(10, None), 0, 0, 100, 5.0, None),                   # nothing wrong
+    (Limits(10, None), 9, 9, 100, 5.0, None),                   # one short of the run
+    (Limits(10, None), 10, 10, 100, 5.0, "consecutive"),        # the run of failures
+    (Limits(0, None), 50, 19, 100, 5.0, None),                  # the run rule off, the share not reached
+    (Limits(10, None), 3, 20, 100, 5.0, None),                  # exactly the share: a cell could still decide
+    (Limits(10, None), 3, 21, 100, 5.0, "share"),               # beyond it: the result would be INCONCLUSIVE
+    (Limits(10, None), 3, 21, 0, 5.0, None),                    # no total known yet: no share
+    (Limits(10, 60.0), 0, 0, 100, 59.9, None),                  # before the deadline
+    (Limits(10, 60.0), 0, 0, 100, 60.0, "deadline"),            # at the deadline
+    (Limits(10, 60.0), 10, 30, 100, 61.0, "deadline"),          # the deadline named first
+])
+def test_which_rule_stops_a_job(limits: Limits, in_a_row: int, failed: int, total: int, elapsed: float,
+                                rule: str | None) -> None:
+    assert trips(limits, in_a_row=in_a_row, failed=failed, total=total, elapsed=elapsed) == rule
+
+
+def test_an_answer_ends_a_run_of_failures() -> None:
+    said: list[str] = []
+    breaker = Breaker(Limits(3, None), lambda: 1000, on_trip=said.append)
+    for ok in (False, False, True, False, False, True, False, False):
+        breaker.record(ok, "rate limited (429)")
+    assert not breaker.tripped and said == []
+    breaker.record(False, "rate limited (429), after 4 attempts")
+    assert breaker.tripped
+    assert said == ["stopped after 3 judge calls failed in a row (the last: rate limited (429), after 4 attempts)"]
+
+
+@pytest.mark.parametrize(("environ", "failures", "deadline"), [
+    ({}, 10, None),
+    ({"EVALDRIFT_BREAKER_FAILURES": "0", "EVALDRIFT_JOB_DEADLINE": "90"}, 0, 90.0),
+    ({"EVALDRIFT_JOB_DEADLINE": "0.5"}, 10, 0.5),
+])
+def test_the_settings_name_the_limits(environ: dict[str, str], failures: int, deadline: float | None) -> None:
+    limits = Limits.from_settings(load(environ))
+    assert (limits.failures, limits.deadline) == (failures, deadline)
+
+
+@pytest.mark.parametrize(("name", "value"), [("EVALDRIFT_JOB_DEADLINE", "inf"), ("EVALDRIFT_JOB_DEADLINE", "-3"),
+                                             ("EVALDRIFT_JOB_DEADLINE", "soon"), ("EVALDRIFT_BREAKER_FAILURES", "-1"),
+                                             ("EVALDRIFT_BREAKER_FAILURES", "ten")])
+def test_a_bad_limit_setting_is_refused_naming_it(name: str, value: str) -> None:
+    with pytest.raises(InputError, match=name):
+        load({name: value})
+
+
+# -- jobs against failing servers -------------------------------------------------------------------------
+@pytest.fixture
+def db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    return copy_db(mini_demo(tmp_path_factory), tmp_path / "team.duckdb")
+
+
+def spec_on(server: OpenAIServer, **kw: object) -> AblationSpec:
+    options: dict[str, object] = {"repeats": 2, "limit": 30, **kw}
+    return AblationSpec(mini_demo_run_ids()[1], ("faithfulness",), ("ground_truth",), judge=MODEL,
+                        endpoint=server.base_url, **options)  # type: ignore[arg-type]
+
+
+def judge_on(server: OpenAIServer, **options: object) -> OpenAIJudge:
+    options.setdefault("timeout", 2.0)
+    return OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", **options)  # type: ignore[arg-type]
+
+
+def no_unanswered_scores(store: Store, aid: str) -> None:
+    """What a stopped job keeps: answered judgings only; no failed call stays to be counted, none is scored."""
+    frame = store.ablation_results(aid)
+    assert not frame["reason"].fillna("").str.startswith(CALL_FAILED).any()
+    assert frame[frame["status"] != OK]["score"].isna().all()
+
+
+def test_an_always_429_server_with_an_infinite_retry_after_stops_within_the_deadline(db: Path) -> None:
+    """Retry-After: inf, waited 20 s at a time forever before; the job deadline ends it, and Resume finishes it
+    once the server answers again."""
+    with OpenAIServer(offline_responder) as server, Store(db) as store:
+        server.fail_always(Fault("429", retry_after=float("inf")))
+        spec = spec_on(server)
+        begun = time.monotonic()
+        outcome = run_guarded(store, spec, judge_on(server), limits=Limits(failures=1000, deadline=1.5))
+        took = time.monotonic() - begun
+        assert outcome.result is None
+        assert took < 1.5 + 2.5, f"stopped {took:.1f} s after its start, past its 1.5 s deadline"
+        assert outcome.stopped.startswith("stopped at the job's deadline of 1.5 s (EVALDRIFT_JOB_DEADLINE)")
+        row = store.ablation(spec.ablation_id)
+        assert row is not None and row["status"] == STOPPED and row["result"] is None
+        assert job_log.read(store, spec.ablation_id).reason == outcome.stopped  # type: ignore[union-attr]
+        no_unanswered_scores(store, spec.ablation_id)
+        runner = JobRunner(store, lambda s: judge_on(server))
+        status = runner.status(spec.ablation_id)
+        runner.shutdown()
+        assert (status.state, status.reason) == (STOPPED, outcome.stopped)
+
+        server.fail_always(None)    # the server answers again: Resume does the rest
+        resumed = run_guarded(store, spec, judge_on(server), limits=Limits(deadline=60.0))
+        assert resumed.result is not None and resumed.result.failures == {}
+        row = store.ablation(spec.ablation_id)
+        assert row["status"] == "done" and row["done"] == row["total"]  # type: ignore[index]
+        assert resumed.judge.output_mode == "json_schema" and resumed.judge.pacing is not None
+
+
+def test_a_run_of_failed_calls_stops_the_job_after_the_setting(db: Path) -> None:
+    with OpenAIServer(offline_responder) as server, Store(db) as store:
+        server.fail_always(Fault("429", retry_after=0))
+        spec = spec_on(server)
+        outcome = run_guarded(store, spec, judge_on(server, max_attempts=2, concurrency=4),
+                              limits=Limits(failures=5))
+        assert outcome.result is None
+        assert outcome.stopped.startswith("stopped after 5 judge calls failed in a row (the last: rate limited "
+                                          "(429), after 2 attempts)")
+        # bounded: the failed calls, and at most the calls in flight when it tripped, each with its attempts
+        assert server.n_calls <= (5 + 4) * 2
+        assert store.ablation(spec.ablation_id)["status"] == STOPPED  # type: ignore[index]
+        no_unanswered_scores(store, spec.ablation_id)
+
+
+def test_failures_beyond_the_inconclusive_share_stop_the_job(db: Path) -> None:
+    with Store(db) as store:
+        samples = [s for s in store.samples(mini_demo_run_ids()[1])[:30] if s.answer.strip()]
+    doomed = {s.answer.split(".")[0] for s in samples[::3]}    # a third of the samples fail, never two in a row
+
+    def responder(body: dict) -> str:
+        if any(d in body["messages"][-1]["content"] for d in doomed):
+            raise RuntimeError("scripted outage for this sample")
+        return offline_responder(body)
+
+    with OpenAIServer(responder) as server, Store(db) as store:
+        spec = spec_on(server)
+        outcome = run_guarded(store, spec, judge_on(server, max_attempts=1, concurrency=1),
+                              limits=Limits(failures=10))
+        assert outcome.result is None
+        total = store.ablation(spec.ablation_id)["total"]  # type: ignore[index]
+        assert outcome.stopped.startswith(f"stopped: {int(0.2 * total) + 1} judge calls failed, more than 20% of "
+                                          f"the job's {total} judgings, so its result would be INCONCLUSIVE")
+        no_unanswered_scores(store, spec.ablation_id)
+
+
+def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> None:
+    with OpenAIServer(offline_responder) as server:
+        server.fail_always(Fault("429", retry_after=float("inf")))
+        env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_JOB_DEADLINE="1",
+                        EVALDRIFT_JUDGE_TIMEOUT="2")
+        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
+                               mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
+                               "--judge", "openai", "--model", MODEL, "--limit", "10"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert "stopped at the job's deadline of 1 s (EVALDRIFT_JOB_DEADLINE)" in proc.stderr
+    assert "run the same command to resume" in proc.stderr
