@@ -206,8 +206,11 @@ def jumps_frame(jumps: Sequence[Jump]) -> pd.DataFrame:
 
 # -- run -------------------------------------------------------------------------------------
 def metric_table(run_metrics: pd.DataFrame) -> pd.DataFrame:
-    """A run's metrics in registry order, with the instrument and an `attributed` flag."""
+    """A run's metrics in registry order, with the instrument (and how a model judge was asked for its verdicts:
+    json_schema, json_object or text) and an `attributed` flag."""
     cols = ["metric", "score", "n", "n_failed", "n_excluded", "judge_model", "prompt_hash", "binding"]
+    if "output_mode" in run_metrics and run_metrics["output_mode"].notna().any():
+        cols.append("output_mode")
     if run_metrics.empty:
         return pd.DataFrame(columns=[*cols, "attributed"])
     order = {m: i for i, m in enumerate(ordered_metrics(run_metrics["metric"].tolist()))}

@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import ablation_form, access, charts, gate, judging_counts, noise, review, trust, ui_history
+from lib import ablation_form, access, charts, gate, job_log, jobs, judging_counts, noise, review, trust, ui_history
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -181,6 +181,9 @@ def render_result(row: dict, run_label: str) -> None:
     BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
     tally = load_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
     st.caption(md(f"{run_label}. {tally.sentence}"), help=judging_counts.HELP)
+    note = job_log.read(ctx.store, result.ablation_id)
+    if note and note.judge.sentence:
+        st.caption(md(f"Judge: {note.judge.sentence}."))
 
     st.subheader("Metrics x fields")
     st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
@@ -286,6 +289,11 @@ if shown_id:
     elif status.state == "stalled" and row:
         st.warning(f"This ablation stopped at {status.done} of {status.total} judgings: the process that ran it "
                    f"is gone. Resume keeps every finished judging and does the rest.")
+        rerun_controls(row, "Resume", "abl_resume")
+    elif status.state == jobs.STOPPED and row:
+        # the breaker or the deadline stopped it (lib.breaker): nothing decided, the failed calls reopened
+        st.warning(md(f"This ablation was {status.reason or 'stopped'}. Nothing was decided; {status.done} of "
+                      f"{status.total} judgings are kept, and Resume asks the rest, the failed calls included."))
         rerun_controls(row, "Resume", "abl_resume")
     elif status.state == "failed":
         st.error("This ablation failed. The reason, as the worker recorded it:")

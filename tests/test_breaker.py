@@ -3,12 +3,14 @@ and leaves it to resume; nothing is scored from a call that was not answered."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from lib import job_log
 from lib.ablation import AblationSpec
@@ -97,11 +99,11 @@ def no_unanswered_scores(store: Store, aid: str) -> None:
     assert frame[frame["status"] != OK]["score"].isna().all()
 
 
-def test_an_always_429_server_with_an_infinite_retry_after_stops_within_the_deadline(db: Path) -> None:
-    """Retry-After: inf, waited 20 s at a time forever before; the job deadline ends it, and Resume finishes it
-    once the server answers again."""
+def test_an_always_429_server_with_a_huge_retry_after_stops_within_the_deadline(db: Path) -> None:
+    """A Retry-After of a billion seconds, waited 20 s (the cap) at a time before, with 4 attempts a call; the job
+    deadline ends the waits, and Resume finishes the job once the server answers again."""
     with OpenAIServer(offline_responder) as server, Store(db) as store:
-        server.fail_always(Fault("429", retry_after=float("inf")))
+        server.fail_always(Fault("429", retry_after=1e9))
         spec = spec_on(server)
         begun = time.monotonic()
         outcome = run_guarded(store, spec, judge_on(server), limits=Limits(failures=1000, deadline=1.5))
@@ -124,6 +126,21 @@ def test_an_always_429_server_with_an_infinite_retry_after_stops_within_the_dead
         row = store.ablation(spec.ablation_id)
         assert row["status"] == "done" and row["done"] == row["total"]  # type: ignore[index]
         assert resumed.judge.output_mode == "json_schema" and resumed.judge.pacing is not None
+
+
+def test_an_always_429_server_with_an_infinite_retry_after_stops_at_once(db: Path) -> None:
+    """Retry-After: inf is "never": each call fails at its first attempt, and the breaker stops the job with the
+    default limits long before the deadline (waited on 20 s at a time forever before)."""
+    with OpenAIServer(offline_responder) as server, Store(db) as store:
+        server.fail_always(Fault("429", retry_after=float("inf")))
+        spec = spec_on(server)
+        begun = time.monotonic()
+        outcome = run_guarded(store, spec, judge_on(server), limits=Limits(deadline=20.0))
+        assert time.monotonic() - begun < 10.0
+        assert outcome.stopped.startswith("stopped after 10 judge calls failed in a row (the last: rate limited "
+                                          "(429), the server asks to wait forever (Retry-After: inf))")
+        assert server.n_calls <= 10 + 8     # one attempt a call: the failed ones and those in flight
+        no_unanswered_scores(store, spec.ablation_id)
 
 
 def test_a_run_of_failed_calls_stops_the_job_after_the_setting(db: Path) -> None:
@@ -164,7 +181,7 @@ def test_failures_beyond_the_inconclusive_share_stop_the_job(db: Path) -> None:
 
 def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> None:
     with OpenAIServer(offline_responder) as server:
-        server.fail_always(Fault("429", retry_after=float("inf")))
+        server.fail_always(Fault("429", retry_after=1e9))
         env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_JOB_DEADLINE="1",
                         EVALDRIFT_JUDGE_TIMEOUT="2")
         proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
@@ -174,3 +191,39 @@ def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> No
     assert proc.returncode == 3, proc.stderr
     assert "stopped at the job's deadline of 1 s (EVALDRIFT_JOB_DEADLINE)" in proc.stderr
     assert "run the same command to resume" in proc.stderr
+
+
+# -- the Ablation page -------------------------------------------------------------------------------------
+def open_ablation(ablation_id: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/ablation.py")
+    at.query_params.update({"ablation": ablation_id})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def unescaped(elements) -> list[str]:
+    return [re.sub(r"\\(.)", r"\1", e.value) for e in elements]
+
+
+def test_the_ablation_page_says_why_a_job_stopped_offers_resume_and_shows_the_judge(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with OpenAIServer(offline_responder) as server:
+        monkeypatch.setenv("EVALDRIFT_DB", str(db))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", MODEL)
+        server.fail_always(Fault("429", retry_after=float("inf")))
+        spec = spec_on(server, limit=10)
+        with Store(db) as store:
+            stopped = run_guarded(store, spec, judge_on(server), limits=Limits(deadline=1.0)).stopped
+        at = open_ablation(spec.ablation_id)
+        assert any(stopped in w and "Resume asks the rest" in w for w in unescaped(at.warning)), stopped
+        assert "abl_resume" in {b.key for b in at.button if b.key}
+
+        server.fail_always(None)
+        with Store(db) as store:
+            assert run_guarded(store, spec, judge_on(server)).result is not None
+        at = open_ablation(spec.ablation_id)
+        judged = [c for c in unescaped(at.caption) if "Judge: verdicts asked as json_schema; concurrency" in c]
+        assert judged, unescaped(at.caption)

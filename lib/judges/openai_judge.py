@@ -53,7 +53,8 @@ def _seconds(value: str | None) -> float | None:
 def _retry_after(exc: openai.APIStatusError) -> float | None:
     """The server's wait hint (retry-after-ms, else Retry-After); None when absent, negative or NaN.
 
-    An infinite or huge hint is returned as it is; the judge caps every wait.
+    A huge hint is returned as it is (the judge caps every wait at max_backoff); an infinite one too (the judge
+    then stops asking: no wait it would make is long enough).
     """
     try:
         headers = exc.response.headers
@@ -214,6 +215,8 @@ class OpenAIJudge:
             out = self._attempt(kwargs, mode, ticket)
             if out.reply is not None:
                 return out.reply
+            if out.hint == math.inf:   # "never": asking again after any wait we would make gets the same answer
+                raise JudgeError(f"{out.reason}, the server asks to wait forever (Retry-After: inf)", retryable=True)
             last = out.reason
             with self._lock:
                 self.retries.append(last)

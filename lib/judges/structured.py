@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 JSON_SCHEMA = "json_schema"
@@ -105,12 +106,23 @@ class ModeBook:
         self._settled: set[tuple[str, str]] = set()
         self._probes: dict[tuple[str, str], threading.Lock] = {}
 
-    def probing(self, endpoint: str, model: str) -> contextlib.AbstractContextManager[object]:
-        """Held around a call while the endpoint has not answered yet; a no-op once it has."""
+    @contextlib.contextmanager
+    def probing(self, endpoint: str, model: str) -> Iterator[None]:
+        """Held around a call while the endpoint has not answered yet; a no-op once it has (also for the calls
+        that were waiting for the probe when it answered)."""
+        key = (endpoint, model)
         with self._lock:
-            if (endpoint, model) in self._settled:
-                return contextlib.nullcontext()
-            return self._probes.setdefault((endpoint, model), threading.Lock())
+            probe = None if key in self._settled else self._probes.setdefault(key, threading.Lock())
+        if probe is None:
+            yield
+            return
+        with probe:
+            with self._lock:
+                settled = key in self._settled
+            if not settled:
+                yield
+                return
+        yield
 
     def settle(self, endpoint: str, model: str, refused: list[str]) -> None:
         """Record an answer: the modes refused before it, and that the endpoint needs no more probing."""
