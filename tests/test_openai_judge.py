@@ -7,12 +7,17 @@ model.
 
 from __future__ import annotations
 
+import email.utils
+import math
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from lib.demo import demo_samples
 from lib.errors import JudgeError
 from lib.harness import FAILED, OK, Instrument, aggregate, score_sample, score_samples
 from lib.judges import Judge, JudgeRequest, MemoryCache, Message, OfflineJudge, OpenAIJudge
+from lib.judges.openai_judge import _retry_after
 from lib.metrics import METRIC_NAMES, split_sentences
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.samples import EvalSample
@@ -213,3 +218,29 @@ def test_the_api_key_is_sent_to_the_server_and_never_shown(openai_server: OpenAI
     assert API_KEY not in repr(judge)
     assert API_KEY not in str(judge)
     assert repr(judge) == f"OpenAIJudge(model={MODEL!r}, base_url={openai_server.base_url!r})"
+
+
+class _Headers:
+    """What `_retry_after` reads from an APIStatusError: its response's headers."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.response = type("Response", (), {"headers": {k.lower(): v for k, v in headers.items()}})()
+
+
+@pytest.mark.parametrize(("headers", "wait"), [
+    ({}, None),                                                   # no hint: our own backoff
+    ({"Retry-After": "2.5"}, 2.5),                                # seconds
+    ({"Retry-After": "-5"}, None),                                # negative: ignored
+    ({"Retry-After": "nan"}, None),                               # NaN: ignored
+    ({"Retry-After": "inf"}, math.inf),                           # never: the judge stops asking
+    ({"Retry-After": "soon"}, None),                              # unreadable: ignored
+    ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),     # a date in the past: negative, ignored
+    ({"retry-after-ms": "1500", "Retry-After": "9"}, 1.5),        # milliseconds, preferred (OpenAI sends both)
+])
+def test_the_servers_wait_hint_is_read_sanely(headers: dict[str, str], wait: float | None) -> None:
+    assert _retry_after(_Headers(headers)) == wait  # type: ignore[arg-type]
+
+
+def test_a_retry_after_date_in_the_future_is_seconds_from_now() -> None:
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25.0 < _retry_after(_Headers({"Retry-After": when})) <= 30.0  # type: ignore[arg-type, operator]
