@@ -21,11 +21,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
 from lib.ablation_analysis import analyse
+from lib.ablation_plan import BASELINE, Plan
+from lib.ablation_plan import plan as make_plan
 from lib.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
 from lib.degenerate import exclusion_reason
 from lib.endpoints import normalise
-from lib.errors import InputError, NotFoundError
-from lib.harness import EXCLUDED, FAILED, OK, Instrument, SampleResult, score_sample
+from lib.errors import InputError
+from lib.harness import EXCLUDED, FAILED, OK, SampleResult, score_sample
 from lib.judges.base import Judge
 from lib.metrics import get_metric
 from lib.records import MAIN
@@ -190,42 +192,6 @@ def load_scorer(target: str) -> Scorer:
 
 
 # -- running ------------------------------------------------------------------------
-@dataclass
-class _Plan:
-    spec: AblationSpec
-    samples: list[EvalSample]
-    instruments: dict[str, Instrument]
-    total: int
-    fields: tuple[str, ...]
-
-    def arms_for(self, metric: str) -> tuple[str, ...]:
-        return self.spec.arms_for(metric, self.fields)
-
-
-def _plan(store: Store, spec: AblationSpec) -> _Plan:
-    store.run(spec.run_id)
-    samples = store.samples(spec.run_id, spec.suite)
-    if not samples:
-        raise NotFoundError(f"run {spec.run_id!r} has no samples in suite {spec.suite!r}")
-    if spec.limit:
-        samples = samples[: spec.limit]
-    had = store.run_fields(spec.run_id)
-    for arm in spec.arms:
-        missing = [f for f in arm_fields(arm) if f not in had]
-        if missing:
-            raise InputError(f"run {spec.run_id!r} has no {missing[0]} to blank (its samples came with "
-                             f"{', '.join(had)})", field="blank")
-    instruments = {}
-    for m in spec.metrics:
-        inst = store.instrument(spec.run_id, m, spec.suite)
-        if spec.scorer is None and (inst["template"] is None or inst["binding"] is None):
-            raise InputError(f"run {spec.run_id!r} recorded no template or binding for {m!r} (unattributed "
-                             f"scores); ablate it through its own harness with a scorer", field="metric")
-        instruments[m] = Instrument(m, inst["template"] or "", inst["binding"] or "projected")
-    total = sum(len(spec.arms_for(m, had)) for m in spec.metrics) * spec.repeats * len(samples)
-    return _Plan(spec, samples, instruments, total, had)
-
-
 def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
                  progress: Callable[[int, int], None] | None = None,
                  should_stop: Callable[[], bool] | None = None) -> AblationResult | None:
@@ -248,7 +214,7 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
         if progress:
             progress(int(existing["total"]), int(existing["total"]))
         return AblationResult.from_dict(existing["result"])  # type: ignore[arg-type]
-    plan = _plan(store, spec)
+    plan = make_plan(store, spec)
     # Refuse bad input before the ablation row exists, so it never shows as a stalled ablation.
     scorer = load_scorer(spec.scorer) if spec.scorer is not None else None
     if scorer is None and judge is None:
@@ -261,18 +227,20 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
         stopped = _run_judge(store, plan, judge, done, progress, should_stop)  # type: ignore[arg-type]
     if stopped:
         return None
-    result = analyse(store, spec)
+    result = analyse(store, spec, plan)
     store.finish_ablation(aid, "done", result.to_dict())
     return result
 
 
-def _run_judge(store: Store, plan: _Plan, judge: Judge, done: set, progress, should_stop) -> bool:
+def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, should_stop) -> bool:
+    """Judge what is left: the probe first; when it shows identical repeats, every other judging once."""
     spec = plan.spec
-    units = [(m, arm, rep, s) for m in spec.metrics for arm in plan.arms_for(m) for rep in range(spec.repeats)
-             for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
+    units = plan.units(done)
+    probe = [u for u in units if u[1] == BASELINE and u[3].sample_id in plan.probe_ids]
     blanked: dict[tuple[str, str], EvalSample] = {}
     buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
     count = len(done)
+    total = plan.total
     last_flush = time.monotonic()
 
     def flush() -> None:
@@ -282,7 +250,7 @@ def _run_judge(store: Store, plan: _Plan, judge: Judge, done: set, progress, sho
         buffer.clear()
         last_flush = time.monotonic()
         if progress:
-            progress(count, plan.total)
+            progress(count, total)
 
     def work(unit: tuple[str, str, int, EvalSample]) -> tuple[tuple[str, str, int], SampleResult]:
         m, arm, rep, s = unit
@@ -303,28 +271,41 @@ def _run_judge(store: Store, plan: _Plan, judge: Judge, done: set, progress, sho
         if sum(map(len, buffer.values())) >= BATCH or time.monotonic() - last_flush > 1.0:
             flush()
 
+    if _judge_units(probe, judge, work, collect, should_stop):
+        flush()
+        return True
+    flush()
+    rest = units[len(probe):]
+    if plan.repeats_stopped(store.ablation_results(spec.ablation_id)):
+        rest = [u for u in rest if u[2] == 0]
+        total = count + len(rest)
+        store.set_ablation_total(spec.ablation_id, total)
+    stopped = _judge_units(rest, judge, work, collect, should_stop)
+    flush()
+    return stopped
+
+
+def _judge_units(units: list, judge: Judge, work, collect, should_stop) -> bool:
+    """Judge units (in the judge's concurrency); True when should_stop stopped the work."""
     width = max(1, getattr(judge, "concurrency", 1))
-    if width == 1:
+    if width == 1 or len(units) < 2:
         for unit in units:
             if should_stop and should_stop():
-                flush()
                 return True
             collect(*work(unit))
-    else:
-        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ablation-judge") as pool:
-            futures = [pool.submit(work, u) for u in units]
-            for fut in as_completed(futures):
-                collect(*fut.result())
-                if should_stop and should_stop():
-                    for f in futures:
-                        f.cancel()
-                    flush()
-                    return True
-    flush()
+        return False
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ablation-judge") as pool:
+        futures = [pool.submit(work, u) for u in units]
+        for fut in as_completed(futures):
+            collect(*fut.result())
+            if should_stop and should_stop():
+                for f in futures:
+                    f.cancel()
+                return True
     return False
 
 
-def _run_scorer(store: Store, plan: _Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
+def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
     spec = plan.spec
     count = len(done)
     chunk = 50

@@ -22,12 +22,13 @@ from lib.metrics import MetricSpec, get_metric
 from lib.prompts import fields_rendered
 from lib.samples import GROUND_TRUTH, arm_fields
 from lib.stats import flips, mde, noise_band, paired_bootstrap, run_noise_sd
-from lib.verdicts import CLEAN, EXPECT_SENSITIVE, INVARIANT, LEAK, MEASURED, CellEvidence, classify
+from lib.verdicts import CLEAN, EXPECT_SENSITIVE, INVARIANT, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
 
 if TYPE_CHECKING:
     from lib.ablation import AblationSpec
+    from lib.ablation_plan import Plan
     from lib.store import Store
 
 
@@ -80,8 +81,22 @@ def _mean_scores(arm: _Arm) -> float | None:
     return float(np.mean([np.mean(x) for x in arm.scores.values()])) if arm.scores else None
 
 
+def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, band: float | None,
+                    renders: frozenset[str] | None, mismatch: bool, n_samples: int) -> ArmVerdict:
+    """An arm whose prompts equal the baseline's: not re-judged, so no move, interval or flips to show."""
+    fields = arm_fields(arm)
+    expected = INVARIANT if set(fields) <= mspec.never else EXPECT_SENSITIVE
+    e = CellEvidence(mspec.name, fields, expected, renders, 0, None, None, None, band, _mean_scores(base),
+                     replay_mismatch=mismatch, min_effect=spec.min_effect, unchanged=n_samples)
+    d = classify(e)
+    return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, None, None, None, None, band, None, 0, 0, 0,
+                      0, 0, None, None, verdict_words.sentence(e, d, repeats=spec.repeats), d.why,
+                      tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
+                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+
+
 def _cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
-          renders: frozenset[str] | None, mismatch: bool) -> ArmVerdict:
+          renders: frozenset[str] | None, mismatch: bool, probe: int = 0) -> ArmVerdict:
     fields = arm_fields(arm)
     expected = INVARIANT if set(fields) <= mspec.never else EXPECT_SENSITIVE
     common = sorted(set(base.scores) & set(abl.scores))
@@ -101,7 +116,7 @@ def _cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm
     return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, float(np.mean(b)) if b else None,
                       e.mean, e.lo, e.hi, band, verdict_words.ratio(band, e.mean), e.n, e.n_failed, e.n_units,
                       fl.to_positive if fl else 0, fl.to_negative if fl else 0, fl.p_value if fl else None, md,
-                      verdict_words.sentence(e, d, repeats=spec.repeats, failures=top), d.why,
+                      verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe), d.why,
                       tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
                       e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
@@ -112,7 +127,7 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
     for i, j in enumerate(cells):
         if not (j.joint and j.kind == LEAK and j.why == MEASURED):
             continue
-        singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint
+        singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint and c.why != UNCHANGED
                    and len(arm_fields(c.arm)) == 1 and c.arm in arm_fields(j.arm)]
         if singles and all(cells[k].kind != LEAK for k in singles):
             out[i] = replace(j, sentence=j.sentence + " Blanked one at a time, none of them moves it: each supplies "
@@ -179,17 +194,24 @@ def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
     return FourReadings(wired, a, b, both.ablated if both else None, wired - a, ind, wired - ind, gt.noise, sentence)
 
 
-def analyse(store: Store, spec: AblationSpec) -> AblationResult:
-    """Classify every (metric, arm) cell of a finished ablation against the wiring table."""
+def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> AblationResult:
+    """Classify every (metric, arm) cell of a finished ablation against the wiring table.
+
+    `plan` (lib.ablation_plan; read again when None) says which arms were not
+    re-judged because their prompts equal the baseline's.
+    """
+    from lib.ablation_plan import plan as make_plan
+
+    plan = plan or make_plan(store, spec)
     frame = store.ablation_results(spec.ablation_id)
     arms = collect(frame)
+    probe = len(plan.probe_ids) if plan.repeats_stopped(frame) else 0
     cells: list[ArmVerdict] = []
     replay: list[ReplayCheck] = []
     failures: Counter = Counter()
     judges: dict[str, str | None] = {}
     for a in arms.values():
         failures.update(a.reasons)
-    had = store.run_fields(spec.run_id)
     for m in spec.metrics:
         base = arms.get((m, "none"))
         if base is None:
@@ -202,13 +224,19 @@ def analyse(store: Store, spec: AblationSpec) -> AblationResult:
             band = 0.0  # identical repeats: rounding dust is not a noise band to divide by
         check = _replay_check(store, spec, m, base, sd, band)
         replay.append(check)
-        for arm in spec.arms_for(m, had)[1:]:
+        for arm in plan.arms_for(m)[1:]:
             abl = arms.get((m, arm))
-            if abl is not None:
-                cells.append(_cell(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst), check.mismatch))
+            if (m, arm) in plan.unchanged:
+                cells.append(_unchanged_cell(spec, get_metric(m), arm, base, band, _renders(spec, m, inst),
+                                             check.mismatch, len(plan.samples)))
+            elif abl is not None:
+                cells.append(_cell(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst), check.mismatch,
+                                   probe))
     cells = _joint_notes(cells)
     note = verdict_words.judge_note(spec.judge if spec.scorer is None else None, judges)
     calls = int(frame["calls"].sum()) if len(frame) else 0
     cached = int(frame["cached"].sum()) if len(frame) else 0
-    return AblationResult(spec.ablation_id, spec.to_dict(), cells, replay, _four_readings(cells),
-                          verdict_words.headline(cells, replay, note), calls, cached, dict(failures), note)
+    summary = verdict_words.headline(cells, replay, note, repeats=spec.repeats, probe=probe)
+    return AblationResult(spec.ablation_id, spec.to_dict(), cells, replay, _four_readings(cells), summary, calls,
+                          cached, dict(failures), note, judgings=len(frame), not_rejudged=plan.not_rejudged,
+                          repeats_skipped=max(0, plan.total - len(frame)) if probe else 0, probe=probe)

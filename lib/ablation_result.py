@@ -97,6 +97,16 @@ def _known(cls: type, d: dict) -> dict:
 
 @dataclass(frozen=True)
 class AblationResult:
+    """An ablation's verdicts and what they cost.
+
+    The accounting adds up: every judging the spec asks for (metrics x arms x
+    repeats x samples) is one of `judgings` (stored results; of them `cached`
+    were answered from the call cache, and `calls` counts the judge calls
+    made, retries included), `not_rejudged` (arms whose prompts equal the
+    baseline's) or `repeats_skipped` (repeats not made once the first `probe`
+    samples repeated identically; `probe` 0: the repeats did not stop).
+    """
+
     ablation_id: str
     spec: dict[str, object]
     verdicts: list[ArmVerdict]
@@ -107,6 +117,25 @@ class AblationResult:
     cached: int
     failures: dict[str, int] = field(default_factory=dict)
     judge_note: str = ""
+    judgings: int = 0
+    not_rejudged: int = 0
+    repeats_skipped: int = 0
+    probe: int = 0
+
+    @property
+    def planned(self) -> int:
+        return self.judgings + self.not_rejudged + self.repeats_skipped
+
+    @property
+    def accounting(self) -> str:
+        """The cost line: judgings, calls, cache, not re-judged, repeats skipped."""
+        parts = [f"{self.judgings} judgings: {self.calls} judge calls, {self.cached} answered from the call cache"]
+        if self.not_rejudged:
+            parts.append(f"{self.not_rejudged} not re-judged (prompt unchanged)")
+        if self.repeats_skipped:
+            parts.append(f"{self.repeats_skipped} repeats skipped (identical repeats on the first {self.probe} "
+                         f"samples)")
+        return "; ".join(parts)
 
     @property
     def exit_code(self) -> int:
@@ -134,4 +163,6 @@ class AblationResult:
             four=FourReadings(**d["four"]) if d.get("four") else None,  # type: ignore[arg-type]
             summary=d["summary"], calls=d["calls"], cached=d["cached"],  # type: ignore[arg-type]
             failures=d.get("failures", {}), judge_note=d.get("judge_note", ""),  # type: ignore[arg-type]
+            judgings=int(d.get("judgings", 0)), not_rejudged=int(d.get("not_rejudged", 0)),  # type: ignore[call-overload]
+            repeats_skipped=int(d.get("repeats_skipped", 0)), probe=int(d.get("probe", 0)),  # type: ignore[call-overload]
         )

@@ -358,7 +358,7 @@ def format_ablation(result: AblationResult) -> str:
     limit = f", first {spec['limit']} samples" if spec.get("limit") else ""
     lines = [result.summary, "",
              f"ablation {result.ablation_id} of run {spec['run_id']}: {who}, {spec['repeats']} repeats{limit}; "
-             f"{result.calls} judge calls ({result.cached} from cache)", ""]
+             f"{result.accounting}", ""]
     lines += [v.sentence for v in result.verdicts]
     if result.replay:
         lines += ["", *(c.sentence for c in result.replay)]

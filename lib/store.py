@@ -728,6 +728,12 @@ class Store:
             cur.execute("UPDATE ablations SET status = 'running', updated_at = ? WHERE ablation_id = ? "
                         "AND status <> 'done'", [_now(), ablation_id])
 
+    def set_ablation_total(self, ablation_id: str, total: int) -> None:
+        """The judgings an ablation will make, when it learns it needs fewer (its repeats stopped)."""
+        with self.transaction() as cur:
+            cur.execute("UPDATE ablations SET total = ?, updated_at = ? WHERE ablation_id = ?",
+                        [total, _now(), ablation_id])
+
     def ablation_done_keys(self, ablation_id: str) -> set[tuple[str, str, int, str]]:
         rows = self._rows("SELECT metric, arm, rep, sample_id FROM ablation_results WHERE ablation_id = ?",
                           [ablation_id])

@@ -39,8 +39,14 @@ def _num(x: float | None, signed: bool = True) -> str:
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
-def noise_words(noise: float | None, mean: float | None, repeats: int) -> str:
-    """How the move stands against the judge's repeat noise, with no ratio to a zero band."""
+def noise_words(noise: float | None, mean: float | None, repeats: int, probe: int = 0) -> str:
+    """How the move stands against the judge's repeat noise, with no ratio to a zero band.
+
+    `probe` > 0: repeats stopped after the first `probe` samples repeated identically (the rest judged once).
+    """
+    if probe:
+        return (f"repeats stopped (the judge gave identical verdicts in all {repeats} repeats of the first {probe} "
+                f"samples, so the rest were judged once; the interval over samples decides)")
     if noise is None:
         return "judge repeat band not measured (1 repeat)"
     if noise == 0:
@@ -72,11 +78,13 @@ def _static_note(e: CellEvidence) -> str:
     return f" The run's wiring renders {fields_words(shown)}."
 
 
-def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "") -> str:
-    """The one sentence a user reads for a cell."""
+def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", probe: int = 0) -> str:
+    """The one sentence a user reads for a cell (`probe`: as for noise_words)."""
+    if d.why == v.UNCHANGED:
+        return _unchanged_sentence(e, d)
     words, spec = fields_words(e.fields), get_metric(e.metric)
     n = f"n={e.n} samples"
-    noise = noise_words(e.noise, e.mean, repeats)
+    noise = noise_words(e.noise, e.mean, repeats, probe)
     forbidden = fields_words(e.rendered_forbidden) if e.rendered_forbidden else ""
     received = fields_words([f for f in e.fields if f in spec.receives]) or words
     rendered = (f" The run's wiring renders {forbidden}, which {e.metric} must never receive: not cleared."
@@ -118,6 +126,27 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "") 
     return table[(d.kind, d.why)]
 
 
+def _unchanged_sentence(e: CellEvidence, d: Decision) -> str:
+    """An arm whose prompts blanking left byte-identical: not re-judged, so nothing here was measured."""
+    words = fields_words(e.fields)
+    it = "it" if len(e.fields) == 1 else "them"
+    same = (f"blanking {it} leaves all {e.unchanged} prompts byte-identical to the baseline's (prompt unchanged: "
+            f"not re-judged)")
+    table = {
+        v.CLEAN: f"CLEAN: the run's wiring does not render {words}, so {same}: the judge is never shown {it}. Nothing "
+                 f"was measured here; this is what the template says, as lint does.",
+        v.REPLAY_MISMATCH: f"REPLAY MISMATCH: the run's wiring does not render {words}, so {same}; but re-judging "
+                           f"the unblanked run does not reproduce its stored {e.metric} score, so the stored "
+                           f"template may not be what produced it, and this cannot clear the run.",
+        v.INSENSITIVE: f"INSENSITIVE: the run's wiring does not render {words}, which {e.metric} receives, so {same}: "
+                       f"the score cannot depend on {it}.",
+        v.INCONCLUSIVE: f"INCONCLUSIVE: the run's wiring renders {fields_words(e.rendered_forbidden)}, which "
+                        f"{e.metric} must never receive, yet {same}: {words} {_is(e.fields)} empty in every sample, so "
+                        f"there is nothing to measure; not cleared.",
+    }
+    return table[d.kind]
+
+
 def judge_note(judge: str | None, recorded: dict[str, str | None]) -> str:
     """Names the judge when it is not the one that recorded the run ('' when it is, or for a scorer)."""
     if judge is None:
@@ -142,8 +171,32 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
             f"blanked{together} (95% CI {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
 
 
-def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: str = "") -> str:
-    """The ablation's one-line summary: the worst finding first; never a claim about a jump between runs."""
+def repeats_words(repeats: int, probe: int) -> str:
+    """What an ablation whose repeats stopped says about it ('' when they did not)."""
+    if not probe:
+        return ""
+    return (f" Repeats stopped: the judge gave identical verdicts in all {repeats} repeats of the first {probe} "
+            f"samples, so the rest were judged once and the verdicts rest on the paired interval over samples.")
+
+
+def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:
+    same = [c for c in cells if c.why == v.UNCHANGED]
+    if not same:
+        return ""
+    which = fields_words(list(dict.fromkeys(f"{c.metric} with {c.arm.replace('+', ' and ')} blanked" for c in same)))
+    return f" Not re-judged (prompt unchanged, nothing measured): {which}."
+
+
+def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: str = "", *, repeats: int = 0,
+             probe: int = 0) -> str:
+    """The ablation's one-line summary: the worst finding first; never a claim about a jump between runs.
+
+    `probe` > 0: the repeats stopped after that many samples repeated identically (said at the end).
+    """
+    return _headline(cells, replay, note) + _unchanged_words(cells) + repeats_words(repeats, probe)
+
+
+def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: str) -> str:
     prefix = f"With {note}: " if note else ""
     mismatched = [r.metric for r in replay if r.mismatch]
     not_reproduced = (f" Re-judging {fields_words(mismatched)} does not reproduce the stored score, so nothing "
@@ -155,6 +208,9 @@ def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: s
     if insensitive:
         c = insensitive[0]
         fields = c.arm.split("+")
+        if c.why == v.UNCHANGED:
+            return (prefix + f"miswired: {c.metric}'s wiring does not render {fields_words(fields)}, its own "
+                    f"input, so blanking it changes no prompt." + not_reproduced)
         return (prefix + f"miswired: {c.metric} does not move when {fields_words(fields)}, its own input, "
                 f"{_is(fields)} blanked (n={c.n} samples)." + not_reproduced)
     if mismatched:
@@ -163,6 +219,13 @@ def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: s
                 f"check).")
     if any(c.kind in (v.INCONCLUSIVE, v.REPLAY_MISMATCH) for c in cells):
         return prefix + "inconclusive: some cells could not be decided; see each sentence for why."
+    measured = [c for c in cells if c.why != v.UNCHANGED]
+    if cells and not measured:
+        return prefix + ("not re-judged: the run's wiring renders none of the fields blanked, so every prompt is "
+                         "unchanged and nothing was measured; the templates, not a measurement, say the judge is "
+                         "never shown them. Whether a jump between two runs came from the instrument or the outputs "
+                         "is the split of that jump (Compare).")
+    cells = measured
     n = min((c.n for c in cells), default=0)
     if any(c.expected == v.INVARIANT for c in cells):
         effect = max((c.min_effect or v.MIN_EFFECT) for c in cells)

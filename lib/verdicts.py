@@ -12,7 +12,10 @@ and nothing else:
 - the headroom: how far the score can fall (blanking removes support, so an
   effect shows as a fall; a score already at the floor cannot show it);
 - failures and the number of paired samples;
-- whether the re-judged baseline reproduced the stored score (replay).
+- whether the re-judged baseline reproduced the stored score (replay);
+- whether blanking changed the judge's prompt at all: when every blanked
+  prompt is byte-identical to the baseline's, the arm is not re-judged and
+  its verdict rests on that fact alone (UNCHANGED), never on a measurement.
 
 A move counts when its interval lies wholly beyond the smallest effect worth
 naming (so it excludes zero too) and its mean exceeds the noise band when the
@@ -58,6 +61,7 @@ WITHIN_NOISE = "within noise"
 FLOOR = "no room to fall"
 NULL = "null measured"
 WIDE = "interval too wide"
+UNCHANGED = "prompt unchanged"
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class CellEvidence:
         replay_mismatch: the re-judged baseline did not reproduce the stored score.
         min_effect: the smallest effect worth naming.
         rule_out: the move a null must rule out.
+        unchanged: the samples whose prompts blanking left byte-identical, when that is every sample (0: the
+            prompt changed, and the cell was judged).
     """
 
     metric: str
@@ -97,6 +103,7 @@ class CellEvidence:
     replay_mismatch: bool = False
     min_effect: float = MIN_EFFECT
     rule_out: float = RULE_OUT
+    unchanged: int = 0
 
     @property
     def headroom(self) -> float | None:
@@ -143,6 +150,12 @@ def _real(x: float | None) -> bool:
 def classify(e: CellEvidence) -> Decision:
     """The verdict on one cell. Pure: the same evidence always gives the same decision."""
     static = bool(e.rendered_forbidden)
+    if e.unchanged:  # the judge was asked nothing new: what that proves depends only on the wiring
+        if static:   # rendered, yet empty in every sample: nothing to measure, and never cleared
+            return Decision(INCONCLUSIVE, UNCHANGED)
+        if e.expected != INVARIANT:
+            return Decision(INSENSITIVE, UNCHANGED)
+        return Decision(REPLAY_MISMATCH, UNCHANGED) if e.replay_mismatch else Decision(CLEAN, UNCHANGED)
     if e.nothing_to_judge and e.expected == EXPECT_SENSITIVE:
         return Decision(SENSITIVE, NOTHING_TO_JUDGE)
     if e.n_units and e.n_failed / e.n_units > MAX_FAILED_SHARE:

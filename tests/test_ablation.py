@@ -40,6 +40,7 @@ from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.store import Store
+from lib.verdicts import UNCHANGED
 
 
 def judge(model: str = "offline-lexical-v2") -> OfflineJudge:
@@ -208,8 +209,11 @@ def test_blanking_question_leaves_faithfulness_clean(clean_run: AblationResult,
                                                     regression_matrix: AblationResult) -> None:
     for result in (clean_run, regression_matrix):  # a clean template and a leaky one: neither reads question
         v = cell(result, "faithfulness", "question")
-        assert v.kind == CLEAN
-        assert v.lo is not None and v.hi is not None and max(abs(v.lo), abs(v.hi)) <= 0.05
+        assert v.kind == CLEAN and v.why == UNCHANGED   # the prompts are identical: nothing to re-judge
+        assert v.delta is None and v.lo is None and v.n == 0   # and no measurement is claimed
+        assert "prompt unchanged: not re-judged" in v.sentence and "does not render question" in v.sentence
+        assert result.not_rejudged == result.spec["repeats"] * 100 * sum(  # type: ignore[operator]
+            x.why == UNCHANGED for x in result.verdicts)
     assert clean_run.exit_code == 0
     assert all(v.as_expected for v in clean_run.verdicts)
 

@@ -37,7 +37,7 @@ from lib.prompts import DEFAULT_TEMPLATES
 from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import EvalSample
 from lib.store import Store
-from lib.verdicts import FLOOR, MEASURED, STATIC
+from lib.verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
 from lib.views import PAGE_COMPARE, suspect_actions
 from tests.support import synthetic_runs as syn
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, PROJECTED, REPLAY, WHOLE_SAMPLE_FAITHFULNESS
@@ -157,7 +157,18 @@ def test_identical_repeats_give_a_zero_band_and_the_interval_decides(fresh_db: P
     assert v.kind == LEAK
     assert "x the judge repeat band" not in v.sentence and "x the judge repeat band" not in result.summary
     assert v.noise == 0.0 and v.ratio is None
-    assert "repeats identical" in v.sentence and v.why == MEASURED
+    # 40 samples: the first 20 repeated identically, so the rest were judged once and the interval decides
+    assert "repeats stopped" in v.sentence and "the interval over samples decides" in v.sentence
+    assert v.why == MEASURED and result.probe == 20
+
+
+def test_identical_repeats_on_a_run_no_bigger_than_the_probe_repeat_in_full(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, 20), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        result = ablate(store, "r1", ("ground_truth",), repeats=3)
+    v = cell(result, "ground_truth")
+    assert v.noise == 0.0 and "repeats identical" in v.sentence and v.why == MEASURED
+    assert result.probe == 0 and result.repeats_skipped == 0 and "Repeats stopped" not in result.summary
 
 
 # -- 9. only the readings the wiring makes meaningful ----------------------------------------------------------
@@ -197,11 +208,20 @@ def test_a_split_whose_cells_are_unscored_says_so_instead_of_zero(fresh_db: Path
 def test_an_ablation_headline_says_nothing_about_a_jump_between_runs(fresh_db: Path) -> None:
     with Store(fresh_db) as store:
         syn.record(store, "r1", syn.samples(reference_only), "faithfulness", FAITH, PROJECTED)
-        result = ablate(store, "r1", ("question", "ground_truth"))
+        result = ablate(store, "r1", ("question", "ground_truth"), limit=20)
+        mixed = ablate(store, "r1", ("contexts", "question"), limit=20)
     assert result.exit_code == 0
     assert "pipeline" not in result.summary and "not the wiring" not in result.summary
-    assert result.summary.startswith("no dependence measured: on these 40 samples")
     assert "split of that jump" in result.summary
+    # the projected template renders neither field: nothing re-judged, and the headline claims no measurement
+    assert result.summary.startswith("not re-judged: the run's wiring renders none of the fields blanked")
+    assert {v.why for v in result.verdicts} == {UNCHANGED} and result.judgings == 20 * 2
+    assert result.not_rejudged == 3 * 2 * 20 and result.calls == 20 * 2 and result.planned == 4 * 2 * 20
+    # measured cells and unchanged ones: the headline speaks of the measured, then names the unchanged
+    assert mixed.summary.startswith("as expected: every metric tested moves when its own inputs are blanked "
+                                    "(n=20 samples). Not re-judged (prompt unchanged, nothing measured): "
+                                    "faithfulness with question blanked and faithfulness with question and "
+                                    "ground_truth blanked.")
 
 
 def test_the_suggested_test_for_every_jump_is_its_split() -> None:

@@ -36,6 +36,7 @@ def sensitive(**kw: object) -> CellEvidence:
 MOVE = {"mean": -0.15, "lo": -0.2, "hi": -0.1}
 WIDE = {"mean": -0.01, "lo": -0.09, "hi": 0.07}
 RENDERS_GT = frozenset({"answer", "contexts", "ground_truth"})
+SAME = {"unchanged": 100, "n": 0, "mean": None, "lo": None, "hi": None, "n_units": 0}   # not re-judged
 
 ROWS = [
     # (id, evidence, verdict, branch)
@@ -86,6 +87,13 @@ ROWS = [
     ("own input: too wide to rule out or in", sensitive(**WIDE), v.INCONCLUSIVE, v.WIDE),
     ("joint arm of both forbidden fields moves", cell(fields=("question", "ground_truth"), **MOVE), v.LEAK,
      v.MEASURED),
+    ("prompt unchanged, forbidden field not rendered: clean by the template alone", cell(**SAME), v.CLEAN,
+     v.UNCHANGED),
+    ("prompt unchanged, but the replay did not reproduce", cell(replay_mismatch=True, **SAME), v.REPLAY_MISMATCH,
+     v.UNCHANGED),
+    ("prompt unchanged: the wiring does not render its own input", sensitive(**SAME), v.INSENSITIVE, v.UNCHANGED),
+    ("prompt unchanged although rendered: empty in every sample, never cleared", cell(renders=RENDERS_GT, **SAME),
+     v.INCONCLUSIVE, v.UNCHANGED),
 ]
 
 
@@ -97,7 +105,7 @@ def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why:
 def test_the_table_reaches_every_branch() -> None:
     reached = {(r[2], r[3]) for r in ROWS}
     assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC, v.REPLAY,
-                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE}
+                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED}
     assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
                                       v.REPLAY_MISMATCH}
 
@@ -155,6 +163,13 @@ def test_two_blanked_fields_are_blanked_not_is_blanked() -> None:
     e = cell(fields=("question", "ground_truth"), **MOVE)
     text = verdict_words.sentence(e, classify(e), repeats=3)
     assert "when question and ground_truth are blanked" in text
+
+
+@pytest.mark.parametrize("evidence", [r[1] for r in ROWS if r[3] == v.UNCHANGED])
+def test_a_cell_not_re_judged_says_so_and_claims_no_measurement(evidence: CellEvidence) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    assert "prompt unchanged: not re-judged" in text and "all 100 prompts byte-identical" in text
+    assert "95% CI" not in text and "rules out" not in text and "no dependence" not in text
 
 
 def test_evidence_is_a_value() -> None:
