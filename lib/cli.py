@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from lib import inbox, job_log, settings
-from lib.ablation import AblationResult, AblationSpec, recorded_judge
+from lib.ablation import AblationResult, AblationSpec, load_scorer, recorded_judge
 from lib.breaker import Limits
 from lib.endpoints import normalise, redact
 from lib.errors import EvaldriftError, InputError, StoreBusyError
@@ -370,11 +370,36 @@ def format_ablation(result: AblationResult) -> str:
     return "\n".join(lines)
 
 
+def _confirm_cost(store: Store, spec: AblationSpec, judge: Judge | None, *, yes: bool) -> None:
+    """Print what the ablation will cost; a paid one over the budget goes ahead only when confirmed."""
+    from lib import cost
+
+    stored = store.ablation(spec.ablation_id)
+    if stored and stored["status"] == "done":
+        return  # answered from the store: nothing to pay for
+    if spec.scorer is not None:
+        load_scorer(spec.scorer)   # a scorer that cannot load is refused before any cost is named
+    estimate = cost.estimate_ablation(store, spec, cacheable=bool(judge is not None and judge.cacheable))
+    print(f"cost: {estimate.sentence}", file=sys.stderr)
+    budget = _settings().call_budget
+    if yes or not cost.needs_confirmation(estimate, budget):
+        return
+    if sys.stdin.isatty():
+        answer = input(f"launch {estimate.calls} paid judge calls? [y/N] ")
+        if answer.strip().lower() in ("y", "yes"):
+            return
+        raise UsageError("not launched")
+    over = f" (EVALDRIFT_CALL_BUDGET is {budget})" if budget is not None else ""
+    raise UsageError(f"this ablation makes up to {estimate.calls} calls to a paid judge{over}: pass --yes to "
+                     f"launch it, or set EVALDRIFT_CALL_BUDGET to at least {estimate.calls}")
+
+
 def cmd_ablate(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         run_id = store.resolve_run(args.run)
         spec, judge = _ablation_spec(args, store, run_id)
+        _confirm_cost(store, spec, judge, yes=args.yes)
         try:
             outcome = run_guarded(store, spec, judge, limits=Limits.from_settings(settings.load()),
                                   progress=_progress(f"ablating {run_id}"))
@@ -539,6 +564,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 judge, model, endpoint = run_judge_for(store, run_id, [metric], None, None)
                 spec = AblationSpec(run_id, (metric,), (field,), repeats=args.repeats, judge=model, endpoint=endpoint,
                                     limit=args.limit)
+                _confirm_cost(store, spec, judge, yes=args.yes)
                 result = run_guarded(store, spec, judge, limits=Limits.from_settings(settings.load()),
                                      progress=_progress(f"ablating {metric} x {field}")).result
                 if result is not None:
@@ -657,6 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"95%% interval lies wholly beyond it")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N samples (by id)")
     p.add_argument("--scorer", metavar="MODULE:FUNCTION", help="your own harness instead of the judge")
+    p.add_argument("--yes", action="store_true",
+                   help="launch a paid judge's calls without asking (the cost is printed first; "
+                        "EVALDRIFT_CALL_BUDGET: calls allowed without --yes)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_ablate)
 
@@ -690,6 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "jumps call for")
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="K", help="with --ablate (default 3)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="with --ablate: only the first N samples")
+    p.add_argument("--yes", action="store_true", help="with --ablate: launch a paid judge's calls without asking")
     p.set_defaults(func=cmd_report)
     return parser
 

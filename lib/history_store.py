@@ -173,6 +173,14 @@ def cached_keys(store: Store, keys: Sequence[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
+def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]]:
+    """The newest `limit` cached calls of a judge model that recorded prompt tokens: (request JSON, tokens)."""
+    store.flush_cache()
+    rows = _rows(store, "SELECT request, prompt_tokens FROM judge_cache WHERE model = ? AND prompt_tokens > 0 "
+                        "ORDER BY created_at DESC LIMIT ?", [model, limit])
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
 # -- incidents ----------------------------------------------------------------------------
 def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
     """Append a state change (never overwrite: the log is the record)."""

@@ -19,17 +19,15 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from lib import cost
 from lib import history_store as hs
-from lib.endpoints import normalise
 from lib.errors import InputError, NotFoundError
 from lib.harness import Instrument, score_samples
-from lib.judges.base import Judge, JudgeRequest, Message
+from lib.judges.base import Judge, JudgeRequest
 from lib.metrics import get_metric
-from lib.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, SYSTEM_MESSAGE, build_prompt, lint, prompt_hash
+from lib.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, build_prompt, lint, prompt_hash
 from lib.records import MAIN
 from lib.store import Store
-
-CHARS_PER_TOKEN = 4   # a rough rate for the cost estimate; the judge records real usage as it goes
 
 
 @dataclass(frozen=True)
@@ -144,7 +142,7 @@ class RejudgeCost:
     stored: int            # already in the store (a resumed or finished series)
     from_cache: int        # judgings the call cache answers (held replies, or an identical request called first)
     calls: int             # judge calls left (at most: an excluded sample makes none)
-    prompt_tokens: int     # estimated, for the calls left (about CHARS_PER_TOKEN characters a token)
+    prompt_tokens: int     # estimated, for the calls left (lib.cost: from the judge's recorded usage)
     offline: bool
 
     @property
@@ -157,12 +155,6 @@ class RejudgeCost:
                 f"{self.stored} already stored, {self.from_cache} answered from the call cache.")
 
 
-def _request(spec: RejudgeSpec, prompt: str) -> JudgeRequest:
-    # the judge's identity includes its normalised endpoint, so the estimate's key is the one the judge caches
-    return JudgeRequest(spec.judge, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, spec.seed,
-                        endpoint="" if spec.endpoint == "offline" else normalise(spec.endpoint))
-
-
 def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost:
     """Count the judgings, what the store and call cache already hold, and the calls and tokens left."""
     done = hs.series_done_runs(store, spec.series_id)
@@ -171,20 +163,17 @@ def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost
     stored = sum(counts.get(r, 0) for r in done)
     if not cacheable:  # every judging is a call (an excluded sample, e.g. an empty answer, makes none)
         return RejudgeCost(len(spec.run_ids), judgings, stored, 0, judgings - stored, 0, spec.endpoint == "offline")
-    todo: list[tuple[str, int]] = []
+    requests: list[JudgeRequest] = []
     for rid in spec.run_ids:
         if rid in done:
             continue
         for s in store.samples(rid, spec.suite):
             prompt, items = build_prompt(spec.template, spec.metric, s, spec.binding)
             if items:
-                todo.append((_request(spec, prompt).key, len(SYSTEM_MESSAGE) + len(prompt)))
-    # identical requests: the first is called, the rest are answered from the cache
-    hits = hs.cached_keys(store, list({k for k, _ in todo}))
-    left = list({k: n for k, n in todo if k not in hits}.items())
-    from_cache = len(todo) - len(left)
-    return RejudgeCost(len(spec.run_ids), judgings, stored, from_cache, len(left),
-                       sum(n for _, n in left) // CHARS_PER_TOKEN, spec.endpoint == "offline")
+                requests.append(cost.judge_request(spec.judge, spec.endpoint, prompt, spec.seed))
+    left = cost.calls_left(store, requests, model=spec.judge, endpoint=spec.endpoint)
+    return RejudgeCost(len(spec.run_ids), judgings, stored, left.from_cache, left.calls, left.prompt_tokens,
+                       spec.endpoint == "offline")
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 | allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.scorers.ragas_metrics runs Ragas |
+| call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -50,6 +51,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
     ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
     ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
+    ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
 )
 
 
@@ -69,6 +71,7 @@ class Settings:
     ragas_python: str | None = None
     breaker_failures: int = 10
     job_deadline: float | None = None
+    call_budget: int | None = None
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -117,6 +120,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
         breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
         job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
+        call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
     )
 
 
@@ -144,6 +148,11 @@ def _seconds(value: str | None, name: str) -> float | None:
     if not math.isfinite(seconds) or seconds <= 0:
         raise InputError(f"{name} must be a positive number of seconds, got {value!r}", field=name)
     return seconds
+
+
+def _budget(value: str | None) -> int | None:
+    """EVALDRIFT_CALL_BUDGET: a count of judge calls (None: unset)."""
+    return None if value is None else _count(value, "EVALDRIFT_CALL_BUDGET", 0)
 
 
 def _items(value: str | None) -> tuple[str, ...]:

@@ -63,12 +63,15 @@ def test_ablate_exits_0_when_every_verdict_is_as_the_wiring_table_expects(db: Pa
     proc = cli("ablate", "--db", db, "--run", run_ids[CLEAN_RUN], "--metric", "faithfulness",
                "--blank", "ground_truth", "--blank", "contexts", *QUICK)
     assert proc.returncode == 0, proc.stderr
-    assert "CLEAN: no dependence of faithfulness on ground_truth measured on these" in proc.stdout
+    # the template does not render the reference: blanking it changes no prompt, so nothing is re-judged
+    assert "CLEAN: the run's wiring does not render ground_truth" in proc.stdout
+    assert "prompt unchanged: not re-judged" in proc.stdout
     assert "SENSITIVE: faithfulness" in proc.stdout
-    assert proc.stdout.startswith("no dependence measured:")
+    assert proc.stdout.startswith("as expected: every metric tested moves when its own inputs are blanked")
     # this run's template never renders the reference: "the reference alone supports ..." would be noise
     assert "Faithfulness reads" not in proc.stdout
-    assert proc.stderr == ""                     # no progress line when stderr is not a terminal
+    [line] = proc.stderr.splitlines()            # the cost, and no progress line when stderr is not a terminal
+    assert line.startswith("cost: ") and "offline judge, no API cost" in line
 
 
 def test_ablate_exits_1_on_a_leak(db: Path, run_ids: list[str]) -> None:
@@ -140,7 +143,7 @@ def test_ablate_with_a_model_judge_on_an_openai_compatible_server(db: Path, run_
     monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-cli-key")
     monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "evaldrift-test-model")
     proc = cli("ablate", "--db", db, "--run", run_ids[LEAK_RUN], "--metric", "faithfulness", "--blank",
-               "ground_truth", "--judge", "openai", "--limit", "40", "--repeats", "2", "--json")
+               "ground_truth", "--judge", "openai", "--limit", "40", "--repeats", "2", "--json", "--yes")
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert (result["spec"]["judge"], result["spec"]["endpoint"]) == ("evaldrift-test-model", openai_server.base_url)

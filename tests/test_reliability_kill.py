@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from lib.ablation import AblationSpec
+from lib.ablation_plan import plan
 from lib.harness import OK, SampleResult
 from lib.records import MAIN, MetricRecord, RunRecord
 from lib.samples import EvalSample
@@ -204,7 +205,7 @@ def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes
     run_id = mini_demo_run_ids()[1]
     spec = AblationSpec(run_id, ("faithfulness", "context_recall"), ("ground_truth", "contexts"), repeats=3)
     with Store(db) as store:
-        total = sum(len(spec.arms_for(m)) for m in spec.metrics) * 3 * len(store.samples(run_id))
+        total = plan(store, spec).total   # every arm whose prompts blanking changes, in every repeat
     with Store(db) as store:
         before = store.counts()
     rng = random.Random(11)

@@ -148,15 +148,15 @@ def test_a_stopped_ablation_keeps_its_work_and_resumes_without_redoing_it(demo_d
     db = tmp_path / "d.duckdb"
     shutil.copy(demo_db, db)
     with Store(db) as store:
-        spec = AblationSpec(store.run_ids()[0], ("faithfulness",), ("question",), repeats=2, limit=30)
+        spec = AblationSpec(store.run_ids()[0], ("faithfulness",), ("contexts",), repeats=2, limit=30)
         judge = CountingJudge(make_judge())
         assert run_ablation(store, spec, judge, should_stop=lambda: judge.calls >= 50) is None
         first = judge.calls
         kept = store.ablation_results(spec.ablation_id)
-        assert 0 < len(kept) < 3 * 2 * 30   # (baseline, question, joint question+ground_truth) x 2 x 30
+        assert 0 < len(kept) < 2 * 2 * 30   # (baseline, contexts) x 2 x 30; the joint arm's prompts do not change
         again = CountingJudge(make_judge())
         result = run_ablation(store, spec, again)
         final = store.ablation_results(spec.ablation_id)
     assert result is not None
-    assert len(final) == 3 * 2 * 30
+    assert len(final) == 2 * 2 * 30
     assert first + again.calls == int(final["calls"].sum())

@@ -167,7 +167,7 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
         openai_server.fail_always(fault)
         proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", XSS_RUN,
                                "--metric", "faithfulness", "--blank", "contexts", "--judge", "openai", "--model", MODEL,
-                               "--repeats", "1" if fault is None else "2", "--json"],
+                               "--repeats", "1" if fault is None else "2", "--json", "--yes"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode in (0, 1, 3), proc.stderr
         outputs += [proc.stdout, proc.stderr]

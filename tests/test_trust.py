@@ -278,7 +278,7 @@ def test_credentials_in_the_base_url_are_redacted_in_cli_output_the_stored_spec_
     env.update(OPENAI_BASE_URL=with_credentials(server_a.base_url), OPENAI_API_KEY=MARKER)
     proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", leak_run,
                            "--metric", "faithfulness", "--blank", "ground_truth", "--judge", "openai",
-                           "--model", MODEL, "--repeats", "1", "--limit", "20"],
+                           "--model", MODEL, "--repeats", "1", "--limit", "20", "--yes"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1, 3), proc.stderr
     assert server_a.n_calls > 0                     # the SDK was given the URL as configured

@@ -1,0 +1,165 @@
+"""Cost before launch: the estimate counts what the ablation then does, and a paid launch is confirmed once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lib import cost, settings
+from lib.ablation import AblationSpec, run_ablation
+from lib.ablation_plan import PROBE
+from lib.cost import AblationCost, estimate_ablation, needs_confirmation
+from lib.errors import InputError
+from lib.judges import OpenAIJudge
+from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.store import Store
+from tests.conftest import offline_responder
+from tests.support import synthetic_runs as syn
+from tests.support.openai_server import OpenAIServer
+from tests.test_ablation_economy import noisy_responder, reference_only
+from tests.test_cli import cli
+
+FAITH = DEFAULT_TEMPLATES["faithfulness"]
+MODEL = "judge-model"
+N = 40
+
+
+@pytest.fixture
+def db(fresh_db: Path) -> Path:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, N), "faithfulness", FAITH, PROJECTED, judge_model=MODEL)
+    return fresh_db
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(offline_responder) as srv:
+        yield srv
+
+
+def spec(srv: OpenAIServer, blanks: tuple[str, ...] = ("contexts", "question"), repeats: int = 3) -> AblationSpec:
+    return AblationSpec("r1", ("faithfulness",), blanks, repeats=repeats, judge=MODEL, endpoint=srv.base_url)
+
+
+def judge(srv: OpenAIServer) -> OpenAIJudge:
+    return OpenAIJudge(MODEL, base_url=srv.base_url, api_key="sk-test", timeout=10.0, concurrency=4)
+
+
+def test_the_estimate_is_the_calls_the_ablation_then_makes(db: Path) -> None:
+    with OpenAIServer(noisy_responder) as srv, Store(db) as store:   # replies vary: every repeat runs
+        before = estimate_ablation(store, spec(srv), cacheable=True)
+        run_ablation(store, spec(srv), judge(srv))
+        assert before.calls == srv.n_calls == 2 * 3 * N                 # baseline and contexts; question needs none
+        assert before.not_rejudged == 2 * 3 * N                         # question alone, and with ground_truth
+        assert before.judgings == 4 * 3 * N and before.from_cache == before.stored == 0 and before.paid
+        assert "no usage of this judge recorded" in before.sentence    # nothing recorded yet: 4 characters a token
+        after = estimate_ablation(store, spec(srv), cacheable=True)
+    assert after.calls == 0 and after.stored == 2 * 3 * N and "no judge call needed" in after.sentence
+
+
+def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path, server: OpenAIServer) -> None:
+    with Store(db) as store:
+        before = estimate_ablation(store, spec(server), cacheable=True)
+        run_ablation(store, spec(server), judge(server))
+    assert before.calls_if_identical == server.n_calls == PROBE * 3 + (N - PROBE) + N
+    assert f"at most {before.calls} judge calls, about" in before.sentence
+    assert f"; {server.n_calls} calls if the judge repeats itself exactly" in before.sentence
+
+
+def test_what_the_cache_holds_is_counted_and_tokens_come_from_recorded_usage(db: Path, server: OpenAIServer) -> None:
+    with Store(db) as store:
+        run_ablation(store, spec(server, ("contexts",), repeats=1), judge(server))
+        first_calls = server.n_calls
+        # the same baseline requests, with ground_truth blanked instead: the cache answers the baseline
+        other = spec(server, ("ground_truth",), repeats=1)
+        est = estimate_ablation(store, other, cacheable=True)
+    assert first_calls == 2 * N
+    assert est.from_cache == N and est.not_rejudged == 2 * N and est.calls == 0   # gt is not rendered either
+    with Store(db) as store:
+        est = estimate_ablation(store, spec(server, ("contexts",), repeats=2), cacheable=True)
+    assert est.from_cache == 2 * N and est.calls == 2 * N   # repeat 0 is cached; repeat 1 has new seeds
+    assert "from the usage of" in est.rate_source
+    # the server counts a prompt token per word; the calls left ask what the recorded ones asked (new seeds),
+    # so the recorded rate (tokens per character) gives back the words the server will count
+    words = sum(len(m["content"].split()) for body in server.requests for m in body["messages"])
+    assert est.prompt_tokens == pytest.approx(words, rel=0.01)
+
+
+CONFIRM = [
+    # (id, paid, calls, budget, needs confirmation)
+    ("the offline judge never asks", False, 500, None, False),
+    ("a paid launch with nothing to call", True, 0, None, False),
+    ("a paid launch and no budget", True, 1, None, True),
+    ("a paid launch within the budget", True, 100, 100, False),
+    ("a paid launch over the budget", True, 101, 100, True),
+    ("a zero budget confirms every paid call", True, 1, 0, True),
+]
+
+
+@pytest.mark.parametrize(("paid", "calls", "budget", "asks"), [r[1:] for r in CONFIRM], ids=[r[0] for r in CONFIRM])
+def test_each_branch_of_the_confirmation_rule(paid: bool, calls: int, budget: int | None, asks: bool) -> None:
+    c = AblationCost(judgings=calls, stored=0, not_rejudged=0, from_cache=0, excluded=0, calls=calls,
+                     calls_if_identical=calls, prompt_tokens=0, paid=paid)
+    assert needs_confirmation(c, budget) is asks
+
+
+def test_the_budget_setting_is_a_whole_number_of_calls() -> None:
+    assert settings.load(environ={"EVALDRIFT_CALL_BUDGET": "250"}).call_budget == 250
+    assert settings.load(environ={}).call_budget is None
+    for bad in ("lots", "-1", "2.5"):
+        with pytest.raises(InputError, match="EVALDRIFT_CALL_BUDGET"):
+            settings.load(environ={"EVALDRIFT_CALL_BUDGET": bad})
+
+
+def test_rejudge_and_ablation_share_one_request_key() -> None:
+    a = cost.judge_request(MODEL, "http://127.0.0.1:9/v1/", "prompt", 3)
+    b = cost.judge_request(MODEL, "http://127.0.0.1:9/v1", "prompt", 3)
+    assert a.key == b.key and cost.judge_request("offline-lexical-v2", "offline", "p", 0).endpoint == ""
+
+
+# -- the CLI: the cost first; a paid judge's calls only with --yes or within the budget ------------------------
+
+def refused(proc) -> str:
+    """Exit 2 with the cost printed first and the refusal as the last line (no traceback)."""
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    cost_line, error = proc.stderr.strip().splitlines()
+    assert cost_line.startswith("cost: 240 judgings: at most 160 judge calls") and error.startswith("error: ")
+    return error
+
+
+def ablate_cli(db: Path, *extra: str) -> list[str]:
+    return ["ablate", "--db", str(db), "--run", "r1", "--metric", "faithfulness", "--blank", "contexts",
+            "--repeats", "2", "--json", *extra]
+
+
+def test_a_paid_ablation_without_yes_prints_the_cost_and_makes_no_call(db: Path, server: OpenAIServer,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    line = refused(cli(*ablate_cli(db)))
+    assert "up to 160 calls to a paid judge" in line and "--yes" in line and "EVALDRIFT_CALL_BUDGET" in line
+    assert server.n_calls == 0
+    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", "159")
+    assert "(EVALDRIFT_CALL_BUDGET is 159)" in refused(cli(*ablate_cli(db)))
+    assert server.n_calls == 0
+    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", "160")
+    proc = cli(*ablate_cli(db))
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    deterministic = PROBE * 2 + (N - PROBE) + N   # the offline model repeats itself: repeats stop after the probe
+    assert "cost: 240 judgings: at most 160 judge calls" in proc.stderr and server.n_calls == deterministic
+
+
+def test_yes_launches_a_paid_ablation(db: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    proc = cli(*ablate_cli(db, "--yes"))
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert server.n_calls == PROBE * 2 + (N - PROBE) + N
+
+
+def test_the_offline_judge_launches_without_asking(db: Path) -> None:
+    proc = cli(*ablate_cli(db, "--judge", "offline"))
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert "offline judge, no API cost" in proc.stderr
