@@ -127,15 +127,21 @@ class AblationResult:
         return self.judgings + self.not_rejudged + self.repeats_skipped
 
     @property
-    def accounting(self) -> str:
-        """The cost line: judgings, calls, cache, not re-judged, repeats skipped."""
-        parts = [f"{self.judgings} judgings: {self.calls} judge calls, {self.cached} answered from the call cache"]
+    def saved(self) -> str:
+        """The judgings the ablation did not need, in words ('' when none)."""
+        parts = []
         if self.not_rejudged:
-            parts.append(f"{self.not_rejudged} not re-judged (prompt unchanged)")
+            parts.append(f"{self.not_rejudged} judgings not re-judged (prompt unchanged)")
         if self.repeats_skipped:
             parts.append(f"{self.repeats_skipped} repeats skipped (identical repeats on the first {self.probe} "
                          f"samples)")
-        return "; ".join(parts)
+        return "; ".join(parts) + "." if parts else ""
+
+    @property
+    def accounting(self) -> str:
+        """The cost line: judgings, calls, cache, not re-judged, repeats skipped."""
+        head = f"{self.judgings} judgings: {self.calls} judge calls, {self.cached} answered from the call cache"
+        return f"{head}; {self.saved[:-1]}" if self.saved else head
 
     @property
     def exit_code(self) -> int:

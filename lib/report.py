@@ -255,7 +255,7 @@ def _ablations(results: list[AblationResult], pending: list[str]) -> list[str]:
         out += [f"- replay check: {md_escape(c.sentence)}" for c in res.replay]
         if res.four is not None:
             out.append(f"- four readings: {md_escape(res.four.sentence)}")
-        out += [f"- judge calls: {res.calls} ({res.cached} from cache)", ""]
+        out += [f"- cost: {md_escape(res.accounting)}", ""]
     if pending:
         out += ["Unfinished:", "", *pending, ""]
     return out

@@ -11,7 +11,20 @@ its progress in every other one.
 import streamlit as st
 
 import lib.ui
-from lib import ablation_form, access, charts, gate, job_log, jobs, judging_counts, noise, review, trust, ui_history
+from lib import (
+    ablation_form,
+    access,
+    charts,
+    cost,
+    gate,
+    job_log,
+    jobs,
+    judging_counts,
+    noise,
+    review,
+    trust,
+    ui_history,
+)
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
 from lib.errors import EvaldriftError
 from lib.metrics import METRIC_NAMES
@@ -51,6 +64,11 @@ def load_counts(db_path: str, version: str, ablation_id: str, total: int) -> jud
 @st.cache_data(show_spinner=False)
 def load_incidents(db_path: str, version: str):
     return ui_history.load_incidents(db_path, version)[0]
+
+
+@st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
+def load_cost(db_path: str, version: str, spec: AblationSpec, cacheable: bool) -> cost.AblationCost:
+    return cost.estimate_ablation(lib.ui.open_store(db_path), spec, cacheable=cacheable)
 
 
 @st.cache_data(show_spinner=False)
@@ -139,16 +157,28 @@ may_launch = access.may_launch(ctx.user, endpoint if scorer is None else "extern
 if not may_launch:
     st.info("Ablations with a paid judge are launched by the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
-launch = st.button("Launch ablation", type="primary", key="abl_launch", disabled=not (metrics and arms and may_launch))
-
-if launch:
-    try:
+spec, refused, confirmed = None, "", True
+if metrics and arms:
+    try:  # the cost before launch (lib.cost): a paid judge over the operator's budget is confirmed once
         spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
                              endpoint=endpoint, limit=int(limit) or None) if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
                              scorer=scorer))
+        estimate = load_cost(ctx.db_path, version, spec, endpoint != "offline")
     except EvaldriftError as exc:
-        st.error(md(exc))
+        spec, refused = None, str(exc)
+if spec is not None and may_launch:
+    st.caption(md(f"Before launch: {estimate.sentence}"))
+    if cost.needs_confirmation(estimate, server.call_budget):
+        confirmed = st.checkbox(f"Launch up to {estimate.calls} calls to the paid judge {judge}",
+                                key=f"abl_confirm_{spec.ablation_id}", help="Over this server's EVALDRIFT_CALL_BUDGET "
+                                "(unset: every paid launch is confirmed).")
+launch = st.button("Launch ablation", type="primary", key="abl_launch",
+                   disabled=not (metrics and arms and may_launch and confirmed))
+
+if launch:
+    if spec is None:
+        st.error(md(refused))
         st.stop()
     stored = ctx.store.ablation(spec.ablation_id)
     if stored and stored["status"] == "done" and stored["result"]:
@@ -180,7 +210,7 @@ def render_result(row: dict, run_label: str) -> None:
                 f"no judge was called again.")
     BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
     tally = load_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
-    st.caption(md(f"{run_label}. {tally.sentence}"), help=judging_counts.HELP)
+    st.caption(md(f"{run_label}. {tally.sentence} {result.saved}".rstrip()), help=judging_counts.HELP)
     note = job_log.read(ctx.store, result.ablation_id)
     if note and note.judge.sentence:
         st.caption(md(f"Judge: {note.judge.sentence}."))
@@ -225,10 +255,20 @@ def render_result(row: dict, run_label: str) -> None:
     if four is None:
         st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
                    "needs faithfulness with ground_truth and contexts blanked.")
-        if st.button("Launch the four readings on this run", key="abl_four", disabled=not may_launch):
-            spec = AblationSpec.from_dict(result.spec)
-            four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge,
-                                           endpoint=spec.endpoint, limit=spec.limit)
+        spec = AblationSpec.from_dict(result.spec)
+        four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge, endpoint=spec.endpoint,
+                                       limit=spec.limit)
+        agreed = True
+        try:
+            four_cost = load_cost(ctx.db_path, version, four_spec, four_spec.endpoint != "offline")
+            st.caption(md(f"Before launch: {four_cost.sentence}"))
+            if cost.needs_confirmation(four_cost, server.call_budget):
+                agreed = st.checkbox(f"Launch up to {four_cost.calls} calls to the paid judge {four_spec.judge}",
+                                     key=f"abl_confirm_{four_spec.ablation_id}")
+        except EvaldriftError as exc:
+            st.caption(md(f"The four readings cannot run on this run: {exc}"))
+            agreed = False
+        if st.button("Launch the four readings on this run", key="abl_four", disabled=not (may_launch and agreed)):
             ctx.runner.submit(four_spec)
             lib.ui.set_query(ablation=four_spec.ablation_id)
             st.rerun()

@@ -72,7 +72,7 @@ def test_an_arm_the_template_does_not_render_costs_no_call(fresh_db: Path, serve
     assert server.n_calls == 2 * 20                      # the baseline's two repeats, nothing else
     assert result.calls == 40 and result.cached == 0 and result.judgings == 40
     assert result.not_rejudged == 2 * 2 * 20 and result.planned == 3 * 2 * 20
-    assert "80 not re-judged (prompt unchanged)" in result.accounting
+    assert "80 judgings not re-judged (prompt unchanged)" in result.accounting
     assert all("prompt unchanged: not re-judged" in v.sentence for v in result.verdicts)
 
 

@@ -163,3 +163,63 @@ def test_the_offline_judge_launches_without_asking(db: Path) -> None:
     proc = cli(*ablate_cli(db, "--judge", "offline"))
     assert proc.returncode in (0, 1, 3), proc.stderr
     assert "offline judge, no API cost" in proc.stderr
+
+
+# -- the Ablation page: the cost before launch, and one confirmation for a paid judge --------------------------
+
+def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, srv: OpenAIServer, **env: str):
+    from streamlit.testing.v1 import AppTest
+
+    for name, value in {"EVALDRIFT_DB": str(db), "OPENAI_BASE_URL": srv.base_url, "OPENAI_API_KEY": "sk-test",
+                        "EVALDRIFT_JUDGE_MODEL": MODEL, **env}.items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+    at.switch_page("pages/ablation.py")
+    at.run()
+    at.multiselect(key="abl_blanks").set_value(["contexts"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def page_spec(srv: OpenAIServer) -> AblationSpec:
+    return AblationSpec("r1", ("faithfulness",), ("contexts",), repeats=3, judge=MODEL,   # the page's default repeats
+                        endpoint=srv.base_url)
+
+
+def test_the_page_asks_once_before_a_paid_judge_s_calls(db: Path, server: OpenAIServer,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page(monkeypatch, db, server)
+    spec = page_spec(server)
+    with Store(db) as store:
+        expected = estimate_ablation(store, spec, cacheable=True)
+    assert any(c.value.startswith("Before launch: ") and f"at most {expected.calls} judge calls" in c.value
+               for c in at.caption)
+    confirm = at.checkbox(key=f"abl_confirm_{spec.ablation_id}")
+    assert confirm.label == f"Launch up to {expected.calls} calls to the paid judge {MODEL}"
+    assert at.button(key="abl_launch").disabled and server.n_calls == 0
+    confirm.check().run()
+    assert not at.button(key="abl_launch").disabled
+    at.button(key="abl_launch").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    from lib import ui
+
+    store = ui.open_store(str(db))
+    row = None
+    for _ in range(300):
+        row = store.ablation(spec.ablation_id)
+        if row and row["status"] in ("done", "failed"):
+            break
+        __import__("time").sleep(0.2)
+    assert row is not None and row["status"] == "done" and 0 < server.n_calls <= expected.calls
+
+
+def test_within_the_budget_the_page_launches_without_asking(db: Path, server: OpenAIServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = page_spec(server)
+    with Store(db) as store:
+        calls = estimate_ablation(store, spec, cacheable=True).calls
+    at = open_page(monkeypatch, db, server, EVALDRIFT_CALL_BUDGET=str(calls))
+    assert not [c for c in at.checkbox if c.key.startswith("abl_confirm_")]
+    assert not at.button(key="abl_launch").disabled
+    at = open_page(monkeypatch, db, server, EVALDRIFT_CALL_BUDGET=str(calls - 1))
+    assert at.button(key="abl_launch").disabled and at.checkbox(key=f"abl_confirm_{spec.ablation_id}")

@@ -126,6 +126,12 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
     assert launch.is_enabled()                        # the run's own judge is offline: open to everyone
     page.get_by_text("(from the sidebar)").click()    # the paid judge
     wait_for_app(page)
-    assert launch.is_enabled() is may_launch
+    assert not launch.is_enabled()                    # a listed user still confirms the paid calls once
     assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_launch
+    if may_launch:
+        page.get_by_text("Launch up to").click()
+        wait_for_app(page)
+        assert launch.is_enabled()
+    else:
+        assert page.get_by_text("Launch up to").count() == 0
     page.context.close()

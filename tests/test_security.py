@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -151,8 +152,10 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
         page.get_by_role("spinbutton", name="Repeats").fill("2")
         page.get_by_role("spinbutton", name="Repeats").press("Enter")
         wait_for_app(page)
+        page.get_by_text("Launch up to").click()    # a paid judge: one confirmation (no budget set)
+        wait_for_app(page)
         page.get_by_role("button", name="Launch ablation").click()
-        page.get_by_text("judge calls").first.wait_for(timeout=180_000)
+        page.get_by_text(re.compile(r"\d+ judgings: \d+ judge calls")).first.wait_for(timeout=180_000)
         wait_for_app(page)
         _assert_no_script_ran(page, "ablation result")
         texts["ablation-result"] = page.inner_text("body")
@@ -161,13 +164,14 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
     sent = [{k.lower(): v for k, v in h.items()}.get("authorization") for h in openai_server.headers_seen]
     assert set(sent) == {f"Bearer {PLANTED_KEY}"}        # the key does reach the judge's server
 
-    # The CLI's OpenAI-judge ablation, once served and once failing every call.
+    # The CLI's OpenAI-judge ablation, once served and once failing every call (a third repeat: seeds no earlier
+    # ablation asked, so the cache cannot answer them and the repeats cannot stop on cached, identical replies).
     outputs = []
     for fault in (None, Fault("500")):
         openai_server.fail_always(fault)
         proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", XSS_RUN,
                                "--metric", "faithfulness", "--blank", "contexts", "--judge", "openai", "--model", MODEL,
-                               "--repeats", "1" if fault is None else "2", "--json", "--yes"],
+                               "--repeats", "1" if fault is None else "3", "--json", "--yes"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode in (0, 1, 3), proc.stderr
         outputs += [proc.stdout, proc.stderr]
