@@ -25,6 +25,7 @@ from lib import history_store as hs
 from lib.degenerate import exclusion_reason
 from lib.endpoints import normalise
 from lib.judges.base import JudgeRequest, Message
+from lib.metrics import get_metric
 from lib.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.samples import arm_fields, blank
 
@@ -119,8 +120,8 @@ class AblationCost:
                 f"unchanged), {self.stored} already stored, {self.excluded} excluded (nothing to judge).")
         if self.calls == 0:
             return head + "no judge call needed; " + rest
-        where = (f", about {self.prompt_tokens:,} prompt tokens {self.rate_source}" if self.paid
-                 else " (offline judge, no API cost)")
+        where = (" (offline judge, no API cost)" if not self.paid else
+                 f", about {self.prompt_tokens:,} prompt tokens {self.rate_source}" if self.rate_source else "")
         fewer = (f"; {self.calls_if_identical} calls if the judge repeats itself exactly (repeats then stop)"
                  if self.calls_if_identical < self.calls else "")
         return head + f"at most {self.calls} judge calls{where}{fewer}. " + rest[0].upper() + rest[1:]
@@ -151,21 +152,22 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
     paid = spec.scorer is None and spec.endpoint != OFFLINE   # an external scorer's calls are its own
     if spec.scorer is not None:
         return AblationCost(plan.planned, len(done), 0, 0, 0, len(units), len(units), 0, paid, scorer=True)
-    requests, cheap, excluded = [], 0, 0
+    requests: list[JudgeRequest] = []
+    left = cheap = excluded = 0   # judgings to make; of them, those made when repeats stop; no call needed
     for m, arm, rep, s in units:
-        if exclusion_reason(s, m):
+        # excluded before a call: a degenerate sample, or an arm that blanks what the metric's items come from
+        if exclusion_reason(s, m) or get_metric(m).items_from in arm_fields(arm):
             excluded += 1
             continue
-        inst = plan.instruments[m]
-        prompt, items = build_prompt(inst.template, m, blank(s, arm_fields(arm)), inst.binding)
-        if not items:
-            excluded += 1
-            continue
-        requests.append(judge_request(spec.judge, spec.endpoint, prompt, spec.seed + rep))
+        if cacheable:   # a request to key against the cache (an uncached judge calls for every judging)
+            inst = plan.instruments[m]
+            prompt, _ = build_prompt(inst.template, m, blank(s, arm_fields(arm)), inst.binding)
+            requests.append(judge_request(spec.judge, spec.endpoint, prompt, spec.seed + rep))
+        left += 1
         cheap += rep == 0 or (arm == BASELINE and s.sample_id in probe)
     if not cacheable:
-        return AblationCost(plan.planned, len(done), plan.not_rejudged, 0, excluded, len(requests),
-                            cheap if plan.probes else len(requests), 0, paid)
+        return AblationCost(plan.planned, len(done), plan.not_rejudged, 0, excluded, left,
+                            cheap if plan.probes else left, 0, paid)
     calls = calls_left(store, requests, model=spec.judge, endpoint=spec.endpoint)
     if_identical = min(calls.calls, cheap) if plan.probes else calls.calls
     return AblationCost(plan.planned, len(done), plan.not_rejudged, calls.from_cache, excluded, calls.calls,
