@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
+import pandas as pd
+
 from lib.ablation_analysis import analyse
 from lib.ablation_plan import BASELINE, Plan
 from lib.ablation_plan import plan as make_plan
@@ -343,8 +345,8 @@ def per_sample_deltas(store: Store, ablation_id: str, metric: str, arm: str):
     frame = store.ablation_results(ablation_id)
     part = frame[(frame["metric"] == metric) & (frame["status"] == OK)]
     means = part.groupby(["arm", "sample_id"])["score"].mean().unstack(0)
-    if "none" not in means or arm not in means:
-        return means.iloc[0:0]
+    if "none" not in means or arm not in means:  # an arm not re-judged (prompt unchanged) has no rows
+        return pd.DataFrame(columns=["sample_id", "baseline", "ablated", "delta"])
     out = means[["none", arm]].dropna().rename(columns={"none": "baseline", arm: "ablated"})
     out["delta"] = out["ablated"] - out["baseline"]
     return out.reindex(out["delta"].abs().sort_values(ascending=False).index).reset_index()

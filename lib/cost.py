@@ -119,12 +119,12 @@ class AblationCost:
         rest = (f"{self.from_cache} answered from the call cache, {self.not_rejudged} not re-judged (prompt "
                 f"unchanged), {self.stored} already stored, {self.excluded} excluded (nothing to judge).")
         if self.calls == 0:
-            return head + "no judge call needed; " + rest
+            return head + "no call to the judge needed; " + rest
         where = (" (offline judge, no API cost)" if not self.paid else
                  f", about {self.prompt_tokens:,} prompt tokens {self.rate_source}" if self.rate_source else "")
         fewer = (f"; {self.calls_if_identical} calls if the judge repeats itself exactly (repeats then stop)"
                  if self.calls_if_identical < self.calls else "")
-        return head + f"at most {self.calls} judge calls{where}{fewer}. " + rest[0].upper() + rest[1:]
+        return head + f"at most {self.calls} calls to the judge{where}{fewer}. " + rest[0].upper() + rest[1:]
 
 
 def needs_confirmation(cost: AblationCost, budget: int | None) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.ablation import AblationResult, AblationSpec, run_ablation
+from lib.ablation import AblationResult, AblationSpec, per_sample_deltas, run_ablation
 from lib.ablation_plan import MIN_PROBED, PROBE, identical_repeats
 from lib.judges import JudgeRequest, Message, OfflineJudge, OpenAIJudge
 from lib.prompts import DEFAULT_TEMPLATES
@@ -74,6 +74,9 @@ def test_an_arm_the_template_does_not_render_costs_no_call(fresh_db: Path, serve
     assert result.not_rejudged == 2 * 2 * 20 and result.planned == 3 * 2 * 20
     assert "80 judgings not re-judged (prompt unchanged)" in result.accounting
     assert all("prompt unchanged: not re-judged" in v.sentence for v in result.verdicts)
+    with Store(fresh_db) as store:   # no per-sample changes to show for an arm never judged
+        deltas = per_sample_deltas(store, result.ablation_id, "faithfulness", "question")
+    assert deltas.empty and list(deltas.columns) == ["sample_id", "baseline", "ablated", "delta"]
 
 
 def test_only_the_arms_whose_prompts_change_are_judged(fresh_db: Path, server: OpenAIServer) -> None:

@@ -56,7 +56,7 @@ def test_the_estimate_is_the_calls_the_ablation_then_makes(db: Path) -> None:
         assert before.judgings == 4 * 3 * N and before.from_cache == before.stored == 0 and before.paid
         assert "no usage of this judge recorded" in before.sentence    # nothing recorded yet: 4 characters a token
         after = estimate_ablation(store, spec(srv), cacheable=True)
-    assert after.calls == 0 and after.stored == 2 * 3 * N and "no judge call needed" in after.sentence
+    assert after.calls == 0 and after.stored == 2 * 3 * N and "no call to the judge needed" in after.sentence
 
 
 def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path, server: OpenAIServer) -> None:
@@ -64,7 +64,7 @@ def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path
         before = estimate_ablation(store, spec(server), cacheable=True)
         run_ablation(store, spec(server), judge(server))
     assert before.calls_if_identical == server.n_calls == PROBE * 3 + (N - PROBE) + N
-    assert f"at most {before.calls} judge calls, about" in before.sentence
+    assert f"at most {before.calls} calls to the judge, about" in before.sentence
     assert f"; {server.n_calls} calls if the judge repeats itself exactly" in before.sentence
 
 
@@ -125,7 +125,7 @@ def refused(proc) -> str:
     """Exit 2 with the cost printed first and the refusal as the last line (no traceback)."""
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     cost_line, error = proc.stderr.strip().splitlines()
-    assert cost_line.startswith("cost: 240 judgings: at most 160 judge calls") and error.startswith("error: ")
+    assert cost_line.startswith("cost: 240 judgings: at most 160 calls to the judge") and error.startswith("error: ")
     return error
 
 
@@ -148,7 +148,7 @@ def test_a_paid_ablation_without_yes_prints_the_cost_and_makes_no_call(db: Path,
     proc = cli(*ablate_cli(db))
     assert proc.returncode in (0, 1, 3), proc.stderr
     deterministic = PROBE * 2 + (N - PROBE) + N   # the offline model repeats itself: repeats stop after the probe
-    assert "cost: 240 judgings: at most 160 judge calls" in proc.stderr and server.n_calls == deterministic
+    assert "cost: 240 judgings: at most 160 calls to the judge" in proc.stderr and server.n_calls == deterministic
 
 
 def test_yes_launches_a_paid_ablation(db: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,7 +192,7 @@ def test_the_page_asks_once_before_a_paid_judge_s_calls(db: Path, server: OpenAI
     spec = page_spec(server)
     with Store(db) as store:
         expected = estimate_ablation(store, spec, cacheable=True)
-    assert any(c.value.startswith("Before launch: ") and f"at most {expected.calls} judge calls" in c.value
+    assert any(c.value.startswith("Before launch: ") and f"at most {expected.calls} calls to the judge" in c.value
                for c in at.caption)
     confirm = at.checkbox(key=f"abl_confirm_{spec.ablation_id}")
     assert confirm.label == f"Launch up to {expected.calls} calls to the paid judge {MODEL}"

@@ -31,6 +31,7 @@ from playwright.sync_api import Page
 
 from lib import diagnose, inbox
 from lib.ablation import AblationSpec, per_sample_deltas, run_ablation
+from lib.ablation_plan import plan
 from lib.demo import demo_samples
 from lib.errors import InputError, NotFoundError
 from lib.harness import FAILED, OK, Instrument, SampleResult, Verdict, score_sample, score_samples
@@ -155,7 +156,7 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
         page.get_by_text("Launch up to").click()    # a paid judge: one confirmation (no budget set)
         wait_for_app(page)
         page.get_by_role("button", name="Launch ablation").click()
-        page.get_by_text(re.compile(r"\d+ judgings: \d+ judge calls")).first.wait_for(timeout=180_000)
+        page.get_by_text(re.compile(r"\d+ judgings: \d+ scored")).first.wait_for(timeout=180_000)
         wait_for_app(page)
         _assert_no_script_ran(page, "ablation result")
         texts["ablation-result"] = page.inner_text("body")
@@ -241,12 +242,12 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         assert inbox.drain(store, tmp_path / "inbox") == ["inbox'); DROP TABLE runs; --"]
 
         # ablation and diagnosis
-        spec = AblationSpec(EVIL[0], ("faithfulness",), ("ground_truth",), repeats=1)
+        spec = AblationSpec(EVIL[0], ("faithfulness",), ("contexts",), repeats=1)   # a field the template renders
         result = run_ablation(store, spec, OfflineJudge())
         assert result is not None and result.spec["run_id"] == EVIL[0]
         assert store.ablations(EVIL[0])["ablation_id"].tolist() == [spec.ablation_id]
-        assert len(store.ablation_results(spec.ablation_id)) == len(spec.arms_for("faithfulness")) * 22
-        assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "ground_truth").empty
+        assert len(store.ablation_results(spec.ablation_id)) == len(plan(store, spec).judged_arms("faithfulness")) * 22
+        assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts").empty
         assert diagnose.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
         assert set(diagnose.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}
         store.delete_run(EVIL[3])
@@ -306,12 +307,12 @@ def test_a_prompt_injection_does_not_sway_the_offline_judge_and_shows_as_a_norma
         mine = prov[prov["sample_id"] == target.sample_id]
         assert len(mine) == sum(v.label for v in clean.verdicts)      # its supported claims, no more
         assert set(mine["location"]) == {"contexts"}                   # evidenced where it should be
-        spec = AblationSpec("injected", ("faithfulness",), ("ground_truth",), repeats=2)
+        spec = AblationSpec("injected", ("faithfulness",), ("contexts",), repeats=2)
         result = run_ablation(store, spec, OfflineJudge(noise=0.03))
         assert result is not None
         rows = store.ablation_results(spec.ablation_id)
         assert set(rows[rows["sample_id"] == target.sample_id]["status"]) == {OK}   # a normal sample
-        deltas = per_sample_deltas(store, spec.ablation_id, "faithfulness", "ground_truth")
+        deltas = per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts")
         assert target.sample_id in set(deltas["sample_id"])
 
 
