@@ -186,7 +186,7 @@ def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> No
                         EVALDRIFT_JUDGE_TIMEOUT="2")
         proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
                                mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
-                               "--judge", "openai", "--model", MODEL, "--limit", "10"],
+                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
     assert "stopped at the job's deadline of 1 s (EVALDRIFT_JOB_DEADLINE)" in proc.stderr
