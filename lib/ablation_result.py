@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from lib.errors import InputError
 from lib.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
+
+# The stored result's format: 2 added the accounting (judgings, not re-judged, repeats skipped, probe). A change
+# that a reader of the previous format cannot take (a renamed or retyped field) raises it and adds a migration.
+RESULT_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,8 @@ class AblationResult:
     @property
     def accounting(self) -> str:
         """The cost line: judgings, calls, cache, not re-judged, repeats skipped."""
-        head = f"{self.judgings} judgings: {self.calls} judge calls, {self.cached} answered from the call cache"
+        calls = f"{self.calls} judge calls, {self.cached} answered from the call cache"
+        head = f"{self.judgings} judgings: {calls}" if self.judgings else calls   # format 1 did not count them
         return f"{head}; {self.saved[:-1]}" if self.saved else head
 
     @property
@@ -158,10 +164,29 @@ class AblationResult:
         return 0
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {"format": RESULT_FORMAT, **asdict(self)}
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationResult:
+        """Read a stored result of any format this version knows (older ones are migrated on the way in).
+
+        Raises:
+            InputError: a result written by a newer evaldrift, or not a result at all.
+        """
+        fmt = d.get("format", 1)
+        if not isinstance(fmt, int) or not 1 <= fmt <= RESULT_FORMAT:
+            raise InputError(f"this ablation result has format {fmt!r}; this evaldrift reads formats 1 to "
+                             f"{RESULT_FORMAT} (a newer evaldrift wrote it: re-run the ablation or upgrade)",
+                             field="result")
+        try:
+            return cls._read(d)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not an ablation result ({exc})", field="result") from None
+
+    @classmethod
+    def _read(cls, d: dict[str, object]) -> AblationResult:
+        # Format 1 (before 2026-12-03) had no judgings/not_rejudged/repeats_skipped/probe: they read as 0, and
+        # `accounting` then speaks only of calls and cache. New verdict fields take their defaults (_known).
         return cls(
             ablation_id=d["ablation_id"], spec=d["spec"],  # type: ignore[arg-type]
             verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[union-attr]

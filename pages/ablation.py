@@ -26,7 +26,7 @@ from lib import (
     ui_history,
 )
 from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
-from lib.errors import EvaldriftError
+from lib.errors import EvaldriftError, InputError
 from lib.metrics import METRIC_NAMES
 
 FIELDS = ("ground_truth", "question", "contexts")
@@ -204,7 +204,11 @@ def progress_panel(ablation_id: str) -> None:
 
 
 def render_result(row: dict, run_label: str) -> None:
-    result = AblationResult.from_dict(row["result"])
+    try:
+        result = AblationResult.from_dict(row["result"])
+    except InputError as exc:   # a result a newer evaldrift wrote into this database
+        st.warning(md(str(exc)))
+        return
     if st.session_state.get("abl_from_store") == result.ablation_id:
         st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
                 f"no judge was called again.")
