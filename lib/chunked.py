@@ -19,7 +19,7 @@ first seen late means the same thing here as there.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -123,15 +123,14 @@ def record_file(store: Store, path: str | Path, run: FileRun, *, chunk_rows: int
 # -- readers ---------------------------------------------------------------------------------------------------
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
     try:
-        fh = open(path, "rb")
+        with open(path, "rb") as fh:
+            # binary lines split on b"\n" only, as the whole-file reader splits
+            for lineno, raw in enumerate(fh, start=1):
+                obj = ingest.parse_jsonl_line(raw.rstrip(b"\n"), lineno, str(path))
+                if obj is not None:
+                    yield lineno, obj
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from None
-    with fh:
-        # binary lines split on b"\n" only, as the whole-file reader splits
-        for lineno, raw in enumerate(fh, start=1):
-            obj = ingest.parse_jsonl_line(raw.rstrip(b"\n"), lineno, str(path))
-            if obj is not None:
-                yield lineno, obj
 
 
 def _jsonl_frames(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:

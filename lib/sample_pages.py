@@ -137,4 +137,5 @@ def _provenance_of(store: Store, run_id: str, metric: str, suite: str, ids: list
     return diagnose.provenance(store, run_id, metric, suite=suite, sample_ids=ids)
 
 
-__all__ = ["PAGE_ROWS", "WHOLE_RUN_MAX", "SampleFilters", "SamplePage", "filtered_ids", "run_size", "sample_page", "sample_rows"]
+__all__ = ["PAGE_ROWS", "WHOLE_RUN_MAX", "SampleFilters", "SamplePage", "filtered_ids", "run_size", "sample_page",
+           "sample_rows"]

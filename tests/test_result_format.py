@@ -24,7 +24,7 @@ def test_a_result_written_in_todays_format_loads_whole_and_round_trips() -> None
     d = stored()
     assert d["format"] == RESULT_FORMAT == 2
     result = AblationResult.from_dict(d)
-    assert [(v.metric, v.arm, v.kind) for v in result.verdicts][0] == ("faithfulness", "ground_truth", LEAK)
+    assert next((v.metric, v.arm, v.kind) for v in result.verdicts) == ("faithfulness", "ground_truth", LEAK)
     assert result.exit_code == 1 and result.judgings == 120
     assert json.loads(json.dumps(result.to_dict())) == d
 
