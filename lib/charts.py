@@ -25,6 +25,9 @@ CHANGE_COLOURS: dict[str, str] = {"judge model": "#7b1fa2", "prompt": "#ef6c00",
                                   "scoring library": "#00838f", "pipeline": "#1565c0"}
 SCORE_COLOUR = "#37474f"
 JUMP_COLOUR = "#c62828"
+HEATMAP_CELL_W = 230   # px per blanked-field column of the verdict heatmap
+HEATMAP_LABEL_W = 190  # px for the metric names
+MARKER_STEP = 0.03   # score units between the markers of changes recorded at one run
 
 
 def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | None = None,
@@ -52,8 +55,10 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         fig.add_trace(go.Scatter(x=x, y=y - band, mode="lines", line=dict(width=0), fill="tonexty",
                                  fillcolor="rgba(96,125,139,0.18)", hoverinfo="skip",
                                  name=f"band ±{band:.3f} (2 × run-to-run spread)"))
+    jtext = _jump_texts(jumps)
+    # a jump's ring sits on its score point, and the hover picks one of the two: both say the jump and its suspect
     hover = [f"{safe(r.run_id)}<br>judge {safe(r.judge_model)} · prompt {safe(r.prompt_hash)}"
-             for r in s.itertuples(index=False)]
+             + (f"<br><b>{jtext[r.run_id]}</b>" if r.run_id in jtext else "") for r in s.itertuples(index=False)]
     fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=metric, customdata=ids, text=hover,
                              line=dict(color=SCORE_COLOUR, width=1.5), marker=dict(size=5, color=SCORE_COLOUR),
                              hovertemplate="%{text}<br>%{x|%Y-%m-%d %H:%M}<br>score %{y:.3f}<extra></extra>"))
@@ -62,15 +67,16 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         by_run = events.groupby("run_id", sort=False)
         ex, ey, eid, etext, ecolour = [], [], [], [], []
         for rid, g in by_run:
-            kind = str(g["kind"].iloc[0])
-            colour = CHANGE_COLOURS.get(kind, "#546e7a")
+            kinds = list(dict.fromkeys(str(k) for k in g["kind"]))
             when = g["started_at"].iloc[0]
-            fig.add_vline(x=when, line_dash="dot", line_width=1, line_color=colour)
-            ex.append(when)
-            ey.append(top)
-            eid.append(str(rid))
-            ecolour.append(colour)
-            etext.append("<br>".join(f"{safe(k)}: {safe(t, 160)}" for k, t in zip(g["kind"], g["text"], strict=True)))
+            fig.add_vline(x=when, line_dash="dot", line_width=1, line_color=CHANGE_COLOURS.get(kinds[0], "#546e7a"))
+            said = "<br>".join(f"{safe(k)}: {safe(t, 160)}" for k, t in zip(g["kind"], g["text"], strict=True))
+            for i, kind in enumerate(kinds):   # changes at one run: one marker each, stacked, one hover for all
+                ex.append(when)
+                ey.append(top + i * MARKER_STEP)
+                eid.append(str(rid))
+                ecolour.append(CHANGE_COLOURS.get(kind, "#546e7a"))
+                etext.append(said)
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="markers", name="recorded change", customdata=eid, text=etext,
                                  marker=dict(symbol="triangle-down", size=11, color=ecolour),
                                  hovertemplate="%{text}<extra>change</extra>", showlegend=False))
@@ -79,22 +85,32 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                                      marker=dict(symbol="triangle-down", size=10,
                                                  color=CHANGE_COLOURS.get(str(kind), "#546e7a"))))
     if jumps is not None and not jumps.empty:
-        jtext = [f"jump {r.before:.3f} -> {r.after:.3f} ({r.delta:+.3f}, {r.x_threshold:.1f}x the jump threshold)"
-                 + ("<br>across instruments: test it with the 2x2 split" if getattr(r, "across_instruments", False)
-                    else "") + f"<br>first suspect: {safe(r.first_suspect, 160)}"
-                 for r in jumps.itertuples(index=False)]
         fig.add_trace(go.Scatter(x=jumps["started_at"], y=jumps["after"], mode="markers", name="jump beyond noise",
-                                 customdata=jumps["run_id"].astype(str).tolist(), text=jtext,
+                                 customdata=jumps["run_id"].astype(str).tolist(),
+                                 text=[jtext[str(r)] for r in jumps["run_id"]],
                                  marker=dict(symbol="circle-open", size=15, color=JUMP_COLOUR, line=dict(width=2.5)),
                                  hovertemplate="%{text}<extra></extra>"))
     title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>band ±{band:.3f} = 2 × run-to-run "
                             f"spread</span>"
                             if band is not None and band == band else "")
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=70 if legend else 40, b=10), hovermode="closest",
-                      title=dict(text=title, font=dict(size=15)), clickmode="event+select", showlegend=legend,
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
+    # the legend goes under the axis: above it, on a narrow screen, it wraps over the title
+    below = 90 if legend else 0
+    fig.update_layout(height=height + below, margin=dict(l=10, r=10, t=40, b=10 + below),
+                      hovermode="closest", title=dict(text=title, font=dict(size=15)), clickmode="event+select",
+                      showlegend=legend, legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left",
+                                                     font=dict(size=11)),
                       xaxis=dict(type="date"), yaxis=dict(title="score"))
     return fig
+
+
+def _jump_texts(jumps: pd.DataFrame | None) -> dict[str, str]:
+    """Run id -> the hover text of its jump: the move, its size against the threshold, its first suspect."""
+    if jumps is None or jumps.empty:
+        return {}
+    return {str(r.run_id): f"jump {r.before:.3f} -> {r.after:.3f} ({r.delta:+.3f}, {r.x_threshold:.1f}x the jump "
+                           "threshold)" + ("<br>across instruments: test it with the 2x2 split"
+                                           if getattr(r, "across_instruments", False) else "")
+            + f"<br>first suspect: {safe(r.first_suspect, 160)}" for r in jumps.itertuples(index=False)}
 
 
 def run_from_selection(event: object) -> str | None:
@@ -185,7 +201,9 @@ def verdict_heatmap(matrix: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=str(kind), hoverinfo="skip",
                                  marker=dict(symbol="square", size=14,
                                              color=VERDICT_COLOURS.get(kind, VERDICT_COLOURS["INCONCLUSIVE"]))))
-    fig.update_layout(annotations=annotations, height=140 + 95 * len(metrics), margin=dict(l=10, r=10, t=40, b=10),
+    # sized to its cells (a one-cell matrix is one cell wide, not the page); the page draws it at this width
+    fig.update_layout(annotations=annotations, height=140 + 95 * len(metrics),
+                      width=HEATMAP_LABEL_W + HEATMAP_CELL_W * max(len(arms), 2), margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(title="field(s) blanked", side="top", type="category"),
                       yaxis=dict(autorange="reversed", type="category"), plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.05, yanchor="top"))

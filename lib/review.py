@@ -307,6 +307,14 @@ class Review:
         return tuple(out)
 
 
+def canary_rows(alarms: Sequence[CanaryAlarm]) -> pd.DataFrame:
+    """The canary alarms as the Review shows them: run, start to the minute, score and threshold to 3 places."""
+    return pd.DataFrame({"run": [a.run_id for a in alarms],
+                         "started": [f"{a.started_at:%Y-%m-%d %H:%M}" for a in alarms],
+                         "canary faithfulness": [f"{a.score:.3f}" for a in alarms],
+                         "threshold": [f"{a.threshold:.3f}" for a in alarms]})
+
+
 def ablations_sentence(ablations: Sequence[AblationBrief]) -> str:
     """'3 ablation(s) in range; between them, 1 leak or miswired metric: faithfulness on r9.' Two ablations that
     find the same metric of the same run leaking count once."""

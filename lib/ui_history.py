@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from lib import access, gate, incidents, rejudge, standing
+from lib import access, gate, glossary, incidents, rejudge, standing
 from lib import history_store as hs
 from lib.endpoints import OFFLINE, normalise
 from lib.errors import EvaldriftError, TrustError
@@ -154,7 +154,7 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
 def incident_panel(ctx: Context, history, found: list[incidents.Incident], series: list[rejudge.Series]) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline, then the closed ones."""
     still = incidents.open_first(found)
-    st.subheader(f"Open incidents ({len(still)})")
+    st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
     for s in standing.standing(history, found, series):
         st.markdown(f"**{md(s.sentence)}**")
         st.caption(md(s.same_instrument_sentence))

@@ -193,6 +193,14 @@ def events_for(events: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     return events[events["metric"].isna() | events["metric"].isin(list(metrics))]
 
 
+ALL_METRICS = "all metrics"
+
+
+def events_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Change events as a table: a pipeline change (no metric of its own) says it concerns all metrics."""
+    return events.assign(metric=events["metric"].astype(object).where(events["metric"].notna(), ALL_METRICS))
+
+
 def jumps_frame(jumps: Sequence[Jump]) -> pd.DataFrame:
     """Jumps as a table: when, metric, before, after, delta, ratio to threshold, first suspect."""
     rows = [{"started_at": j.started_at, "run_id": j.run_id, "metric": j.metric, "before": j.before,

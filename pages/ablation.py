@@ -17,6 +17,7 @@ from lib import (
     charts,
     cost,
     gate,
+    glossary,
     job_log,
     jobs,
     judging_counts,
@@ -111,13 +112,13 @@ if shown_form is not None and st.session_state.get("_abl_form_of") != shown_id:
     st.session_state["_abl_form_of"] = shown_id     # (once its spec is stored: a queued one may not be yet)
 
 st.subheader("What to test")
-c1, c2 = st.columns([2, 3])
+c1, c5, c6 = st.columns([4, 1, 1])   # the metrics get a row of their own: five chips fit on one line
 run_id = c1.selectbox("Run", newest_first, key="abl_run", help="The run whose samples and instruments are "
                       "re-judged (its own template and binding, replayed as it was wired).")
-metrics = c2.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
+metrics = st.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
 offered = [f for f in FIELDS if f in ctx.store.run_fields(run_id)]   # a field the run's file lacked has no arm
 st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", []) if f in offered]
-c3, c4, c5, c6 = st.columns([2, 3, 1, 1])
+c3, c4 = st.columns([1, 3], vertical_alignment="center")
 whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
 blanks = c4.multiselect("Fields to blank", offered, key="abl_blanks", disabled=whole)
 repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats",
@@ -132,7 +133,8 @@ if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == 
                   "+ are blanked at once)."))
 
 if metrics and arms:
-    st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):")
+    st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):",
+               help=glossary.help_for("invariant", "arm"))
     st.dataframe(review.expectation_table(metrics, arms), width="content")
 JUDGE_CHOICE = "a judge (chosen below)"
 scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="abl_scorer",
@@ -220,7 +222,7 @@ def render_result(row: dict, run_label: str) -> None:
         st.caption(md(f"Judge: {note.judge.sentence}."))
 
     st.subheader("Metrics x fields")
-    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap",
+    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap", width="content",
                     config={"displayModeBar": False})
 
     st.subheader("Verdicts", help=f"±figures in these verdicts are the judge repeat band: 2 x the "
@@ -254,7 +256,7 @@ def render_result(row: dict, run_label: str) -> None:
         d2.plotly_chart(charts.delta_histogram(deltas, metric=metric, arm=arm), key="abl_hist",
                         config={"displayModeBar": False})
 
-    st.subheader("The four readings")
+    st.subheader("The four readings", help=glossary.help_for("four readings"))
     four = result.four
     if four is None:
         st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
@@ -286,9 +288,7 @@ def render_result(row: dict, run_label: str) -> None:
                   help="Blank contexts+ground_truth together to measure it.")
         f5.metric("If independent", f"{four.independence:.3f}", f"{four.independence_gap:+.3f} as wired",
                   delta_color="off",
-                  help="1 - (1 - without reference)(1 - without passages): what passages and reference would "
-                       "support together if they were independent channels of support; 'wired' is the "
-                       "as-wired score minus this.")
+                  help=glossary.help_for("if independent"))
         st.info(md(four.sentence))
 
 

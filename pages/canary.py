@@ -52,7 +52,7 @@ else:
     st.success(md(status.sentence))
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric(f"Latest ({md(latest['run_id'])})", f"{latest['score']:.3f}")
+c1.metric("Latest run", f"{latest['score']:.3f}", help=f"Canary faithfulness of {md(latest['run_id'])}.")
 c2.metric("Baseline", f"{status.baseline:.3f}", help="Median of the first canary runs.")
 c3.metric("Alarm threshold", f"{status.threshold:.3f}", help="Baseline plus the larger of 4 noise sds and 0.05.")
 c4.metric("Runs in alarm", f"{len(status.alarm_runs)} of {len(frame)}")
@@ -81,5 +81,6 @@ st.markdown("Each canary answer has one claim the passages state and several cor
             "support for the other claims in the reference and scores them near 1: the canary rises before "
             "anyone reads the main metric. The samples as recorded with the latest run:")
 st.dataframe(load_canary_samples(ctx.db_path, version, str(latest["run_id"])), hide_index=True, column_config={
-    "sample_id": st.column_config.TextColumn("sample", width="small"),
-    "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")})
+    "sample_id": st.column_config.TextColumn("sample", width=110, pinned=True),
+    "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")},
+    row_height=72)   # answers and references wrap over three lines

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from lib import access, charts, diagnose, gate, splits, ui, views
+from lib import access, charts, diagnose, gate, glossary, splits, ui, views
 from lib.diagnose import RunChanges, Split
 from lib.errors import InputError
 from lib.records import MAIN
@@ -73,7 +73,7 @@ labels = views.run_labels(runs)
 
 # -- widgets -----------------------------------------------------------------------------------
 ui.seed_from_query("compare_run", "run", ids, ids[0])
-c1, c2, c3 = st.columns([2, 2, 1], gap="medium")
+c1, c2, c3 = st.columns([3, 3, 2], gap="medium")
 run_id = c1.selectbox("Run", ids, key="compare_run", format_func=labels.get)
 before = views.previous_in(oldest_first, run_id) or ids[-1]
 if not ui.seed_from_query("compare_base", "run_b", ids, before) and \
@@ -121,8 +121,11 @@ if config.empty:
 else:
     st.dataframe(config, hide_index=True, key="compare_config")
 st.subheader("Metrics side by side")
-st.dataframe(sides, hide_index=True, key="compare_metrics",
-             column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA})
+st.dataframe(sides, hide_index=True, key="compare_metrics", row_height=56,   # a changed hash: "a -> b", two lines
+             column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA,
+                            "judge_model": st.column_config.TextColumn("judge model", width=170),
+                            "prompt_hash": st.column_config.TextColumn("prompt hash", width=130),
+                            "binding": st.column_config.TextColumn(width=110)})
 
 st.subheader("Judge instrument")
 if changes.judge_models or changes.bindings or changes.templates:
@@ -151,12 +154,13 @@ if flip_counts is None:
     st.info("No items align between the two runs (the judged artifact changed in every sample).")
 else:
     st.caption(f"{len(aligned)} items align (same sample, same item text). {flip_counts.to_positive} flipped to "
-               f"positive, {flip_counts.to_negative} to negative (McNemar exact p = {flip_counts.p_value:.2g}).")
+               f"positive, {flip_counts.to_negative} to negative (McNemar exact p = {flip_counts.p_value:.2g}).",
+               help=glossary.help_for("McNemar exact p"))
     if not flipped.empty:
         st.dataframe(flipped, hide_index=True, height=300, key="compare_flips",
                      column_config={"item": st.column_config.TextColumn(width="large")})
 
-st.subheader("Instrument or outputs?")
+st.subheader("Instrument or outputs?", help=glossary.help_for("instrument", "split"))
 st.caption("Re-judges each run's outputs with both runs' instruments (judge model, template, binding), a 2x2, and "
            "splits the move into what the instrument changed and what the outputs changed.")
 split_key = (baseline, run_id, metric)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import diagnose, inbox, noise, ui, ui_history, views
+from lib import diagnose, glossary, inbox, noise, ui, ui_history, views
 from lib.diagnose import CanaryStatus, Jump
 from lib.metrics import wiring_table
 from lib.records import CANARY, MAIN
@@ -112,7 +112,8 @@ with left:
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
                         + (", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
                         help=noise.HELP[noise.JUMP_THRESHOLD])
-            st.caption("Suspects, most likely first:")
+            st.caption("Suspects, most likely first:",
+                       help=glossary.help_for("instrument", "binding", "split"))
             for a in views.suspect_actions(j):
                 st.text(f"{a.kind}: {a.description}")
                 st.page_link(a.page, label=f"Test: {ui.md_literal(a.test)}", query_params=a.params,

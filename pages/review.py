@@ -128,7 +128,9 @@ else:
 st.subheader("Canary")
 (st.error if rev.canary_alarms else st.success)(md(rev.canary_sentence))
 if rev.canary_alarms:
-    st.dataframe([asdict(a) for a in rev.canary_alarms], hide_index=True)
+    st.dataframe(review.canary_rows(rev.canary_alarms), hide_index=True, key="rev_canary", column_config={
+        "threshold": st.column_config.TextColumn(help="The canary's baseline plus its margin: above it, answers "
+                                                 "only the reference supports were marked supported")})
 
 st.subheader("Ablations")
 if not rev.ablations:

@@ -107,7 +107,7 @@ for line in load_chance(ctx.db_path, ctx.version, run_id):
     st.warning(ui.md_literal(line[0].upper() + line[1:]) + ". Such a sample should have been excluded.",
                icon=":material/block:")
 
-left, right = st.columns([1, 2], gap="large")
+left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader("Pipeline config")
     st.json(header["pipeline"], expanded=2)
@@ -132,7 +132,7 @@ if not metric:
 spec = get_metric(metric)
 pos, neg = spec.labels
 st.subheader(f"Samples, with {ui.md_literal(metric)} verdicts")
-f1, f2, f3, f4 = st.columns([3, 2, 1, 1])
+f1, f2, f3, f4 = st.columns([3, 2, 2, 2])
 search = f1.text_input("Search the texts", key="run_search", placeholder="words in any artifact or the sample id")
 score_range = f2.slider(f"{metric} score", 0.0, 1.0, (0.0, 1.0), step=0.05, key="run_score_range")
 if st.session_state.get("run_verdict") not in (ANY, pos, neg):  # another metric's verdict words
@@ -218,7 +218,10 @@ with st.container(border=True, key="run_sample_viewer"):
                 st.text(row[name] or "(empty)")
     st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
                f"was found ({spec.against} is the legitimate place).")
-    st.dataframe(records, hide_index=True, key="run_verdicts",
-                 column_config={"n": st.column_config.NumberColumn("#", width="small"),
-                                "item": st.column_config.TextColumn(width="medium"),
-                                "evidence": st.column_config.TextColumn(width="medium")})
+    # long claims and evidence wrap over four lines, and where the evidence was found comes before it
+    st.dataframe(records, hide_index=True, key="run_verdicts", row_height=88,
+                 column_order=("n", "item", "verdict", "location", "match", "evidence"),
+                 column_config={"n": st.column_config.NumberColumn("#", width=40),
+                                "item": st.column_config.TextColumn(width=260),
+                                "location": st.column_config.TextColumn("found in", width=100),
+                                "evidence": st.column_config.TextColumn(width=260)})

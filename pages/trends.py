@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import charts, diagnose, history_charts, noise, rejudge, segments, ui, ui_history, views
+from lib import charts, diagnose, glossary, history_charts, noise, rejudge, segments, ui, ui_history, views
 from lib.diagnose import Jump
 from lib.records import MAIN
 
@@ -21,9 +21,17 @@ JUMP_COLUMNS = {
     "before": st.column_config.NumberColumn(format="%.3f"),
     "after": st.column_config.NumberColumn(format="%.3f"),
     "delta": st.column_config.NumberColumn(format="%+.3f"),
-    "x_threshold": st.column_config.NumberColumn("x threshold", format="%.1f"),
+    "x_threshold": st.column_config.NumberColumn("x threshold", format="%.1f",
+                                                 help="How many jump thresholds the move is (4·√2 run-to-run spreads)"),
+    "first_suspect": st.column_config.TextColumn("first suspect", width=420),
 }
-EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm")}
+EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
+                 "metric": st.column_config.TextColumn(help="A pipeline change concerns every metric"),
+                 "text": st.column_config.TextColumn("what changed", width=420)}
+JUMP_ORDER = ("started_at", "metric", "delta", "x_threshold", "first_suspect", "before", "after", "run_id",
+              "across_instruments")
+EVENT_ORDER = ("started_at", "kind", "text", "metric", "run_id")
+WRAPPED_ROW = 64   # px: three lines of a long cell, wrapped
 
 
 @st.cache_data(show_spinner=False)
@@ -61,7 +69,7 @@ days = views.run_days(history)
 
 # -- widgets -----------------------------------------------------------------------------------
 ui.seed_from_query("trends_metric", "metric", [ALL, *metrics], ALL)
-c1, c2 = st.columns([1, 3], gap="large")
+c1, c2 = st.columns([1, 2], gap="large")
 metric = c1.selectbox("Metric", [ALL, *metrics], key="trends_metric")
 if len(days) > 1:
     first, last = c2.select_slider("Runs between", options=days, value=(days[0], days[-1]), key="trends_range",
@@ -98,7 +106,8 @@ st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted st
            "changes (purple judge model, orange prompt, brown binding, blue pipeline; hover for what changed). Red "
            "rings: jumps beyond the jump threshold. Dashed green: a re-judged series, with its own jumps (diamonds). "
            "Click any point to open that run.",
-           help=f"{noise.HELP[noise.RUN_SPREAD]}  \n{noise.HELP[noise.JUMP_THRESHOLD]}")
+           help=glossary.help_for("run-to-run spread", "jump threshold", "instrument", "comparable segment",
+                                  "binding"))
 ui_history.rejudge_panel(ctx, shown, window.drop_duplicates("run_id")["run_id"].tolist())
 grid = st.columns(2) if len(shown) > 1 else [st.container()]
 for i, m in enumerate(shown):
@@ -113,11 +122,13 @@ shown_jumps = jumps[jumps["metric"].isin(shown)]
 if shown_jumps.empty:
     st.success("None.")
 else:
-    st.dataframe(shown_jumps, hide_index=True, column_config=JUMP_COLUMNS, key="trends_jumps")
+    st.dataframe(shown_jumps, hide_index=True, column_config=JUMP_COLUMNS, key="trends_jumps", row_height=WRAPPED_ROW,
+                 column_order=JUMP_ORDER)
 
 st.subheader("Recorded changes in this range")
 shown_events = views.events_for(events, shown)
 if shown_events.empty:
     st.success("None.")
 else:
-    st.dataframe(shown_events, hide_index=True, column_config=EVENT_COLUMNS, key="trends_events")
+    st.dataframe(views.events_table(shown_events), hide_index=True, column_config=EVENT_COLUMNS,
+                 key="trends_events", row_height=WRAPPED_ROW, column_order=EVENT_ORDER)

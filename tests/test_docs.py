@@ -35,3 +35,9 @@ def test_readme_verdict_table_has_a_row_for_every_verdict_word():
     rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
     assert rows == words
     assert "does not read" not in table.replace("that the code does not read", "")
+
+
+def test_the_readme_glossary_is_the_one_the_pages_show() -> None:
+    from lib.glossary import glossary_markdown
+
+    assert glossary_markdown() in README

@@ -101,6 +101,13 @@ def query(page: Page) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
 
 
+def table_cells(page: Page, header: str) -> list[str]:
+    """The cells of the first table in the main area with a column named `header` (the grid's accessible copy)."""
+    grid = page.locator(f'{MAIN} [data-testid="stDataFrame"]').filter(
+        has=page.locator('[role="columnheader"]', has_text=re.compile(f"^{re.escape(header)}$"))).first
+    return [c.strip() for c in grid.locator('[role="gridcell"]').all_text_contents()]
+
+
 def option_texts(page: Page, key: str) -> list[str]:
     page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
     texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
@@ -254,3 +261,78 @@ def test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first(dashbo
     wait_for_app(page)
     assert page.locator(".st-key-rev_prev button").first.is_disabled(), "Previous week walks before the first run"
     assert page.locator(".st-key-rev_next button").first.is_enabled()
+
+
+# -- items 9, 10, 12: the Trends chart's marks and table ------------------------------------------------------
+_JUMP_POINT_JS = """(metric) => {
+    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+        g => g.data.some(t => t.name === metric));
+    const k = gd.data.findIndex(t => t.name === 'jump beyond noise');
+    const changes = gd.data.find(t => t.name === 'recorded change');
+    return {trace: k, run: gd.data[k].customdata[0], colours: Array.from(changes.marker.color)};
+}"""
+BINDING_BROWN = "#6d4c41"
+
+
+def test_a_jump_rings_hover_shows_its_suspect_and_a_binding_change_shows_brown(dashboard: Dashboard,
+                                                                            page: Page) -> None:
+    page.goto(dashboard.url("trends?metric=faithfulness"))
+    wait_for_app(page)
+    found = page.evaluate(_JUMP_POINT_JS, "faithfulness")
+    assert BINDING_BROWN in found["colours"], "a binding change recorded with a prompt change is never drawn brown"
+    ring = page.locator(f"{MAIN} .scatterlayer .trace").nth(found["trace"]).locator(".points path").first
+    ring.scroll_into_view_if_needed()
+    box = ring.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    label = page.locator(f"{MAIN} .hoverlayer .hovertext").first
+    label.wait_for()
+    text = label.text_content() or ""
+    assert "first suspect" in text, f"hovering the jump ring shows: {text!r}"
+
+
+def test_the_trends_changes_table_names_all_metrics_for_a_pipeline_change(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url("trends?metric=context_recall"))
+    wait_for_app(page)
+    cells = table_cells(page, "kind")
+    assert "all metrics" in cells, cells
+    assert "None" not in cells
+
+
+# -- item 12: the Review's canary table reads as numbers and dates -------------------------------------------
+def test_the_reviews_canary_table_shows_rounded_scores_and_dates(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url("review?from=2026-10-01&to=2026-10-07"))
+    wait_for_app(page)
+    cells = table_cells(page, "canary faithfulness")
+    assert cells, "no canary table"
+    assert all(not re.fullmatch(r"\d\.\d{4,}", c) for c in cells), cells
+    assert any(re.fullmatch(r"\d\.\d{3}", c) for c in cells), cells
+    assert any(re.fullmatch(r"2026-10-0\d \d\d:\d\d", c) for c in cells), cells
+
+
+# -- item 14: no Deploy button in the header ---------------------------------------------------------------------
+def test_the_header_offers_no_deploy_button(dashboard: Dashboard, page: Page) -> None:
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    header = page.locator('[data-testid="stHeader"]')
+    assert header.count() == 1
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    assert "Deploy" not in header.inner_text()
+
+
+# -- item 13: five metric chips stay inside their box at 1024 px ------------------------------------------------
+FIVE = "faithfulness,answer_relevance,context_precision,context_recall,answer_correctness"
+
+
+def test_five_metric_chips_fit_their_box_on_a_small_screen(dashboard: Dashboard, page: Page) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}&metric={FIVE}&blank=ground_truth"))
+    wait_for_app(page)
+    box = page.locator(".st-key-abl_metrics .react-aria-ComboBox").first.bounding_box()
+    chips = page.locator('.st-key-abl_metrics .react-aria-ComboBox [aria-label="Selected values"] [data-tag]')
+    assert chips.count() == 5
+    for i in range(5):
+        chip = chips.nth(i).bounding_box()
+        assert box is not None and chip is not None
+        assert chip["x"] + chip["width"] <= box["x"] + box["width"] + 1, f"chip {i} overflows: {chip} vs {box}"
+        assert chip["y"] + chip["height"] <= box["y"] + box["height"] + 1, f"chip {i} overflows: {chip} vs {box}"
