@@ -179,6 +179,21 @@ def test_failures_beyond_the_inconclusive_share_stop_the_job(db: Path) -> None:
         no_unanswered_scores(store, spec.ablation_id)
 
 
+def test_the_dashboards_runner_stops_a_job_by_the_operators_limits(db: Path) -> None:
+    with OpenAIServer(offline_responder) as server, Store(db) as store:
+        server.fail_always(Fault("429", retry_after=0))
+        spec = spec_on(server)
+        runner = JobRunner(store, lambda s: judge_on(server, max_attempts=1), limits=lambda: Limits(failures=3))
+        try:
+            runner.submit(spec)
+            assert runner.wait(spec.ablation_id, timeout=60) is None
+            status = runner.status(spec.ablation_id)
+        finally:
+            runner.shutdown()
+    assert status.state == STOPPED
+    assert status.reason.startswith("stopped after 3 judge calls failed in a row (the last: rate limited (429)")
+
+
 def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> None:
     with OpenAIServer(offline_responder) as server:
         server.fail_always(Fault("429", retry_after=1e9))

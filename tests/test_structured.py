@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lib import views
 from lib.demo import demo_samples
 from lib.errors import JudgeError
 from lib.harness import FAILED, OK, Instrument, score_samples
@@ -181,4 +182,6 @@ def test_the_mode_used_is_recorded_with_the_runs_scores(samples: list[EvalSample
                            started_at=datetime(2026, 12, 1))
     with Store(tmp_path / "runs.duckdb") as store:
         store.record_run(run)
-        assert store.run_metrics("structured").iloc[0]["output_mode"] == JSON_OBJECT
+        metrics = store.run_metrics("structured")
+    assert metrics.iloc[0]["output_mode"] == JSON_OBJECT
+    assert views.metric_table(metrics).iloc[0]["output_mode"] == JSON_OBJECT   # the Run page's metric table
