@@ -412,6 +412,9 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         why = f"{outcome.stopped}. " if outcome.stopped else ""
         print(f"{why}Nothing decided; the judgings stored so far are kept: run the same command to resume "
               f"({spec.ablation_id})" + (f"\njudge: {judged}" if judged else ""), file=sys.stderr)
+        if args.json:   # a CI job reading the JSON learns why, too
+            _print_json({"ablation_id": spec.ablation_id, "stopped": outcome.stopped or "stopped",
+                         "exit_code": EXIT_INCONCLUSIVE, "judge_info": judged or None})
         return EXIT_INCONCLUSIVE
     if args.json:
         _print_json({**result.to_dict(), "exit_code": result.exit_code, "judge_info": judged or None})

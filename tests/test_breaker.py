@@ -3,6 +3,7 @@ and leaves it to resume; nothing is scored from a call that was not answered."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -206,6 +207,16 @@ def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> No
     assert proc.returncode == 3, proc.stderr
     assert "stopped at the job's deadline of 1 s (EVALDRIFT_JOB_DEADLINE)" in proc.stderr
     assert "run the same command to resume" in proc.stderr
+    with OpenAIServer(offline_responder) as server:   # the JSON a CI job reads says why as well
+        server.fail_always(Fault("500"))
+        env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_BREAKER_FAILURES="3")
+        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
+                               mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
+                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--json"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == out["exit_code"] == 3
+    assert out["stopped"].startswith("stopped after 3 judge calls failed in a row (the last: server error (500)")
 
 
 # -- the Ablation page -------------------------------------------------------------------------------------
