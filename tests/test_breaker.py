@@ -212,7 +212,7 @@ def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> No
         env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_BREAKER_FAILURES="3")
         proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
                                mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
-                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--json"],
+                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes", "--json"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     out = json.loads(proc.stdout)
     assert proc.returncode == out["exit_code"] == 3
