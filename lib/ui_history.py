@@ -180,7 +180,7 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
             for c in inc.changes:
                 st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
         with st.form(f"form_{inc.incident_id}", border=False):
-            c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+            c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
             state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state),
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")

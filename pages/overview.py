@@ -13,6 +13,7 @@ from lib.records import CANARY, MAIN
 
 ctx = ui.sidebar()
 
+CARD_WIDTH = 250   # px: a metric's name, its score and "within threshold" uncut
 COLUMN_CONFIG = {
     "score": st.column_config.NumberColumn(format="%.3f"),
     "runs": st.column_config.NumberColumn("runs using it"),
@@ -81,16 +82,18 @@ show_rejected(rejected)
 
 ui_history.incident_panel(ctx, history, *load_incidents(ctx.db_path, ui_history.version(ctx)))
 
-for col, card in zip(st.columns(len(cards)), cards, strict=True):
-    with col:
+# a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
+cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
+for card in cards:
+    with cards_row:
         st.metric(
             card.metric,
             f"{card.score:.3f}" if card.score is not None else "—",
             f"{round(card.delta, 3) + 0.0:+.3f}" if card.delta is not None else None,  # no "-0.000"
             delta_color="normal" if card.beyond_noise else "off",
-            delta_description=("beyond the jump threshold" if card.beyond_noise else "within the jump threshold")
-            if card.previous_run else "first run with this instrument",
-            chart_data=list(card.spark), chart_type="line", border=True,
+            delta_description=("beyond threshold" if card.beyond_noise else "within threshold")
+            if card.previous_run else "new instrument",
+            chart_data=list(card.spark), chart_type="line", border=True, width=CARD_WIDTH,
             help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
                   f"n={card.n}, {card.n_failed} failed. Change against "
                   f"{ui.md_literal(card.previous_run or 'no earlier run')}, the last run measured with the same "
@@ -116,7 +119,9 @@ with left:
                        help=glossary.help_for("instrument", "binding", "split"))
             for a in views.suspect_actions(j):
                 st.text(f"{a.kind}: {a.description}")
-                st.page_link(a.page, label=f"Test: {ui.md_literal(a.test)}", query_params=a.params,
+                st.caption(f"Test: {ui.md_literal(a.test)}")   # a link's label is one line: the words go here
+                st.page_link(a.page, label="Run this test" if a.page == views.PAGE_ABLATION else
+                             "Run this test: the 2x2 split on Compare", query_params=a.params,
                              icon=":material/science:" if a.page == views.PAGE_ABLATION else
                              ":material/compare_arrows:")
             st.page_link(views.PAGE_RUN, label=f"Open run {ui.md_literal(j.run_id)}", icon=":material/open_in_new:",
@@ -146,8 +151,12 @@ with right:
     else:
         st.success(f"All {lint_summary.total} stored templates are clean.")
     if not found.empty:
-        st.dataframe(found[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
-                     hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
+        for r in found.itertuples(index=False):   # sentences: in this narrow column a table cuts the finding
+            st.caption(f"**{ui.md_literal(r.metric)}** `{r.prompt_hash}`: {ui.md_literal(r.findings)} "
+                       f"({r.runs} run(s), last {ui.md_literal(r.last_run)})")
+        with st.expander("As a table"):
+            st.dataframe(found[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
+                         hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
 
     st.markdown("**Attribution**")
     if unattributed.empty:

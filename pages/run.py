@@ -19,6 +19,7 @@ ctx = ui.sidebar()
 ANY = "any"
 TEXT_COLUMNS = ("question", "answer", "contexts", "ground_truth")
 SCORE = st.column_config.NumberColumn(format="%.3f")
+VERDICT_ROW = 88   # px: a claim or its evidence wraps over four lines
 
 
 @st.cache_data(show_spinner=False)
@@ -219,9 +220,11 @@ with st.container(border=True, key="run_sample_viewer"):
     st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
                f"was found ({spec.against} is the legitimate place).")
     # long claims and evidence wrap over four lines, and where the evidence was found comes before it
-    st.dataframe(records, hide_index=True, key="run_verdicts", row_height=88,
-                 column_order=("n", "item", "verdict", "location", "match", "evidence"),
-                 column_config={"n": st.column_config.NumberColumn("#", width=40),
-                                "item": st.column_config.TextColumn(width=260),
-                                "location": st.column_config.TextColumn("found in", width=100),
-                                "evidence": st.column_config.TextColumn(width=260)})
+    st.dataframe(records, hide_index=True, key="run_verdicts", row_height=VERDICT_ROW,
+                 height=min(40 + VERDICT_ROW * len(records), 720),
+                 column_order=("n", "item", "verdict", "location", "evidence", "match"),
+                 column_config={"n": st.column_config.NumberColumn("#", width=36),
+                                "item": st.column_config.TextColumn(width=160),
+                                "verdict": st.column_config.TextColumn(width=100),
+                                "location": st.column_config.TextColumn("found in", width=90),
+                                "evidence": st.column_config.TextColumn(width=160)})

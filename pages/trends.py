@@ -23,15 +23,15 @@ JUMP_COLUMNS = {
     "delta": st.column_config.NumberColumn(format="%+.3f"),
     "x_threshold": st.column_config.NumberColumn("x threshold", format="%.1f",
                                                  help="How many jump thresholds the move is (4·√2 run-to-run spreads)"),
-    "first_suspect": st.column_config.TextColumn("first suspect", width=420),
+    "first_suspect": st.column_config.TextColumn("first suspect", width=240),
 }
 EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
                  "metric": st.column_config.TextColumn(help="A pipeline change concerns every metric"),
-                 "text": st.column_config.TextColumn("what changed", width=420)}
+                 "text": st.column_config.TextColumn("what changed", width=320)}
 JUMP_ORDER = ("started_at", "metric", "delta", "x_threshold", "first_suspect", "before", "after", "run_id",
               "across_instruments")
 EVENT_ORDER = ("started_at", "kind", "text", "metric", "run_id")
-WRAPPED_ROW = 64   # px: three lines of a long cell, wrapped
+WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 
 @st.cache_data(show_spinner=False)
