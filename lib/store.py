@@ -725,8 +725,9 @@ class Store:
             cur.execute("""INSERT OR IGNORE INTO ablations VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL)""",
                         [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
                          _now(), _now()])
-            cur.execute("UPDATE ablations SET status = 'running', updated_at = ? WHERE ablation_id = ? "
-                        "AND status <> 'done'", [_now(), ablation_id])
+            # a resumed ablation takes today's plan's total (its row may be from a plan that judged more)
+            cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
+                        "AND status <> 'done'", [total, _now(), ablation_id])
 
     def set_ablation_total(self, ablation_id: str, total: int) -> None:
         """The judgings an ablation will make, when it learns it needs fewer (its repeats stopped)."""

@@ -64,8 +64,10 @@ def test_an_ablation_runs_in_the_background_to_done(store: Store, spec: Ablation
         runner.shutdown()
     assert result is not None and result.ablation_id == aid
     assert status.state == "done"
-    # metric x (baseline + ground_truth + the joint question+ground_truth) x repeats x samples
-    assert status.total == 1 * 3 * 3 * 40
+    # metric x (baseline + ground_truth + the joint question+ground_truth) x repeats x samples, of which the two
+    # blanked arms need no call (the fixed template renders neither field): the job counts the judgings it makes
+    assert result.planned == 1 * 3 * 3 * 40 and result.not_rejudged == 2 * 3 * 40
+    assert status.total == result.judgings == 1 * 1 * 3 * 40
     assert status.done == status.total
     assert status.fraction == 1.0
     assert store.ablation(aid)["status"] == "done"  # type: ignore[index]
@@ -131,4 +133,5 @@ def test_an_ablation_left_running_by_a_gone_process_is_stalled_and_resumes(store
         status = runner.status(spec.ablation_id)
     finally:
         runner.shutdown()
-    assert status.state == "done" and status.done == status.total == 360
+    # the row a gone process left said 360; the resumed plan's judgings (baseline only: the arms need no call)
+    assert status.state == "done" and status.done == status.total == 120
