@@ -175,7 +175,8 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
         return SampleResult(sample.sample_id, EXCLUDED,
                             reason=f"no {spec.item_kind}s to judge: {spec.items_from} is empty")
     request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
-                           endpoint=judge_endpoint(judge), shape=ReplyShape(len(items), spec.labels))
+                           endpoint=judge_endpoint(judge), shape=ReplyShape(len(items), spec.labels),
+                           template=instrument.template)
     use_cache = cache is not None and judge.cacheable
     usage = Usage()
     calls = 0

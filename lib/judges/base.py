@@ -31,6 +31,9 @@ class JudgeRequest:
             model name on two servers is two judges, so a reply never crosses endpoints in the cache.
         shape: what a valid reply holds (how many verdicts, which two words), for a judge that can ask
             the server for exactly that (a JSON schema). Derived from the messages, so not part of the key.
+        template: the template the last message was rendered from (lib.prompts), for a judge that tells
+            the rendered fields from the template's own words by its placeholders (the offline judge). A
+            model reads only the messages, so it is not part of the key.
     """
 
     model: str
@@ -39,6 +42,7 @@ class JudgeRequest:
     seed: int | None = None
     endpoint: str = ""
     shape: ReplyShape | None = None
+    template: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(

@@ -1,22 +1,28 @@
 """A deterministic offline judge: lexical entailment over the whole prompt.
 
 It is a stand-in for a model judge, and honest about it. What it shares with a
-model is the property this project is about: it reads the whole rendered
-prompt. Every line that is not an item is material it may find support in, so
-a template that interpolates the reference leaks with this judge exactly as it
-does with a model.
+model is the property this project is about: it reads every rendered field of
+the prompt. Whatever the template interpolates is material it may find support
+in, so a template that interpolates the reference leaks with this judge exactly
+as it does with a model, however the template words it.
 
 Rules:
-- material: the lines under a heading ("CONTEXT:", "question:"), up to the
-  next blank line; unheaded text is taken as instructions, not evidence.
+- material: every field the template rendered, wherever the template puts it
+  (lib.judges.reading: the request names its template, and the literal text
+  between placeholders is the template's instructions, not evidence). A field
+  is read whole: passages, paragraphs, blank lines and all. With no template,
+  the text under headings ("CONTEXT:") is material.
 - support: an item is supported by a sentence holding at least `support_share`
-  of the item's content words and every number and time the item states.
+  of the item's content words, every number and time the item states, and
+  every name it states (a capitalised word). An item that is only a number, a
+  year or a date ("2006", "722,664") is supported by a sentence stating it.
+  Citation markers ("[3]") are not part of what an item states.
 - relevance: an item is relevant to a sentence sharing at least
   `relevance_share` of the smaller of their two content-word sets.
-- the section headed ANSWER (or RESPONSE) is the text under judgement, not
-  evidence for its own claims.
-- instructions: if the prompt asks to ignore a headed section (e.g. "Ignore
-  the REFERENCE ANSWER section"), support found only in that section is
+- the answer field (or a section headed ANSWER or RESPONSE) is the text under
+  judgement, not evidence for its own claims.
+- instructions: if the prompt asks to ignore a section (e.g. "Ignore the
+  REFERENCE ANSWER section"), support found only in a field of that name is
   dropped for a fixed share `heed` of items, chosen by a hash of the item. A
   model partly obeys such an instruction; this models that as a parameter,
   it does not derive it.
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lib.judges.base import JudgeReply, JudgeRequest, Usage
+from lib.judges.reading import Reading, read
 from lib.metrics import split_sentences
 
 STOPWORDS = frozenset(
@@ -44,11 +51,10 @@ STOPWORDS = frozenset(
     each every any all some more most less also only just very which who whom whose what when where why
     how has have had up out off via one""".split()
 )
-_WORD = re.compile(r"[a-z][a-z\-']*|\d+(?::\d+)?(?:\.\d+)?%?")
+_WORD = re.compile(r"[A-Za-z][A-Za-z\-']*|\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|\d+(?::\d+)?(?:\.\d+)?%?")
 _NUMBER = re.compile(r"^\d")
-_ITEM = re.compile(r"^ITEM (\d+): (.*)$")
-_HEADING = re.compile(r"^([A-Za-z][A-Za-z _]{2,}):\s*$")
-_PASSAGE = re.compile(r"^PASSAGE \d+: ")
+_CITATION = re.compile(r"\[\s*\d+(?:\s*[,;\-\u2013]\s*\d+)*\s*\]")
+_GLUED = re.compile(r"(?<=[a-z0-9)\]\"\u201d'])([.!?])(?=[A-Z][a-z])")  # "century.First": two sentences
 _LABELS = re.compile(r'[Vv]erdict words: "(\w+)" or "(\w+)"')
 _IGNORE = re.compile(r"ignore the ([A-Z][A-Z _]+?) section", re.IGNORECASE)
 
@@ -57,7 +63,6 @@ VARIANTS: dict[str, dict[str, float]] = {
     "offline-lexical-v2": {"support_share": 0.7, "relevance_share": 0.5},
 }
 DEFAULT_MODEL = "offline-lexical-v2"
-JUDGED_SECTIONS = frozenset({"ANSWER", "RESPONSE", "GENERATED ANSWER"})
 
 
 def _stem(word: str) -> str:
@@ -66,25 +71,37 @@ def _stem(word: str) -> str:
     return word
 
 
+@dataclass(frozen=True)
+class _Terms:
+    words: frozenset[str]     # content words, stemmed, lower case
+    numbers: frozenset[str]   # numbers and times, thousands separators dropped
+    names: frozenset[str]     # the content words written with a capital (names, titles, places)
+
+
 @lru_cache(maxsize=200_000)
-def _terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(content words, numbers) of a text."""
+def _terms(text: str) -> _Terms:
+    """The content words, numbers and names of a text; citation markers ("[3]") are not part of it."""
     words: set[str] = set()
     numbers: set[str] = set()
-    for tok in _WORD.findall(text.lower()):
+    names: set[str] = set()
+    for tok in _WORD.findall(_CITATION.sub(" ", text)):
         if _NUMBER.match(tok):
-            numbers.add(tok)
-        elif tok not in STOPWORDS and len(tok) > 2:
-            words.add(_stem(tok))
-    return frozenset(words), frozenset(numbers)
+            numbers.add(tok.replace(",", ""))
+            continue
+        low = tok.lower()
+        if low in STOPWORDS or len(low) <= 2:
+            continue
+        words.add(_stem(low))
+        if tok[0].isupper():
+            names.add(_stem(low))
+    return _Terms(frozenset(words), frozenset(numbers), frozenset(names))
 
 
 @dataclass(frozen=True)
 class _Sentence:
     text: str
-    section: str
-    words: frozenset[str]
-    numbers: frozenset[str]
+    names: frozenset[str]   # the field's names (its heading, label, placeholder)
+    terms: _Terms
 
 
 def _unit(seed: object, *parts: str) -> float:
@@ -117,7 +134,9 @@ class OfflineJudge:
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
         prompt = request.prompt
-        verdicts = self._decide(prompt)
+        contents = tuple(m.content for m in request.messages)
+        verdicts = _decide_cached(contents, getattr(request, "template", None), self._support_share,
+                                  self._relevance_share, self.heed)
         salt = hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest() if self.noise else ""
         out = []
         for n, item, label, evidence, positive, negative in verdicts:
@@ -129,63 +148,63 @@ class OfflineJudge:
         usage = Usage(len(request.prompt.split()), len(text.split()))
         return JudgeReply(text=text, usage=usage, fingerprint=self.model)
 
-    def _decide(self, prompt: str) -> list[tuple[int, str, bool, str, str, str]]:
-        return _decide_cached(prompt, self._support_share, self._relevance_share, self.heed)
+
+def _material(reading: Reading) -> list[_Sentence]:
+    """Every sentence of every field that may be evidence (the answer under judgement is not)."""
+    out = []
+    for field in reading.fields:
+        if field.judged:
+            continue
+        for unit in field.units:
+            for sent in split_sentences(_GLUED.sub(r"\1 ", unit)):
+                terms = _terms(sent)
+                if terms.words or terms.numbers:
+                    out.append(_Sentence(sent, field.names, terms))
+    return out
+
+
+def _supports(item: _Terms, s: _Terms, support_share: float) -> float | None:
+    """The share of the item's content words a sentence holds, when it supports the item; else None."""
+    if not item.numbers <= s.numbers or not item.names <= s.words:
+        return None
+    if not item.words:  # only a number, a year, a date: stated verbatim is supported
+        return 1.0 if item.numbers else None
+    share = len(item.words & s.words) / len(item.words)
+    return share if share >= support_share else None
+
+
+def _relevant(item: _Terms, s: _Terms, relevance_share: float) -> float | None:
+    denom = min(len(item.words), len(s.words))
+    share = len(item.words & s.words) / denom if denom else 0.0
+    return share if share >= relevance_share else None
 
 
 @lru_cache(maxsize=100_000)
-def _decide_cached(prompt: str, support_share: float, relevance_share: float,
+def _decide_cached(contents: tuple[str, ...], template: str | None, support_share: float, relevance_share: float,
                    heed: float) -> list[tuple[int, str, bool, str, str, str]]:
-    items: list[tuple[int, str]] = []
-    material: list[_Sentence] = []
-    section = ""  # material is what stands under a heading, up to the next blank line
-    for line in prompt.splitlines():
-        line = line.strip()
-        if not line:
-            section = ""
-            continue
-        m = _ITEM.match(line)
-        if m:
-            items.append((int(m.group(1)), m.group(2)))
-            continue
-        h = _HEADING.match(line)
-        if h:
-            section = h.group(1).strip().upper()
-            continue
-        if not section:
-            continue
-        line = _PASSAGE.sub("", line)
-        for sent in split_sentences(line):
-            words, numbers = _terms(sent)
-            if words:
-                material.append(_Sentence(sent, section, words, numbers))
+    reading = read(contents, template)
+    material = _material(reading)
+    prompt = "\n\n".join(contents)
     labels = _LABELS.search(prompt)
     positive, negative = labels.groups() if labels else ("supported", "unsupported")
     relevance = positive == "relevant"
-    ignored = {m.group(1).strip().upper() for m in _IGNORE.finditer(prompt)}
-
-    # The answer's own section (an {answer} beside its claims) is the thing
-    # being judged, not evidence for it.
-    material = [s for s in material if s.section not in JUDGED_SECTIONS]
+    ignored = {" ".join(m.group(1).split()).upper() for m in _IGNORE.finditer(prompt)}
 
     decided = []
-    for n, item in items:
-        iw, inum = _terms(item)
+    for n, item in reading.items:
+        terms = _terms(item)
         best: _Sentence | None = None
         best_share = 0.0
         for s in material:
-            if relevance:
-                denom = min(len(iw), len(s.words))
-                share = len(iw & s.words) / denom if denom else 0.0
-                ok = share >= relevance_share
-            else:
-                share = len(iw & s.words) / len(iw) if iw else 0.0
-                ok = share >= support_share and inum <= s.numbers
-            if ok and (best is None or share > best_share
-                       or (share == best_share and best.section in ignored and s.section not in ignored)):
+            share = (_relevant(terms, s.terms, relevance_share) if relevance
+                     else _supports(terms, s.terms, support_share))
+            if share is None:
+                continue
+            if (best is None or share > best_share
+                    or (share == best_share and best.names & ignored and not s.names & ignored)):
                 best, best_share = s, share
         label = best is not None
-        if label and best.section in ignored and _unit("heed", item) < heed:
+        if label and best.names & ignored and _unit("heed", item) < heed:
             label = False
         decided.append((n, item, label, best.text if label and best else "", positive, negative))
     return decided
