@@ -293,3 +293,12 @@ CONTEXT = "Boston College is a private research university in Chestnut Hill, Mas
 def test_support_rule_one_row_per_branch(claim: str, supported: bool) -> None:
     prompt = f"CONTEXT:\nPASSAGE 1: {CONTEXT}\n\nCLAIMS:\nITEM 1: {claim}\n\n" + RULE
     assert (ask(prompt)[0]["verdict"] == "supported") is supported
+
+
+@pytest.mark.parametrize(("claim", "supported"), [
+    ("The series aired on FX.", True),    # a two-letter acronym is a word the sentence states
+    ("The series aired on TV.", False),   # and one it does not
+])
+def test_two_letter_acronyms_are_content_words(claim: str, supported: bool) -> None:
+    prompt = f"CONTEXT:\nPASSAGE 1: The series aired on FX in 2010.\n\nCLAIMS:\nITEM 1: {claim}\n\n" + RULE
+    assert (ask(prompt)[0]["verdict"] == "supported") is supported

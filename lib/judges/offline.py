@@ -89,7 +89,7 @@ def _terms(text: str) -> _Terms:
             numbers.add(tok.replace(",", ""))
             continue
         low = tok.lower()
-        if low in STOPWORDS or len(low) <= 2:
+        if low in STOPWORDS or (len(low) <= 2 and not (len(tok) == 2 and tok.isupper())):  # "TV", "FX" count
             continue
         words.add(_stem(low))
         if tok[0].isupper():
@@ -149,18 +149,22 @@ class OfflineJudge:
         return JudgeReply(text=text, usage=usage, fingerprint=self.model)
 
 
+@lru_cache(maxsize=100_000)
+def _sentences(unit: str) -> tuple[tuple[str, _Terms], ...]:
+    """A reading unit's sentences with their terms (a passage recurs over runs, arms and metrics)."""
+    out = []
+    for sent in split_sentences(_GLUED.sub(r"\1 ", unit)):
+        terms = _terms(sent)
+        if terms.words or terms.numbers:
+            out.append((sent, terms))
+    return tuple(out)
+
+
 def _material(reading: Reading) -> list[_Sentence]:
     """Every sentence of every field that may be evidence (the answer under judgement is not)."""
-    out = []
-    for field in reading.fields:
-        if field.judged:
-            continue
-        for unit in field.units:
-            for sent in split_sentences(_GLUED.sub(r"\1 ", unit)):
-                terms = _terms(sent)
-                if terms.words or terms.numbers:
-                    out.append(_Sentence(sent, field.names, terms))
-    return out
+    return [_Sentence(sent, field.names, terms)
+            for field in reading.fields if not field.judged
+            for unit in field.units for sent, terms in _sentences(unit)]
 
 
 def _supports(item: _Terms, s: _Terms, support_share: float) -> float | None:
@@ -188,7 +192,8 @@ def _decide_cached(contents: tuple[str, ...], template: str | None, support_shar
     labels = _LABELS.search(prompt)
     positive, negative = labels.groups() if labels else ("supported", "unsupported")
     relevance = positive == "relevant"
-    ignored = {" ".join(m.group(1).split()).upper() for m in _IGNORE.finditer(prompt)}
+    ignored = ({" ".join(m.group(1).split()).upper() for m in _IGNORE.finditer(prompt)}
+               if "ignore" in prompt.lower() else set())
 
     decided = []
     for n, item in reading.items:
