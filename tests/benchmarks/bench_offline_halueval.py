@@ -1,7 +1,7 @@
 """The offline judge on real text: faithfulness on HaluEval QA, right answers against hallucinated ones.
 
-    python tests/benchmarks/bench_offline_halueval.py
-    python tests/benchmarks/bench_offline_halueval.py --before 794caf6   # also the judge of that commit
+    python tests/benchmarks/bench_offline_halueval.py                  # before (794caf6) and after
+    python tests/benchmarks/bench_offline_halueval.py --before none    # this tree only
     python tests/benchmarks/bench_offline_halueval.py --data other.jsonl --limit 300
 
 Each record of the development set (/work/shared/data/halueval_qa.jsonl; public, MIT; its README says where
@@ -12,8 +12,9 @@ passage, never the gold answer). Printed per judge: the AUC of the faithfulness 
 answers from hallucinated ones (ties count one half), the share of right answers scored 0, the share of
 hallucinated answers scored 1, and the time taken. Target: AUC >= 0.9.
 
-`--before REV` scores the same records with lib/judges/offline.py as it was at git revision REV (read with
-`git show`, run beside today's harness), so one run prints the figure before and after a change.
+`--before REV` also scores the same records with lib/judges/offline.py as it was at git revision REV (read
+with `git show`, run beside today's harness), so one run prints the figure before and after a change. The
+default, BEFORE, is the last commit before the judge read whole fields, numbers, names and citations.
 
 A benchmark prints figures; it asserts nothing and is not collected by pytest.
 """
@@ -41,6 +42,7 @@ from lib.samples import EvalSample  # noqa: E402
 
 DATA = Path("/work/shared/data/halueval_qa.jsonl")
 TARGET_AUC = 0.9
+BEFORE = "794caf6"
 
 
 def load(path: Path, limit: int | None = None) -> tuple[list[EvalSample], list[bool]]:
@@ -111,7 +113,8 @@ def line(label: str, f: dict[str, float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA, help=f"the development set (default {DATA})")
-    parser.add_argument("--before", metavar="REV", help="also score with the offline judge of this git revision")
+    parser.add_argument("--before", metavar="REV", default=BEFORE,
+                        help=f"also score with the offline judge of this git revision (default {BEFORE}; 'none': skip)")
     parser.add_argument("--limit", type=int, help="only the first N records")
     args = parser.parse_args(argv)
     if not args.data.exists():
@@ -119,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     samples, right = load(args.data, args.limit)
     print(f"{len(samples)} records from {args.data}: faithfulness, default template, projected binding")
-    if args.before:
-        print(line(f"before ({args.before})", measure(judge_at(args.before), samples, right)))
+    if args.before and args.before != "none":
+        try:
+            before = judge_at(args.before)
+        except subprocess.CalledProcessError:
+            print(f"before ({args.before}): not in this repository's history; skipped")
+        else:
+            print(line(f"before ({args.before})", measure(before, samples, right)))
     print(line("after (this tree)", measure(OfflineJudge(), samples, right)))
     return 0
 
