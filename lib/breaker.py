@@ -100,21 +100,30 @@ class Breaker:
 
     def record(self, ok: bool, reason: str = "") -> None:
         """One judge call ended: answered (ok) or failed after its retries, with the reason."""
-        with self._lock:
-            if ok:
+        if ok:
+            with self._lock:
                 self._in_a_row = 0
-                return
+            return
+        total = self._total()
+        # Counted, decided and tripped under one lock: of calls failing together, the one that reaches the
+        # limit trips, and the sentence names the limit (not a count another thread moved on meanwhile).
+        with self._lock:
             self._in_a_row += 1
             self._failed += 1
             self._last = reason
             in_a_row, failed = self._in_a_row, self._failed
-        total = self._total()
-        rule = trips(self.limits, in_a_row=in_a_row, failed=failed, total=total, elapsed=0.0)
-        if rule == "consecutive":
-            self.trip(f"stopped after {in_a_row} judge calls failed in a row (the last: {reason})")
-        elif rule == "share":
-            self.trip(f"stopped: {failed} judge calls failed, more than {self.limits.share:.0%} of the job's "
-                      f"{total} judgings, so its result would be INCONCLUSIVE (the last: {reason})")
+            rule = trips(self.limits, in_a_row=in_a_row, failed=failed, total=total, elapsed=0.0)
+            sentence = None
+            if rule == "consecutive":
+                sentence = f"stopped after {in_a_row} judge calls failed in a row (the last: {reason})"
+            elif rule == "share":
+                sentence = (f"stopped: {failed} judge calls failed, more than {self.limits.share:.0%} of the job's "
+                            f"{total} judgings, so its result would be INCONCLUSIVE (the last: {reason})")
+            if sentence is None or self.reason is not None:
+                return
+            self.reason = sentence
+        if self._on_trip is not None:
+            self._on_trip(sentence)
 
     def _deadline(self) -> None:
         elapsed = self._clock() - self._started
