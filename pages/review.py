@@ -58,13 +58,16 @@ if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
 
 c1, c2, c3, c4 = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
 picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",
-                       help="Default: the last seven days of data, ending on the day of the latest run. Latest: back to it.")
+                       help="Default: the last seven days of data, ending on the day of the latest run. "
+                            "Latest: back to it.")
 first_day, last_day = load_data_range(ctx.db_path, version)
 shown = st.session_state[RANGE_KEY]
 c2.button("Earlier", key="rev_prev", on_click=shift_range, args=(-7,), icon=":material/chevron_left:",
-          disabled=len(shown) == 2 and shown[0] <= first_day, help=f"The week before. The first run started on {first_day}.")
+          disabled=len(shown) == 2 and shown[0] <= first_day,
+          help=f"The week before. The first run started on {first_day}.")
 c3.button("Later", key="rev_next", on_click=shift_range, args=(7,), icon=":material/chevron_right:",
-          disabled=len(shown) == 2 and shown[1] >= last_day, help=f"The week after. The latest run started on {last_day}.")
+          disabled=len(shown) == 2 and shown[1] >= last_day,
+          help=f"The week after. The latest run started on {last_day}.")
 c4.button("Latest", key="rev_latest", on_click=lambda: st.session_state.update({RANGE_KEY: default}))
 if len(picked) != 2:
     st.info("Pick the last day of the range.")
