@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lib.demo import build_demo
 from lib.judges import JudgeRequest, Message, OfflineJudge
+from tests.support.browser import new_page
 from tests.support.openai_server import OpenAIServer
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 ENV_PREFIXES = ("OPENAI_", "EVALDRIFT_")
 
@@ -87,3 +92,14 @@ def openai_server() -> Iterator[OpenAIServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context (its own Streamlit session) in the requesting module's `browser`."""
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        p.context.close()
+

@@ -40,15 +40,6 @@ def browser() -> Iterator[Browser]:
         yield b
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    p = new_page(browser)
-    try:
-        yield p
-    finally:
-        p.context.close()
-
-
 def test_a_rejudged_history_launched_from_trends_shows_progress_then_both_lines(server: StreamlitServer,
                                                                                page: Page) -> None:
     page.goto(f"{server.url}/trends?metric=faithfulness")

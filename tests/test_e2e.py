@@ -114,16 +114,6 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: 
         yield Dashboard(server, leak_run, leak_sample)
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context: its own Streamlit session."""
-    p = new_page(browser)
-    try:
-        yield p
-    finally:
-        p.context.close()
-
-
 def open_page(page: Page, url: str) -> None:
     page.goto(url)
     wait_for_app(page)

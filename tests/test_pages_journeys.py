@@ -69,15 +69,6 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: 
         yield Dashboard(server, leak_run)
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    p = new_page(browser)
-    try:
-        yield p
-    finally:
-        p.context.close()
-
-
 # -- reading and driving widgets ------------------------------------------------------------------------------
 def selected(page: Page, key: str) -> str:
     """The value a keyed selectbox shows (its visible text, not its label)."""
