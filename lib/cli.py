@@ -551,6 +551,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lib.diagnose import find_jumps
+    from lib.presentation.mdtext import plain_text
     from lib.report import run_report
 
     db = _db_path(args, must_exist=True)
@@ -574,7 +575,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                     results.append(result)
                     print(f"{metric} x {field} blanked: {result.summary}", file=sys.stderr)
         text = run_report(store, run_id, ablation_results=results)
-    out.write_text(text, encoding="utf-8")
+    out.write_text(plain_text(text) if args.plain else text, encoding="utf-8")
     print(f"wrote the finding for run {run_id} to {out}")
     return EXIT_OK
 
@@ -717,6 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.add_argument("--run", required=True, metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--out", required=True, metavar="FILE.md")
+    p.add_argument("--plain", action="store_true",
+                   help="write plain text for a chat or a ticket (the Markdown without its escapes)")
     p.add_argument("--ablate", action="store_true",
                    help="first run, with the run's own judge, the wiring ablations the suspects of this run's "
                         "jumps call for")

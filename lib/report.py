@@ -6,9 +6,10 @@ them, the canary, where the judge's evidence came from) and writes it down
 with the numbers. Every value comes from a lib call; nothing is recomputed here.
 
 Sample text, run ids, labels, config values and judge output are untrusted:
-inline they pass through `md_escape` (every character that can start markup,
-a table cell, an HTML tag or an entity is backslash-escaped, line breaks are
-flattened), and multi-line text goes
+inline they pass through `md_text` (lib.presentation.mdtext: what a renderer
+would read as markup, a table cell, an HTML tag or an entity is
+backslash-escaped, and nothing else, so the finding also reads well as plain
+text; line breaks are flattened), and multi-line text goes
 in a fence longer than any backtick run inside it (`md_fence`), so no value
 can open a link, an image, an HTML tag, or close its own code block.
 """
@@ -26,6 +27,7 @@ from lib import diagnose
 from lib.ablation import AblationResult
 from lib.endpoints import normalise
 from lib.metrics import get_metric
+from lib.presentation.mdtext import md_text
 from lib.prompts import fields_read, lint
 from lib.records import MAIN
 from lib.samples import FIELDS
@@ -40,7 +42,7 @@ _BACKTICKS = re.compile(r"`+")
 
 # -- escaping -----------------------------------------------------------------------
 def md_escape(value: object) -> str:
-    """Inline-safe text: no markup, no HTML, no line breaks survive from `value`."""
+    """Inline-safe text for Streamlit to render: every mark that can start markup is escaped, no line breaks."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
 
 
@@ -68,12 +70,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # -- sections ---------------------------------------------------------------------
 def _header(store: Store, run_id: str, prev: str | None) -> list[str]:
     run = store.run(run_id)
-    out = [f"# evaldrift finding: run {md_escape(run_id)}", ""]
-    out.append(f"- started: {md_escape(run['started_at'])}")
+    out = [f"# evaldrift finding: run {md_text(run_id)}", ""]
+    out.append(f"- started: {md_text(run['started_at'])}")
     if run["label"]:
-        out.append(f"- label: {md_escape(run['label'])}")
-    out.append(f"- previous run: {md_escape(prev) if prev else 'none (first run)'}")
-    out.append(f"- database: {md_escape(store.path.name)}")
+        out.append(f"- label: {md_text(run['label'])}")
+    out.append(f"- previous run: {md_text(prev) if prev else 'none (first run)'}")
+    out.append(f"- database: {md_text(store.path.name)}")
     out += ["", "Pipeline config:", "", md_fence(json.dumps(run["pipeline"], indent=2, sort_keys=True,
                                                           ensure_ascii=False), "json"), ""]
     return out
@@ -106,10 +108,10 @@ def _metrics(store: Store, run_id: str, prev: str | None, suite: str) -> list[st
             if r.score is not None and not pd.isna(r.score) and not pd.isna(old):
                 change = _num(float(r.score) - float(old), signed=True)
         reads, lint_text = _reads_and_lint(store, r.metric, r.prompt_hash)
-        rows.append([md_escape(r.metric), _num(r.score), change, str(r.n), str(r.n_failed), str(r.n_excluded),
-                     md_escape(r.judge_model or "unattributed"), md_escape(r.prompt_hash or "unattributed"),
-                     md_escape(r.binding or "unattributed"), md_escape(reads), md_escape(lint_text)])
-    out = [f"## Metrics ({md_escape(suite)} suite)", ""]
+        rows.append([md_text(r.metric), _num(r.score), change, str(r.n), str(r.n_failed), str(r.n_excluded),
+                     md_text(r.judge_model or "unattributed"), md_text(r.prompt_hash or "unattributed"),
+                     md_text(r.binding or "unattributed"), md_text(reads), md_text(lint_text)])
+    out = [f"## Metrics ({md_text(suite)} suite)", ""]
     if not rows:
         return [*out, "No metrics recorded for this run.", ""]
     out.append(_table(["metric", "score", "change vs previous", "n", "failed", "excluded", "judge", "prompt",
@@ -127,15 +129,15 @@ def _jumps(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[st
         for v in res.verdicts:
             tested.setdefault((v.metric, v.arm), f"{v.kind} ({res.ablation_id})")
     for j in jumps:
-        out += [f"### {md_escape(j.metric)}: {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f})", "",
-                f"From {md_escape(j.prev_run_id)} to this run: {j.ratio:.1f}x the jump threshold "
+        out += [f"### {md_text(j.metric)}: {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f})", "",
+                f"From {md_text(j.prev_run_id)} to this run: {j.ratio:.1f}x the jump threshold "
                 f"±{j.threshold:.3f} (4 noise sds of a run-to-run difference; noise sd {j.noise_sd:.4f}).", "",
                 "Suspects, most likely first:", ""]
         for k, s in enumerate(j.suspects, start=1):
-            line = f"{k}. **{md_escape(s.kind)}**: {md_escape(s.description)}. Test: {md_escape(s.test)}."
+            line = f"{k}. **{md_text(s.kind)}**: {md_text(s.description)}. Test: {md_text(s.test)}."
             if s.blank:
                 verdict = tested.get((j.metric, s.blank))
-                line += (f" Ablation: {md_escape(verdict)}." if verdict
+                line += (f" Ablation: {md_text(verdict)}." if verdict
                          else " Ablation: not run yet (`python -m lib report ... --ablate` runs it).")
             out.append(line)
         out.append("")
@@ -147,25 +149,25 @@ def _changes(changes: diagnose.RunChanges) -> list[str]:
     if changes.prev_run_id is None:
         return [*out, "This is the first run: nothing to compare.", ""]
     if changes.is_empty:
-        return [*out, f"Nothing recorded changed since {md_escape(changes.prev_run_id)}: same judge, templates, "
+        return [*out, f"Nothing recorded changed since {md_text(changes.prev_run_id)}: same judge, templates, "
                       f"bindings and pipeline config.", ""]
     for m, (a, b) in changes.judge_models.items():
-        out.append(f"- {md_escape(m)} judge model: {md_escape(a)} -> {md_escape(b)}")
+        out.append(f"- {md_text(m)} judge model: {md_text(a)} -> {md_text(b)}")
     for m, (a, b) in changes.bindings.items():
-        out.append(f"- {md_escape(m)} binding: {md_escape(a)} -> {md_escape(b)}")
+        out.append(f"- {md_text(m)} binding: {md_text(a)} -> {md_text(b)}")
     if changes.judge_models or changes.bindings:
         out.append("")
     for t in changes.templates:
-        out += [f"### {md_escape(t.metric)} template {md_escape(t.before_hash)} -> {md_escape(t.after_hash)}", "",
-                f"- reads before: {md_escape(', '.join(t.fields_before) or 'unknown')}",
-                f"- reads after: {md_escape(', '.join(t.fields_after) or 'unknown')}"]
+        out += [f"### {md_text(t.metric)} template {md_text(t.before_hash)} -> {md_text(t.after_hash)}", "",
+                f"- reads before: {md_text(', '.join(t.fields_before) or 'unknown')}",
+                f"- reads after: {md_text(', '.join(t.fields_after) or 'unknown')}"]
         if t.newly_forbidden:
-            out.append(f"- **now reads {md_escape(', '.join(t.newly_forbidden))}, which {md_escape(t.metric)} "
+            out.append(f"- **now reads {md_text(', '.join(t.newly_forbidden))}, which {md_text(t.metric)} "
                        f"must never receive**")
         out += ["", md_fence(t.diff or "(no textual difference)", "diff"), ""]
     if changes.pipeline:
-        rows = [[md_escape(k), md_escape(json.dumps(a, ensure_ascii=False)),
-                 md_escape(json.dumps(b, ensure_ascii=False))] for k, (a, b) in changes.pipeline.items()]
+        rows = [[md_text(k), md_text(json.dumps(a, ensure_ascii=False)),
+                 md_text(json.dumps(b, ensure_ascii=False))] for k, (a, b) in changes.pipeline.items()]
         out += ["### Pipeline config", "", _table(["key", "before", "after"], rows), ""]
     return out
 
@@ -174,7 +176,7 @@ def _canary(store: Store, run_id: str) -> list[str]:
     out = ["## Canary", ""]
     status = diagnose.canary_status(store)
     if status.baseline is None:
-        return [*out, md_escape(status.sentence), ""]
+        return [*out, md_text(status.sentence), ""]
     here = status.frame[status.frame["run_id"] == run_id]
     if here.empty:
         out.append("This run scored no canary set.")
@@ -184,12 +186,12 @@ def _canary(store: Store, run_id: str) -> list[str]:
         out.append(f"Canary faithfulness at this run: {score:.3f}, {word} its baseline {status.baseline:.3f} "
                    f"(alarm above {_num(status.threshold)}). The canary answers hold correct facts only the "
                    f"reference states, so a correctly wired faithfulness judge reads them low.")
-    return [*out, "", f"Latest: {md_escape(status.sentence)}", ""]
+    return [*out, "", f"Latest: {md_text(status.sentence)}", ""]
 
 
 def _provenance(store: Store, run_id: str, prev: str | None, suite: str, metric: str = "faithfulness") -> list[str]:
     against = get_metric(metric).against
-    out = [f"## Evidence provenance ({md_escape(metric)})", ""]
+    out = [f"## Evidence provenance ({md_text(metric)})", ""]
     frame = diagnose.provenance(store, run_id, metric, suite=suite)
     summary = diagnose.provenance_summary(frame, metric)
     if summary.empty:
@@ -207,7 +209,7 @@ def _provenance(store: Store, run_id: str, prev: str | None, suite: str, metric:
     leaked = frame[frame["location"].isin([f for f in FIELDS if f != against])]
     if not leaked.empty:
         where = ", ".join(sorted(set(leaked["location"])))
-        out += [f"{len(leaked)} supported verdicts cite evidence found only in {md_escape(where)}: a judge that "
+        out += [f"{len(leaked)} supported verdicts cite evidence found only in {md_text(where)}: a judge that "
                 f"reads only {against} could not have written them. Examples (sample text, verbatim):", ""]
         lines = [f"[{r.sample_id}] in {r.location}: {' '.join(str(r.evidence).split())}"
                  for r in leaked.head(EVIDENCE_EXAMPLES).itertuples(index=False)]
@@ -238,7 +240,7 @@ def _stored_ablations(store: Store, run_id: str, results: list[AblationResult]) 
             results.append(AblationResult.from_dict(json.loads(row.result)))
             shown.add(row.ablation_id)
         else:
-            pending.append(f"- {md_escape(row.ablation_id)}: {md_escape(row.status)}, {row.done} of {row.total} "
+            pending.append(f"- {md_text(row.ablation_id)}: {md_text(row.status)}, {row.done} of {row.total} "
                            f"judgings stored (running it again resumes it)")
     return pending
 
@@ -249,13 +251,13 @@ def _ablations(results: list[AblationResult], pending: list[str]) -> list[str]:
         return [*out, "No ablation of this run is stored. `python -m lib ablate --db PATH --run RUN --metric M "
                       "--blank FIELD` runs one; `report --ablate` runs the ones the suspects call for.", ""]
     for res in results:
-        out += [f"### {md_escape(res.ablation_id)}: {md_escape(_spec_words(res.spec))}", "",
-                f"**{md_escape(res.summary)}**", ""]
-        out += [f"- {md_escape(v.sentence)}" for v in res.verdicts]
-        out += [f"- replay check: {md_escape(c.sentence)}" for c in res.replay]
+        out += [f"### {md_text(res.ablation_id)}: {md_text(_spec_words(res.spec))}", "",
+                f"**{md_text(res.summary)}**", ""]
+        out += [f"- {md_text(v.sentence)}" for v in res.verdicts]
+        out += [f"- replay check: {md_text(c.sentence)}" for c in res.replay]
         if res.four is not None:
-            out.append(f"- four readings: {md_escape(res.four.sentence)}")
-        out += [f"- cost: {md_escape(res.accounting)}", ""]
+            out.append(f"- four readings: {md_text(res.four.sentence)}")
+        out += [f"- cost: {md_text(res.accounting)}", ""]
     if pending:
         out += ["Unfinished:", "", *pending, ""]
     return out
@@ -302,10 +304,10 @@ def run_report(store: Store, run_id: str, *, ablation_results: Sequence[Ablation
 def _summary(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[str]:
     out = ["## In short", ""]
     if jumps:
-        out += [f"- {md_escape(j.sentence)}" for j in jumps]
+        out += [f"- {md_text(j.sentence)}" for j in jumps]
     else:
         out.append("- No metric jumped beyond noise at this run.")
-    out += [f"- Ablation {md_escape(r.ablation_id)}: {md_escape(r.summary)}" for r in results]
+    out += [f"- Ablation {md_text(r.ablation_id)}: {md_text(r.summary)}" for r in results]
     return [*out, ""]
 
 

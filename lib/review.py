@@ -10,7 +10,7 @@ alarms; and the ablations of those runs or launched in the range.
 Review page, the tests and a CLI report present the same values.
 
 Run ids, labels, config values and ablation text are untrusted in Markdown:
-every value passes through report.md_escape.
+every value passes through mdtext.md_text (the pages render with report.md_escape).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from lib import diagnose, incidents
 from lib.ablation import INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, AblationResult
 from lib.judging_counts import JudgingCounts, counts
 from lib.metrics import get_metric
+from lib.presentation.mdtext import md_text
 from lib.records import MAIN
-from lib.report import md_escape
+from lib.report import md_escape as md_escape  # the pages render with it
 from lib.samples import arm_fields
 from lib.store import Store
 
@@ -402,7 +403,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
 
 # -- Markdown -------------------------------------------------------------------------------
 def _bullets(lines: Sequence[str], empty: str) -> list[str]:
-    return [f"- {md_escape(x)}" for x in lines] if lines else [f"_{empty}_"]
+    return [f"- {md_text(x)}" for x in lines] if lines else [f"_{empty}_"]
 
 
 def _change_lines(changes: Sequence[Change]) -> list[str]:
@@ -411,8 +412,8 @@ def _change_lines(changes: Sequence[Change]) -> list[str]:
 
 def review_markdown(rev: Review) -> str:
     """The review as Markdown for the meeting notes; every stored value is escaped."""
-    out = [f"# {md_escape(rev.title)}", "",
-           f"{len(rev.runs)} run(s) in range" + (f": {md_escape(rev.runs[0])} to {md_escape(rev.runs[-1])}."
+    out = [f"# {md_text(rev.title)}", "",
+           f"{len(rev.runs)} run(s) in range" + (f": {md_text(rev.runs[0])} to {md_text(rev.runs[-1])}."
                                                  if rev.runs else "."), "",
            "## Summary", "", *_bullets(rev.headline, "Nothing to report."), ""]
 
@@ -426,9 +427,9 @@ def review_markdown(rev: Review) -> str:
             j = f.jump
             s = j.suspects[0] if j.suspects else None
             abl = next((a for a in f.ablations if a.summary), None)
-            cells = [md_escape(j.metric), md_escape(j.run_id), f"{j.before:.3f}", f"{j.after:.3f}", f"{j.delta:+.3f}",
-                     f"{j.ratio:.1f}", md_escape(f"{s.kind}: {s.description}") if s else "none",
-                     md_escape(s.test) if s else "", md_escape(f"{abl.ablation_id}: {abl.summary}") if abl else ""]
+            cells = [md_text(j.metric), md_text(j.run_id), f"{j.before:.3f}", f"{j.after:.3f}", f"{j.delta:+.3f}",
+                     f"{j.ratio:.1f}", md_text(f"{s.kind}: {s.description}") if s else "none",
+                     md_text(s.test) if s else "", md_text(f"{abl.ablation_id}: {abl.summary}") if abl else ""]
             out.append("| " + " | ".join(cells) + " |")
     else:
         out.append("_Nothing moved beyond the judge's noise._")
@@ -436,23 +437,23 @@ def review_markdown(rev: Review) -> str:
             *_bullets(_change_lines(rev.instrument_changes), "No judge, prompt or binding change."), "",
             "## What changed in the pipeline", "",
             *_bullets(_change_lines(rev.pipeline_changes), "No pipeline config change."), "",
-            "## Canary", "", md_escape(rev.canary_sentence), ""]
+            "## Canary", "", md_text(rev.canary_sentence), ""]
     if rev.canary_alarms:
         out += ["| run | started | canary faithfulness | threshold |", "|---|---|---|---|"]
-        out += [f"| {md_escape(a.run_id)} | {a.started_at:%Y-%m-%d %H:%M} | {a.score:.3f} | {a.threshold:.3f} |"
+        out += [f"| {md_text(a.run_id)} | {a.started_at:%Y-%m-%d %H:%M} | {a.score:.3f} | {a.threshold:.3f} |"
                 for a in rev.canary_alarms]
         out.append("")
     out += ["## Ablations", ""]
     if not rev.ablations:
         out.append("_No ablation of these runs, and none launched in this range._")
     for a in rev.ablations:
-        out += [f"### {md_escape(a.ablation_id)} on {md_escape(a.run_id)}", "",
-                f"{md_escape(a.what)}. Status: {md_escape(a.status)}. {md_escape(a.progress)}", ""]
+        out += [f"### {md_text(a.ablation_id)} on {md_text(a.run_id)}", "",
+                f"{md_text(a.what)}. Status: {md_text(a.status)}. {md_text(a.progress)}", ""]
         if a.summary:
-            out += [f"**{md_escape(a.summary)}**", ""]
-        out += [f"- {md_escape(sentence)}" for _, sentence in a.verdicts]
-        out += [f"- {md_escape(s)}" for s in a.mismatches]
+            out += [f"**{md_text(a.summary)}**", ""]
+        out += [f"- {md_text(sentence)}" for _, sentence in a.verdicts]
+        out += [f"- {md_text(s)}" for s in a.mismatches]
         if a.four:
-            out.append(f"- Four readings: {md_escape(a.four)}")
+            out.append(f"- Four readings: {md_text(a.four)}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -15,6 +15,7 @@ import streamlit as st
 import lib.ui
 import lib.ui_history
 from lib import judging_counts, linkparams, review
+from lib.presentation import mdtext
 
 RANGE_KEY = "rev_range"
 SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
@@ -152,7 +153,12 @@ for a in rev.ablations:
 # -- export ----------------------------------------------------------------------------------------------------
 st.subheader("Export")
 markdown = review.review_markdown(rev)
-st.download_button("Download the review as Markdown", markdown, file_name=f"evaldrift-review-{start}-{end}.md",
+d1, d2 = st.columns(2)
+d1.download_button("Download the review as Markdown", markdown, file_name=f"evaldrift-review-{start}-{end}.md",
                    mime="text/markdown", key="rev_download", on_click="ignore", icon=":material/download:")
+d2.download_button("Download as plain text", mdtext.plain_text(markdown), key="rev_download_text",
+                   file_name=f"evaldrift-review-{start}-{end}.txt", mime="text/plain", on_click="ignore",
+                   icon=":material/notes:", help="For a chat or a ticket that shows text as typed: the same review "
+                                                 "without Markdown's backslash escapes.")
 with st.expander("Preview the Markdown"):
     st.code(markdown, language="markdown")

@@ -155,6 +155,7 @@ def test_review_page_shows_the_leak_jump_and_exports_markdown(app_db: Path, leak
     assert len(jumps) == 1 and "+0.1" in jumps[0]
     assert any("canary alarmed" in t for t in texts(at.error))
     assert at.download_button(key="rev_download").label == "Download the review as Markdown"
+    assert at.download_button(key="rev_download_text").label == "Download as plain text"
     assert at.code[-1].value.strip() == expected.strip()   # st.code drops the final newline
     assert "## What moved beyond noise" in expected
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lib.harness import OK, SampleResult, Verdict
+from lib.presentation.mdtext import plain_text
 from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.records import MAIN, MetricRecord, RunRecord
 from lib.report import md_escape, md_fence, run_report
@@ -84,15 +85,15 @@ def test_the_leak_run_report_names_the_prompt_hash_suspect_and_its_evidence(demo
     assert outside.startswith(f"# evaldrift finding: run {run_ids[LEAK_RUN]}")
     assert "## Jumps at this run" in outside
     jumps = outside.split("## Jumps at this run")[1].split("## What changed")[0]
-    assert f"1. **prompt**: faithfulness prompt {CLEAN_HASH} -\\> {LEAKY_HASH}" in jumps
-    assert ("Test: split faithfulness's jump into instrument and outputs; ablating faithfulness with ground\\_truth "
+    assert f"1. **prompt**: faithfulness prompt {CLEAN_HASH} -> {LEAKY_HASH}" in jumps
+    assert ("Test: split faithfulness's jump into instrument and outputs; ablating faithfulness with ground_truth "
             "blanked checks the new wiring. Ablation: not run yet") in jumps
-    assert "now reads ground\\_truth, which faithfulness must never receive" in outside
+    assert "now reads ground_truth, which faithfulness must never receive" in outside
     diff = next(b for b in fences if b.startswith(f"--- {CLEAN_HASH}"))
     assert "+{ground_truth}" in diff
     assert "**ALARM**" in outside.split("## Canary")[1].split("##")[0]
     provenance = outside.split("## Evidence provenance (faithfulness)")[1].split("## Ablations")[0]
-    assert "cite evidence found only in ground\\_truth" in provenance
+    assert "cite evidence found only in ground_truth" in provenance
     metrics = [line for line in outside.splitlines() if line.startswith("| faithfulness |")]
     assert LEAKY_HASH in metrics[0] and "+0.1" in metrics[0]
     assert "No ablation of this run is stored" in outside
@@ -125,9 +126,23 @@ def test_report_command_runs_the_suspects_ablation_and_writes_the_finding(demo_d
     aid = ablation["ablation_id"]
     assert ablation["status"] == "done"
     assert f"Ablation: LEAK ({aid})" in text          # the prompt-hash suspect, tested
-    assert f"### {aid}: faithfulness x ground\\_truth blanked" in text
+    assert f"### {aid}: faithfulness x ground_truth blanked" in text
     assert "- LEAK: faithfulness moves -0." in text
     assert LEAKY_HASH in text
+
+
+def test_report_command_writes_plain_text_with_plain(demo_db: Path, run_ids: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "finding.txt"
+    proc = subprocess.run([sys.executable, "-m", "lib", "report", "--db", str(demo_db), "--run", run_ids[LEAK_RUN],
+                           "--out", str(out), "--plain"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    with Store(demo_db) as store:
+        markdown = run_report(store, run_ids[LEAK_RUN])
+    text = out.read_text(encoding="utf-8")
+    assert text == plain_text(markdown)
+    outside, _ = _fenced_blocks(text)
+    assert "\\" not in outside   # no escape left for a chat that shows text as typed
 
 
 def test_report_command_refuses_an_output_folder_that_does_not_exist(demo_db: Path, tmp_path: Path) -> None:
@@ -159,9 +174,9 @@ def test_untrusted_text_cannot_inject_markup(fresh_db: Path) -> None:
         text = run_report(store, run_id)
     outside, fences = _fenced_blocks(text)
     assert re.search(r"(?<!\\)<", outside) is None   # no tag can open: every < is escaped
-    assert "\\<script\\>" in outside and "\\<img src=x" in outside
-    for raw in ("**bold**", "[a](b)", "[link](http://x)", "`x`"):
-        assert raw not in outside, raw
+    assert "\\<script>" in outside and "\\<img src=x" in outside
+    for raw in ("**bold**", "[a](b)", "[link](http://x)", "`x`"):   # each only with its opening mark escaped
+        assert re.search(r"(?<!\\)" + re.escape(raw), outside) is None, raw
     # every table row has exactly its header's cells: no value added a column
     tables: dict[int, int] = {}
     block = 0
