@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from lib.gate import require_user
-from lib.ui import load_settings, navigating
+from lib.app.gate import require_user
+from lib.app.ui import load_settings, navigating
 
 st.set_page_config(page_title="evaldrift", layout="wide")
 

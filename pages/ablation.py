@@ -10,25 +10,21 @@ its progress in every other one.
 
 import streamlit as st
 
-import lib.ui
-from lib import (
-    ablation_form,
-    access,
-    charts,
-    cost,
-    gate,
-    glossary,
-    job_log,
-    jobs,
-    judging_counts,
-    noise,
-    review,
-    trust,
-    ui_history,
+import lib.app.ui
+from lib.app import access, gate, job_log, jobs, trust, ui_history
+from lib.core.errors import EvaldriftError, InputError
+from lib.core.metrics import METRIC_NAMES
+from lib.diagnosis import noise
+from lib.diagnosis.ablation import (
+    LEAK,
+    AblationResult,
+    AblationSpec,
+    four_readings_spec,
+    per_sample_deltas,
+    recorded_judge,
 )
-from lib.ablation import LEAK, AblationResult, AblationSpec, four_readings_spec, per_sample_deltas, recorded_judge
-from lib.errors import EvaldriftError, InputError
-from lib.metrics import METRIC_NAMES
+from lib.judging import cost
+from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
 DEFAULT_REPEATS = 3
@@ -37,29 +33,29 @@ BANNERS = {"error": st.error, "warning": st.warning, "success": st.success}
 LEVEL_ORDER = {"error": 0, "warning": 1, "success": 2}
 md = review.md_escape
 
-ctx = lib.ui.sidebar()
-server = lib.ui.load_settings()
+ctx = lib.app.ui.sidebar()
+server = lib.app.ui.load_settings()
 version = ctx.version
 
 
 @st.cache_data(show_spinner=False)
 def load_run_ids(db_path: str, version: str) -> list[str]:
-    return lib.ui.open_store(db_path).run_ids()
+    return lib.app.ui.open_store(db_path).run_ids()
 
 
 @st.cache_data(show_spinner=False)
-def load_briefs(db_path: str, version: str, run_id: str) -> list[review.AblationBrief]:
-    return review.ablation_briefs(lib.ui.open_store(db_path), run_id)
+def load_briefs(db_path: str, version: str, run_id: str) -> list[ablation_views.AblationBrief]:
+    return ablation_views.ablation_briefs(lib.app.ui.open_store(db_path), run_id)
 
 
 @st.cache_data(show_spinner=False)
 def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str):
-    return per_sample_deltas(lib.ui.open_store(db_path), ablation_id, metric, arm)
+    return per_sample_deltas(lib.app.ui.open_store(db_path), ablation_id, metric, arm)
 
 
 @st.cache_data(show_spinner=False)
 def load_counts(db_path: str, version: str, ablation_id: str, total: int) -> judging_counts.JudgingCounts:
-    return judging_counts.counts(lib.ui.open_store(db_path).ablation_results(ablation_id), total)
+    return judging_counts.counts(lib.app.ui.open_store(db_path).ablation_results(ablation_id), total)
 
 
 @st.cache_data(show_spinner=False)
@@ -69,13 +65,13 @@ def load_incidents(db_path: str, version: str):
 
 @st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
 def load_cost(db_path: str, version: str, spec: AblationSpec, cacheable: bool) -> cost.AblationCost:
-    return cost.estimate_ablation(lib.ui.open_store(db_path), spec, cacheable=cacheable)
+    return cost.estimate_ablation(lib.app.ui.open_store(db_path), spec, cacheable=cacheable)
 
 
 @st.cache_data(show_spinner=False)
 def load_own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...]) -> str | None:
     try:
-        return recorded_judge(lib.ui.open_store(db_path), run_id, metrics)
+        return recorded_judge(lib.app.ui.open_store(db_path), run_id, metrics)
     except EvaldriftError:  # unattributed, or metrics recorded by different judges
         return None
 
@@ -91,17 +87,17 @@ if not run_ids:
     st.stop()
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
-shown_id = lib.ui.query_param("ablation")
+shown_id = lib.app.ui.query_param("ablation")
 shown_row = ctx.store.ablation(shown_id) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
 start_run, start_metric = ablation_form.start_at(load_incidents(ctx.db_path, ui_history.version(ctx)), run_ids)
-if lib.ui.query_param("run") not in (None, "latest", *run_ids):
-    st.warning(f"No run {md(lib.ui.query_param('run'))} in this database; showing {md(start_run)}.")
-lib.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
-lib.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
+if lib.app.ui.query_param("run") not in (None, "latest", *run_ids):
+    st.warning(f"No run {md(lib.app.ui.query_param('run'))} in this database; showing {md(start_run)}.")
+lib.app.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
+lib.app.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
                             shown_spec.get("metrics", [start_metric or "faithfulness"]))
-lib.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
+lib.app.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
                             [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])
 st.session_state.setdefault("abl_repeats", DEFAULT_REPEATS)
 st.session_state.setdefault("abl_limit", 0)
@@ -126,7 +122,7 @@ repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats
 limit = c6.number_input("Sample limit", min_value=0, step=50, key="abl_limit",
                         help="Only the first N samples (0: all), for a quick look.")
 arms = offered if whole else blanks
-lib.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
+lib.app.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
 if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == {
         k: st.session_state.get(k) for k in shown_form.widgets()}:
     st.caption(md(f"The ablation shown also blanks {', '.join(shown_form.joint_arms)} together (fields joined by "
@@ -135,12 +131,12 @@ if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == 
 if metrics and arms:
     st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):",
                help=glossary.help_for("invariant", "arm"))
-    st.dataframe(review.expectation_table(metrics, arms), width="content")
+    st.dataframe(ablation_views.expectation_table(metrics, arms), width="content")
 JUDGE_CHOICE = "a judge (chosen below)"
 scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="abl_scorer",
                            help="A judge (by default the one that recorded the run), or an external scorer this "
                                 "server's operator allows (EVALDRIFT_SCORERS), e.g. Ragas' own faithfulness: "
-                                "lib.scorers.ragas_metrics:faithfulness.")
+                                "lib.judging.scorers.ragas_metrics:faithfulness.")
 scorer = None if scorer_pick == JUDGE_CHOICE else scorer_pick
 judge, endpoint = ctx.judge, ctx.endpoint
 if scorer is None:
@@ -150,7 +146,7 @@ if scorer is None:
                      format_func=lambda j: f"{j} (the run's own)" if j == own_judge else f"{j} (from the sidebar)",
                      help="An ablation replays the judge that recorded the run; another judge does not reproduce "
                           "the run's instrument, and the headline says which one was used.") or ctx.judge
-    endpoint = lib.ui.endpoint_for(judge)
+    endpoint = lib.app.ui.endpoint_for(judge)
 else:
     st.caption(f"Scorer: `{scorer}`, run on this server's terms; its calls go to the operator's endpoint.")
 # an external scorer calls a model (Ragas: the operator's endpoint), so it is launched as a paid judge is
@@ -161,7 +157,7 @@ if not may_launch:
             "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
 spec, refused, confirmed = None, "", True
 if metrics and arms:
-    try:  # the cost before launch (lib.cost): a paid judge over the operator's budget is confirmed once
+    try:  # the cost before launch (lib.judging.cost): a paid judge over the operator's budget is confirmed once
         spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
                              endpoint=endpoint, limit=int(limit) or None) if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
@@ -190,7 +186,7 @@ if launch:
         ctx.runner.submit(spec)
     shown_id = spec.ablation_id
     st.session_state["_abl_form_of"] = shown_id   # the form already shows what was launched
-    lib.ui.set_query(ablation=shown_id)
+    lib.app.ui.set_query(ablation=shown_id)
 
 
 # -- the ablation shown: progress, stall, failure or result ------------------------------------------------
@@ -214,7 +210,7 @@ def render_result(row: dict, run_label: str) -> None:
     if st.session_state.get("abl_from_store") == result.ablation_id:
         st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
                 f"no judge was called again.")
-    BANNERS[review.result_banner(result)](f"#### {md(result.summary)}")
+    BANNERS[ablation_views.result_banner(result)](f"#### {md(result.summary)}")
     tally = load_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
     st.caption(md(f"{run_label}. {tally.sentence} {result.saved}".rstrip()), help=judging_counts.HELP)
     note = job_log.read(ctx.store, result.ablation_id)
@@ -222,13 +218,13 @@ def render_result(row: dict, run_label: str) -> None:
         st.caption(md(f"Judge: {note.judge.sentence}."))
 
     st.subheader("Metrics x fields")
-    st.plotly_chart(charts.verdict_heatmap(review.verdict_matrix(result)), key="abl_heatmap", width="content",
+    st.plotly_chart(charts.verdict_heatmap(ablation_views.verdict_matrix(result)), key="abl_heatmap", width="content",
                     config={"displayModeBar": False})
 
     st.subheader("Verdicts", help=f"±figures in these verdicts are the judge repeat band: 2 x the "
                  f"{noise.JUDGE_SPREAD}. {noise.HELP[noise.JUDGE_SPREAD]}")
-    for v in sorted(result.verdicts, key=lambda v: LEVEL_ORDER[review.sentence_level(v.kind)]):
-        BANNERS[review.sentence_level(v.kind)](md(v.sentence))
+    for v in sorted(result.verdicts, key=lambda v: LEVEL_ORDER[ablation_views.sentence_level(v.kind)]):
+        BANNERS[ablation_views.sentence_level(v.kind)](md(v.sentence))
     for r in result.replay:
         if r.mismatch:
             st.warning(md(r.sentence))
@@ -276,7 +272,7 @@ def render_result(row: dict, run_label: str) -> None:
             agreed = False
         if st.button("Launch the four readings on this run", key="abl_four", disabled=not (may_launch and agreed)):
             ctx.runner.submit(four_spec)
-            lib.ui.set_query(ablation=four_spec.ablation_id)
+            lib.app.ui.set_query(ablation=four_spec.ablation_id)
             st.rerun()
     else:
         f1, f2, f3, f4, f5 = st.columns(5)
@@ -293,7 +289,7 @@ def render_result(row: dict, run_label: str) -> None:
 
 
 def rerun_controls(row: dict, label: str, key: str) -> None:
-    """Resume or Retry a stored spec on this server's terms (lib.trust): as recorded, after the user confirms
+    """Resume or Retry a stored spec on this server's terms (lib.app.trust): as recorded, after the user confirms
     a move to this server's judge, or refused with the reason. The stored endpoint is never dialled."""
     try:
         stored = AblationSpec.from_dict(row["spec"])
@@ -313,7 +309,7 @@ def rerun_controls(row: dict, label: str, key: str) -> None:
         label, key = f"{label} on this server's judge", f"{key}_here"
     if st.button(label, key=key, type="primary"):
         ctx.runner.submit(review_.spec)
-        lib.ui.set_query(ablation=review_.spec.ablation_id)
+        lib.app.ui.set_query(ablation=review_.spec.ablation_id)
         st.rerun()
 
 
@@ -335,7 +331,7 @@ if shown_id:
                    f"is gone. Resume keeps every finished judging and does the rest.")
         rerun_controls(row, "Resume", "abl_resume")
     elif status.state == jobs.STOPPED and row:
-        # the breaker or the deadline stopped it (lib.breaker): nothing decided, the failed calls reopened
+        # the breaker or the deadline stopped it (lib.judging.breaker): nothing decided, the failed calls reopened
         st.warning(md(f"This ablation was {status.reason or 'stopped'}. Nothing was decided; {status.done} of "
                       f"{status.total} judgings are kept, and Resume asks the rest, the failed calls included."))
         rerun_controls(row, "Resume", "abl_resume")

@@ -10,26 +10,26 @@ the runs that alarmed, and what the canary set is.
 
 import streamlit as st
 
-import lib.ui
-from lib import charts, review
-from lib.diagnose import canary_status
-from lib.records import CANARY
+import lib.app.ui
+from lib.core.records import CANARY
+from lib.diagnosis.checks import canary_status
+from lib.presentation import charts, review
 
 SAMPLE_COLUMNS = ["sample_id", "question", "answer", "ground_truth"]
 md = review.md_escape
 
-ctx = lib.ui.sidebar()
+ctx = lib.app.ui.sidebar()
 version = ctx.version
 
 
 @st.cache_data(show_spinner=False)
 def load_status(db_path: str, version: str):
-    return canary_status(lib.ui.open_store(db_path))
+    return canary_status(lib.app.ui.open_store(db_path))
 
 
 @st.cache_data(show_spinner=False)
 def load_canary_samples(db_path: str, version: str, run_id: str):
-    return lib.ui.open_store(db_path).samples_frame(run_id, CANARY)[SAMPLE_COLUMNS]
+    return lib.app.ui.open_store(db_path).samples_frame(run_id, CANARY)[SAMPLE_COLUMNS]
 
 
 st.title("Canary")

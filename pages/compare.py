@@ -12,10 +12,12 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from lib import access, charts, diagnose, gate, glossary, splits, ui, views
-from lib.diagnose import RunChanges, Split
-from lib.errors import InputError
-from lib.records import MAIN
+from lib.app import access, gate, ui
+from lib.core.errors import InputError
+from lib.core.records import MAIN
+from lib.diagnosis import diagnose, splits
+from lib.diagnosis.diagnose import RunChanges, Split
+from lib.presentation import charts, glossary, views
 
 ctx = ui.sidebar()
 

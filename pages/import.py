@@ -11,18 +11,19 @@ from datetime import datetime
 
 import streamlit as st
 
-import lib.ui
-from lib import access, gate, settings
-from lib.errors import EvaldriftError
-from lib.ingest import present_fields, records_from_frame, run_from_frame
-from lib.metrics import METRIC_NAMES
-from lib.scoring import evaluate_run
-from lib.uploads import SUFFIXES, column_mapping, read_upload
+import lib.app.ui
+from lib.app import access, gate
+from lib.core.errors import EvaldriftError
+from lib.core.metrics import METRIC_NAMES
+from lib.intake.ingest import present_fields, records_from_frame, run_from_frame
+from lib.intake.uploads import SUFFIXES, column_mapping, read_upload
+from lib.judging.build import settings_judge
+from lib.judging.scoring import evaluate_run
 
 PREVIEW_ROWS = 20
 SHOW_ERRORS = 10     # as lines of text; the table below holds them all
 
-ctx = lib.ui.sidebar()
+ctx = lib.app.ui.sidebar()
 st.title("Import")
 st.caption("Record your own eval file as a run: its samples, and either the scores it carries or scores from "
            "the judge configured for this dashboard. Nothing is written until you press Record.")
@@ -64,8 +65,8 @@ if upload.errors:
 
 st.success(f"{len(upload.frame)} rows, no problem found.")
 run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
-# scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.access)
-may_score = access.may_launch(ctx.user, ctx.endpoint, lib.ui.load_settings(), login=gate.login_configured())
+# scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.app.access)
+may_score = access.may_launch(ctx.user, ctx.endpoint, lib.app.ui.load_settings(), login=gate.login_configured())
 if score_here and not may_score:
     st.info("Scoring with a paid judge is for the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); record the file's own scores, or pick an offline judge in the sidebar.")
@@ -76,7 +77,7 @@ if not st.button("Record run", type="primary", key="imp_record",
 try:
     if score_here:
         samples, _ = records_from_frame(upload.frame, source=uploaded.name, metrics=wanted)
-        judge = settings.make_judge(lib.ui.load_settings(), model=ctx.judge)
+        judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge)
         bar = st.progress(0.0, text="Scoring...")
         run = evaluate_run(run_id, samples, judge, metrics=wanted, cache=ctx.store,
                            fields=present_fields(upload.frame),

@@ -6,10 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import diagnose, glossary, inbox, noise, ui, ui_history, views
-from lib.diagnose import CanaryStatus, Jump
-from lib.metrics import wiring_table
-from lib.records import CANARY, MAIN
+from lib.app import ui, ui_history
+from lib.core.metrics import wiring_table
+from lib.core.records import CANARY, MAIN
+from lib.diagnosis import checks, diagnose, noise
+from lib.diagnosis.checks import CanaryStatus
+from lib.diagnosis.diagnose import Jump
+from lib.intake import inbox
+from lib.presentation import glossary, views
 
 ctx = ui.sidebar()
 
@@ -33,12 +37,12 @@ def load_jumps(db_path: str, version: str) -> list[Jump]:
 
 @st.cache_data(show_spinner=False)
 def load_canary(db_path: str, version: str) -> CanaryStatus:
-    return diagnose.canary_status(ui.open_store(db_path), history=load_history(db_path, version, CANARY))
+    return checks.canary_status(ui.open_store(db_path), history=load_history(db_path, version, CANARY))
 
 
 @st.cache_data(show_spinner=False)
 def load_lint(db_path: str, version: str) -> pd.DataFrame:
-    return diagnose.lint_status(ui.open_store(db_path))
+    return checks.lint_status(ui.open_store(db_path))
 
 
 @st.cache_data(show_spinner=False)

@@ -12,33 +12,32 @@ from datetime import date, timedelta
 
 import streamlit as st
 
-import lib.ui
-import lib.ui_history
-from lib import judging_counts, linkparams, review
-from lib.presentation import mdtext
+import lib.app.ui
+import lib.app.ui_history
+from lib.presentation import judging_counts, linkparams, mdtext, review
 
 RANGE_KEY = "rev_range"
 SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
          "unexplained": "with no recorded change"}
 md = review.md_escape
 
-ctx = lib.ui.sidebar()
+ctx = lib.app.ui.sidebar()
 version = ctx.version
 
 
 @st.cache_data(show_spinner=False)
 def load_bounds(db_path: str, version: str) -> tuple[date, date] | None:
-    return review.default_range(lib.ui.open_store(db_path))
+    return review.default_range(lib.app.ui.open_store(db_path))
 
 
 @st.cache_data(show_spinner=False)
 def load_data_range(db_path: str, version: str) -> tuple[date, date]:
-    return review.data_range(lib.ui.open_store(db_path))  # type: ignore[return-value]
+    return review.data_range(lib.app.ui.open_store(db_path))  # type: ignore[return-value]
 
 
 @st.cache_data(show_spinner="Assembling the review...")
 def load_review(db_path: str, version: str, start: date, end: date) -> review.Review:
-    return review.review(lib.ui.open_store(db_path), start, end)
+    return review.review(lib.app.ui.open_store(db_path), start, end)
 
 
 def shift_range(days: int) -> None:
@@ -51,7 +50,7 @@ default = load_bounds(ctx.db_path, version)
 if default is None:
     st.info("This database holds no runs yet.")
     st.stop()
-url_range, url_problem = linkparams.date_range(lib.ui.query_param("from"), lib.ui.query_param("to"))
+url_range, url_problem = linkparams.date_range(lib.app.ui.query_param("from"), lib.app.ui.query_param("to"))
 if url_problem:
     st.warning(f"{md(url_problem)} Showing the latest week.")
 if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
@@ -74,8 +73,8 @@ if len(picked) != 2:
     st.info("Pick the last day of the range.")
     st.stop()
 start, end = picked
-lib.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
-rev = load_review(ctx.db_path, lib.ui_history.version(ctx), start, end)
+lib.app.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
+rev = load_review(ctx.db_path, lib.app.ui_history.version(ctx), start, end)
 
 # -- the summary: what to say first ----------------------------------------------------------------------------
 st.header(md(rev.title))

@@ -9,10 +9,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import degenerate, diagnose, sample_pages, ui, views
-from lib.diagnose import RunChanges
-from lib.metrics import get_metric
-from lib.records import MAIN
+from lib.app import ui
+from lib.core import degenerate
+from lib.core.metrics import get_metric
+from lib.core.records import MAIN
+from lib.diagnosis import diagnose
+from lib.diagnosis.diagnose import RunChanges
+from lib.diagnosis.provenance import provenance as find_provenance
+from lib.presentation import sample_pages, views
 
 ctx = ui.sidebar()
 
@@ -44,7 +48,7 @@ def load_changes(db_path: str, version: str, run_id: str) -> RunChanges:
 
 @st.cache_data(show_spinner=False)
 def load_provenance(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
-    return diagnose.provenance(ui.open_store(db_path), run_id, metric)
+    return find_provenance(ui.open_store(db_path), run_id, metric)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

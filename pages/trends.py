@@ -9,9 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib import charts, diagnose, glossary, history_charts, noise, rejudge, segments, ui, ui_history, views
-from lib.diagnose import Jump
-from lib.records import MAIN
+from lib.app import ui, ui_history
+from lib.core.records import MAIN
+from lib.diagnosis import diagnose, noise, rejudge, segments
+from lib.diagnosis.diagnose import Jump
+from lib.presentation import charts, glossary, history_charts, views
 
 ctx = ui.sidebar()
 

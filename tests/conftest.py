@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lib.demo import build_demo
-from lib.judges import JudgeRequest, Message, OfflineJudge
+from lib.app.demo import build_demo
+from lib.core.calls import JudgeRequest, Message
+from lib.judging import OfflineJudge
 from tests.support.browser import new_page
 from tests.support.openai_server import OpenAIServer
 
@@ -32,7 +33,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def _fresh_output_modes() -> Iterator[None]:
     """Each test probes its servers' output modes afresh: a loopback port reused by a later test's server is
     another server, whatever the process-wide book remembers about the port."""
-    from lib.judges.structured import BOOK
+    from lib.judging.structured import BOOK
 
     BOOK.clear()
     yield
@@ -53,7 +54,7 @@ def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) ->
     projected template), built once per session. Read-only: copy it before writing."""
     import shutil
 
-    from lib.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
+    from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
     from lib.store import Store
 
     path = tmp_path_factory.mktemp("rejudged") / "demo.duckdb"

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import (
+from lib.app.demo import demo_samples
+from lib.core.calls import JudgeReply, JudgeRequest
+from lib.core.errors import InputError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
+from lib.core.results import EXCLUDED, OK, SampleResult
+from lib.diagnosis.ablation import (
     CLEAN,
     INCONCLUSIVE,
     INSENSITIVE,
@@ -32,20 +38,17 @@ from lib.ablation import (
     per_sample_deltas,
     run_ablation,
 )
-from lib.demo import JUDGE_NOISE, demo_samples
-from lib.diagnose import change_events, find_jumps, lint_status
-from lib.errors import InputError
-from lib.harness import EXCLUDED, OK, SampleResult
-from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import CANARY, MAIN, MetricRecord, RunRecord
+from lib.diagnosis.checks import lint_status
+from lib.diagnosis.diagnose import change_events, find_jumps
+from lib.diagnosis.verdicts import UNCHANGED
+from lib.judging import OfflineJudge
+from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store
-from lib.verdicts import UNCHANGED
 
 
 def judge(model: str = "offline-lexical-v2") -> OfflineJudge:
     """The offline judge with the run-to-run noise the demo history was recorded with."""
-    return OfflineJudge(model, noise=JUDGE_NOISE)
+    return OfflineJudge(model, noise=STAND_IN_NOISE)
 
 
 class NoCallJudge:

@@ -13,13 +13,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.ablation import AblationResult, AblationSpec, per_sample_deltas, run_ablation
-from lib.ablation_plan import MIN_PROBED, PROBE, identical_repeats
-from lib.judges import JudgeRequest, Message, OfflineJudge, OpenAIJudge
-from lib.prompts import DEFAULT_TEMPLATES
-from lib.samples import EvalSample
+from lib.core.calls import JudgeRequest, Message
+from lib.core.prompts import DEFAULT_TEMPLATES
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import AblationResult, AblationSpec, per_sample_deltas, run_ablation
+from lib.diagnosis.ablation_plan import MIN_PROBED, PROBE, identical_repeats
+from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED
+from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
-from lib.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn
 from tests.support.openai_server import OpenAIServer

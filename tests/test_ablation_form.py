@@ -1,4 +1,5 @@
-"""lib.ablation_form: the Ablation page's form for the ablation on screen, and where it starts without a link."""
+"""lib.presentation.ablation_form: the Ablation page's form for the ablation on screen, and where it starts
+without a link."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from lib.ablation_form import FormValues, form_values, start_at
-from lib.incidents import ACCEPTED, Incident, StateChange
+from lib.diagnosis.incidents import ACCEPTED, Incident, StateChange
+from lib.presentation.ablation_form import FormValues, form_values, start_at
 
 ALL = ("ground_truth", "question", "contexts")
 RUNS = ("r1", "r2", "r3", "r4")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import ui
+from lib.app import ui
 from tests.test_cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,11 +1,11 @@
-"""Who may sign in and who may launch a paid-judge ablation: one row per branch of lib.access."""
+"""Who may sign in and who may launch a paid-judge ablation: one row per branch of lib.app.access."""
 
 from __future__ import annotations
 
 import pytest
 
-from lib import access
-from lib.settings import load
+from lib.app import access
+from lib.core.settings import load
 
 URL = "http://127.0.0.1:9/v1"
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import job_log
-from lib.ablation import AblationSpec
-from lib.breaker import Breaker, Limits, trips
-from lib.errors import InputError
-from lib.harness import CALL_FAILED, OK
-from lib.jobs import STOPPED, JobRunner, run_guarded
-from lib.judges import OpenAIJudge
-from lib.settings import load
+from lib.app import job_log
+from lib.app.jobs import STOPPED, JobRunner, run_guarded
+from lib.core.errors import InputError
+from lib.core.results import CALL_FAILED, OK
+from lib.core.settings import load
+from lib.diagnosis.ablation import AblationSpec
+from lib.judging import OpenAIJudge
+from lib.judging.breaker import Breaker, Limits, trips
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer

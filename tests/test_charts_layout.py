@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.charts import HEATMAP_CELL_W, HEATMAP_LABEL_W, verdict_heatmap
+from lib.presentation.charts import HEATMAP_CELL_W, HEATMAP_LABEL_W, verdict_heatmap
 
 
 def matrix(arms: list[str]) -> pd.DataFrame:

@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lib import chunked
-from lib.chunked import FileRun, check_file, record_file
-from lib.errors import InputError
-from lib.harness import aggregate
-from lib.ingest import ingest_file, read_table, run_from_frame
+from lib.core.errors import InputError
+from lib.core.results import aggregate
+from lib.intake import chunked
+from lib.intake.chunked import FileRun, check_file, record_file
+from lib.intake.ingest import ingest_file, run_from_frame
+from lib.intake.reading import read_table
 from lib.store import Store
 
 

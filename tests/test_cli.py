@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.prompts import DEFAULT_TEMPLATES
+from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

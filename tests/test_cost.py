@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from lib import cost, settings
-from lib.ablation import AblationSpec, run_ablation
-from lib.ablation_plan import PROBE
-from lib.cost import AblationCost, estimate_ablation, needs_confirmation
-from lib.errors import InputError
-from lib.judges import OpenAIJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core import settings
+from lib.core.errors import InputError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.ablation_plan import PROBE
+from lib.judging import OpenAIJudge, cost
+from lib.judging.cost import AblationCost, estimate_ablation, needs_confirmation
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn
@@ -201,7 +201,7 @@ def test_the_page_asks_once_before_a_paid_judge_s_calls(db: Path, server: OpenAI
     assert not at.button(key="abl_launch").disabled
     at.button(key="abl_launch").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    from lib import ui
+    from lib.app import ui
 
     store = ui.open_store(str(db))
     row = None

@@ -18,10 +18,9 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import databases
-from lib.databases import ForeignDatabaseError
-from lib.settings import load
-from lib.store import Store
+from lib.core.settings import load
+from lib.store import Store, databases
+from lib.store.databases import ForeignDatabaseError
 from tests.support.browser import (
     SIDEBAR_NAV,
     StreamlitServer,

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.demo import N_CANARY, N_RUNS, N_SAMPLES, build_demo, demo_samples, run_plans
-from lib.prompts import PROJECTED, REPLAY
-from lib.records import CANARY, MAIN
+from lib.app.demo import N_CANARY, N_RUNS, N_SAMPLES, build_demo, demo_samples, run_plans
+from lib.core.prompts import PROJECTED, REPLAY
+from lib.core.records import CANARY, MAIN
 from lib.store import Store
 
 

@@ -14,22 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
-from lib.diagnose import (
-    canary_status,
-    change_events,
-    config_diff,
-    find_jumps,
-    lint_status,
-    provenance,
-    provenance_summary,
-    run_changes,
-    split_jump,
-)
-from lib.judges import OfflineJudge
-from lib.metrics import METRIC_NAMES
-from lib.prompts import REPLAY, prompt_hash
-from lib.records import MAIN
+from lib.app.demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
+from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import REPLAY, prompt_hash
+from lib.core.records import MAIN
+from lib.diagnosis.checks import canary_status, lint_status
+from lib.diagnosis.diagnose import change_events, config_diff, find_jumps, run_changes, split_jump
+from lib.diagnosis.provenance import provenance, provenance_summary
+from lib.judging import OfflineJudge
 from lib.store import Store
 
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from lib.metrics import wiring_markdown
-from lib.settings import SETTINGS
+from lib.core.metrics import wiring_markdown
+from lib.core.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -27,7 +27,7 @@ def test_readme_gives_the_two_setup_commands():
 
 
 def test_readme_verdict_table_has_a_row_for_every_verdict_word():
-    from lib import verdicts
+    from lib.diagnosis import verdicts
 
     words = [verdicts.LEAK, verdicts.CLEAN, verdicts.SENSITIVE, verdicts.INSENSITIVE, verdicts.INCONCLUSIVE,
              verdicts.REPLAY_MISMATCH]
@@ -38,6 +38,6 @@ def test_readme_verdict_table_has_a_row_for_every_verdict_word():
 
 
 def test_the_readme_glossary_is_the_one_the_pages_show() -> None:
-    from lib.glossary import glossary_markdown
+    from lib.presentation.glossary import glossary_markdown
 
     assert glossary_markdown() in README

@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.ablation import AblationSpec
-from lib.diagnose import find_jumps
+from lib.diagnosis.ablation import AblationSpec
+from lib.diagnosis.diagnose import find_jumps
 from lib.store import Store
 from tests.support.browser import (
     MAIN,
@@ -252,7 +252,7 @@ def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(
         demo_db: Path, tmp_path: Path, dashboard: Dashboard, page: Page) -> None:
     """With pages/ next to app.py, Streamlit routes a server's very first request by folder until
     st.navigation has run once: a deep link pasted after a restart would run the page file alone (no
-    set_page_config, a file-name menu with an 'app' entry). lib.ui.ensure_navigation routes it through
+    set_page_config, a file-name menu with an 'app' entry). lib.app.ui.ensure_navigation routes it through
     app.py; this pins that down."""
     db = copy_db(demo_db, tmp_path / "demo.duckdb")
     with StreamlitServer(db, log_dir=tmp_path / "logs") as fresh:

@@ -9,15 +9,17 @@ import duckdb
 import pandas as pd
 import pytest
 
-from lib.ablation import AblationSpec, run_ablation
-from lib.diagnose import canary_status, find_jumps, lint_status
-from lib.errors import InputError, StoreError
-from lib.export import TABLES, ParquetStore, export_parquet, history_batch, open_store
-from lib.harness import Instrument, score_samples
-from lib.judges import JudgeReply, JudgeRequest, Message, OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.core.calls import JudgeReply, JudgeRequest, Message
+from lib.core.errors import InputError, StoreError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.checks import canary_status, lint_status
+from lib.diagnosis.diagnose import find_jumps
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.presentation.export import TABLES, ParquetStore, export_parquet, history_batch, open_store
 from lib.store import RunBatch, Store
 
 KEYS = {

@@ -29,11 +29,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lib.errors import InputError
-from lib.harness import FAILED, OK
-from lib.ingest import NO_SCORE, ingest_file
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.core.errors import InputError
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import FAILED, OK
+from lib.core.samples import EvalSample
+from lib.intake.ingest import NO_SCORE, ingest_file
 from lib.store import Store
 from tests.reliability_cases import BAD_INPUTS, CLI_CASES, README, UPDATE_COMMAND, CliCase, readme_with_section
 from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo
@@ -383,7 +383,7 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("fuzz") / "fuzz.duckdb"
     with Store(path) as s:
         sample = EvalSample("keep-1", "q?", "a.", ("p.",), "g.")
-        from lib.harness import SampleResult
+        from lib.core.results import SampleResult
 
         s.record_run(RunRecord("earlier-run", datetime(2026, 1, 1), {"k": 1}, {MAIN: [sample]},
                                [MetricRecord("faithfulness", [SampleResult("keep-1", OK, 0.5)], "m", None, None)]))

@@ -7,24 +7,15 @@ from collections.abc import Callable
 
 import pytest
 
-from lib.demo import LEAKY_FAITHFULNESS, demo_samples
-from lib.errors import JudgeError
-from lib.harness import (
-    EXCLUDED,
-    FAILED,
-    OK,
-    Instrument,
-    SampleResult,
-    Verdict,
-    aggregate,
-    parse_verdicts,
-    score_sample,
-    score_samples,
-)
-from lib.judges import JudgeReply, JudgeRequest, MemoryCache, OfflineJudge, Usage
-from lib.metrics import METRICS, sample_score
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
-from lib.samples import EvalSample, blank
+from lib.app.demo import LEAKY_FAITHFULNESS, demo_samples
+from lib.core.calls import JudgeReply, JudgeRequest, Usage
+from lib.core.errors import JudgeError
+from lib.core.metrics import METRICS, sample_score
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict, aggregate
+from lib.core.samples import EvalSample, blank
+from lib.judging import MemoryCache, OfflineJudge
+from lib.judging.harness import Instrument, parse_verdicts, score_sample, score_samples
 
 LABELS = ("supported", "unsupported")
 ITEMS = ["Backups are kept for 30 days.", "Exports run nightly."]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from lib.intake.uploads import column_mapping, read_upload
 from lib.store import Store
-from lib.uploads import column_mapping, read_upload
 from tests.support.browser import (
     MAIN,
     ROOT,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.diagnose import change_events
-from lib.errors import InputError
-from lib.importers import detect, import_run
+from lib.core.errors import InputError
+from lib.diagnosis.diagnose import change_events
+from lib.intake.importers import detect, import_run
 from lib.store import Store
 from tests.test_cli import assert_usage_error, cli
 

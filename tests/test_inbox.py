@@ -14,8 +14,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from lib import inbox, ui
-from lib.records import run_to_json
+from lib.app import ui
+from lib.intake import inbox
+from lib.intake.runjson import run_to_json
 from lib.store import Store
 from tests.test_validate import good_run
 

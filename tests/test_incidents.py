@@ -1,4 +1,5 @@
-"""Incidents (lib.incidents, lib.standing): what is still open on the demo, episodes, states that persist.
+"""Incidents (lib.diagnosis.incidents, lib.diagnosis.standing): what is still open on the demo, episodes,
+states that persist.
 
 On the demo re-judged with the trusted instrument, an engineer must be told
 first that the 10-31 system change is open, with today's level against the
@@ -16,10 +17,12 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from lib import incidents, review, standing, ui
-from lib.demo import run_plans
-from lib.diagnose import Jump, Suspect
-from lib.errors import InputError
+from lib.app import ui
+from lib.app.demo import run_plans
+from lib.core.errors import InputError
+from lib.diagnosis import incidents, standing
+from lib.diagnosis.diagnose import Jump, Suspect
+from lib.presentation import review
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,10 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lib.errors import InputError
-from lib.harness import FAILED, OK
-from lib.ingest import NO_SCORE, ingest_file, read_table, records_from_frame
-from lib.samples import EvalSample
+from lib.core.errors import InputError
+from lib.core.results import FAILED, OK
+from lib.core.samples import EvalSample
+from lib.intake.ingest import NO_SCORE, ingest_file, records_from_frame
+from lib.intake.reading import read_table
 from lib.store import Store
 
 LONG_ANSWER = "Cairo 🐪 " * 25_000 + "end."

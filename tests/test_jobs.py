@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import AblationSpec
-from lib.demo import JUDGE_NOISE
-from lib.jobs import JobRunner
-from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
+from lib.app.jobs import JobRunner
+from lib.core.calls import JudgeReply, JudgeRequest
+from lib.diagnosis.ablation import AblationSpec
+from lib.judging import OfflineJudge
+from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store
 
 
@@ -23,7 +24,7 @@ class GatedJudge:
     cacheable = False
 
     def __init__(self) -> None:
-        self._inner = OfflineJudge(noise=JUDGE_NOISE)
+        self._inner = OfflineJudge(noise=STAND_IN_NOISE)
         self.model = self._inner.model
         self.gate = threading.Event()
         self.calls = 0

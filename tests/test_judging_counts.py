@@ -1,4 +1,5 @@
-"""lib.judging_counts and the Review's ablation line: one vocabulary (judgings, calls, cached, excluded) everywhere."""
+"""lib.presentation.judging_counts and the Review's ablation line: one vocabulary (judgings, calls, cached,
+excluded) everywhere."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from lib.harness import EXCLUDED, FAILED, OK
-from lib.judging_counts import JudgingCounts, counts, progress_label
-from lib.review import AblationBrief, ablations_sentence
+from lib.core.results import EXCLUDED, FAILED, OK
+from lib.presentation.ablation_views import AblationBrief
+from lib.presentation.judging_counts import JudgingCounts, counts, progress_label
+from lib.presentation.review import ablations_sentence
 
 
 def rows(*spec: tuple[str, int, bool]) -> pd.DataFrame:

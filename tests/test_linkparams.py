@@ -11,9 +11,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from lib import linkparams, review, ui
-from lib.ablation import AblationSpec, run_ablation
-from lib.judges import OfflineJudge
+from lib.app import ui
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.judging import OfflineJudge
+from lib.presentation import ablation_views, linkparams
 from lib.store import Store
 from tests.test_validate import good_run
 
@@ -41,7 +42,7 @@ def db_with_ablation_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_briefs_read_an_ablation_without_a_result_beside_one_with(db_with_ablation_in_progress: Path) -> None:
     with Store(db_with_ablation_in_progress) as store:
-        briefs = {b.ablation_id: b for b in review.ablation_briefs(store)}
+        briefs = {b.ablation_id: b for b in ablation_views.ablation_briefs(store)}
     assert briefs["abl-running"].status == "running" and briefs["abl-running"].summary == ""
     [finished] = [b for b in briefs.values() if b.ablation_id != "abl-running"]
     assert finished.status == "done" and finished.summary

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from lib.presentation.mdtext import md_text, plain_text
-from lib.report import md_fence
+from lib.presentation.report import md_fence
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 SPECIALS = "\\`*_[]<>|~&$#-+=.)!(:;/ 1aZé\n"

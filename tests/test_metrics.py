@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lib.errors import WiringError
-from lib.metrics import METRIC_NAMES, METRICS, get_metric, items_of, sample_score, split_sentences, wiring_table
-from lib.samples import EvalSample
+from lib.core.errors import WiringError
+from lib.core.metrics import METRIC_NAMES, METRICS, get_metric, items_of, sample_score, split_sentences, wiring_table
+from lib.core.samples import EvalSample
 
 # The table in DESIGN.md section 1, written out by hand.
 WIRING = {

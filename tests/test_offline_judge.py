@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from lib.harness import Instrument, score_sample
-from lib.judges import Judge, JudgeRequest, Message, OfflineJudge
-from lib.judges.base import MemoryCache
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
-from lib.samples import EvalSample, blank
+from lib.core.calls import JudgeRequest, Message
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.core.samples import EvalSample, blank
+from lib.judging import Judge, OfflineJudge
+from lib.judging.base import MemoryCache
+from lib.judging.harness import Instrument, score_sample
 
 RULE = 'Verdict words: "supported" or "unsupported".'
 RELEVANCE_RULE = 'Verdict words: "relevant" or "irrelevant".'

@@ -13,14 +13,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lib.demo import demo_samples
-from lib.errors import JudgeError
-from lib.harness import FAILED, OK, Instrument, aggregate, score_sample, score_samples
-from lib.judges import Judge, JudgeRequest, MemoryCache, Message, OfflineJudge, OpenAIJudge
-from lib.judges.openai_judge import _retry_after
-from lib.metrics import METRIC_NAMES, split_sentences
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.samples import EvalSample
+from lib.app.demo import demo_samples
+from lib.core.calls import JudgeRequest, Message
+from lib.core.errors import JudgeError
+from lib.core.metrics import METRIC_NAMES, split_sentences
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import FAILED, OK, aggregate
+from lib.core.samples import EvalSample
+from lib.judging import Judge, MemoryCache, OfflineJudge, OpenAIJudge
+from lib.judging.harness import Instrument, score_sample, score_samples
+from lib.judging.openai_judge import _retry_after
 from lib.store import Store
 from tests.support.openai_server import Fault, OpenAIServer
 

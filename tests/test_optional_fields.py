@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import AblationSpec, run_ablation
-from lib.errors import InputError
-from lib.ingest import fields_needed, ingest_file, read_table, run_from_frame
-from lib.judges import OfflineJudge
-from lib.records import run_from_json, run_to_json
+from lib.core.errors import InputError
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.intake.ingest import fields_needed, ingest_file, run_from_frame
+from lib.intake.reading import read_table
+from lib.intake.runjson import run_from_json, run_to_json
+from lib.judging import OfflineJudge
 from lib.store import Store
 from tests.test_cli import assert_usage_error, cli
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from lib.demo import demo_samples
-from lib.harness import OK, Instrument, score_samples
-from lib.judges import OpenAIJudge
-from lib.judges.pacing import OK as CALL_OK
-from lib.judges.pacing import OTHER, OVERLOAD, Pacer
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.samples import EvalSample
+from lib.app.demo import demo_samples
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import OK
+from lib.core.samples import EvalSample
+from lib.judging import OpenAIJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.judging.pacing import OK as CALL_OK
+from lib.judging.pacing import OTHER, OVERLOAD, Pacer
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
 

@@ -1,4 +1,5 @@
-"""The Overview, Trends, Run and Compare pages on the demo database, and the frames they show (lib.views)."""
+"""The Overview, Trends, Run and Compare pages on the demo database, and the frames they show
+(lib.presentation.views)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from lib import ui, views
-from lib.charts import run_from_selection, trend_figure
-from lib.demo import INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
-from lib.diagnose import Jump, RunChanges, Suspect
-from lib.metrics import METRIC_NAMES
-from lib.prompts import prompt_hash
+from lib.app import ui
+from lib.app.demo import INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
+from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import prompt_hash
+from lib.diagnosis.diagnose import Jump, RunChanges, Suspect
+from lib.presentation import views
+from lib.presentation.charts import run_from_selection, trend_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = run_plans()
@@ -205,7 +207,7 @@ def test_trend_figure_puts_run_ids_in_customdata_and_escapes_hover_text() -> Non
     assert "<script>" not in hover and "<b>x</b>" not in hover and "&lt;script&gt;" in hover
 
 
-# -- lib.views -------------------------------------------------------------------------------------
+# -- lib.presentation.views -------------------------------------------------------------------------------------
 def history_frame(scores: dict[str, list[float]]) -> pd.DataFrame:
     rows = []
     for metric, values in scores.items():

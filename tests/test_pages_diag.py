@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import review
-from lib.ablation import AblationSpec
-from lib.diagnose import find_jumps
+from lib.diagnosis.ablation import AblationSpec
+from lib.diagnosis.diagnose import find_jumps
+from lib.presentation import review
 from lib.store import Store
 
 APP = Path(__file__).resolve().parents[1] / "app.py"

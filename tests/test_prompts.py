@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from lib.errors import InputError, LintError, WiringError
-from lib.metrics import METRICS
-from lib.prompts import (
+from lib.core.errors import InputError, LintError, WiringError
+from lib.core.metrics import METRICS
+from lib.core.prompts import (
     DEFAULT_TEMPLATES,
     PROJECTED,
     REPLAY,
@@ -21,7 +21,7 @@ from lib.prompts import (
     prompt_hash,
     template_diff,
 )
-from lib.samples import EvalSample
+from lib.core.samples import EvalSample
 
 SAMPLE = EvalSample(
     sample_id="s-1",

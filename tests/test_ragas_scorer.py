@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
-from lib.errors import InputError
-from lib.ingest import run_from_frame
-from lib.samples import EvalSample
-from lib.scorers.ragas_metrics import score_with_ragas
+from lib.core.errors import InputError
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
+from lib.intake.ingest import run_from_frame
+from lib.judging.scorers.ragas_metrics import score_with_ragas
 from lib.store import Store
 from tests.benchmarks.judge_server import respond
 from tests.support import ragas_wirings

@@ -1,4 +1,4 @@
-"""Re-judged history (lib.rejudge): the demo's faithfulness re-measured with one trusted instrument.
+"""Re-judged history (lib.diagnosis.rejudge): the demo's faithfulness re-measured with one trusted instrument.
 
 The recorded faithfulness of the demo mixes five instruments: it leaps at the
 leak (10-03), dips at the "ignore the reference" instruction (10-18), shows
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from lib import history_store as hs
-from lib import rejudge
-from lib.demo import FIXED_FAITHFULNESS, build_demo, run_plans
-from lib.diagnose import split_jump
-from lib.errors import InputError, NotFoundError
-from lib.judges import OfflineJudge, OpenAIJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
+from lib.app.demo import FIXED_FAITHFULNESS, build_demo, run_plans
+from lib.core.errors import InputError, NotFoundError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
+from lib.diagnosis import rejudge
+from lib.diagnosis.diagnose import split_jump
+from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
+from lib.store import history as hs
 
 PLANS = run_plans()
 LEAK, INSTRUCTED, REGRESSION, FIX = (PLANS[i].run_id for i in (30, 45, 58, 75))
@@ -207,8 +207,8 @@ def test_an_unknown_run_is_refused_before_anything_is_written(small: Store) -> N
 ])
 def test_the_dashboard_builds_a_rejudge_judge_from_the_operators_settings_alone(judge: str, endpoint: str,
                                                                                 setting: str) -> None:
-    from lib.errors import TrustError
-    from lib.ui_history import judge_for_rejudge
+    from lib.app.ui_history import judge_for_rejudge
+    from lib.core.errors import TrustError
 
     spec = rejudge.RejudgeSpec("faithfulness", ("r1",), DEFAULT_TEMPLATES["faithfulness"], judge=judge,
                                endpoint=endpoint)

@@ -2,7 +2,7 @@
 
 The approach (README, "Reliability"): one process owns a DuckDB file. A
 recorder that finds it held writes its run into the inbox folder; the owner
-drains the inbox on each page load (lib.ui.sidebar calls lib.inbox.drain).
+drains the inbox on each page load (lib.app.ui.sidebar calls lib.intake.inbox.drain).
 This test runs it all at once, for real: `streamlit run app.py` on a copy of
 a demo database, three Chromium sessions loading pages, one of them running
 an ablation from the Ablation page, and two recorder processes (`python -m
@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from lib import inbox
-from lib.harness import OK, Instrument, SampleResult, score_samples
-from lib.judges import OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord, run_to_json
-from lib.samples import EvalSample
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import OK, SampleResult
+from lib.core.samples import EvalSample
+from lib.intake import inbox
+from lib.intake.runjson import run_to_json
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
 from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
 from tests.support.reliability_support import LOCK_WORDS, ROOT, child_env, copy_db, mini_demo

@@ -19,15 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
-from lib.demo import demo_samples
-from lib.errors import JudgeError
-from lib.harness import FAILED, OK, Instrument, aggregate, score_sample, score_samples
-from lib.judges import JudgeRequest, Message, OfflineJudge, OpenAIJudge
-from lib.metrics import split_sentences
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.app.demo import demo_samples
+from lib.core.calls import JudgeRequest, Message
+from lib.core.errors import JudgeError
+from lib.core.metrics import split_sentences
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import FAILED, OK, aggregate
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
+from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.reliability_cases import (

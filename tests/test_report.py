@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lib.harness import OK, SampleResult, Verdict
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
 from lib.presentation.mdtext import plain_text
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.report import md_escape, md_fence, run_report
-from lib.samples import EvalSample
+from lib.presentation.report import md_escape, md_fence, run_report
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import LEAK, AblationResult
-from lib.ablation_result import RESULT_FORMAT
-from lib.errors import InputError
+from lib.core.errors import InputError
+from lib.diagnosis.ablation import LEAK, AblationResult
+from lib.diagnosis.ablation_result import RESULT_FORMAT
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ablation_result_format2.json"
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.ablation import AblationSpec, run_ablation
-from lib.diagnose import lint_status
-from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
-from lib.records import MAIN
+from lib.core.calls import JudgeReply, JudgeRequest
+from lib.core.records import MAIN
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.checks import lint_status
+from lib.judging import OfflineJudge
 from lib.store import Store
 from tests.support.ablate_child import make_judge, resume_spec
 

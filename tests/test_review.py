@@ -1,4 +1,4 @@
-"""The weekly review (lib/review.py): what it lists for a range, and its Markdown export."""
+"""The weekly review (lib/presentation/review.py): what it lists for a range, and its Markdown export."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib import review
-from lib.ablation import AblationSpec, run_ablation
-from lib.demo import run_plans
-from lib.harness import Instrument, score_samples
-from lib.judges import OfflineJudge
-from lib.metrics import METRICS
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.app.demo import run_plans
+from lib.core.metrics import METRICS
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.presentation import ablation_views, review
 from lib.store import Store
 
 SCRIPT = "<script>alert(1)</script>"
@@ -165,29 +165,29 @@ def test_markdown_escapes_text_recorded_in_runs(fresh_db: Path) -> None:
 @pytest.mark.parametrize("metric", list(METRICS))
 def test_expectations_come_from_the_wiring_table(metric: str) -> None:
     fields = ["ground_truth", "question", "contexts", "answer"]
-    table = review.expectation_table([metric], fields)
+    table = ablation_views.expectation_table([metric], fields)
     for f in fields:
         want = "invariant" if f in METRICS[metric].never else "sensitive"
         assert table.loc[metric, f] == want
 
 
 def test_verdict_matrix_has_every_cell_with_its_verdict_and_expectation(demo_store: Store) -> None:
-    brief = next(b for b in review.ablation_briefs(demo_store) if b.metrics == ("faithfulness",))
+    brief = next(b for b in ablation_views.ablation_briefs(demo_store) if b.metrics == ("faithfulness",))
     row = demo_store.ablation(brief.ablation_id)
-    from lib.ablation import AblationResult
+    from lib.diagnosis.ablation import AblationResult
 
-    matrix = review.verdict_matrix(AblationResult.from_dict(row["result"]))
+    matrix = ablation_views.verdict_matrix(AblationResult.from_dict(row["result"]))
     assert matrix[["metric", "arm", "kind", "expected"]].values.tolist() == [
         ["faithfulness", "ground_truth", "LEAK", "invariant"],
         ["faithfulness", "question+ground_truth", "LEAK", "invariant"]]   # the joint arm every ablation adds
-    assert review.result_banner(AblationResult.from_dict(row["result"])) == "error"
+    assert ablation_views.result_banner(AblationResult.from_dict(row["result"])) == "error"
 
 
 @pytest.mark.parametrize(("kind", "level"), [("LEAK", "error"), ("INSENSITIVE", "error"), ("CLEAN", "success"),
                                              ("SENSITIVE", "success"), ("INCONCLUSIVE", "warning"),
                                              ("REPLAY MISMATCH", "warning")])
 def test_sentence_levels(kind: str, level: str) -> None:
-    assert review.sentence_level(kind) == level
+    assert ablation_views.sentence_level(kind) == level
 
 
 def test_alarm_spells_group_consecutive_alarm_runs() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib import sample_pages
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.sample_pages import SampleFilters, sample_page
-from lib.samples import EvalSample
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.samples import EvalSample
+from lib.presentation import sample_pages
+from lib.presentation.sample_pages import SampleFilters, sample_page
 from lib.store import Store
 from tests.support.synthetic_runs import Facts, record, samples
 
@@ -93,7 +93,7 @@ def test_the_run_page_of_a_large_run_shows_a_page_and_finds_a_sample_anywhere_in
 
     from streamlit.testing.v1 import AppTest
 
-    from lib.ingest import ingest_file
+    from lib.intake.ingest import ingest_file
 
     n = sample_pages.WHOLE_RUN_MAX + 1_200
     path = tmp_path / "big.jsonl"

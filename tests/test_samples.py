@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.samples import EvalSample, arm_fields, arm_name, blank
+from lib.core.samples import EvalSample, arm_fields, arm_name, blank
 
 SAMPLE = EvalSample(
     sample_id="s-1",

@@ -1,4 +1,4 @@
-"""Scoring your own data: `python -m lib score`, the nightly job's `lib.scoring.evaluate_run`, `templates`."""
+"""Scoring your own data: `python -m lib score`, the nightly job's `lib.judging.scoring.evaluate_run`, `templates`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lib import inbox
-from lib.errors import InputError
-from lib.judges import OfflineJudge, OpenAIJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
-from lib.samples import EvalSample
-from lib.scoring import cache_path, evaluate_run, score_file
+from lib.core.errors import InputError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
+from lib.core.samples import EvalSample
+from lib.intake import inbox
+from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging.scoring import cache_path, evaluate_run, score_file
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer
 from tests.test_cli import assert_usage_error, cli
@@ -138,14 +138,6 @@ def test_the_nightly_job_api_scores_and_records_with_the_inbox_fallback(fresh_db
         assert sorted(store.run_metrics("nightly-7")["metric"]) == ["answer_correctness", "faithfulness"]
     with pytest.raises(InputError, match="template for unknown metric"):
         evaluate_run("x", samples, OfflineJudge(), templates={"faithfullness": "{items}"})
-
-
-def test_lib_records_evaluate_run_still_answers_old_callers() -> None:
-    from lib.records import evaluate_run as old
-
-    samples = [EvalSample(r["id"], r["question"], r["answer"], tuple(r["contexts"]), r["ground_truth"]) for r in ROWS]
-    run = old("r", samples, OfflineJudge(), metrics=["faithfulness"])
-    assert [m.metric for m in run.metrics] == ["faithfulness"] and run.metrics[0].binding == PROJECTED
 
 
 # -- templates -----------------------------------------------------------------------------------

@@ -29,17 +29,19 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page
 
-from lib import diagnose, inbox
-from lib.ablation import AblationSpec, per_sample_deltas, run_ablation
-from lib.ablation_plan import plan
-from lib.demo import demo_samples
-from lib.errors import InputError, NotFoundError
-from lib.harness import FAILED, OK, Instrument, SampleResult, Verdict, score_sample, score_samples
-from lib.ingest import ingest_file
-from lib.judges import OfflineJudge, OpenAIJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.app.demo import demo_samples
+from lib.core.errors import InputError, NotFoundError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import FAILED, OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
+from lib.diagnosis import diagnose, provenance
+from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, run_ablation
+from lib.diagnosis.ablation_plan import plan
+from lib.intake import inbox
+from lib.intake.ingest import ingest_file
+from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
@@ -249,7 +251,7 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         assert len(store.ablation_results(spec.ablation_id)) == len(plan(store, spec).judged_arms("faithfulness")) * 22
         assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts").empty
         assert diagnose.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
-        assert set(diagnose.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}
+        assert set(provenance.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}
         store.delete_run(EVIL[3])
         assert not store.has_run(EVIL[3]) and store.has_run(EVIL[4])
         counts = store.counts()
@@ -303,7 +305,7 @@ def test_a_prompt_injection_does_not_sway_the_offline_judge_and_shows_as_a_norma
                                   judge.model, FAITHFULNESS.template, PROJECTED)])
     with Store(tmp_path / "inject.duckdb") as store:
         store.record_run(run)
-        prov = diagnose.provenance(store, "injected")
+        prov = provenance.provenance(store, "injected")
         mine = prov[prov["sample_id"] == target.sample_id]
         assert len(mine) == sum(v.label for v in clean.verdicts)      # its supported claims, no more
         assert set(mine["location"]) == {"contexts"}                   # evidenced where it should be
@@ -337,12 +339,12 @@ def test_a_model_judge_swayed_by_an_injection_shows_up_as_evidence_found_nowhere
     with Store(tmp_path / "swayed.duckdb") as store:
         store.record_run(RunRecord("swayed", datetime(2026, 2, 1), {}, {MAIN: samples},
                                    [MetricRecord("faithfulness", results, MODEL, FAITHFULNESS.template, PROJECTED)]))
-        prov = diagnose.provenance(store, "swayed")
+        prov = provenance.provenance(store, "swayed")
         mine = prov[prov["sample_id"] == target.sample_id]
         assert len(mine) == len(results[0].verdicts)
         assert set(mine["location"]) == {"nowhere"}                    # the provenance view gives it away
         others = prov[prov["sample_id"] != target.sample_id]
         assert (others["location"] == "contexts").mean() > 0.8
-        summary = diagnose.provenance_summary(prov)
+        summary = provenance.provenance_summary(prov)
         assert int(summary.loc[summary["run_id"] == "swayed", "nowhere"].iloc[0]) >= len(mine)
     assert isinstance(summary, pd.DataFrame)

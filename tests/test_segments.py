@@ -1,8 +1,8 @@
-"""Comparable segments (lib.segments) and the one noise vocabulary (lib.noise).
+"""Comparable segments (lib.diagnosis.segments) and the one noise vocabulary (lib.diagnosis.noise).
 
 A score is comparable with another only under one instrument; the demo's
 faithfulness has five. Each noise figure a page prints is one of two named
-quantities, computed in lib.noise: the run-to-run spread (and the jump
+quantities, computed in lib.diagnosis.noise: the run-to-run spread (and the jump
 threshold derived from it) and the judge repeat spread.
 """
 
@@ -15,9 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib import diagnose, noise, segments, views
-from lib.demo import run_plans
-from lib.stats import run_noise_sd
+from lib.app.demo import run_plans
+from lib.diagnosis import diagnose, noise, segments
+from lib.diagnosis.stats import run_noise_sd
+from lib.presentation import views
 from lib.store import Store
 
 PLANS = run_plans()

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lib.judges import OfflineJudge, OpenAIJudge
-from lib.settings import DEMO_DB, ROOT, SETTINGS, load, make_judge
+from lib.core.errors import TrustError
+from lib.core.settings import DEMO_DB, ROOT, SETTINGS, load
+from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging.build import build_judge, settings_judge
 
 KEY = "sk-live-never-print-me-0001"
 
@@ -83,17 +85,40 @@ def test_every_setting_is_a_field_and_named_in_the_table() -> None:
         assert help_text
 
 
-def test_make_judge_gives_the_offline_judge_for_offline_models() -> None:
-    judge = make_judge(load(environ={}), noise=0.0)
+def test_the_settings_judge_is_the_offline_judge_for_offline_models() -> None:
+    judge = settings_judge(load(environ={}), noise=0.0)
     assert isinstance(judge, OfflineJudge)
     assert (judge.model, judge.noise) == ("offline-lexical-v2", 0.0)
-    assert make_judge(load(environ={}), model="offline-lexical-v1").model == "offline-lexical-v1"
+    assert settings_judge(load(environ={}), model="offline-lexical-v1").model == "offline-lexical-v1"
 
 
-def test_make_judge_gives_an_openai_judge_for_other_models_without_showing_the_key() -> None:
+def test_the_settings_judge_is_an_openai_judge_for_other_models_without_showing_the_key() -> None:
     s = load(environ={"EVALDRIFT_JUDGE_MODEL": "gpt-judge", "OPENAI_API_KEY": KEY,
                       "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "EVALDRIFT_JUDGE_CONCURRENCY": "2"})
-    judge = make_judge(s)
+    judge = settings_judge(s)
     assert isinstance(judge, OpenAIJudge)
     assert (judge.model, judge.base_url, judge.concurrency) == ("gpt-judge", "http://127.0.0.1:9/v1", 2)
     assert KEY not in repr(judge)
+
+
+SERVER = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+
+
+@pytest.mark.parametrize(("model", "endpoint", "built", "refused"), [
+    ("offline-lexical-v1", "offline", OfflineJudge, None),                      # an embedded judge
+    ("offline-lexical-v9", "offline", None, "no offline judge"),                # an offline name that does not exist
+    ("gpt-judge", "http://127.0.0.1:9/v1", OpenAIJudge, None),                  # the operator's server
+    ("gpt-judge", "HTTP://127.0.0.1:9/v1/", OpenAIJudge, None),                 # the same server, spelt otherwise
+    ("gpt-judge", "http://attacker.example/v1", None, "refused to judge on"),   # any other server: never
+])
+def test_one_builder_makes_every_judge_on_the_operators_terms(model: str, endpoint: str, built: type | None,
+                                                               refused: str | None) -> None:
+    settings = load(environ=SERVER)
+    if refused:
+        with pytest.raises(TrustError, match=refused):
+            build_judge(model, endpoint, settings)
+        return
+    judge = build_judge(model, endpoint, settings)
+    assert isinstance(judge, built) and judge.model == model
+    if isinstance(judge, OpenAIJudge):
+        assert judge.base_url == "http://127.0.0.1:9/v1"

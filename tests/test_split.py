@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.errors import InputError
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
-from lib.samples import EvalSample
-from lib.settings import load
-from lib.splits import plan_split, run_split
+from lib.core.errors import InputError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.core.samples import EvalSample
+from lib.core.settings import load
+from lib.diagnosis.splits import plan_split, run_split
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer
 from tests.support.reliability_support import ROOT, child_env

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lib.stats import (
+from lib.diagnosis.stats import (
     Z_80_POWER,
     Z_95,
     flips,

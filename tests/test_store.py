@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.errors import InputError, NotFoundError
-from lib.harness import EXCLUDED, FAILED, OK, SampleResult, Verdict
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
-from lib.records import CANARY, MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.core.errors import InputError, NotFoundError
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
+from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
+from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
 from lib.store import SCHEMA_VERSION, Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +179,7 @@ def test_suites_are_kept_apart(fresh_db: Path) -> None:
 
 CHILD = """
 import sys
-from lib.errors import StoreBusyError
+from lib.core.errors import StoreBusyError
 from lib.store import Store
 try:
     Store(sys.argv[1]).close()

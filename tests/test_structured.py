@@ -14,26 +14,27 @@ from pathlib import Path
 
 import pytest
 
-from lib import views
-from lib.demo import demo_samples
-from lib.errors import JudgeError
-from lib.harness import FAILED, OK, Instrument, score_samples
-from lib.judges import JudgeRequest, Message, OpenAIJudge
-from lib.judges.structured import (
+from lib.app.demo import demo_samples
+from lib.core.calls import JudgeRequest, Message, ReplyShape
+from lib.core.errors import JudgeError
+from lib.core.metrics import split_sentences
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import FAILED, OK
+from lib.core.samples import EvalSample
+from lib.judging import OpenAIJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.judging.scoring import evaluate_run
+from lib.judging.structured import (
     BOOK,
     JSON_OBJECT,
     JSON_SCHEMA,
     TEXT,
     ModeBook,
-    ReplyShape,
     is_refusal,
     response_format,
     verdict_schema,
 )
-from lib.metrics import split_sentences
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
-from lib.samples import EvalSample
-from lib.scoring import evaluate_run
+from lib.presentation import views
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer, response_format_type

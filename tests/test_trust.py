@@ -23,14 +23,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import trust
-from lib.ablation import AblationSpec, run_ablation
-from lib.diagnose import find_jumps
-from lib.endpoints import normalise, redact
-from lib.errors import TrustError
-from lib.jobs import JobRunner
-from lib.judges import OpenAIJudge
-from lib.settings import load
+from lib.app import trust
+from lib.app.jobs import JobRunner
+from lib.core.endpoints import normalise, redact
+from lib.core.errors import TrustError
+from lib.core.settings import load
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.diagnose import find_jumps
+from lib.judging import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
@@ -116,7 +116,7 @@ def buttons(at: AppTest) -> set[str]:
 
 def wait_done(db_path: Path, ablation_id: str) -> str:
     """Status of the ablation once the worker (in this process, through the dashboard's runner) ends it."""
-    from lib import ui
+    from lib.app import ui
 
     store = ui.open_store(str(db_path))
     deadline = time.monotonic() + WAIT

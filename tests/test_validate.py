@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from lib import cli, inbox
-from lib.errors import InputError
-from lib.harness import OK, SampleResult
-from lib.records import MAIN, MetricRecord, RunRecord, run_to_json
-from lib.samples import EvalSample
+from lib import cli
+from lib.core.errors import InputError
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import OK, SampleResult
+from lib.core.samples import EvalSample
+from lib.intake import inbox
+from lib.intake.runjson import run_to_json
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

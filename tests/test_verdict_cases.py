@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from lib.ablation import (
+from lib.core.calls import JudgeReply, JudgeRequest
+from lib.core.degenerate import chance_scores
+from lib.core.errors import JudgeError
+from lib.core.prompts import DEFAULT_TEMPLATES
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import EXCLUDED, OK, SampleResult
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation import (
     CLEAN,
     INCONCLUSIVE,
     LEAK,
@@ -28,17 +35,12 @@ from lib.ablation import (
     four_readings_spec,
     run_ablation,
 )
-from lib.degenerate import chance_scores
-from lib.diagnose import RunChanges, TemplateChange, split_jump, suspects_for
-from lib.errors import JudgeError
-from lib.harness import EXCLUDED, OK, Instrument, SampleResult, score_sample, score_samples
-from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.diagnosis.diagnose import RunChanges, TemplateChange, split_jump, suspects_for
+from lib.diagnosis.verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_sample, score_samples
+from lib.presentation.views import PAGE_COMPARE, suspect_actions
 from lib.store import Store
-from lib.verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
-from lib.views import PAGE_COMPARE, suspect_actions
 from tests.support import synthetic_runs as syn
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, PROJECTED, REPLAY, WHOLE_SAMPLE_FAITHFULNESS
 
@@ -229,7 +231,7 @@ def test_the_suggested_test_for_every_jump_is_its_split() -> None:
                          templates=[TemplateChange("faithfulness", "h1", "h2", "", ("answer", "contexts"),
                                                    ("answer", "contexts", "ground_truth"), ("ground_truth",))],
                          bindings={"faithfulness": ("projected", "replay")}, pipeline={"retriever.k": (3, 5)})
-    from lib.diagnose import Jump
+    from lib.diagnosis.diagnose import Jump
     jump = Jump("faithfulness", "b", "a", datetime(2026, 10, 2), 0.7, 0.9, 0.2, 0.05, 0.01,
                 suspects_for(changes, "faithfulness"))
     actions = suspect_actions(jump)
@@ -390,7 +392,7 @@ def page(db: Path, path: str, monkeypatch: pytest.MonkeyPatch, **params: str) ->
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from lib import ui
+    from lib.app import ui
 
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

@@ -1,4 +1,5 @@
-"""The verdict rule, one row per branch: deleting or loosening any condition in lib.verdicts.classify turns a row red.
+"""The verdict rule, one row per branch: deleting or loosening any condition in
+lib.diagnosis.verdicts.classify turns a row red.
 
 The evidence in each row is written by hand from the rule's definition (paired
 interval, noise band, headroom, failures, static evidence, replay); the
@@ -11,9 +12,9 @@ import dataclasses
 
 import pytest
 
-from lib import verdict_words
-from lib import verdicts as v
-from lib.verdicts import CellEvidence, classify
+from lib.diagnosis import verdict_words
+from lib.diagnosis import verdicts as v
+from lib.diagnosis.verdicts import CellEvidence, classify
 
 GT = ("ground_truth",)
 

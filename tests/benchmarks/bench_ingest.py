@@ -81,7 +81,7 @@ def bench(report: Report, work: Path, rows: int) -> None:
 
 RUN_PAGE = """
 import json, resource, sys, time
-from lib.sample_pages import SampleFilters, sample_page
+from lib.presentation.sample_pages import SampleFilters, sample_page
 from lib.store import Store
 with Store(sys.argv[1]) as store:
     t0 = time.perf_counter(); first = sample_page(store, "big", "faithfulness"); t1 = time.perf_counter()

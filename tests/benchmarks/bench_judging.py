@@ -8,13 +8,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from lib.ablation import AblationSpec, run_ablation
-from lib.demo import build_demo, run_plans
-from lib.harness import Instrument, aggregate, score_samples
-from lib.judges import OfflineJudge
-from lib.judges.openai_judge import OpenAIJudge
-from lib.metrics import METRIC_NAMES
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.app.demo import build_demo, run_plans
+from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import aggregate
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.benchmarks.judge_server import JudgeServer
 from tests.benchmarks.report import Figure, Report

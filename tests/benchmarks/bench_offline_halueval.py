@@ -12,7 +12,7 @@ passage, never the gold answer). Printed per judge: the AUC of the faithfulness 
 answers from hallucinated ones (ties count one half), the share of right answers scored 0, the share of
 hallucinated answers scored 1, and the time taken. Target: AUC >= 0.9.
 
-`--before REV` also scores the same records with lib/judges/offline.py as it was at git revision REV (read
+`--before REV` also scores the same records with lib/judging/offline.py as it was at git revision REV (read
 with `git show`, run beside today's harness), so one run prints the figure before and after a change. The
 default, BEFORE, is the last commit before the judge read whole fields, numbers, names and citations.
 
@@ -35,10 +35,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from lib.harness import OK, Instrument, score_samples  # noqa: E402
-from lib.judges.offline import OfflineJudge  # noqa: E402
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED  # noqa: E402
-from lib.samples import EvalSample  # noqa: E402
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED  # noqa: E402
+from lib.core.results import OK  # noqa: E402
+from lib.core.samples import EvalSample  # noqa: E402
+from lib.judging.harness import Instrument, score_samples  # noqa: E402
+from lib.judging.offline import OfflineJudge  # noqa: E402
 
 DATA = Path("/work/shared/data/halueval_qa.jsonl")
 TARGET_AUC = 0.9
@@ -90,8 +91,8 @@ def measure(judge: object, samples: list[EvalSample], right: list[bool]) -> dict
 
 
 def judge_at(rev: str) -> object:
-    """An OfflineJudge from lib/judges/offline.py as it was at git revision `rev`."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:lib/judges/offline.py"], capture_output=True,
+    """An OfflineJudge from lib/judging/offline.py as it was at git revision `rev`."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:lib/judging/offline.py"], capture_output=True,
                             text=True, check=True).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(source)

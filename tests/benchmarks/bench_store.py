@@ -13,8 +13,9 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from lib import diagnose, review
-from lib.export import ParquetStore, export_parquet
+from lib.diagnosis import checks, diagnose, provenance
+from lib.presentation import review
+from lib.presentation.export import ParquetStore, export_parquet
 from lib.store import _SCHEMA_V1, Store
 from tests.benchmarks.report import Figure, Report, median_ms
 from tests.benchmarks.synth import History, build
@@ -128,11 +129,11 @@ def queries(report: Report, store: Store, n_runs: int, *, label: str = "") -> No
     calls = {
         "find_jumps": lambda: diagnose.find_jumps(store),
         "change_events": lambda: diagnose.change_events(history),
-        "canary_status": lambda: diagnose.canary_status(store),
-        "lint_status": lambda: diagnose.lint_status(store),
+        "canary_status": lambda: checks.canary_status(store),
+        "lint_status": lambda: checks.lint_status(store),
         "data_version": store.data_version,
         "run_scores": lambda: (store.sample_scores(last), store.samples_frame(last)),
-        "provenance_run": lambda: diagnose.provenance(store, last, "faithfulness"),
+        "provenance_run": lambda: provenance.provenance(store, last, "faithfulness"),
         "review_week": lambda: review.review(store, *_week(store)),
     }
     for name, fn in calls.items():
@@ -185,17 +186,17 @@ def parquet(report: Report, work: Path, path: Path, n_runs: int) -> None:
 
 _MEMORY_PROBE = textwrap.dedent("""
     import sys
-    from lib import diagnose
+    from lib.diagnosis import diagnose
     from lib.store import Store
     from tests.benchmarks.report import vm_hwm_mib
     with Store(sys.argv[1]) as s:
         h = s.metric_history()
         diagnose.find_jumps(s, history=h)
-        diagnose.canary_status(s)
-        diagnose.lint_status(s)
+        checks.canary_status(s)
+        checks.lint_status(s)
         last = s.run_ids()[-1]
         s.sample_scores(last)
-        diagnose.provenance(s, last)
+        provenance.provenance(s, last)
         print(vm_hwm_mib())
 """)
 

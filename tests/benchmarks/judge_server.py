@@ -4,7 +4,7 @@ It runs in a child process so its work (parsing, deciding, sleeping the
 latency) does not share the benchmark's interpreter lock with the client under
 measurement, as a real model server would not. It answers two kinds of prompt:
 
-- ours (evaldrift's templates): exactly what lib.judges.OfflineJudge answers;
+- ours (evaldrift's templates): exactly what lib.judging.OfflineJudge answers;
 - Ragas' faithfulness prompts (statement generation, then NLI over the
   statements), recognised by their text: the statements are the answer's
   sentences, and each verdict is the offline judge's decision for that
@@ -29,7 +29,8 @@ def _ragas_input(prompt: str) -> dict:
 
 
 def _offline_verdicts(context: str, statements: list[str]) -> list[bool]:
-    from lib.judges import JudgeRequest, Message, OfflineJudge
+    from lib.core.calls import JudgeRequest, Message
+    from lib.judging import OfflineJudge
 
     items = "\n".join(f"ITEM {i}: {s}" for i, s in enumerate(statements, start=1))
     prompt = (f'CONTEXT:\n{context}\n\nCLAIMS:\n{items}\n\nVerdict words: "supported" or "unsupported".')
@@ -39,8 +40,9 @@ def _offline_verdicts(context: str, statements: list[str]) -> list[bool]:
 
 def respond(body: dict) -> str:
     """The assistant content for one chat.completions request body."""
-    from lib.judges import JudgeRequest, Message, OfflineJudge
-    from lib.metrics import split_sentences
+    from lib.core.calls import JudgeRequest, Message
+    from lib.core.metrics import split_sentences
+    from lib.judging import OfflineJudge
 
     messages = body["messages"]
     prompt = "\n\n".join(str(m.get("content") or "") for m in messages)

@@ -16,9 +16,10 @@ import argparse
 import sys
 import time
 
-from lib.ablation import AblationSpec, run_ablation
-from lib.demo import JUDGE_NOISE
-from lib.judges import JudgeReply, JudgeRequest, OfflineJudge
+from lib.core.calls import JudgeReply, JudgeRequest
+from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.judging import OfflineJudge
+from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store
 
 
@@ -28,7 +29,7 @@ def resume_spec(run_id: str) -> AblationSpec:
 
 
 def make_judge() -> OfflineJudge:
-    return OfflineJudge(noise=JUDGE_NOISE)
+    return OfflineJudge(noise=STAND_IN_NOISE)
 
 
 class SlowJudge:

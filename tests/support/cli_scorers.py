@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lib.samples import EvalSample
+from lib.core.samples import EvalSample
 
 
 def mostly_failing(samples: Sequence[EvalSample]) -> list[float | None]:

@@ -24,7 +24,8 @@ def say(*words: object) -> None:
 
 
 def ingest(db: str, file: str, run_id: str) -> int:
-    from lib.ingest import read_table, run_from_frame
+    from lib.intake.ingest import run_from_frame
+    from lib.intake.reading import read_table
     from lib.store import Store
 
     with Store(db) as store:
@@ -37,8 +38,8 @@ def ingest(db: str, file: str, run_id: str) -> int:
 
 
 def ablate(db: str, spec_json: str) -> int:
-    from lib.ablation import AblationSpec, run_ablation
-    from lib.judges import OfflineJudge
+    from lib.diagnosis.ablation import AblationSpec, run_ablation
+    from lib.judging import OfflineJudge
     from lib.store import Store
 
     spec = AblationSpec.from_dict(json.loads(spec_json))

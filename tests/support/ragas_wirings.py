@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from lib.samples import EvalSample
-from lib.scorers.ragas_metrics import faithfulness
+from lib.core.samples import EvalSample
+from lib.judging.scorers.ragas_metrics import faithfulness
 
 
 def wired(samples: Sequence[EvalSample]) -> list[float | None]:

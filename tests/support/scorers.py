@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lib.demo import LEAKY_FAITHFULNESS
-from lib.harness import OK, Instrument, score_sample
-from lib.judges import OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
-from lib.samples import EvalSample
+from lib.app.demo import LEAKY_FAITHFULNESS
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.core.results import OK
+from lib.core.samples import EvalSample
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_sample
 
 
 def constant(samples: Sequence[EvalSample]) -> list[float | None]:

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from lib.harness import OK, Instrument, SampleResult, score_samples
-from lib.judges import OfflineJudge
-from lib.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
-from lib.records import MAIN, MetricRecord, RunRecord
-from lib.samples import EvalSample
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import OK, SampleResult
+from lib.core.samples import EvalSample
+from lib.judging import OfflineJudge
+from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
 
 SYLLABLES = ("ka", "lo", "mi", "ru", "te", "vo", "zi", "pa", "ne", "so", "bu", "de", "fi", "go", "ha", "ju")

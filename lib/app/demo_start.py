@@ -1,0 +1,80 @@
+"""The demo database built on the dashboard's first start, in the background, with progress (issue 14 item 1).
+
+The first page a newcomer opens should not be a spinner for the length of
+the build. The dashboard starts one build per process, in a child process
+(`python -m lib.app.demo_start PATH`, which judges the runs on every core and
+prints its progress); a thread reads that progress and the page shows how
+many of the nightly runs are judged until the file appears whole (lib.app.demo
+writes it aside and moves it in place). A child process, not a thread of the
+server: worker processes spawned from inside Streamlit would re-run the
+dashboard's script in each worker.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from lib.app.demo import N_RUNS, build_demo
+from lib.core.settings import ROOT
+
+
+class DemoBuild:
+    """One background build of the demo at `path`: progress, and the error if it failed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done = 0
+        self.total = N_RUNS
+        self.error = ""
+        self._thread = threading.Thread(target=self._run, name="evaldrift-demo-build", daemon=True)
+
+    def _run(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        child = subprocess.Popen([sys.executable, "-m", "lib.app.demo_start", str(self.path)], cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        for line in child.stdout:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "progress":
+                self.done, self.total = int(parts[1]), int(parts[2])
+        err = child.stderr.read() if child.stderr else ""
+        if child.wait() != 0:   # shown on the page; the next start tries again
+            self.error = err.strip().splitlines()[-1] if err.strip() else f"exit code {child.returncode}"
+
+    @property
+    def finished(self) -> bool:
+        return self.path.exists()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+
+_BUILDS: dict[Path, DemoBuild] = {}
+_LOCK = threading.Lock()
+
+
+def demo_build(path: str | Path) -> DemoBuild:
+    """The process's build of the demo at `path`, started on first call (again after a failed one)."""
+    key = Path(path).resolve()
+    with _LOCK:
+        build = _BUILDS.get(key)
+        if build is None or (build.error and not build.running):
+            build = _BUILDS[key] = DemoBuild(key)
+            build._thread.start()
+        return build
+
+
+def main(argv: list[str]) -> int:
+    """Build the demo at argv[0], printing 'progress DONE TOTAL' after each run."""
+    build_demo(argv[0], progress=lambda done, total: print(f"progress {done} {total}", flush=True))
+    return 0
+
+
+__all__ = ["DemoBuild", "demo_build"]
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

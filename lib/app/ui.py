@@ -1,0 +1,307 @@
+"""Streamlit glue shared by the pages: the owned store, the job runner, the sidebar, deep links.
+
+Pages stay thin: they call these helpers and lib functions, and render.
+Resources (the store, the runner) are process-wide through st.cache_resource;
+frames are cached with st.cache_data keyed by the store's data version, so a
+run recorded by the nightly job appears on the next refresh.
+"""
+
+from __future__ import annotations
+
+import runpy
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from lib.app import demo_start, gate, trust
+from lib.app.demo import ensure_demo
+from lib.app.jobs import JobRunner
+from lib.core import settings
+from lib.core.endpoints import OFFLINE
+from lib.core.errors import StoreBusyError, StoreError
+from lib.diagnosis.ablation import AblationSpec
+from lib.diagnosis.diagnose import RunChanges
+from lib.intake import inbox
+from lib.judging.base import Judge
+from lib.judging.breaker import Limits
+from lib.judging.offline import VARIANTS
+from lib.presentation import linkparams, views
+from lib.presentation.report import md_escape as md_literal
+from lib.store import Store, databases
+
+QUERY_KEYS = ("run", "metric", "view", "ablation", "run_b")
+BUSY_RETRY_SECONDS = 2.0  # while another process holds the database, a page tries again this often
+
+
+def load_settings() -> settings.Settings:
+    try:
+        secrets = dict(st.secrets)
+    except Exception:  # no secrets.toml: the environment alone decides
+        secrets = {}
+    return settings.load(secrets=secrets)
+
+
+@st.cache_resource(show_spinner="Opening the database...")
+def open_store(path: str) -> Store:
+    """The process's one connection to a database file (DuckDB: one owning process)."""
+    if Path(path).resolve() == settings.DEMO_DB.resolve():
+        ensure_demo(path)
+    return Store(path)
+
+
+def endpoint_for(judge: str, s: settings.Settings | None = None) -> str:
+    """Where a judge model lives: 'offline' for the embedded judge, else the configured server."""
+    s = s or load_settings()
+    return OFFLINE if judge in VARIANTS else s.endpoint
+
+
+def judge_for_spec(spec: AblationSpec) -> Judge | None:
+    """The judge for a spec, from this server's settings alone (lib.app.trust refuses what they do not allow)."""
+    return trust.server_judge(spec, load_settings())
+
+
+@st.cache_resource
+def job_runner(path: str) -> JobRunner:
+    return JobRunner(open_store(path), judge_for_spec, limits=lambda: Limits.from_settings(load_settings()))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every page needs: the store, its path, and the chosen judge."""
+
+    store: Store
+    db_path: str
+    judge: str
+    endpoint: str
+    user: str | None = None   # the signed-in user's e-mail (None when login is off)
+
+    @property
+    def runner(self) -> JobRunner:
+        return job_runner(self.db_path)
+
+    @property
+    def version(self) -> str:
+        return self.store.data_version()
+
+
+_NAV = threading.local()
+
+
+@contextmanager
+def navigating() -> Iterator[None]:
+    """Mark the script run as going through app.py's st.navigation (app.py wraps its .run())."""
+    _NAV.on = True
+    try:
+        yield
+    finally:
+        _NAV.on = False
+
+
+def ensure_navigation() -> None:
+    """Run the page through app.py when Streamlit ran the page file by itself.
+
+    On a server's very first request for a deep link (e.g. /canary), Streamlit
+    still uses its folder-based routing for pages/ and runs the page file
+    without app.py, so the navigation and layout would be wrong until someone
+    opened /. Running app.py here hands the request to st.navigation, which
+    picks the same page from the URL; then this outer run stops.
+    """
+    if getattr(_NAV, "on", False):
+        return
+    runpy.run_path(str(settings.ROOT / "app.py"), run_name="__main__")
+    st.stop()
+
+
+def sidebar() -> Context:
+    """Database and judge pickers (choices from the operator's settings); returns the page context."""
+    ensure_navigation()
+    new_script_run()
+    s = load_settings()
+    user = gate.current_email()
+    gate.show_user(user)
+    offered = databases.offered(s)
+    with st.sidebar:
+        name = _database_picker(list(offered))
+        models = list(VARIANTS)
+        if s.judge_model not in models:
+            models.insert(0, s.judge_model)
+        judge = st.selectbox("Judge for ablations", models, index=models.index(s.judge_model), key="judge_model",
+                             help="offline-lexical-* is the embedded offline judge; any other model is called on "
+                                  "the OpenAI-compatible server at OPENAI_BASE_URL.")
+    endpoint = OFFLINE if judge in VARIANTS else s.endpoint
+    path = offered[name]
+    store = _open_or_stop(path, name)
+    inbox.drain(store, s.inbox if path.resolve() == s.db_path.resolve() else path.parent / "inbox")
+    with st.sidebar:
+        st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
+    return Context(store, str(path), judge, endpoint, user)
+
+
+def _database_picker(names: list[str]) -> str:
+    """The operator's databases by name. The choice lives in session state under a key of its own, so it
+    survives page changes (Streamlit forgets a widget's value on a page that does not draw it yet)."""
+    if st.session_state.get("db_name") not in names:
+        st.session_state["db_name"] = names[0]
+    st.session_state["db_choice"] = st.session_state["db_name"]
+
+    def keep() -> None:
+        st.session_state["db_name"] = st.session_state["db_choice"]
+
+    st.selectbox("Database", names, key="db_choice", on_change=keep, disabled=len(names) == 1,
+                 help="The databases this server's operator offers (EVALDRIFT_DB, and the *.duckdb files in "
+                      "EVALDRIFT_DB_DIR).")
+    return str(st.session_state["db_name"])
+
+
+def _demo_progress(path: Path) -> None:
+    """While the demo is built (first start), the page says how far it is and reruns when it is there."""
+    build = demo_start.demo_build(path)
+
+    @st.fragment(run_every=1.0)
+    def show() -> None:
+        if build.finished:
+            st.rerun()
+        if build.error and not build.running:
+            st.error(f"Building the demo database failed: {md_literal(build.error)}. Reload the page to try again, "
+                     "or build it with `python -m lib demo`.")
+            return
+        st.progress(build.done / build.total if build.total else 0.0,
+                    text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
+                         "judged. The dashboard opens on it when the last one is recorded.")
+
+    st.title("evaldrift")
+    show()
+    st.stop()
+
+
+def _open_or_stop(path: Path, name: str) -> Store:
+    """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page."""
+    if not path.exists() and databases.is_demo(path):
+        _demo_progress(path)
+    if not path.exists() and not databases.is_demo(path):
+        st.error(f"No database {md_literal(name)} yet. Create it with `python -m lib ingest` or "
+                 "`python -m lib demo --db PATH`.")
+        st.stop()
+    try:
+        return open_store(str(path))
+    except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
+        st.info("Another process (a nightly job or the command line) is writing to this database right now; "
+                "the page opens it as soon as it is free.")
+        time.sleep(BUSY_RETRY_SECONDS)
+        st.rerun()
+    except StoreError as exc:
+        st.error(md_literal(str(exc).replace(str(path), name)))
+        st.stop()
+    raise AssertionError("unreachable")
+
+
+def query_param(name: str, default: str | None = None) -> str | None:
+    """A deep-link parameter from the URL."""
+    value = st.query_params.get(name)
+    return value if value not in (None, "") else default
+
+
+def set_query(**params: str | None) -> None:
+    """Put the current view into the URL so a pasted link opens the same view.
+
+    The widgets seeded from these parameters in this script run take the written value as the URL they have
+    already followed: the page's own write is not a link to follow on the next run (it would undo the user's
+    first pick, which the page has not written yet).
+    """
+    seeded = st.session_state.get(_SEEDED, {})
+    for k, v in params.items():
+        if v is None:
+            st.query_params.pop(k, None)
+        else:
+            st.query_params[k] = v
+        for key in seeded.get(k, ()):
+            st.session_state[_marker(key)] = v
+
+
+_SEEDED = "_url_seeded"   # {param: [widget keys seeded from it in this script run]}
+
+
+def _marker(key: str) -> str:
+    """Where the URL value a widget last followed (or was written from it) is kept."""
+    return f"_url_{key}"
+
+
+def _seeded_from(key: str, param: str) -> bool:
+    """Record that widget `key` follows `param` in this script run; True when the URL's `param` differs from the
+    value the widget last followed or wrote (a link was opened), so the widget should follow it."""
+    raw = query_param(param)
+    st.session_state.setdefault(_SEEDED, {}).setdefault(param, [])
+    if key not in st.session_state[_SEEDED][param]:
+        st.session_state[_SEEDED][param].append(key)
+    changed = raw != st.session_state.get(_marker(key))
+    st.session_state[_marker(key)] = raw
+    return changed
+
+
+def new_script_run() -> None:
+    """Forget which widgets followed which URL parameters in the previous script run (sidebar() calls it)."""
+    st.session_state[_SEEDED] = {}
+
+
+def seed_from_query(key: str, param: str, options: Sequence[str], default: str | None, *, warn: bool = True) -> bool:
+    """Start the keyed widget `key` at the URL's `param`, and follow the URL when a link changes it.
+
+    Call before creating the widget (and give the widget no index/value of its
+    own). A value not among `options` falls back to `default`, with a warning
+    on the page unless `warn` is False (the page says it itself). Returns True
+    when the widget took the URL's value in this run (a link, or a first visit).
+    """
+    wanted = query_param(param)
+    problem = linkparams.unknown_choice(param, wanted, options, default)
+    if problem and warn:
+        st.warning(md_literal(problem))
+    wanted = wanted if wanted in options else None
+    link = _seeded_from(key, param)
+    follow = wanted is not None and (link or key not in st.session_state)
+    if follow or key not in st.session_state:
+        st.session_state[key] = wanted if follow else default
+    elif st.session_state[key] not in options:
+        st.session_state[key] = default
+    return follow
+
+
+def show_run_changes(changes: RunChanges, *, key: str) -> None:
+    """Render what changed between two runs: instrument and pipeline rows, then each template diff
+    with the fields each side reads (a newly read must-never-receive field in red, with its ablation)."""
+    rows = views.change_rows(changes)
+    if not rows.empty:
+        st.dataframe(rows, hide_index=True, key=f"{key}_rows")
+    for t in changes.templates:
+        st.markdown(f"**{md_literal(t.metric)}** judge prompt `{t.before_hash}` → `{t.after_hash}`")
+        st.caption(f"reads {md_literal(', '.join(t.fields_before) or '?')} → "
+                   f"{md_literal(', '.join(t.fields_after) or '?')}")
+        for f in t.newly_forbidden:
+            st.error(f"The new template reads **{md_literal(f)}**, which {md_literal(t.metric)} must never receive.")
+            st.page_link(views.PAGE_ABLATION, label=f"Test it: ablate {md_literal(t.metric)} with {md_literal(f)} "
+                         "blanked", icon=":material/science:",
+                         query_params={"run": changes.run_id, "metric": t.metric, "blank": f})
+        st.code(t.diff or "(no textual difference)", language="diff")
+
+
+def query_list(name: str) -> list[str]:
+    """A comma-separated deep-link parameter as a list ('' and absent give [])."""
+    value = query_param(name)
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def seed_list_from_query(key: str, param: str, options: Sequence[str], default: Sequence[str]) -> None:
+    """seed_from_query for a multiselect: the URL's comma-separated `param`, filtered to `options`."""
+    problem = linkparams.unknown_choices(param, query_list(param), options)
+    if problem:
+        st.warning(md_literal(problem))
+    wanted = [v for v in query_list(param) if v in options] or None
+    link = _seeded_from(key, param)
+    if key not in st.session_state or (link and wanted is not None):
+        st.session_state[key] = list(wanted if wanted is not None else default)
+    else:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]

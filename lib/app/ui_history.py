@@ -1,0 +1,183 @@
+"""Streamlit glue for the whole story of a metric: re-judged history, incidents and their states.
+
+The Trends page calls rejudge_panel (choose runs and an instrument, see the
+cost, launch, watch progress); the Overview calls incident_panel (open
+incidents first, oldest first, with their evidence and a state form). The
+logic lives in lib.diagnosis.rejudge, lib.diagnosis.incidents and lib.diagnosis.standing; this module only
+lays widgets out and calls them. Stored text (notes, run ids, templates) is
+shown as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from lib.app import access, gate
+from lib.app.rejudge_jobs import RejudgeRunner
+from lib.app.ui import Context, load_settings, open_store
+from lib.core.endpoints import OFFLINE
+from lib.core.errors import EvaldriftError
+from lib.core.prompts import BINDINGS
+from lib.diagnosis import incidents, rejudge, standing
+from lib.judging.base import Judge
+from lib.judging.build import build_judge
+from lib.presentation import glossary
+from lib.presentation.report import md_escape as md
+from lib.store import history as hs
+
+TRUSTED = "trusted (default)"
+
+
+def judge_for_rejudge(spec: rejudge.RejudgeSpec) -> Judge:
+    """The judge for a re-judge, built from this server's settings alone (as trust.server_judge for ablations).
+
+    Raises:
+        TrustError: the spec names an offline judge that does not exist, or an endpoint that is not this
+            server's (where the API key goes is the operator's setting, never the spec's).
+    """
+    return build_judge(spec.judge, spec.endpoint, load_settings())
+
+
+@st.cache_resource
+def rejudge_runner(path: str) -> RejudgeRunner:
+    return RejudgeRunner(open_store(path), judge_for_rejudge)
+
+
+def version(ctx: Context) -> str:
+    """The data version including series and incident states (a cache key for page loaders)."""
+    return f"{ctx.version}|{hs.version(ctx.store)}"
+
+
+def current_user(ctx: Context, key: str) -> str:
+    """Who is acting: the signed-in user (st.user, through lib.app.gate) when login is on, else a name typed into
+    a field (kept per session)."""
+    if ctx.user:
+        st.caption(f"Recorded as {md(ctx.user)} (signed in).")
+        return ctx.user
+    return st.text_input("Your name", key=key, help="Recorded with each state change (login is off).")
+
+
+@st.cache_data(show_spinner="Counting what the re-judge will cost...")
+def _estimate(db_path: str, version: str, spec_dict: dict, cacheable: bool) -> rejudge.RejudgeCost:
+    return rejudge.estimate(open_store(db_path), rejudge.RejudgeSpec.from_dict(spec_dict), cacheable=cacheable)
+
+
+def _instrument(ctx: Context, metric: str) -> tuple[str, str, str]:
+    """The instrument widgets: template (trusted default or any stored one) and binding; returns (template,
+    binding, label)."""
+    trusted = rejudge.trusted_instrument(ctx.store, metric)
+    prompts = ctx.store.prompts()
+    hashes = prompts[prompts["metric"] == metric]["prompt_hash"].tolist()
+    c1, c2 = st.columns([3, 1])
+    choice = c1.selectbox("Instrument (judge prompt)", [TRUSTED, *hashes], key="rj_prompt",
+                          help=f"Trusted: {trusted.source}. Any stored template of this metric may be chosen.")
+    if choice == TRUSTED:
+        c2.selectbox("Binding", [trusted.binding], key="rj_binding_trusted", disabled=True)
+        return trusted.template, trusted.binding, trusted.source
+    binding = c2.selectbox("Binding", list(BINDINGS), key="rj_binding")
+    return ctx.store.prompt(choice) or "", binding, f"prompt {choice}, {binding}"
+
+
+def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) -> None:
+    """Choose a metric, the runs shown and an instrument; see the cost; launch; watch progress."""
+    with st.expander("Re-judge this history with one instrument", expanded="rj_series" in st.session_state):
+        st.caption("Every run in the range is judged again with one instrument, so every step of the new line is "
+                   "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
+        sid = st.session_state.get("rj_series")
+        if sid:
+            _show_status(ctx.db_path, sid)
+        metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
+        template, binding, label = _instrument(ctx, metric)
+        try:
+            spec = rejudge.RejudgeSpec(metric, tuple(run_ids), template, binding, judge=ctx.judge,
+                                       endpoint=ctx.endpoint, label=f"{label}, {ctx.judge}")
+        except EvaldriftError as exc:
+            st.error(md(exc))
+            return
+        if st.button("Count the cost", key="rj_cost", help="Counts the judgings, what the store and the call "
+                     "cache already answer, and the judge calls left, before anything is launched."):
+            st.session_state["rj_costed"] = spec.series_id
+        if st.session_state.get("rj_costed") != spec.series_id:
+            return
+        cost = _estimate(ctx.db_path, version(ctx), spec.to_dict(), ctx.endpoint != OFFLINE)
+        st.info(md(cost.sentence), icon=":material/payments:")
+        allowed = access.may_launch(ctx.user, ctx.endpoint, load_settings(), login=gate.login_configured())
+        if not allowed:
+            st.info("Re-judging with a paid judge is launched by the people this server's operator lists "
+                    "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
+        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch", disabled=not allowed):
+            st.session_state["rj_series"] = rejudge_runner(ctx.db_path).submit(spec)
+            st.rerun()
+
+
+def _show_status(db_path: str, series_id: str) -> None:
+    status = rejudge_runner(db_path).status(series_id)
+    if status.state in ("queued", "running"):
+        _progress(db_path, series_id)
+    elif status.state == "done":
+        st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
+    elif status.state in ("failed", "stalled"):
+        st.error(f"Re-judge {md(series_id)} {status.state}: {md(status.error or 'its process ended')}. "
+                 "Launch it again to resume where it stopped.")
+
+
+@st.fragment(run_every=1.0)
+def _progress(db_path: str, series_id: str) -> None:
+    """Polls the stored progress (shared by every session); the whole page reruns when the work ends."""
+    status = rejudge_runner(db_path).status(series_id)
+    if status.state not in ("queued", "running"):
+        st.rerun(scope="app")
+    label = (f"Re-judging: {status.done} of {status.total} judgings ({status.fraction:.0%})" if status.total
+             else "Queued: waiting for the worker...")
+    st.progress(status.fraction, text=label)
+    st.caption("Runs on a background worker: you can leave this page; the series is stored as it goes.")
+
+
+# -- incidents ----------------------------------------------------------------------------------
+def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident], list[rejudge.Series]]:
+    """Every incident (with states) and every finished re-judged series of the store."""
+    return incidents.load(open_store(db_path))
+
+
+def incident_panel(ctx: Context, history, found: list[incidents.Incident], series: list[rejudge.Series]) -> None:
+    """Open incidents first (oldest first) with the level against the trusted baseline, then the closed ones."""
+    still = incidents.open_first(found)
+    st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
+    for s in standing.standing(history, found, series):
+        st.markdown(f"**{md(s.sentence)}**")
+        st.caption(md(s.same_instrument_sentence))
+    if not still:
+        st.success("Nothing is open: every incident has been explained or accepted.")
+    user = current_user(ctx, "incident_user") if found else ""
+    for inc in still:
+        _incident(ctx, inc, user)
+    closed = [i for i in found if not i.is_open]
+    if closed:
+        with st.expander(f"Explained or accepted ({len(closed)})"):
+            for inc in closed:
+                _incident(ctx, inc, user)
+
+
+def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
+    with st.container(border=True):
+        colour = "red" if inc.is_open else "green"
+        st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
+        with st.expander("Evidence"):
+            for line in inc.evidence:
+                st.text(line)
+            for c in inc.changes:
+                st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
+        with st.form(f"form_{inc.incident_id}", border=False):
+            c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
+            state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state),
+                                 key=f"state_{inc.incident_id}")
+            note = c2.text_input("Note", key=f"note_{inc.incident_id}")
+            if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):
+                try:
+                    incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=user)
+                except EvaldriftError as exc:
+                    st.error(md(exc))
+                else:
+                    st.rerun()

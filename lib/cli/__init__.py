@@ -1,0 +1,20 @@
+"""The command line: `python -m lib <command> ...`.
+
+The CLI opens the database, calls the library, formats what it returns, and
+turns the library's errors into one line on stderr. Exit codes:
+
+| code | meaning |
+|---|---|
+| 0 | done; for `ablate`, every verdict is what the wiring table expects; for `lint`, no finding |
+| 1 | `ablate`: a LEAK or an INSENSITIVE metric; `lint`: a template reads a field its metric must never receive |
+| 2 | bad usage or input: unknown command, run, metric or field, a bad file, the database held by another process |
+| 3 | `ablate`: nothing decided: INCONCLUSIVE, or REPLAY MISMATCH (the run's score was not reproduced) |
+
+Commands that only read (`ablate`, `lint`, `runs`, `report`) refuse a
+database path that does not exist instead of creating an empty database.
+`--db` defaults to EVALDRIFT_DB.
+"""
+
+from lib.cli.parser import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,180 @@
+"""The commands that put runs into the store: demo, ingest, record, score, import, templates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lib.app import job_log
+from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
+from lib.core.errors import InputError, StoreBusyError
+from lib.core.metrics import METRIC_NAMES
+from lib.core.records import RunRecord
+from lib.intake import inbox
+from lib.store import Store
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from lib.app.demo import build_demo
+
+    path = _db_path(args, must_exist=False)
+    timings = build_demo(path, progress=_progress("building demo runs"))
+    print(f"built the demo database at {path}: {timings['runs']:.0f} runs, {timings['judged']:.0f} judged samples "
+          f"in {timings['seconds']:.1f} s ({timings['per_second']:.0f} samples/s)")
+    return EXIT_OK
+
+
+def _templates(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        metric, sep, file = pair.partition("=")
+        if not sep or not metric or not file:
+            raise UsageError(f"--template wants METRIC=FILE, got {pair!r}")
+        try:
+            out[metric] = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--template {metric}: cannot read {file}: {getattr(exc, 'strerror', None) or exc}"
+                             ) from None
+    return out
+
+
+def _started_at(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--started-at wants an ISO date-time such as 2026-10-03T02:00, got {text!r}") from None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value  # stored naive, in UTC
+
+
+def _pipeline(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--pipeline is not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UsageError("--pipeline must be a JSON object, e.g. '{\"retriever\": {\"top_k\": 3}}'")
+    return value
+
+
+def _describe_run(run: RunRecord) -> str:
+    from lib.core.results import aggregate
+
+    n = sum(len(ss) for ss in run.samples.values())
+    parts = []
+    for m in run.metrics:
+        agg = aggregate(m.results)
+        failed = f", {agg.n_failed} failed" if agg.n_failed else ""
+        parts.append(f"{m.metric} {_fmt(agg.score)} (n={agg.n}{failed})")
+    return f"run {run.run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
+
+
+def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover) -> None:
+    if where.where == "database":
+        print(f"recorded {_describe_run(run)} in {db}")
+    else:
+        print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
+              f"{where.path} (the owner records it on its next page load)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from lib.intake.chunked import FileRun, check_file, record_file
+
+    db = _db_path(args, must_exist=False)
+    run = FileRun(args.run_id, _started_at(args.started_at), _pipeline(args.pipeline), args.judge_model,
+                  _templates(args.template) or None, args.binding)
+    if not db.exists():
+        check_file(args.file, run)  # a bad file leaves no new database behind
+    # A chunk at a time, in one transaction (memory bounded by the chunk); the inbox
+    # hand-over when another process holds the database takes the whole run.
+    try:
+        with inbox.open_drained(db, _inbox_for(db)) as store:
+            done = record_file(store, args.file, run)
+            print(f"recorded {_describe_stored(store, args.run_id, done.n_samples)} in {db}")
+    except StoreBusyError:
+        from lib.intake.ingest import run_from_frame
+        from lib.intake.reading import read_table
+
+        whole = run_from_frame(read_table(args.file), source=str(args.file), run_id=run.run_id,
+                               started_at=run.started_at, pipeline=run.pipeline, judge_model=run.judge_model,
+                               templates=run.templates, binding=run.binding)
+        _say_recorded(db, whole, inbox.Handover("inbox", inbox.drop(_inbox_for(db), whole)))
+    return EXIT_OK
+
+
+def _describe_stored(store: Store, run_id: str, n: int) -> str:
+    """As _describe_run, read back from the store (a chunked run is never whole in memory)."""
+    metrics = store.run_metrics(run_id).set_index("metric")
+    parts = [f"{m} {_fmt(r.score)} (n={r.n}" + (f", {r.n_failed} failed" if r.n_failed else "") + ")"
+             for m in METRIC_NAMES if m in metrics.index for r in [metrics.loc[m]]]
+    return f"run {run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from lib.intake.runjson import run_from_json
+
+    db = _db_path(args, must_exist=False)
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=args.file) from None
+    run = run_from_json(data, source=args.file)
+    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    return EXIT_OK
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from lib.judging.scoring import score_file
+
+    db = _db_path(args, must_exist=False)
+    judge, _, _ = judge_for(args.judge, args.model)
+    metrics = list(dict.fromkeys(m for part in args.metrics for m in part.split(",") if m)) or None
+    done = score_file(db, args.file, run_id=args.run_id, judge=judge, metrics=metrics,
+                      templates=_templates(args.template), binding=args.binding,
+                      started_at=_started_at(args.started_at), pipeline=_pipeline(args.pipeline),
+                      inbox=_inbox_for(db), progress=_progress(f"scoring {args.run_id}"))
+    _say_recorded(db, done.run, done.handover)
+    print(f"judge {judge.model}: {done.calls} calls, {done.cached} answers from the cache of earlier attempts")
+    judged = job_log.judge_info(judge).sentence
+    if judged:
+        print(f"judge: {judged}")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from lib.intake.importers import import_run
+
+    db = _db_path(args, must_exist=False)
+    mapping = {}
+    for pair in args.metric_map:
+        name, sep, metric = pair.partition("=")
+        if not sep or not name or metric not in METRIC_NAMES:
+            raise UsageError(f"--metric-map wants SCORER=METRIC with METRIC one of {', '.join(METRIC_NAMES)}, "
+                             f"got {pair!r}")
+        mapping[name] = metric
+    run = import_run(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
+                     pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None)
+    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    scorers = sorted({m.scorer for m in run.metrics if m.scorer})
+    judges = sorted({m.judge_model for m in run.metrics if m.judge_model})
+    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {', '.join(judges) or 'not recorded'}")
+    return EXIT_OK
+
+
+def cmd_templates(args: argparse.Namespace) -> int:
+    from lib.core.template_files import default_templates, write_templates
+
+    infos = default_templates(args.metric)
+    if args.out:
+        for info, path in zip(infos, write_templates(args.out, args.metric), strict=True):
+            print(f"wrote {path}: {info.header}")
+        return EXIT_OK
+    for info in infos:
+        print(f"# {info.header}\n{info.text}\n")
+    return EXIT_OK

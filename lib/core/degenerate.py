@@ -1,0 +1,83 @@
+"""Samples a metric cannot meaningfully score, excluded with a reason before any judge call.
+
+- No passages: `contexts` empty, or every passage blank. Faithfulness judges
+  claims against the passages, context precision judges the passages, context
+  recall judges the reference against the passages; with nothing there, any
+  score is chance (a judge's random flip can mark a claim "supported by
+  nothing"). Excluded from those three metrics, for every judge and scorer.
+- A refusal ("I don't know", "I cannot answer that"): the answer states no
+  claim about the world, so faithfulness has nothing to check; a 0 would
+  punish an honest refusal and a 1 would be chance. Excluded from
+  faithfulness only. Answer relevance and answer correctness still judge it:
+  a refusal does not address the question and does not state the reference's
+  answer, and a low score there is what a user expects.
+- An empty answer has no claims: the harness already excludes it from every
+  metric whose items are the answer's claims.
+
+An ablation screens the unblanked sample, never the blanked one: blanking
+contexts is the measurement, not a degenerate input.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lib.core.metrics import METRIC_NAMES, get_metric
+from lib.core.samples import CONTEXTS, EvalSample
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lib.store import Store
+
+REFUSAL = re.compile(
+    r"^(?:sorry,? )?(?:i (?:do not|don't|dont) know|i (?:cannot|can't|can not) (?:answer|say|tell|help)"
+    r"|i (?:am|'m) not sure|i have no (?:idea|answer|information)|there is not enough information"
+    r"|(?:the )?(?:context|passages?|documents?) (?:does|do) not (?:say|contain|mention|state))"
+    r"(?: [^.!?]{0,60})?[.!?]?$")
+MAX_REFUSAL_WORDS = 14
+
+
+def has_passages(contexts: tuple[str, ...] | list[str]) -> bool:
+    """At least one passage with text in it."""
+    return any(p.strip() for p in contexts)
+
+
+def is_refusal(answer: str) -> bool:
+    """The whole answer is a refusal (a short 'I don't know' and no more)."""
+    text = " ".join(answer.lower().replace("\u2019", "'").split())
+    return 0 < len(text.split()) <= MAX_REFUSAL_WORDS and REFUSAL.match(text) is not None
+
+
+def exclusion_reason(sample: EvalSample, metric: str) -> str | None:
+    """Why `metric` must not score this sample at all, or None when it may."""
+    spec = get_metric(metric)
+    if CONTEXTS in spec.receives and not has_passages(sample.contexts):
+        return f"no passages: {metric} is judged over or against contexts, and this sample has none"
+    if metric == "faithfulness" and is_refusal(sample.answer):
+        return "refusal: the answer states no claim for faithfulness to check"
+    return None
+
+
+PASSAGE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if CONTEXTS in get_metric(m).receives)
+
+
+def chance_scores(store: Store, run_id: str | None = None, suite: str = "main") -> pd.DataFrame:
+    """Stored scores on samples with no passages, for the metrics judged over or against passages.
+
+    These came from a harness that scored what it should have excluded (an
+    ingested file, an external harness); a 1.0 there is chance, not support.
+    Columns: run_id, metric, sample_id, score.
+    """
+    return store.scores_without_passages(PASSAGE_METRICS, run_id, suite)
+
+
+def chance_summary(frame: pd.DataFrame) -> list[str]:
+    """One line per (run, metric): how many scores on samples with no passages, and how many read 1.0."""
+    lines = []
+    for (run_id, metric), part in frame.groupby(["run_id", "metric"], sort=True):
+        ones = int((part["score"] >= 1.0).sum())
+        lines.append(f"run {run_id}: {len(part)} {metric} score(s) on samples with no passages ({ones} of them "
+                     f"1.0), e.g. {part['sample_id'].iloc[0]}: a score there is chance, not support")
+    return lines

@@ -1,0 +1,160 @@
+"""Settings, read from the environment (and Streamlit secrets) in one place.
+
+| setting | environment | default |
+|---|---|---|
+| db_path | EVALDRIFT_DB | data/demo.duckdb (the demo is built when absent) |
+| inbox | EVALDRIFT_INBOX | <db folder>/inbox |
+| judge_model | EVALDRIFT_JUDGE_MODEL | offline-lexical-v2 |
+| base_url | OPENAI_BASE_URL | none (the SDK's default) |
+| api_key | OPENAI_API_KEY | none |
+| judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
+| judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
+| breaker_failures | EVALDRIFT_BREAKER_FAILURES | 10 (judge calls failed in a row that stop a job; 0: never) |
+| job_deadline | EVALDRIFT_JOB_DEADLINE | none (seconds an ablation job may run) |
+| db_dir | EVALDRIFT_DB_DIR | none: only EVALDRIFT_DB is offered |
+| scorers | EVALDRIFT_SCORERS | none: the dashboard runs no external scorer |
+| allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
+| ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
+| ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
+| call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
+
+Lists are comma-separated. A user entry is an e-mail address or `@domain`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from lib.core.endpoints import normalise
+from lib.core.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DB = ROOT / "data" / "demo.duckdb"
+
+SETTINGS: tuple[tuple[str, str, str], ...] = (
+    ("db_path", "EVALDRIFT_DB", "the DuckDB file; the demo database is built there when absent"),
+    ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while the database is busy are dropped"),
+    ("judge_model", "EVALDRIFT_JUDGE_MODEL", "judge model; offline-lexical-* is the embedded offline judge"),
+    ("base_url", "OPENAI_BASE_URL", "OpenAI-compatible server for the model judge"),
+    ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
+    ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
+    ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
+    ("breaker_failures", "EVALDRIFT_BREAKER_FAILURES",
+     "judge calls failed in a row (after their retries) that stop an ablation job; 0: never"),
+    ("job_deadline", "EVALDRIFT_JOB_DEADLINE", "seconds an ablation job may run before it stops (resumable)"),
+    ("db_dir", "EVALDRIFT_DB_DIR", "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
+    ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),
+    ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
+    ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
+    ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
+    ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path
+    inbox: Path
+    judge_model: str
+    base_url: str | None
+    api_key: str | None
+    judge_concurrency: int
+    judge_timeout: float
+    db_dir: Path | None = None
+    scorers: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    ablation_users: tuple[str, ...] = ()
+    ragas_python: str | None = None
+    breaker_failures: int = 10
+    job_deadline: float | None = None
+    call_budget: int | None = None
+
+    def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
+        return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
+                f"base_url={self.endpoint if self.base_url else None!r}, "
+                f"api_key={'set' if self.api_key else 'unset'})")
+
+    @property
+    def endpoint(self) -> str:
+        """The model judge's endpoint as identity and display text (no credentials)."""
+        return normalise(self.base_url)
+
+    @property
+    def is_demo(self) -> bool:
+        return self.db_path.resolve() == DEMO_DB.resolve()
+
+
+def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object] | None = None) -> Settings:
+    """Read settings; `secrets` (e.g. st.secrets) fill what the environment leaves unset."""
+    env = dict(os.environ if environ is None else environ)
+    sec = dict(secrets or {})
+
+    def get(name: str) -> str | None:
+        value = env.get(name)
+        if value in (None, ""):
+            value = sec.get(name)
+        if isinstance(value, list | tuple):  # a TOML list in secrets.toml
+            value = ",".join(str(v) for v in value)
+        return str(value) if value not in (None, "") else None
+
+    db = Path(get("EVALDRIFT_DB") or DEMO_DB)
+    inbox = Path(get("EVALDRIFT_INBOX") or db.parent / "inbox")
+    from lib.judging.offline import DEFAULT_MODEL
+
+    return Settings(
+        db_path=db,
+        inbox=inbox,
+        judge_model=get("EVALDRIFT_JUDGE_MODEL") or DEFAULT_MODEL,
+        base_url=get("OPENAI_BASE_URL"),
+        api_key=get("OPENAI_API_KEY"),
+        judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
+        judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
+        db_dir=Path(d) if (d := get("EVALDRIFT_DB_DIR")) else None,
+        scorers=_items(get("EVALDRIFT_SCORERS")),
+        allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
+        ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
+        ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
+        breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
+        job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
+        call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
+    )
+
+
+def _count(value: str | None, name: str, default: int) -> int:
+    """A non-negative whole number setting."""
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise InputError(f"{name} must be a whole number, got {value!r}", field=name) from None
+    if n < 0:
+        raise InputError(f"{name} must be 0 or more, got {n}", field=name)
+    return n
+
+
+def _seconds(value: str | None, name: str) -> float | None:
+    """A positive, finite number of seconds (None: unset)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise InputError(f"{name} must be a number of seconds, got {value!r}", field=name) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"{name} must be a positive number of seconds, got {value!r}", field=name)
+    return seconds
+
+
+def _budget(value: str | None) -> int | None:
+    """EVALDRIFT_CALL_BUDGET: a count of judge calls (None: unset)."""
+    return None if value is None else _count(value, "EVALDRIFT_CALL_BUDGET", 0)
+
+
+def _items(value: str | None) -> tuple[str, ...]:
+    """A comma-separated setting as its non-empty entries."""
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())

@@ -1,0 +1,196 @@
+"""One set of rules for a run, whichever door it comes in by.
+
+`ingest` (files), `record` (hand-over JSON), the Python API
+(`Store.record_run`, `lib.intake.inbox.record`) and the inbox drain all end in
+`check_run`; the bulk importer checks the same rules in SQL
+(`lib.store._BULK_CHECKS`). A refusal is an `InputError` naming the source,
+the row (the sample or result, 1-based) and the field.
+
+Rules beyond the types:
+- text (ids, artifacts, passages, templates, model names, reasons, evidence)
+  carries no NUL character and no unpaired surrogate;
+- `contexts` is a sequence of passages, never one string;
+- `pipeline` is a JSON object (a mapping of text keys);
+- `started_at` is a naive datetime (UTC) in [1970-01-01, 2200-01-01): dates
+  outside make no sense on a time axis and overflow week arithmetic;
+- an ok score is a finite number in [0, 1]; other statuses carry none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from lib.core.errors import InputError
+from lib.core.jsontext import HugeNumber
+from lib.core.metrics import METRICS
+from lib.core.prompts import BINDINGS
+from lib.core.records import RunRecord
+from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
+
+EARLIEST = datetime(1970, 1, 1)
+LATEST = datetime(2200, 1, 1)
+STATUS_NAMES = (OK, FAILED, EXCLUDED)
+
+
+def text_problem(text: str) -> str | None:
+    """Why a text cannot be stored (a NUL character, an unpaired surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains an unpaired surrogate {text[exc.start]!r}, which is not valid Unicode text"
+    return None
+
+
+def check_text(value: object, *, field: str, source: str, row: int | None = None, optional: bool = False) -> None:
+    """Refuse a value that is not storable text (None allowed when `optional`)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise InputError(f"must be text, got {_kind(value)}", row=row, field=field, source=source)
+    problem = text_problem(value)
+    if problem:
+        raise InputError(problem, row=row, field=field, source=source)
+
+
+def check_started_at(value: object, *, source: str) -> None:
+    """Refuse a start time that is not a naive datetime within [EARLIEST, LATEST)."""
+    if not isinstance(value, datetime):
+        raise InputError(f"must be a datetime, got {_kind(value)}", field="started_at", source=source)
+    if value.tzinfo is not None:
+        raise InputError("must be a naive datetime in UTC (convert it first)", field="started_at", source=source)
+    if not EARLIEST <= value < LATEST:
+        raise InputError(f"{value.isoformat()} is out of range: a run starts between {EARLIEST.year} and "
+                         f"{LATEST.year - 1}", field="started_at", source=source)
+
+
+def check_pipeline(value: object, *, source: str) -> None:
+    """Refuse a pipeline config that is not a JSON object of storable text keys and values."""
+    if not isinstance(value, Mapping):
+        raise InputError(f"pipeline config must be a JSON object, got {_kind(value)}", field="pipeline",
+                         source=source)
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InputError(f"pipeline config is not JSON-serialisable: {exc}", field="pipeline",
+                         source=source) from None
+    if "\\u0000" in text:
+        raise InputError("contains a NUL character", field="pipeline", source=source)
+
+
+def check_run(run: RunRecord, *, source: str | None = None) -> None:
+    """Check every field of a run against the rules above; nothing is written either way.
+
+    Args:
+        run: the run to check.
+        source: the file it came from, for the message (default: "run <id>").
+
+    Raises:
+        InputError: the first field at fault, with source, row and field.
+    """
+    if not isinstance(run.run_id, str) or not run.run_id.strip():
+        raise InputError("run id must be a non-empty string", field="run_id", source=source or "run")
+    src = source or f"run {run.run_id!r}"
+    check_text(run.run_id, field="run_id", source=src)
+    check_text(run.label, field="label", source=src)
+    check_started_at(run.started_at, source=src)
+    check_pipeline(run.pipeline, source=src)
+    if not isinstance(run.samples, Mapping):
+        raise InputError(f"samples must map suite -> samples, got {_kind(run.samples)}", field="samples", source=src)
+    ids_by_suite = {suite: _check_samples(suite, samples, src) for suite, samples in run.samples.items()}
+    keys: set[tuple[str, str]] = set()
+    for m in run.metrics:
+        where = f"{src} metric {m.metric!r}"
+        if m.metric not in METRICS:
+            raise InputError(f"unknown metric; known: {', '.join(METRICS)}", field="metric", source=where)
+        if (m.suite, m.metric) in keys:
+            raise InputError("metric recorded twice for the same suite", field="metric", source=where)
+        keys.add((m.suite, m.metric))
+        for name in ("judge_model", "template", "fingerprint", "scorer", "output_mode"):
+            check_text(getattr(m, name), field=name, source=where, optional=True)
+        if m.binding is not None and m.binding not in BINDINGS:
+            raise InputError(f"unknown binding {m.binding!r}", field="binding", source=where)
+        known = ids_by_suite.get(m.suite)
+        if known is None:
+            raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
+        _check_results(m.results, known, where)
+
+
+def _check_samples(suite: object, samples: object, src: str) -> set[str]:
+    where = f"{src} suite {suite!r}"
+    check_text(suite, field="suite", source=src)
+    if isinstance(samples, str | bytes) or not isinstance(samples, Sequence):
+        raise InputError(f"must be a list of samples, got {_kind(samples)}", field="samples", source=where)
+    seen: set[str] = set()
+    for i, s in enumerate(samples, start=1):
+        if not isinstance(s, EvalSample):
+            raise InputError(f"must be an EvalSample, got {_kind(s)}", row=i, field="sample", source=where)
+        for name in ("sample_id", "question", "answer", "ground_truth"):
+            check_text(getattr(s, name), field=name, source=where, row=i)
+        if isinstance(s.contexts, str | bytes) or not isinstance(s.contexts, Sequence):
+            raise InputError(f"must be a list of passages (text), got {_kind(s.contexts)}", row=i,
+                             field="contexts", source=where)
+        for k, passage in enumerate(s.contexts, start=1):
+            check_text(passage, field=f"contexts[{k}]", source=where, row=i)
+        if s.sample_id in seen:
+            raise InputError(f"duplicate sample id {s.sample_id!r}", row=i, field="sample_id", source=where)
+        seen.add(s.sample_id)
+    return seen
+
+
+def _check_results(results: Sequence[SampleResult], known: set[str], where: str) -> None:
+    seen: set[str] = set()
+    for i, r in enumerate(results, start=1):
+        check_text(r.sample_id, field="sample_id", source=where, row=i)
+        if r.sample_id not in known:
+            raise InputError(f"score for unknown sample {r.sample_id!r}", row=i, field="sample_id", source=where)
+        if r.sample_id in seen:
+            raise InputError(f"sample {r.sample_id!r} scored twice", row=i, field="sample_id", source=where)
+        seen.add(r.sample_id)
+        if r.status not in STATUS_NAMES:
+            raise InputError(f"unknown status {r.status!r}", row=i, field="status", source=where)
+        check_text(r.reason, field="reason", source=where, row=i)
+        if r.status == OK:
+            if not _is_score(r.score):
+                raise InputError(f"score must be a number in [0, 1], got {_short(r.score)}", row=i, field="score",
+                                 source=where)
+        elif r.score is not None:
+            raise InputError(f"a {r.status} sample has no score", row=i, field="score", source=where)
+        for k, v in enumerate(r.verdicts, start=1):
+            if not isinstance(v, Verdict) or not isinstance(v.label, bool):
+                raise InputError("must be a verdict (item, label true/false, verdict, evidence)", row=i,
+                                 field=f"verdicts[{k}]", source=where)
+            for name in ("item", "verdict", "evidence"):
+                check_text(getattr(v, name), field=f"verdicts[{k}].{name}", source=where, row=i)
+
+
+def _is_score(value: object) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)
+    except OverflowError:
+        return False
+    return math.isfinite(number) and 0.0 <= number <= 1.0
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{_kind(value)} of {len(text)} characters"
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, HugeNumber):
+        return repr(value)
+    if isinstance(value, str):
+        return "a string"
+    return {bool: "a boolean", dict: "an object", list: "a list", int: "an integer",
+            float: "a number"}.get(type(value), type(value).__name__)

@@ -1,0 +1,353 @@
+"""Ablations: re-judge a run's samples with one artifact blanked, paired, with a noise band.
+
+An ablation holds everything still (samples, order, judge, the run's own
+template and binding) and changes one thing: the value of the blanked
+artifact, in every sample. The unblanked baseline is re-judged alongside, k
+times, for the judge's noise band; the blanked arm is repeated the same way.
+Per-sample results are stored as they complete, so a killed ablation resumes
+where it stopped, and a finished one is answered from the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from lib.core.degenerate import exclusion_reason
+from lib.core.endpoints import normalise
+from lib.core.errors import InputError
+from lib.core.metrics import get_metric
+from lib.core.records import MAIN
+from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
+from lib.core.samples import BLANKABLE, EvalSample, arm_fields, arm_name, blank
+from lib.diagnosis.ablation_analysis import analyse
+from lib.diagnosis.ablation_plan import BASELINE, Plan
+from lib.diagnosis.ablation_plan import plan as make_plan
+from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.verdicts import (
+    AS_EXPECTED,
+    CLEAN,
+    INCONCLUSIVE,
+    INSENSITIVE,
+    LEAK,
+    MIN_EFFECT,
+    REPLAY_MISMATCH,
+    SENSITIVE,
+)
+from lib.judging.base import Judge
+from lib.judging.harness import score_sample
+from lib.store import Store
+
+__all__ = ["AS_EXPECTED", "CLEAN", "INCONCLUSIVE", "INSENSITIVE", "LEAK", "REPLAY_MISMATCH", "SENSITIVE",
+           "AblationResult", "AblationSpec", "ArmVerdict", "FourReadings", "ReplayCheck", "analyse",
+           "four_readings_spec", "matrix_spec", "per_sample_deltas", "recorded_judge", "run_ablation"]
+
+BATCH = 200              # results per stored batch (a kill loses at most this many per arm)
+
+Scorer = Callable[[Sequence[EvalSample]], Sequence[float | None]]
+
+
+@dataclass(frozen=True)
+class AblationSpec:
+    """What to ablate.
+
+    Attributes:
+        run_id: the run whose samples and instruments are re-judged.
+        metrics: metrics to test.
+        blanks: arms, each a field or fields joined by '+' ("ground_truth", "ground_truth+contexts").
+        repeats: re-judgings of each arm (the noise band needs 2 or more).
+        judge: the judge model (offline-lexical-* or a model on an OpenAI-compatible server).
+        endpoint: where that judge lives ("offline" or the server URL); part of the identity.
+        suite: the sample suite ("main" or "canary").
+        seed: first judge seed; repeat r uses seed + r.
+        limit: only the first `limit` samples (by id), for a quick look.
+        scorer: an external harness as "module:function" instead of the judge.
+        min_effect: the smallest effect worth naming: a move counts only when its
+            paired interval lies wholly beyond it.
+
+    Besides the arms asked for, every metric also gets the arm that blanks all
+    of its must-never-receive fields together (`arms_for`): a leak can hide when
+    one such field supplies the support another is blanked of.
+    """
+
+    run_id: str
+    metrics: tuple[str, ...]
+    blanks: tuple[str, ...]
+    repeats: int = 3
+    judge: str = "offline-lexical-v2"
+    endpoint: str = "offline"
+    suite: str = MAIN
+    seed: int = 1000
+    limit: int | None = None
+    scorer: str | None = None
+    min_effect: float = MIN_EFFECT
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise InputError("choose at least one metric", field="metric")
+        for m in self.metrics:
+            try:
+                get_metric(m)
+            except KeyError as exc:
+                raise InputError(str(exc.args[0]), field="metric") from None
+        if not self.blanks:
+            raise InputError("choose at least one field to blank", field="blank")
+        for b in self.blanks:
+            try:
+                fields = arm_fields(b)
+            except KeyError as exc:
+                raise InputError(f"{exc.args[0]}; blankable: {', '.join(BLANKABLE)}", field="blank") from None
+            if not fields:
+                raise InputError("'none' is the baseline, not an arm", field="blank")
+        if not 1 <= self.repeats <= 20:
+            raise InputError("repeats must be between 1 and 20", field="repeats")
+        if not 0.0 <= self.min_effect < 1.0:
+            raise InputError("the smallest effect worth naming must be in [0, 1)", field="min_effect")
+        if self.limit is not None and self.limit < 1:
+            raise InputError("limit must be positive", field="limit")
+        object.__setattr__(self, "blanks", tuple(dict.fromkeys(arm_name(arm_fields(b)) for b in self.blanks)))
+        # The endpoint is identity and stored text: one spelling per server, never with credentials.
+        object.__setattr__(self, "endpoint", normalise(self.endpoint))
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return ("none", *self.blanks)
+
+    def arms_for(self, metric: str, fields: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The baseline, the arms asked for, and the metric's joint arm.
+
+        The joint arm blanks every must-never-receive field the run has
+        (`fields`; all four when None). It is left out when the run has none
+        of them: blanking what is absent measures nothing.
+        """
+        never = [f for f in get_metric(metric).never if fields is None or f in fields]
+        return tuple(dict.fromkeys((*self.arms, arm_name(never)))) if never else self.arms
+
+    @property
+    def ablation_id(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True)
+        return "abl-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> AblationSpec:
+        d = dict(d)
+        try:
+            d["metrics"] = tuple(d["metrics"])  # type: ignore[arg-type]
+            d["blanks"] = tuple(d["blanks"])  # type: ignore[arg-type]
+            return cls(**d)  # type: ignore[arg-type]
+        except (KeyError, TypeError) as exc:  # a stored spec is data from a file: refuse it plainly
+            raise InputError(f"not an ablation spec ({exc})", field="spec") from None
+
+
+def matrix_spec(run_id: str, metrics: Sequence[str], **kw: object) -> AblationSpec:
+    """Every metric x each of ground_truth, question, contexts blanked alone."""
+    return AblationSpec(run_id, tuple(metrics), ("ground_truth", "question", "contexts"), **kw)  # type: ignore[arg-type]
+
+
+def four_readings_spec(run_id: str, **kw: object) -> AblationSpec:
+    """Faithfulness as wired, without the reference, without the passages, without both."""
+    return AblationSpec(run_id, ("faithfulness",), ("ground_truth", "contexts", "ground_truth+contexts"),
+                        **kw)  # type: ignore[arg-type]
+
+
+def recorded_judge(store: Store, run_id: str, metrics: Sequence[str], suite: str = MAIN) -> str:
+    """The judge model that recorded these metrics of the run: an ablation's default judge.
+
+    Raises InputError when a metric recorded no judge (unattributed scores) or
+    the metrics were recorded by different judges: then the judge must be named.
+    """
+    models = {m: store.instrument(run_id, m, suite)["judge_model"] for m in metrics}
+    if None in models.values():
+        missing = ", ".join(m for m, j in models.items() if j is None)
+        raise InputError(f"run {run_id!r} recorded no judge model for {missing}; name the judge to ablate with "
+                         f"(--judge, --model)", field="judge")
+    if len(set(models.values())) > 1:
+        which = ", ".join(f"{m}: {j}" for m, j in models.items())
+        raise InputError(f"run {run_id!r} recorded different judges ({which}); ablate those metrics separately",
+                         field="judge")
+    return str(next(iter(models.values())))
+
+
+def load_scorer(target: str) -> Scorer:
+    """Import an external scorer given as 'module:function'."""
+    module, _, name = target.partition(":")
+    if not module or not name:
+        raise InputError(f"scorer must be 'module:function', got {target!r}", field="scorer")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"cannot load scorer {target!r}: {exc}", field="scorer") from None
+    if not callable(fn):
+        raise InputError(f"scorer {target!r} is not callable", field="scorer")
+    return fn
+
+
+# -- running ------------------------------------------------------------------------
+def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
+                 progress: Callable[[int, int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> AblationResult | None:
+    """Run (or resume, or look up) an ablation and return its result.
+
+    Args:
+        store: the run store (results are written to it as they complete).
+        spec: what to ablate.
+        judge: the judge (None when spec.scorer drives an external harness).
+        progress: called with (done, total) after each stored batch.
+        should_stop: polled between samples; when it returns True the work
+            stops with everything finished so far stored, and None is returned.
+
+    Returns:
+        The analysed result, or None if stopped early.
+    """
+    aid = spec.ablation_id
+    existing = store.ablation(aid)
+    if existing and existing["status"] == "done" and existing["result"]:
+        if progress:
+            progress(int(existing["total"]), int(existing["total"]))
+        return AblationResult.from_dict(existing["result"])  # type: ignore[arg-type]
+    plan = make_plan(store, spec)
+    # Refuse bad input before the ablation row exists, so it never shows as a stalled ablation.
+    scorer = load_scorer(spec.scorer) if spec.scorer is not None else None
+    if scorer is None and judge is None:
+        raise InputError("an ablation needs a judge or a scorer", field="judge")
+    store.start_ablation(aid, spec.run_id, spec.suite, spec.to_dict(), spec.judge, plan.total)
+    done = store.ablation_done_keys(aid)
+    if scorer is not None:
+        stopped = _run_scorer(store, plan, scorer, done, progress, should_stop)
+    else:
+        stopped = _run_judge(store, plan, judge, done, progress, should_stop)  # type: ignore[arg-type]
+    if stopped:
+        return None
+    result = analyse(store, spec, plan)
+    store.finish_ablation(aid, "done", result.to_dict())
+    return result
+
+
+def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, should_stop) -> bool:
+    """Judge what is left: the probe first; when it shows identical repeats, every other judging once."""
+    spec = plan.spec
+    units = plan.units(done)
+    probe = [u for u in units if u[1] == BASELINE and u[3].sample_id in plan.probe_ids]
+    blanked: dict[tuple[str, str], EvalSample] = {}
+    buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
+    count = len(done)
+    total = plan.total
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last_flush
+        for (m, arm, rep), results in list(buffer.items()):
+            store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
+        buffer.clear()
+        last_flush = time.monotonic()
+        if progress:
+            progress(count, total)
+
+    def work(unit: tuple[str, str, int, EvalSample]) -> tuple[tuple[str, str, int], SampleResult]:
+        m, arm, rep, s = unit
+        reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
+        if reason:
+            return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
+        key = (arm, s.sample_id)
+        if key not in blanked:
+            blanked[key] = blank(s, arm_fields(arm))
+        cache = store if judge.cacheable else None
+        return (m, arm, rep), score_sample(blanked[key], plan.instruments[m], judge, seed=spec.seed + rep,
+                                           cache=cache, screen=False)
+
+    def collect(key: tuple[str, str, int], r: SampleResult) -> None:
+        nonlocal count
+        buffer[key].append(r)
+        count += 1
+        if sum(map(len, buffer.values())) >= BATCH or time.monotonic() - last_flush > 1.0:
+            flush()
+
+    if _judge_units(probe, judge, work, collect, should_stop):
+        flush()
+        return True
+    flush()
+    rest = units[len(probe):]
+    if plan.repeats_stopped(store.ablation_results(spec.ablation_id)):
+        rest = [u for u in rest if u[2] == 0]
+        total = count + len(rest)
+        store.set_ablation_total(spec.ablation_id, total)
+    stopped = _judge_units(rest, judge, work, collect, should_stop)
+    flush()
+    return stopped
+
+
+def _judge_units(units: list, judge: Judge, work, collect, should_stop) -> bool:
+    """Judge units (in the judge's concurrency); True when should_stop stopped the work."""
+    width = max(1, getattr(judge, "concurrency", 1))
+    if width == 1 or len(units) < 2:
+        for unit in units:
+            if should_stop and should_stop():
+                return True
+            collect(*work(unit))
+        return False
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ablation-judge") as pool:
+        futures = [pool.submit(work, u) for u in units]
+        for fut in as_completed(futures):
+            collect(*fut.result())
+            if should_stop and should_stop():
+                for f in futures:
+                    f.cancel()
+                return True
+    return False
+
+
+def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
+    spec = plan.spec
+    count = len(done)
+    chunk = 50
+    for m in spec.metrics:
+        for arm in plan.arms_for(m):
+            for rep in range(spec.repeats):
+                todo = [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
+                for i in range(0, len(todo), chunk):
+                    if should_stop and should_stop():
+                        return True
+                    originals = todo[i:i + chunk]
+                    results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, m) or "")
+                               for s in originals if exclusion_reason(s, m)]
+                    part = [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, m)]
+                    scores = list(scorer(part)) if part else []
+                    if len(scores) != len(part):
+                        raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples",
+                                         field="scorer")
+                    for s, v in zip(part, scores, strict=True):
+                        if v is None or (isinstance(v, float) and math.isnan(v)):
+                            results.append(SampleResult(s.sample_id, FAILED, reason="scorer returned no score"))
+                        elif not 0.0 <= float(v) <= 1.0:
+                            results.append(SampleResult(s.sample_id, FAILED, reason=f"scorer returned {v!r}"))
+                        else:
+                            results.append(SampleResult(s.sample_id, OK, float(v)))
+                    store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
+                    count += len(results)
+                    if progress:
+                        progress(count, plan.total)
+    return False
+
+
+def per_sample_deltas(store: Store, ablation_id: str, metric: str, arm: str):
+    """Per-sample baseline, ablated score and delta (means over repeats), biggest moves first."""
+    frame = store.ablation_results(ablation_id)
+    part = frame[(frame["metric"] == metric) & (frame["status"] == OK)]
+    means = part.groupby(["arm", "sample_id"])["score"].mean().unstack(0)
+    if "none" not in means or arm not in means:  # an arm not re-judged (prompt unchanged) has no rows
+        return pd.DataFrame(columns=["sample_id", "baseline", "ablated", "delta"])
+    out = means[["none", arm]].dropna().rename(columns={"none": "baseline", arm: "ablated"})
+    out["delta"] = out["ablated"] - out["baseline"]
+    return out.reindex(out["delta"].abs().sort_values(ascending=False).index).reset_index()

@@ -1,0 +1,242 @@
+"""Read a finished ablation's stored results into verdicts: paired intervals, noise, headroom, static evidence.
+
+The numbers per cell are computed here from the results frame; the decision
+is `lib.diagnosis.verdicts.classify` (pure) and the words are `lib.diagnosis.verdict_words`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from lib.core.metrics import MetricSpec, expectation, get_metric
+from lib.core.prompts import fields_rendered
+from lib.core.results import EXCLUDED, FAILED, OK
+from lib.core.samples import GROUND_TRUTH, arm_fields
+from lib.diagnosis import verdict_words
+from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.stats import flips, mde, noise_band, paired_bootstrap, run_noise_sd
+from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
+
+ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
+
+if TYPE_CHECKING:
+    from lib.diagnosis.ablation import AblationSpec
+    from lib.diagnosis.ablation_plan import Plan
+    from lib.store import Store
+
+
+@dataclass
+class _Arm:
+    scores: dict[str, list[float]]          # sample -> ok scores over repeats
+    labels: dict[str, list[list[bool]]]     # sample -> per repeat item labels
+    failed: int
+    excluded: int
+    units: int
+    reasons: Counter
+
+
+def collect(frame: pd.DataFrame) -> dict[tuple[str, str], _Arm]:
+    """Group stored results by (metric, arm): scores and labels per sample, failures counted."""
+    arms: dict[tuple[str, str], _Arm] = {}
+    for (metric, arm), part in frame.groupby(["metric", "arm"], sort=False):
+        a = _Arm(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
+        for row in part.itertuples(index=False):
+            if row.status == OK:
+                a.scores[row.sample_id].append(float(row.score))
+                a.labels[row.sample_id].append([bool(x["label"]) for x in json.loads(row.verdicts)])
+            elif row.status == FAILED:
+                a.failed += 1
+                a.reasons[row.reason.split(" (after")[0]] += 1
+            elif row.status == EXCLUDED:
+                a.excluded += 1
+        arms[(metric, arm)] = a
+    return arms
+
+
+def _majority(per_rep: list[list[bool]]) -> list[bool] | None:
+    if len({len(x) for x in per_rep}) != 1:
+        return None
+    return [sum(col) * 2 > len(col) for col in zip(*per_rep, strict=True)]
+
+
+def _item_flips(base: _Arm, abl: _Arm, common: list[str]):
+    before: list[bool] = []
+    after: list[bool] = []
+    for s in common:
+        x, y = _majority(base.labels.get(s, [])), _majority(abl.labels.get(s, []))
+        if x is not None and y is not None and len(x) == len(y):
+            before.extend(x)
+            after.extend(y)
+    return flips(before, after)
+
+
+def _mean_scores(arm: _Arm) -> float | None:
+    return float(np.mean([np.mean(x) for x in arm.scores.values()])) if arm.scores else None
+
+
+def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, band: float | None,
+                    renders: frozenset[str] | None, mismatch: bool, n_samples: int) -> ArmVerdict:
+    """An arm whose prompts equal the baseline's: not re-judged, so no move, interval or flips to show."""
+    fields = arm_fields(arm)
+    expected = expectation(mspec.name, fields)
+    e = CellEvidence(mspec.name, fields, expected, renders, 0, None, None, None, band, _mean_scores(base),
+                     replay_mismatch=mismatch, min_effect=spec.min_effect, unchanged=n_samples)
+    d = classify(e)
+    return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, None, None, None, None, band, None, 0, 0, 0,
+                      0, 0, None, None, verdict_words.sentence(e, d, repeats=spec.repeats), d.why,
+                      tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
+                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+
+
+def _cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
+          renders: frozenset[str] | None, mismatch: bool, probe: int = 0) -> ArmVerdict:
+    fields = arm_fields(arm)
+    expected = expectation(mspec.name, fields)
+    common = sorted(set(base.scores) & set(abl.scores))
+    a = [float(np.mean(base.scores[s])) for s in common]
+    b = [float(np.mean(abl.scores[s])) for s in common]
+    pd_ = paired_bootstrap(a, b, seed=len(common)) if common else None
+    deltas = np.asarray(b) - np.asarray(a)
+    md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
+    fl = _item_flips(base, abl, common) if common else None
+    e = CellEvidence(mspec.name, fields, expected, renders, len(common), pd_.mean if pd_ else None,
+                     pd_.lo if pd_ else None, pd_.hi if pd_ else None, band, _mean_scores(base),
+                     base.failed + abl.failed, base.units + abl.units,
+                     nothing_to_judge=mspec.items_from in fields and not abl.scores and abl.excluded > 0,
+                     replay_mismatch=mismatch, min_effect=spec.min_effect)
+    d = classify(e)
+    top = ", ".join(f"{k} ({n})" for k, n in (base.reasons + abl.reasons).most_common(2))
+    return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, float(np.mean(b)) if b else None,
+                      e.mean, e.lo, e.hi, band, verdict_words.ratio(band, e.mean), e.n, e.n_failed, e.n_units,
+                      fl.to_positive if fl else 0, fl.to_negative if fl else 0, fl.p_value if fl else None, md,
+                      verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe), d.why,
+                      tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
+                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+
+
+def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
+    """A joint arm that leaks while no single field does is a leak of the set; say so on both sides."""
+    out = list(cells)
+    for i, j in enumerate(cells):
+        if not (j.joint and j.kind == LEAK and j.why == MEASURED):
+            continue
+        singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint and c.why != UNCHANGED
+                   and len(arm_fields(c.arm)) == 1 and c.arm in arm_fields(j.arm)]
+        if singles and all(cells[k].kind != LEAK for k in singles):
+            out[i] = replace(j, sentence=j.sentence + " Blanked one at a time, none of them moves it: each supplies "
+                                                      "what the other removes, a leak of the set.")
+        for k in singles:
+            if cells[k].kind == CLEAN:
+                out[k] = replace(cells[k], sentence=cells[k].sentence + f" Blanked together with the rest of "
+                                 f"{j.arm.replace('+', ', ')} it does move (LEAK of the set): this cell clears "
+                                 f"nothing.")
+    return out
+
+
+def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, sd: float,
+                  band: float | None) -> ReplayCheck:
+    stored_frame = store.sample_scores(spec.run_id, spec.suite, metric)
+    stored = {r.sample_id: float(r.score) for r in stored_frame.itertuples(index=False) if r.status == OK}
+    common = sorted(set(stored) & set(base.scores))
+    if not common:
+        return ReplayCheck(metric, None, None, None, band, False,
+                           f"{metric}: no stored per-sample scores to compare the re-run with.")
+    s_mean = float(np.mean([stored[s] for s in common]))
+    r_mean = float(np.mean([np.mean(base.scores[s]) for s in common]))
+    delta = r_mean - s_mean
+    allowed = max(3 * (sd if not math.isnan(sd) else 0.0) * math.sqrt(1 + 1 / spec.repeats), spec.min_effect)
+    if abs(delta) > allowed:
+        sentence = (f"REPLAY MISMATCH: {metric} re-judged reads {r_mean:.3f} against the stored {s_mean:.3f} "
+                    f"({delta:+.3f}, allowed ±{allowed:.3f}): this ablation did not reproduce the instrument that "
+                    f"produced the run's score, so nothing in it can clear the run.")
+    else:
+        sentence = (f"{metric} re-judged reads {r_mean:.3f} against the stored {s_mean:.3f} ({delta:+.3f}, allowed "
+                    f"±{allowed:.3f}): the run's score reproduces.")
+    return ReplayCheck(metric, s_mean, r_mean, delta, band, abs(delta) > allowed, sentence, allowed)
+
+
+def _renders(spec: AblationSpec, metric: str, inst: dict) -> frozenset[str] | None:
+    """The static evidence: what the run's wiring renders (None for an external scorer: its code is not read)."""
+    if spec.scorer is not None or inst.get("template") is None:
+        return None
+    return fields_rendered(str(inst["template"]), metric, str(inst["binding"] or "projected"))
+
+
+def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
+    """Faithfulness's four readings, only where the wiring makes 'the reference alone' meaningful.
+
+    That is: the run's wiring renders ground_truth, or (external scorer) the
+    ground_truth cell measured a leak. Otherwise the reading without the
+    passages is no reference's support, only noise, and is not computed.
+    """
+    by_arm = {x.arm: x for x in verdicts if x.metric == "faithfulness"}
+    gt, ctx = by_arm.get("ground_truth"), by_arm.get("contexts")
+    if gt is None or ctx is None or gt.baseline is None or gt.ablated is None or ctx.ablated is None:
+        return None
+    reads_reference = (GROUND_TRUTH in gt.renders) if gt.renders is not None else gt.kind == LEAK
+    if not reads_reference:
+        return None
+    both = by_arm.get("contexts+ground_truth")
+    wired, a, b = gt.baseline, gt.ablated, ctx.ablated
+    ind = 1 - (1 - a) * (1 - b)
+    noise_txt = f" (judge repeat band ±{gt.noise:.3f})" if gt.noise else ""
+    sentence = (f"Faithfulness reads {wired:.2f} as wired, {a:.2f} with ground_truth blanked and {b:.2f} with "
+                f"contexts blanked{noise_txt}. The reference adds {wired - a:+.2f}; with no passages it still "
+                f"supports {b:.2f} of claims. If passages and reference were independent channels of support, "
+                f"together they would give 1-(1-{a:.2f})(1-{b:.2f}) = {ind:.3f}, against {wired:.3f} as wired.")
+    return FourReadings(wired, a, b, both.ablated if both else None, wired - a, ind, wired - ind, gt.noise, sentence)
+
+
+def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> AblationResult:
+    """Classify every (metric, arm) cell of a finished ablation against the wiring table.
+
+    `plan` (lib.diagnosis.ablation_plan; read again when None) says which arms were not
+    re-judged because their prompts equal the baseline's.
+    """
+    from lib.diagnosis.ablation_plan import plan as make_plan
+
+    plan = plan or make_plan(store, spec)
+    frame = store.ablation_results(spec.ablation_id)
+    arms = collect(frame)
+    probe = len(plan.probe_ids) if plan.repeats_stopped(frame) else 0
+    cells: list[ArmVerdict] = []
+    replay: list[ReplayCheck] = []
+    failures: Counter = Counter()
+    judges: dict[str, str | None] = {}
+    for a in arms.values():
+        failures.update(a.reasons)
+    for m in spec.metrics:
+        base = arms.get((m, "none"))
+        if base is None:
+            continue
+        inst = store.instrument(spec.run_id, m, spec.suite)
+        judges[m] = inst.get("judge_model")  # type: ignore[assignment]
+        sd = run_noise_sd(list(base.scores.values())) if spec.repeats >= 2 else math.nan
+        band = noise_band(sd) if not math.isnan(sd) else None
+        if band is not None and band < ZERO_BAND:
+            band = 0.0  # identical repeats: rounding dust is not a noise band to divide by
+        check = _replay_check(store, spec, m, base, sd, band)
+        replay.append(check)
+        for arm in plan.arms_for(m)[1:]:
+            abl = arms.get((m, arm))
+            if (m, arm) in plan.unchanged:
+                cells.append(_unchanged_cell(spec, get_metric(m), arm, base, band, _renders(spec, m, inst),
+                                             check.mismatch, len(plan.samples)))
+            elif abl is not None:
+                cells.append(_cell(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst), check.mismatch,
+                                   probe))
+    cells = _joint_notes(cells)
+    note = verdict_words.judge_note(spec.judge if spec.scorer is None else None, judges)
+    calls = int(frame["calls"].sum()) if len(frame) else 0
+    cached = int(frame["cached"].sum()) if len(frame) else 0
+    summary = verdict_words.headline(cells, replay, note, repeats=spec.repeats, probe=probe)
+    return AblationResult(spec.ablation_id, spec.to_dict(), cells, replay, _four_readings(cells), summary, calls,
+                          cached, dict(failures), note, judgings=len(frame), not_rejudged=plan.not_rejudged,
+                          repeats_skipped=max(0, plan.total - len(frame)) if probe else 0, probe=probe)

@@ -1,0 +1,178 @@
+"""Score samples: (metric, template, binding, judge) -> one result per sample.
+
+A sample is `ok` (a score in [0, 1] and its verdict records), `excluded`
+(nothing to judge, e.g. an empty answer: a reason, no score) or `failed` (the
+judge could not be read after retries: a reason and the raw reply, no score).
+Aggregates skip the last two and count them; nothing is ever scored 0 or 1 by
+default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+from lib.core.calls import JudgeReply, JudgeRequest, Message, ReplyShape, Usage
+from lib.core.degenerate import exclusion_reason
+from lib.core.errors import JudgeError
+from lib.core.metrics import get_metric, sample_score
+from lib.core.prompts import SYSTEM_MESSAGE, build_prompt
+from lib.core.results import CALL_FAILED, EXCLUDED, FAILED, OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
+from lib.judging.base import CallCache, Judge, judge_endpoint
+
+
+class _VerdictOut(BaseModel):
+    item: int | None = None
+    verdict: str
+    evidence: str = ""
+
+
+class _Reply(BaseModel):
+    verdicts: list[_VerdictOut]
+
+
+def _by_item(reply: _Reply, n_items: int) -> list[_VerdictOut]:
+    """The reply's verdicts in item order, read by their item numbers (1..n), each exactly once."""
+    slots: dict[int, _VerdictOut] = {}
+    for v in reply.verdicts:
+        if v.item is None:
+            raise ValueError("judge returned a verdict without an item number")
+        if not 1 <= v.item <= n_items:
+            raise ValueError(f"judge returned item {v.item}, which is not one of the {n_items} items")
+        if v.item in slots:
+            raise ValueError(f"judge returned item {v.item} twice")
+        slots[v.item] = v
+    return [slots[i] for i in range(1, n_items + 1)]
+
+
+def parse_verdicts(text: str, items: Sequence[str], labels: tuple[str, str]) -> tuple[Verdict, ...]:
+    """Read a judge reply into one Verdict per item, or raise ValueError saying why.
+
+    Verdicts are matched to items by their item numbers, never by their order
+    in the reply: a duplicate, missing or out-of-range number is unreadable.
+    """
+    cleaned = text.strip()
+    if cleaned.startswith("```"):
+        cleaned = cleaned.strip("`")
+        cleaned = cleaned[cleaned.find("{"):] if "{" in cleaned else cleaned
+    try:
+        reply = _Reply.model_validate_json(cleaned)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        kind = "not JSON" if first["type"] == "json_invalid" else f"bad shape ({first['msg']})"
+        raise ValueError(f"judge reply is {kind}") from None
+    if len(reply.verdicts) != len(items):
+        raise ValueError(f"judge returned {len(reply.verdicts)} verdicts for {len(items)} items")
+    positive, negative = labels
+    out = []
+    for i, (v, item) in enumerate(zip(_by_item(reply, len(items)), items, strict=True), start=1):
+        word = v.verdict.strip().lower()
+        if word not in (positive, negative):
+            raise ValueError(f"verdict {i} is {v.verdict!r}, expected {positive!r} or {negative!r}")
+        out.append(Verdict(item=item, label=word == positive, verdict=word, evidence=v.evidence))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Instrument:
+    """What produces a score: a metric's template, how it is bound, and the judge."""
+
+    metric: str
+    template: str
+    binding: str
+
+
+def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, seed: int | None = 0,
+                 cache: CallCache | None = None, parse_attempts: int = 3, screen: bool = True) -> SampleResult:
+    """Judge one sample for one metric.
+
+    Args:
+        sample: the sample.
+        instrument: metric, template and binding.
+        judge: the judge.
+        seed: the request seed (repeats of a noise band use different seeds).
+        cache: a call cache consulted before calling and fed valid replies.
+        parse_attempts: calls made when replies cannot be read, before the
+            sample is marked failed.
+        screen: exclude a degenerate sample (lib.core.degenerate) before any call.
+            An ablation screens the unblanked sample itself and passes False
+            for its blanked copies: blanking is the measurement.
+    """
+    spec = get_metric(instrument.metric)
+    excluded = exclusion_reason(sample, instrument.metric) if screen else None
+    if excluded:
+        return SampleResult(sample.sample_id, EXCLUDED, reason=excluded)
+    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
+    if not items:
+        return SampleResult(sample.sample_id, EXCLUDED,
+                            reason=f"no {spec.item_kind}s to judge: {spec.items_from} is empty")
+    request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
+                           endpoint=judge_endpoint(judge), shape=ReplyShape(len(items), spec.labels),
+                           template=instrument.template)
+    use_cache = cache is not None and judge.cacheable
+    usage = Usage()
+    calls = 0
+    raw = ""
+    reason = ""
+    read_cache = use_cache
+    for _ in range(parse_attempts):
+        reply: JudgeReply | None = cache.get(request.key) if read_cache else None  # type: ignore[union-attr]
+        cached = reply is not None
+        if reply is None:
+            try:
+                reply = judge.complete(request)
+            except JudgeError as exc:
+                return SampleResult(sample.sample_id, FAILED, reason=CALL_FAILED + exc.reason,
+                                    usage=usage, calls=calls + 1)
+            calls += 1
+            usage = usage + reply.usage
+        raw = reply.text
+        try:
+            verdicts = parse_verdicts(reply.text, items, spec.labels)
+        except ValueError as exc:
+            reason = str(exc)
+            read_cache = False
+            continue
+        if use_cache and not cached:
+            cache.put(request, reply)  # type: ignore[union-attr]
+        score = sample_score(spec, [v.label for v in verdicts])
+        return SampleResult(sample.sample_id, OK, score, verdicts, raw=raw, usage=usage, calls=calls,
+                            cached=cached, fingerprint=reply.fingerprint)
+    return SampleResult(sample.sample_id, FAILED, reason=f"{reason} (after {parse_attempts} attempts)",
+                        raw=raw[:2000], usage=usage, calls=calls)
+
+
+def score_samples(samples: Sequence[EvalSample], instrument: Instrument, judge: Judge, *,
+                  seed: int | None = 0, cache: CallCache | None = None,
+                  progress: Callable[[SampleResult], None] | None = None,
+                  concurrency: int | None = None, screen: bool = True) -> list[SampleResult]:
+    """Judge every sample; results in the samples' order.
+
+    Calls run `concurrency` at a time (default: the judge's own). `progress`
+    is called once per finished sample, from the calling thread. `screen`: as
+    for score_sample (False only for deliberately blanked copies).
+    """
+    width = max(1, concurrency if concurrency is not None else getattr(judge, "concurrency", 1))
+
+    def one(s: EvalSample) -> SampleResult:
+        return score_sample(s, instrument, judge, seed=seed, cache=cache, screen=screen)
+
+    if width == 1 or len(samples) < 2:
+        out = []
+        for s in samples:
+            r = one(s)
+            out.append(r)
+            if progress:
+                progress(r)
+        return out
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="judge") as pool:
+        results = []
+        for r in pool.map(one, samples):
+            results.append(r)
+            if progress:
+                progress(r)
+        return results

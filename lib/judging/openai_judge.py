@@ -1,0 +1,253 @@
+"""A judge on any OpenAI-compatible chat.completions server, through the openai SDK.
+
+The SDK's own retries are switched off (max_retries=0) so that every attempt,
+its wait and its reason are ours to bound and record: 429 (honouring
+Retry-After up to a cap), 5xx, 408/409, timeouts, dropped connections and 200
+replies whose body is no chat completion are retried with exponential backoff
+and full jitter; other 4xx are final.
+
+Verdicts are asked for as a strict JSON schema built from the request
+(lib.judging.structured); a server that refuses it is asked for a JSON object,
+then for plain text, and the refusal is remembered for its endpoint. Every
+attempt passes through a Pacer (lib.judging.pacing), which keeps as many calls
+in flight as the server sustains. `stop()` ends waits and refuses new
+attempts: a job's circuit breaker or deadline (lib.judging.breaker) calls it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import math
+import random
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import openai
+
+from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
+from lib.core.endpoints import normalise
+from lib.core.errors import JudgeError
+from lib.judging.pacing import OK, OTHER, OVERLOAD, Pacer, PacingReport, Ticket
+from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+
+
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After value as seconds: a number, or an HTTP date (None when unreadable)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    """The server's wait hint (retry-after-ms, else Retry-After); None when absent, negative or NaN.
+
+    A huge hint is returned as it is (the judge caps every wait at max_backoff); an infinite one too (the judge
+    then stops asking: no wait it would make is long enough).
+    """
+    try:
+        headers = exc.response.headers
+    except AttributeError:
+        return None
+    ms = _seconds(headers.get("retry-after-ms"))
+    seconds = ms / 1000.0 if ms is not None else _seconds(headers.get("retry-after"))
+    # A negative or NaN hint would make time.sleep raise; fall back to our own backoff.
+    return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
+
+
+def _reply(resp: object) -> JudgeReply:
+    """The text, usage and fingerprint of a chat completion (raises if it is not one)."""
+    choice = resp.choices[0] if resp.choices else None  # type: ignore[attr-defined]
+    text = (choice.message.content or "") if choice else ""
+    u = resp.usage  # type: ignore[attr-defined]
+    usage = Usage(u.prompt_tokens, u.completion_tokens) if u else Usage()
+    return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)  # type: ignore[attr-defined]
+
+
+class _Refused(Exception):
+    """The server refused the output mode asked for (the next mode down is tried)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Outcome:
+    """What one attempt came to: a reply, or a reason with the wait the server hinted."""
+
+    __slots__ = ("hint", "load", "reason", "reply")
+
+    def __init__(self, reply: JudgeReply | None = None, reason: str = "", hint: float | None = None,
+                 load: str = OTHER) -> None:
+        self.reply, self.reason, self.hint, self.load = reply, reason, hint, load
+
+
+class OpenAIJudge:
+    """A judge that calls `chat.completions` on an OpenAI-compatible server.
+
+    Args:
+        model: the model name the server knows.
+        base_url: the server's /v1 URL (OpenAI, vLLM, Ollama, LM Studio, ...).
+        api_key: the key; never logged, stored or shown.
+        timeout: seconds for one attempt.
+        max_attempts: attempts per call, first included.
+        backoff: base of the exponential backoff, seconds.
+        max_backoff: cap on one wait, seconds (Retry-After is capped too).
+        concurrency: the most calls in flight; the Pacer adapts below it to what the server sustains.
+        json_mode: ask for structured JSON (a schema, else a JSON object); False: plain text only.
+        sleep: how to wait (tests pass a recorder); default: a wait that `stop()` ends.
+        modes: where endpoint refusals of output modes are remembered (default: the process's book).
+    """
+
+    cacheable = True
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0, max_attempts: int = 4, backoff: float = 0.5,
+                 max_backoff: float = 20.0, concurrency: int = 8, json_mode: bool = True,
+                 sleep: Callable[[float], object] | None = None, modes: ModeBook | None = None) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.endpoint = normalise(base_url)   # identity and display text: no credentials
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.json_mode = json_mode
+        self.pacer = Pacer(concurrency, timeout=timeout)
+        self._halt = threading.Event()
+        self._halt_reason = ""
+        self._sleep = sleep if sleep is not None else self._halt.wait
+        self._modes = modes if modes is not None else BOOK
+        self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                     timeout=timeout, max_retries=0)
+        self._lock = threading.Lock()
+        self.attempts = 0
+        self.retries: list[str] = []
+        self.output_mode: str | None = None   # the mode of the last reply (None: no call answered yet)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIJudge(model={self.model!r}, base_url={self.endpoint if self.base_url else None!r})"
+
+    @property
+    def pacing(self) -> PacingReport:
+        """What the pacer measured: concurrency reached, latencies, back-offs."""
+        return self.pacer.report()
+
+    def stop(self, reason: str = "the job was stopped") -> None:
+        """End every wait and refuse new attempts (a circuit breaker or a deadline calls this)."""
+        self._halt_reason = reason
+        self._halt.set()
+        self.pacer.close()
+
+    def _stopped(self) -> JudgeError:
+        return JudgeError(STOPPED_PREFIX + self._halt_reason, retryable=True)
+
+    def _wait(self, attempt: int, hint: float | None) -> None:
+        if hint is not None:
+            delay = min(hint, self.max_backoff)
+        else:
+            delay = random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
+        self._sleep(delay)
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        """Ask for the verdicts in the strongest output mode the endpoint has not refused.
+
+        Raises:
+            JudgeError: every attempt failed (retryable), or the server refused the request in every mode.
+        """
+        start = JSON_SCHEMA if self.json_mode else TEXT
+        probe = request.shape is not None or start == TEXT   # a shapeless request cannot probe the schema
+        with self._modes.probing(self.endpoint, request.model) if probe else contextlib.nullcontext():
+            mode = self._modes.first(self.endpoint, request.model, shape=request.shape, start=start)
+            refused: list[str] = []
+            while True:
+                try:
+                    reply = self._attempts(request, mode)
+                except _Refused as exc:
+                    refused.append(mode)
+                    following = next_mode(mode)
+                    if following is None:
+                        raise JudgeError(f"judge server refused the request ({exc.status})") from None
+                    mode = following
+                    continue
+                if probe:
+                    self._modes.settle(self.endpoint, request.model, refused)
+                else:
+                    self._modes.refuse(self.endpoint, request.model, refused)
+                self.output_mode = mode
+                return reply
+
+    def _kwargs(self, request: JudgeRequest, mode: str) -> dict[str, object]:
+        kwargs: dict[str, object] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        fmt = response_format(mode, request.shape)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        return kwargs
+
+    def _attempts(self, request: JudgeRequest, mode: str) -> JudgeReply:
+        kwargs = self._kwargs(request, mode)
+        last = ""
+        for attempt in range(self.max_attempts):
+            if self._halt.is_set():
+                raise self._stopped()
+            ticket = self.pacer.acquire()
+            if ticket is None:
+                raise self._stopped()
+            with self._lock:
+                self.attempts += 1
+            out = self._attempt(kwargs, mode, ticket)
+            if out.reply is not None:
+                return out.reply
+            if out.hint == math.inf:   # "never": asking again after any wait we would make gets the same answer
+                raise JudgeError(f"{out.reason}, the server asks to wait forever (Retry-After: inf)", retryable=True)
+            last = out.reason
+            with self._lock:
+                self.retries.append(last)
+            if attempt + 1 < self.max_attempts:
+                self._wait(attempt, out.hint)
+        raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
+
+    def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
+        """One call through the pacer; raises only for a refusal (of the mode, or final)."""
+        out = _Outcome()
+        try:
+            out.reply = _reply(self._client.chat.completions.create(**kwargs))
+            out.load = OK
+        except openai.RateLimitError as exc:
+            out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
+        except openai.APITimeoutError:
+            out.reason, out.load = "timed out", OVERLOAD
+        except openai.APIConnectionError as exc:
+            out.reason = f"connection failed: {type(exc).__name__}"
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if mode != TEXT and is_refusal(status, str(exc.message)):
+                raise _Refused(status) from None
+            if status < 500 and status not in (408, 409):  # the SDK retries 408/409 too
+                raise JudgeError(f"judge server refused the request ({status})") from None
+            kind = "server error" if status >= 500 else "retryable status"
+            out.reason, out.hint = f"{kind} ({status})", _retry_after(exc)
+            out.load = OVERLOAD if status == 503 else OTHER
+        except (openai.APIResponseValidationError, ValueError, AttributeError, IndexError, TypeError):
+            # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
+            out.reason = "unreadable response (not a chat completion)"
+        finally:
+            self.pacer.release(ticket, out.load, out.reason)
+        return out

@@ -1,0 +1,90 @@
+"""Ragas as the scorer an ablation drives: the metric your team really runs, blanked field by field.
+
+`lib.judging.scorers.ragas_metrics:faithfulness` is a scorer (see README "Your own harness as
+the scorer"): samples in, one score per sample out. It runs Ragas'
+`Faithfulness` (ragas.metrics.collections) against the operator's
+OpenAI-compatible judge (OPENAI_BASE_URL, OPENAI_API_KEY, EVALDRIFT_JUDGE_MODEL),
+in the Python that has Ragas: EVALDRIFT_RAGAS_PYTHON, default this
+interpreter. Ragas is never a requirement of evaldrift; its dependencies
+(openai 2.x, langchain 0.3) conflict with ours, so it usually lives in its own
+virtual environment, and each call runs `ragas_worker.py` there.
+
+Ragas' faithfulness reads the question, the answer and the passages
+(`user_input`, `response`, `retrieved_contexts`); it never receives the
+reference. A harness that hands it the reference (as an extra passage, say) is
+what an ablation blanking ground_truth finds.
+
+Only faithfulness is wired: it is the Ragas metric this repository tests
+end to end against a real Ragas. The worker's METRICS table is where another
+Ragas metric with a row in our wiring table goes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lib.core.errors import InputError
+from lib.core.samples import EvalSample
+
+WORKER = Path(__file__).with_name("ragas_worker.py")
+TIMEOUT = 3600.0   # one chunk of samples; Ragas asks two calls a sample
+
+
+def ragas_python() -> str:
+    """The interpreter that has Ragas (EVALDRIFT_RAGAS_PYTHON, else this one)."""
+    from lib.core import settings
+
+    return settings.load().ragas_python or sys.executable
+
+
+def _judge_model() -> str:
+    from lib.core import settings
+    from lib.judging.offline import VARIANTS
+
+    model = settings.load().judge_model
+    if model in VARIANTS:
+        raise InputError("Ragas needs a model judge: set EVALDRIFT_JUDGE_MODEL (and OPENAI_BASE_URL) to the "
+                         "OpenAI-compatible server it should call", field="scorer")
+    return model
+
+
+def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency: int | None = None
+                     ) -> tuple[list[float | None], str, dict[str, int]]:
+    """Score samples with a Ragas metric; returns (scores, Ragas version, failure reasons and counts).
+
+    Raises:
+        InputError: Ragas is not installed in the Ragas Python, or the worker failed as a whole.
+    """
+    from lib.core import settings
+
+    s = settings.load()
+    model = _judge_model()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    if s.base_url:
+        env["OPENAI_BASE_URL"] = s.base_url
+    if s.api_key:
+        env["OPENAI_API_KEY"] = s.api_key
+    lines = "".join(json.dumps({"question": x.question, "answer": x.answer, "contexts": list(x.contexts),
+                                "ground_truth": x.ground_truth}) + "\n" for x in samples)
+    width = concurrency or s.judge_concurrency
+    proc = subprocess.run([ragas_python(), str(WORKER), metric, model, str(width)], input=lines, text=True,
+                          capture_output=True, env=env, timeout=TIMEOUT, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        if "No module named 'ragas'" in proc.stderr:
+            raise InputError(f"Ragas is not installed for {ragas_python()} (set EVALDRIFT_RAGAS_PYTHON to a "
+                             f"Python that has it)", field="scorer")
+        raise InputError(f"the Ragas worker failed: {last}", field="scorer")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return list(out["scores"]), str(out["ragas"]), dict(out["errors"])
+
+
+def faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
+    """Ragas' faithfulness of each sample (None where Ragas could not score it)."""
+    scores, _, _ = score_with_ragas("faithfulness", samples)
+    return scores

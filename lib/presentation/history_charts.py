@@ -1,0 +1,68 @@
+"""Trend-chart layers for the whole story of a metric: comparable segments and re-judged series.
+
+Pure functions that add to a charts.trend_figure: shading for each run of one
+instrument (alternate segments tinted, hover names the instrument), and a
+re-judged series as a second line with its own jumps. Labels are escaped
+(charts.safe) like every other hover text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from lib.diagnosis.rejudge import Series
+from lib.diagnosis.segments import Segment
+from lib.presentation.charts import safe
+
+SEGMENT_FILL = "rgba(121,134,203,0.10)"
+REJUDGED_COLOUR = "#00897b"
+
+
+def shade_segments(fig: go.Figure, segs: list[Segment], *, y: float) -> go.Figure:
+    """Tint every other segment; a marker at height `y` in each (hover it) names the segment's instrument."""
+    if len(segs) < 2:
+        return fig
+    xs, ys, texts, ids = [], [], [], []
+    for s in segs:
+        if s.index % 2 == 1:
+            fig.add_vrect(x0=s.start, x1=s.end, fillcolor=SEGMENT_FILL, line_width=0, layer="below")
+        xs.append(s.start + (s.end - s.start) / 2)
+        ys.append(y)
+        texts.append(f"instrument segment {s.index + 1}: {safe(s.label, 200)}<br>{safe(s.first_run)} to "
+                     f"{safe(s.last_run)} ({s.n_runs} runs, median {s.level:.3f})")
+        ids.append(s.first_run)
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="instrument segments", text=texts, customdata=ids,
+                             marker=dict(symbol="square", size=7, color="rgba(121,134,203,0.6)"),
+                             hovertemplate="%{text}<extra></extra>", showlegend=False))
+    return fig
+
+
+def add_series(fig: go.Figure, series: Series, *, since: pd.Timestamp | None = None,
+               until: pd.Timestamp | None = None) -> go.Figure:
+    """A re-judged series as a second (dashed) line, with its own jumps ringed."""
+    s = series.frame.dropna(subset=["score"])
+    if since is not None:
+        s = s[s["started_at"] >= since]
+    if until is not None:
+        s = s[s["started_at"] <= until]
+    if s.empty:
+        return fig
+    name = safe(series.name, 120)
+    fig.add_trace(go.Scatter(x=s["started_at"], y=s["score"].astype(float), mode="lines+markers", name=name,
+                             customdata=s["run_id"].astype(str).tolist(),
+                             line=dict(color=REJUDGED_COLOUR, width=1.5, dash="dash"),
+                             marker=dict(size=4, color=REJUDGED_COLOUR),
+                             hovertemplate=f"{name}<br>%{{customdata}}<br>%{{x|%Y-%m-%d}}<br>score %{{y:.3f}}"
+                                           "<extra>re-judged</extra>"))
+    shown = [j for j in series.jumps if (since is None or j.started_at >= since)
+             and (until is None or j.started_at <= until)]
+    if shown:
+        fig.add_trace(go.Scatter(
+            x=[j.started_at for j in shown], y=[j.after for j in shown], mode="markers",
+            name="re-judged jump", customdata=[j.run_id for j in shown],
+            text=[f"re-judged jump {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f}), threshold ±{j.threshold:.3f}: "
+                  "the system changed here" for j in shown],
+            marker=dict(symbol="diamond-open", size=15, color=REJUDGED_COLOUR, line=dict(width=2.5)),
+            hovertemplate="%{text}<extra></extra>"))
+    return fig

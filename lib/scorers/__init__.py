@@ -1,1 +1,0 @@
-"""External scorers an ablation can drive (`AblationSpec(scorer="lib.scorers.ragas_metrics:faithfulness")`)."""

@@ -1,0 +1,101 @@
+"""Ablations in the store: the spec and progress, each judged sample as it lands, and the result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from lib.core.results import SampleResult
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    Frame = pd.DataFrame | pa.Table
+from lib.store.base import StoreBase, _now
+
+
+class AblationsMixin(StoreBase):
+    """Ablation records: spec, progress, per-sample results and the stored result."""
+
+    def ablation(self, ablation_id: str) -> dict[str, object] | None:
+        rows = self._rows("""SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done,
+                                    created_at, updated_at, result FROM ablations WHERE ablation_id = ?""",
+                          [ablation_id])
+        if not rows:
+            return None
+        keys = ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total", "done", "created_at",
+                "updated_at", "result")
+        d = dict(zip(keys, rows[0], strict=True))
+        d["spec"] = json.loads(d["spec"])  # type: ignore[arg-type]
+        d["result"] = json.loads(d["result"]) if d["result"] else None  # type: ignore[arg-type]
+        return d
+
+    def ablations(self, run_id: str | None = None) -> pd.DataFrame:
+        sql = """SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done, created_at, updated_at,
+                        result FROM ablations"""
+        params: list[object] = []
+        if run_id is not None:
+            sql += " WHERE run_id = ?"
+            params.append(run_id)
+        return self._df(sql + " ORDER BY created_at DESC, ablation_id", params)
+
+    def start_ablation(self, ablation_id: str, run_id: str, suite: str, spec: dict[str, object],
+                       judge_model: str, total: int) -> None:
+        """Create the ablation row if absent (a resumed ablation keeps its row)."""
+        with self.transaction() as cur:
+            cur.execute("""INSERT OR IGNORE INTO ablations VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL)""",
+                        [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
+                         _now(), _now()])
+            # a resumed ablation takes today's plan's total (its row may be from a plan that judged more)
+            cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
+                        "AND status <> 'done'", [total, _now(), ablation_id])
+
+    def set_ablation_total(self, ablation_id: str, total: int) -> None:
+        """The judgings an ablation will make, when it learns it needs fewer (its repeats stopped)."""
+        with self.transaction() as cur:
+            cur.execute("UPDATE ablations SET total = ?, updated_at = ? WHERE ablation_id = ?",
+                        [total, _now(), ablation_id])
+
+    def ablation_done_keys(self, ablation_id: str) -> set[tuple[str, str, int, str]]:
+        rows = self._rows("SELECT metric, arm, rep, sample_id FROM ablation_results WHERE ablation_id = ?",
+                          [ablation_id])
+        return {(r[0], r[1], int(r[2]), r[3]) for r in rows}
+
+    def add_ablation_results(self, ablation_id: str, metric: str, arm: str, rep: int,
+                             results: Sequence[SampleResult]) -> None:
+        """Store a batch of per-sample results and advance the progress count, atomically."""
+        if not results:
+            return
+        frame = pd.DataFrame(
+            [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
+              r.calls, r.cached) for r in results],
+            columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
+                     "calls", "cached"])
+        with self._write_lock:
+            held = bool(self._pending_replies)  # the calls these results cost go in the same commit
+            with self.transaction() as cur:
+                cur.register("_incoming", frame)
+                try:
+                    cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
+                finally:
+                    cur.unregister("_incoming")
+                cur.execute("""UPDATE ablations SET updated_at = ?,
+                               done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
+                               WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
+                if held:
+                    self._write_replies(cur)
+            if held:
+                self._pending_replies.clear()
+
+    def ablation_results(self, ablation_id: str) -> pd.DataFrame:
+        return self._df("""SELECT metric, arm, rep, sample_id, status, score, reason, verdicts, calls, cached
+                           FROM ablation_results WHERE ablation_id = ? ORDER BY metric, arm, rep, sample_id""",
+                        [ablation_id])
+
+    def finish_ablation(self, ablation_id: str, status: str, result: dict[str, object] | None) -> None:
+        with self.transaction() as cur:
+            cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
+                        [status, json.dumps(result) if result is not None else None, _now(), ablation_id])

@@ -1,0 +1,71 @@
+"""The store's plumbing: one shared DuckDB connection, a cursor per use, serialised write transactions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+import pandas as pd
+
+from lib.core.results import EXCLUDED, FAILED, OK
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    Frame = pd.DataFrame | pa.Table
+
+
+STATUSES = (OK, FAILED, EXCLUDED)
+CACHE_BATCH = 64   # judge replies put() holds before one write: a commit per call costs more than the call
+
+
+def _now() -> datetime:
+    return datetime.now().replace(microsecond=0)
+
+
+
+class StoreBase:
+    """The connection, cursors and the serialised write transaction every part of the store uses."""
+
+    path: Path
+    _con: duckdb.DuckDBPyConnection
+    _write_lock: threading.RLock
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor for one use (one per thread, fetched before reuse)."""
+        return self._con.cursor()
+
+    def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        return self.cursor().execute(sql, list(params)).df()
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self.cursor().execute(sql, list(params)).fetchall()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A serialised write transaction: committed whole, or rolled back whole."""
+        with self._write_lock:
+            cur = self.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+
+    def _insert_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+        if frame.empty:
+            return
+        cols = ", ".join(frame.columns)
+        cur.register("_incoming", frame)
+        try:
+            cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")
+        finally:
+            cur.unregister("_incoming")

@@ -1,0 +1,61 @@
+"""The judge call cache: a reply per request key, so an identical request is never paid for twice."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+import pandas as pd
+
+from lib.core.calls import JudgeReply, JudgeRequest, Usage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    Frame = pd.DataFrame | pa.Table
+from lib.store.base import CACHE_BATCH, StoreBase, _now
+
+
+class CallCacheMixin(StoreBase):
+    """The judge call cache (a lib.judging CallCache): replies by request key, written in batches."""
+
+    _pending_replies: dict[str, tuple[object, ...]]
+
+    def get(self, key: str) -> JudgeReply | None:
+        held = self._pending_replies.get(key)
+        if held is not None:
+            return JudgeReply(text=str(held[3]), usage=Usage(), fingerprint=held[6], cached=True)  # type: ignore[arg-type]
+        rows = self._rows("SELECT reply, fingerprint FROM judge_cache WHERE key = ?", [key])
+        if not rows:
+            return None
+        return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True)
+
+    def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
+        """Keep a valid reply. Held in memory (get() sees it at once) and written CACHE_BATCH at a time, with
+        each stored batch of ablation results, by flush_cache() and on close(): one commit per call would
+        cost more than a model call. A crash loses at most the held replies: they are called again."""
+        row = (request.key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
+               reply.usage.completion_tokens, reply.fingerprint, _now())
+        with self._write_lock:
+            self._pending_replies[request.key] = row
+            if len(self._pending_replies) >= CACHE_BATCH:
+                self.flush_cache()
+
+    def flush_cache(self) -> None:
+        """Write the replies put() holds, in one transaction."""
+        with self._write_lock:
+            if not self._pending_replies:
+                return
+            with self.transaction() as cur:
+                self._write_replies(cur)
+            self._pending_replies.clear()
+
+    def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> None:
+        frame = pd.DataFrame(list(self._pending_replies.values()),
+                             columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
+                                      "fingerprint", "created_at"])
+        cur.register("_replies", frame)
+        try:
+            cur.execute("INSERT OR IGNORE INTO judge_cache SELECT * FROM _replies")
+        finally:
+            cur.unregister("_replies")

@@ -1,0 +1,85 @@
+"""Which database files the dashboard may open: the operator's list, and only evaldrift's own files.
+
+The browser never names a path. The operator configures EVALDRIFT_DB (one
+file) and/or EVALDRIFT_DB_DIR (a folder whose *.duckdb files are offered by
+name); the sidebar offers those names. Before evaldrift opens an existing
+file read-write (which would create its tables and a write-ahead log in it),
+`check_evaldrift` opens it read-only and refuses a file that is not an
+evaldrift database, so another application's file is never written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from lib.core.errors import StoreBusyError, StoreError
+from lib.core.settings import DEMO_DB, Settings
+
+SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
+_HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' "
+             "AND table_schema = 'main'")
+
+
+class ForeignDatabaseError(StoreError):
+    """The file exists but is not an evaldrift database; it was opened read-only and left untouched."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path.name} is not an evaldrift database ({why}); evaldrift opened it read-only and "
+                         "wrote nothing to it")
+        self.path = path
+
+
+def offered(settings: Settings) -> dict[str, Path]:
+    """The databases the operator offers, by name: EVALDRIFT_DB first, then EVALDRIFT_DB_DIR's *.duckdb files."""
+    out: dict[str, Path] = {settings.db_path.name: settings.db_path}
+    if settings.db_dir is not None and settings.db_dir.is_dir():
+        for path in sorted(settings.db_dir.glob("*.duckdb")):
+            if path.is_file() and path.resolve() != settings.db_path.resolve():
+                name = path.name if path.name not in out else str(path.relative_to(settings.db_dir.parent))
+                out[name] = path
+    return out
+
+
+def is_evaldrift(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when the connected database carries evaldrift's schema mark."""
+    if not con.execute(_HAS_META).fetchone()[0]:  # type: ignore[index]
+        return False
+    try:
+        return con.execute(SCHEMA_MARK).fetchone() is not None
+    except duckdb.Error:  # a 'meta' table of another shape
+        return False
+
+
+def check_evaldrift(path: str | Path) -> None:
+    """Refuse an existing file that is not an evaldrift database, without writing to it.
+
+    An absent or empty file is fine (evaldrift creates its schema there); a folder is left to DuckDB's own
+    "cannot open" error.
+
+    Raises:
+        ForeignDatabaseError: the file is no DuckDB database, or one without evaldrift's schema.
+        StoreBusyError: another process holds the file.
+    """
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:   # absent, empty, or a folder (DuckDB says it cannot open it)
+        return
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.ConnectionException:
+        # This process already has the file open read-write: share that instance and only read.
+        con = duckdb.connect(str(path))
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise StoreBusyError(str(path)) from None
+        raise ForeignDatabaseError(path, "not a DuckDB file") from None
+    try:
+        if not is_evaldrift(con):
+            raise ForeignDatabaseError(path, "no evaldrift schema in it")
+    finally:
+        con.close()
+
+
+def is_demo(path: Path) -> bool:
+    return path.resolve() == DEMO_DB.resolve()

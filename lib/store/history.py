@@ -1,0 +1,204 @@
+"""The SQL for re-judged series and incidents: tables beside the recorded history, never over it.
+
+A re-judged series is a metric's history scored again with one chosen
+instrument; its scores live in their own tables keyed by series id, so a
+recorded score is never overwritten. Incidents (a jump, a canary alarm, a
+lint finding) carry a state the team sets; every change of state is kept with
+its time, user and note, so the record survives restarts and every session of
+the dashboard reads the same one.
+
+The tables are created on first use (CREATE IF NOT EXISTS), so a database made
+by an older evaldrift gains them without a schema version of its own. Every
+statement takes parameters; no sample text or note is ever put into SQL text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+
+import pandas as pd
+
+from lib.core.results import SampleResult, aggregate
+from lib.store import Store
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS rejudges (
+        series_id VARCHAR PRIMARY KEY, metric VARCHAR NOT NULL, suite VARCHAR NOT NULL, spec VARCHAR NOT NULL,
+        judge_model VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, binding VARCHAR NOT NULL, label VARCHAR,
+        status VARCHAR NOT NULL, total INTEGER NOT NULL, done INTEGER NOT NULL,
+        created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS rejudge_scores (
+        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        score DOUBLE, reason VARCHAR, verdicts VARCHAR NOT NULL, calls INTEGER NOT NULL, cached BOOLEAN NOT NULL,
+        PRIMARY KEY (series_id, run_id, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS rejudge_runs (
+        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, score DOUBLE, n INTEGER NOT NULL,
+        n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL, calls INTEGER NOT NULL, cached INTEGER NOT NULL,
+        PRIMARY KEY (series_id, run_id))""",
+    """CREATE TABLE IF NOT EXISTS incident_states (
+        incident_id VARCHAR NOT NULL, seq INTEGER NOT NULL, state VARCHAR NOT NULL, note VARCHAR NOT NULL,
+        user_name VARCHAR NOT NULL, set_at TIMESTAMP NOT NULL, PRIMARY KEY (incident_id, seq))""",
+)
+_READY: weakref.WeakSet[Store] = weakref.WeakSet()
+_READY_LOCK = threading.Lock()
+
+
+def _now() -> datetime:
+    return datetime.now().replace(microsecond=0)
+
+
+def ensure(store: Store) -> Store:
+    """Create this module's tables in `store` once per open store; returns the store."""
+    with _READY_LOCK:
+        if store in _READY:
+            return store
+        with store.transaction() as cur:
+            for stmt in _TABLES:
+                cur.execute(stmt)
+        _READY.add(store)
+    return store
+
+
+def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+    return ensure(store).cursor().execute(sql, list(params)).df()
+
+
+def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+    return ensure(store).cursor().execute(sql, list(params)).fetchall()
+
+
+# -- re-judged series ---------------------------------------------------------------------
+_SERIES_COLS = ("series_id", "metric", "suite", "spec", "judge_model", "prompt_hash", "binding", "label", "status",
+                "total", "done", "created_at", "updated_at")
+
+
+def start_series(store: Store, series_id: str, *, metric: str, suite: str, spec: dict[str, object],
+                 judge_model: str, prompt_hash: str, binding: str, label: str, total: int) -> None:
+    """Create the series row if absent; a resumed series keeps its row and progress."""
+    with ensure(store).transaction() as cur:
+        cur.execute("INSERT OR IGNORE INTO rejudges VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?)",
+                    [series_id, metric, suite, json.dumps(spec, sort_keys=True), judge_model, prompt_hash, binding,
+                     label, total, _now(), _now()])
+        cur.execute("UPDATE rejudges SET status = 'running', updated_at = ? WHERE series_id = ? AND status <> 'done'",
+                    [_now(), series_id])
+
+
+def series(store: Store, series_id: str) -> dict[str, object] | None:
+    """One series' header (spec as a dict), or None."""
+    rows = _rows(store, f"SELECT {', '.join(_SERIES_COLS)} FROM rejudges WHERE series_id = ?", [series_id])
+    if not rows:
+        return None
+    d = dict(zip(_SERIES_COLS, rows[0], strict=True))
+    d["spec"] = json.loads(str(d["spec"]))
+    return d
+
+
+def series_list(store: Store, metric: str | None = None) -> pd.DataFrame:
+    """Every re-judged series (newest first), optionally of one metric."""
+    sql = f"SELECT {', '.join(c for c in _SERIES_COLS if c != 'spec')} FROM rejudges"
+    params: list[object] = []
+    if metric is not None:
+        sql += " WHERE metric = ?"
+        params.append(metric)
+    return _df(store, sql + " ORDER BY created_at DESC, series_id", params)
+
+
+def series_done_runs(store: Store, series_id: str) -> set[str]:
+    return {r[0] for r in _rows(store, "SELECT run_id FROM rejudge_runs WHERE series_id = ?", [series_id])}
+
+
+def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[SampleResult]) -> None:
+    """Store one run's re-judged samples and its aggregate, and advance progress: all or nothing."""
+    agg = aggregate(results)
+    frame = pd.DataFrame(
+        [(series_id, run_id, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(), r.calls, r.cached)
+         for r in results],
+        columns=["series_id", "run_id", "sample_id", "status", "score", "reason", "verdicts", "calls", "cached"])
+    calls, cached = sum(r.calls for r in results), sum(bool(r.cached) for r in results)
+    ensure(store)
+    with store._write_lock:  # judge replies held by the call cache go in the same commit
+        store.flush_cache()
+        with store.transaction() as cur:
+            cur.execute("DELETE FROM rejudge_scores WHERE series_id = ? AND run_id = ?", [series_id, run_id])
+            if not frame.empty:
+                cur.register("_rj", frame)
+                try:
+                    cur.execute("INSERT INTO rejudge_scores SELECT * FROM _rj")
+                finally:
+                    cur.unregister("_rj")
+            cur.execute("INSERT OR REPLACE INTO rejudge_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [series_id, run_id, agg.score, agg.n, agg.n_failed, agg.n_excluded, calls, cached])
+            cur.execute("""UPDATE rejudges SET updated_at = ?, done = (SELECT count(*) FROM rejudge_scores
+                           WHERE series_id = ?) WHERE series_id = ?""", [_now(), series_id, series_id])
+
+
+def finish_series(store: Store, series_id: str, status: str) -> None:
+    with ensure(store).transaction() as cur:
+        cur.execute("UPDATE rejudges SET status = ?, updated_at = ? WHERE series_id = ?",
+                    [status, _now(), series_id])
+
+
+def series_history(store: Store, series_id: str) -> pd.DataFrame:
+    """A series' per-run scores shaped like Store.metric_history (plus series_id, calls, cached)."""
+    return _df(store, """
+        SELECT r.run_id, r.started_at, r.label, r.pipeline, s.metric, x.score, x.n, x.n_failed, x.n_excluded,
+               s.judge_model, s.prompt_hash, s.binding, s.series_id, x.calls, x.cached
+        FROM rejudge_runs x JOIN rejudges s USING (series_id) JOIN runs r USING (run_id)
+        WHERE x.series_id = ? ORDER BY r.started_at, r.run_id""", [series_id])
+
+
+def series_scores(store: Store, series_id: str, run_id: str) -> pd.DataFrame:
+    """One run's re-judged per-sample results."""
+    return _df(store, """SELECT sample_id, status, score, reason, verdicts, calls, cached FROM rejudge_scores
+                         WHERE series_id = ? AND run_id = ? ORDER BY sample_id""", [series_id, run_id])
+
+
+def sample_counts(store: Store, run_ids: Sequence[str], suite: str) -> dict[str, int]:
+    """Samples per run (the work a re-judge of those runs holds)."""
+    rows = _rows(store, """SELECT run_id, count(*) FROM samples WHERE suite = ?
+                           AND run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY run_id""", [suite, list(run_ids)])
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def cached_keys(store: Store, keys: Sequence[str]) -> set[str]:
+    """Which of these call-cache keys already hold a reply."""
+    store.flush_cache()
+    if not keys:
+        return set()
+    rows = _rows(store, "SELECT key FROM judge_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
+    return {r[0] for r in rows}
+
+
+def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]]:
+    """The newest `limit` cached calls of a judge model that recorded prompt tokens: (request JSON, tokens)."""
+    store.flush_cache()
+    rows = _rows(store, "SELECT request, prompt_tokens FROM judge_cache WHERE model = ? AND prompt_tokens > 0 "
+                        "ORDER BY created_at DESC LIMIT ?", [model, limit])
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+# -- incidents ----------------------------------------------------------------------------
+def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
+    """Append a state change (never overwrite: the log is the record)."""
+    with ensure(store).transaction() as cur:
+        seq = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM incident_states WHERE incident_id = ?",
+                          [incident_id]).fetchone()[0]
+        cur.execute("INSERT INTO incident_states VALUES (?, ?, ?, ?, ?, ?)",
+                    [incident_id, seq, state, note, user, _now()])
+
+
+def incident_states(store: Store) -> pd.DataFrame:
+    """Every recorded state change: incident_id, seq, state, note, user_name, set_at (oldest first per incident)."""
+    return _df(store, "SELECT incident_id, seq, state, note, user_name, set_at FROM incident_states "
+                      "ORDER BY incident_id, seq")
+
+
+def version(store: Store) -> str:
+    """Changes whenever a series or an incident state is written (a cache key for page loaders)."""
+    row = _rows(store, """SELECT (SELECT count(*) FROM rejudges), (SELECT max(updated_at) FROM rejudges),
+                                 (SELECT sum(done) FROM rejudges), (SELECT count(*) FROM incident_states)""")[0]
+    return "|".join(str(x) for x in row)

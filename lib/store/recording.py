@@ -1,0 +1,321 @@
+"""Writing runs into the store: whole, in parts (staged, then swapped in one transaction), or in bulk."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import uuid
+from array import array
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import duckdb
+import pandas as pd
+
+from lib.core.errors import InputError
+from lib.core.metrics import METRICS
+from lib.core.prompts import BINDINGS
+from lib.core.records import RunRecord
+from lib.core.results import EXCLUDED, FAILED, OK
+from lib.core.validate import EARLIEST, LATEST, check_run
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    Frame = pd.DataFrame | pa.Table
+from lib.store.base import STATUSES, StoreBase, _now
+
+
+@dataclass(frozen=True)
+class RunBatch:
+    """Runs as column frames (pandas DataFrames or Arrow tables), for Store.record_runs_bulk.
+
+    Attributes:
+        runs: run_id, started_at, label, pipeline (JSON text).
+        samples: run_id, suite, sample_id, question, answer, contexts (list of text), ground_truth.
+        sample_scores: run_id, suite, metric, sample_id, status, score, reason, verdicts (JSON text).
+        instruments: run_id, suite, metric, judge_model, prompt_hash, binding, fingerprint: one row per
+            scored (run, suite, metric). The metric rows' score, n and counts are aggregated from sample_scores.
+        prompts: prompt_hash, metric, template (None: the templates are already stored, or unknown).
+    """
+
+    runs: Frame
+    samples: Frame
+    sample_scores: Frame
+    instruments: Frame
+    prompts: Frame | None = None
+
+
+# (query returning the first bad row as run_id, suite, metric, sample_id; field; message). Named parameters:
+# $metrics, $statuses, $bindings (the known values), $earliest, $latest (lib.core.validate's start-time window).
+# The same rules as lib.core.validate.check_run, in SQL.
+_BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE run_id IS NULL OR trim(run_id) = ''", "run_id",
+     "run id must be a non-empty string"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE started_at IS NULL", "started_at", "must be a datetime"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE pipeline IS NULL OR NOT json_valid(pipeline)", "pipeline",
+     "pipeline config is not JSON"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE json_type(pipeline) <> 'OBJECT'", "pipeline",
+     "pipeline config must be a JSON object"),
+    ("SELECT run_id, NULL, NULL, NULL FROM _b_runs WHERE started_at < $earliest OR started_at >= $latest",
+     "started_at", "out of range: a run starts between 1970 and 2199"),
+    ("""SELECT run_id, suite, NULL, sample_id FROM _b_samples
+        WHERE contains(sample_id, chr(0)) OR contains(question, chr(0)) OR contains(answer, chr(0))
+           OR contains(ground_truth, chr(0))
+           OR list_bool_or(list_transform(contexts, lambda p: contains(p, chr(0))))""",
+     "sample", "contains a NUL character"),
+    ("SELECT run_id, suite, NULL, sample_id FROM _b_samples ANTI JOIN _b_runs USING (run_id)", "run_id",
+     "sample of a run that is not in the batch"),
+    ("""SELECT run_id, suite, NULL, sample_id FROM _b_samples WHERE sample_id IS NULL OR question IS NULL
+        OR answer IS NULL OR ground_truth IS NULL OR contexts IS NULL OR list_contains(contexts, NULL)""", "sample",
+     "a sample needs sample_id, question, answer, contexts (passages) and ground_truth as text"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE metric NOT IN (SELECT unnest($metrics::VARCHAR[]))",
+     "metric", "unknown metric"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE status NOT IN (SELECT unnest($statuses::VARCHAR[]))",
+     "status", "unknown status"),
+    ("""SELECT run_id, suite, metric, sample_id FROM _b_scores
+        WHERE status = 'ok' AND (score IS NULL OR isnan(score) OR score < 0 OR score > 1)""", "score",
+     "an ok score must be a number in [0, 1]"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores WHERE status <> 'ok' AND score IS NOT NULL", "score",
+     "a failed or excluded sample has no score"),
+    ("SELECT run_id, suite, metric, sample_id FROM _b_scores ANTI JOIN _b_samples USING (run_id, suite, sample_id)",
+     "sample_id", "score for a sample that is not in the batch"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_scores ANTI JOIN _b_inst USING (run_id, suite, metric)", "metric",
+     "scores without an instrument row (judge model, prompt hash, binding)"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_inst WHERE metric NOT IN (SELECT unnest($metrics::VARCHAR[]))",
+     "metric", "unknown metric"),
+    ("""SELECT run_id, suite, metric, NULL FROM _b_inst
+        WHERE binding IS NOT NULL AND binding NOT IN (SELECT unnest($bindings::VARCHAR[]))""", "binding",
+     "unknown binding"),
+    ("SELECT run_id, suite, metric, NULL FROM _b_inst ANTI JOIN _b_runs USING (run_id)", "run_id",
+     "instrument of a run that is not in the batch"),
+)
+
+
+_RUN_METRIC_COLUMNS = ["run_id", "suite", "metric", "judge_model", "prompt_hash", "binding", "fingerprint", "score",
+                       "n", "n_failed", "n_excluded", "scorer", "output_mode"]
+
+
+_STAGING: set[str] = set()   # staging tables of this process's record_run_parts in progress
+
+
+class _Totals:
+    """Per (suite, metric): the ok scores (packed floats) and the failed and excluded counts, over parts."""
+
+    def __init__(self) -> None:
+        self.by: dict[tuple[str, str], tuple[array, list[int]]] = {}
+
+    @classmethod
+    def of(cls, runs: Iterable[RunRecord]) -> _Totals:
+        t = cls()
+        for run in runs:
+            t.add(run)
+        return t
+
+    def add(self, run: RunRecord) -> None:
+        for m in run.metrics:
+            ok, counts = self.by.setdefault((m.suite, m.metric), (array("d"), [0, 0]))
+            ok.extend(r.score for r in m.results if r.status == OK and r.score is not None)
+            counts[0] += sum(r.status == FAILED for r in m.results)
+            counts[1] += sum(r.status == EXCLUDED for r in m.results)
+
+
+def _metrics_frame(head: RunRecord, totals: _Totals) -> pd.DataFrame:
+    """run_metrics rows: each metric's score is the mean of its ok scores (harness.aggregate's rule)."""
+    rows = []
+    for m in head.metrics:
+        ok, (n_failed, n_excluded) = totals.by.get((m.suite, m.metric), (array("d"), [0, 0]))
+        score = math.fsum(ok) / len(ok) if ok else None
+        rows.append((head.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding, m.fingerprint,
+                     score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode))
+    return pd.DataFrame(rows, columns=_RUN_METRIC_COLUMNS)
+
+
+def _samples_frame(run: RunRecord) -> pd.DataFrame:
+    rows = [(run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts), s.ground_truth)
+            for suite, samples in run.samples.items() for s in samples]
+    return pd.DataFrame(rows, columns=["run_id", "suite", "sample_id", "question", "answer", "contexts",
+                                       "ground_truth"])
+
+
+def _scores_frame(run: RunRecord) -> pd.DataFrame:
+    rows = [(run.run_id, m.suite, m.metric, r.sample_id, r.status, r.score, r.reason, r.verdicts_json())
+            for m in run.metrics for r in m.results]
+    return pd.DataFrame(rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score", "reason",
+                                       "verdicts"])
+
+
+
+class RecordingMixin(StoreBase):
+    """Writing runs: one at a time, in parts through staging tables, or in bulk."""
+
+    def record_run(self, run: RunRecord) -> None:
+        """Record a run, replacing any earlier copy of the same run id, in one transaction.
+
+        Raises:
+            InputError: naming the sample or metric and field at fault; nothing is written.
+        """
+        self.record_run_parts([run])
+
+    def record_run_parts(self, parts: Iterable[RunRecord]) -> None:
+        """Record one run that arrives in parts, all or nothing, replacing any earlier copy.
+
+        Each part is a RunRecord of the same run id and metrics, holding some
+        of the samples and their results; the run-level facts are the first
+        part's. A part is checked and written before the next is read, so a
+        file larger than memory is recorded a chunk at a time: parts after the
+        first go to staging tables (in small transactions, so DuckDB never
+        holds the whole run in one), then one transaction replaces the run.
+        Each metric's score is aggregated over all parts by the harness's rule.
+
+        Raises:
+            InputError: naming the sample or metric and field at fault; nothing is written.
+        """
+        it = iter(parts)
+        first = next(it, None)
+        if first is None:
+            raise InputError("no samples: a run needs at least one", field="samples")
+        check_run(first)
+        second = next(it, None)
+        if second is None:   # one part (record_run): written directly, in one transaction
+            with self.transaction() as cur:
+                self._start_run(cur, first)
+                self._insert_frame(cur, "samples", _samples_frame(first))
+                self._insert_frame(cur, "sample_scores", _scores_frame(first))
+                self._insert_frame(cur, "run_metrics", _metrics_frame(first, _Totals.of([first])))
+            return
+        token = uuid.uuid4().hex[:12]
+        stage = {"samples": f"_stage_samples_{token}", "sample_scores": f"_stage_scores_{token}"}
+        _STAGING.update(stage.values())
+        try:
+            self._record_staged(first, itertools.chain([second], it), stage)
+        finally:
+            with self._write_lock:
+                for name in stage.values():
+                    self.cursor().execute(f"DROP TABLE IF EXISTS {name}")
+            _STAGING.difference_update(stage.values())
+
+    def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> None:
+        with self.transaction() as cur:
+            for table, name in stage.items():
+                cur.execute(f"CREATE TABLE {name} AS SELECT * FROM {table} LIMIT 0")
+        totals = _Totals()
+        for run in itertools.chain([head], rest):
+            if run is not head:
+                check_run(run)
+                if run.run_id != head.run_id:
+                    raise InputError(f"a part of run {head.run_id!r} names run {run.run_id!r}", field="run_id")
+            with self.transaction() as cur:
+                self._insert_frame(cur, stage["samples"], _samples_frame(run))
+                self._insert_frame(cur, stage["sample_scores"], _scores_frame(run))
+            totals.add(run)
+        try:
+            with self.transaction() as cur:
+                self._start_run(cur, head)
+                for table, name in stage.items():
+                    cur.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+                self._insert_frame(cur, "run_metrics", _metrics_frame(head, totals))
+        except duckdb.ConstraintException:
+            raise InputError(f"run {head.run_id!r} names a sample twice across its parts",
+                             field="sample_id") from None
+
+    def _drop_stale_staging(self) -> None:
+        """Staging tables left by a process killed mid-record (none can be another's: one process owns the file)."""
+        names = [r[0] for r in self._rows("SELECT table_name FROM duckdb_tables() "
+                                          "WHERE starts_with(table_name, '_stage_')")]
+        with self._write_lock:
+            for name in names:
+                if name not in _STAGING:
+                    self.cursor().execute(f'DROP TABLE IF EXISTS "{name}"')
+
+    def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
+        for table in ("sample_scores", "run_metrics", "samples", "runs"):
+            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
+                     json.dumps(list(run.fields))])
+        for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
+            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
+
+    def record_runs(self, runs: Iterable[RunRecord]) -> int:
+        """Record several runs; each is its own transaction. Returns how many."""
+        n = 0
+        for run in runs:
+            self.record_run(run)
+            n += 1
+        return n
+
+    def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
+        """Record many runs from column frames in one transaction: the bulk twin of record_run.
+
+        For importers and synthetic histories, where building a RunRecord per
+        run costs more than writing it. The same tables and rules as
+        record_run: rows are checked in SQL (known metric, status and binding;
+        an ok score in [0, 1], no score otherwise; a score only for a sample
+        in the batch; an instrument for every scored metric), an earlier copy
+        of a run id is replaced, and each metric row is aggregated from its
+        sample scores by the harness's rule (mean of the ok scores, failed and
+        excluded counted). Every batch is written, or none.
+
+        Returns:
+            The number of runs recorded.
+
+        Raises:
+            InputError: naming the run, suite, metric, sample and field at fault; nothing is written.
+        """
+        n = 0
+        with self.transaction() as cur:
+            for batch in batches:
+                n += self._record_batch(cur, batch)
+        return n
+
+    def _record_batch(self, cur: duckdb.DuckDBPyConnection, batch: RunBatch) -> int:
+        frames = {"_b_runs": batch.runs, "_b_samples": batch.samples, "_b_scores": batch.sample_scores,
+                  "_b_inst": batch.instruments}
+        for name, frame in frames.items():
+            cur.register(name, frame)
+        known = {"metrics": list(METRICS), "statuses": list(STATUSES), "bindings": list(BINDINGS),
+                 "earliest": EARLIEST, "latest": LATEST}
+        try:
+            for sql, field_name, message in _BULK_CHECKS:
+                rows = cur.execute(sql + " LIMIT 1", {k: v for k, v in known.items() if f"${k}" in sql}).fetchall()
+                if rows:
+                    where = " ".join(f"{k} {v!r}" for k, v in zip(("run", "suite", "metric", "sample"), rows[0],
+                                                                   strict=True) if v is not None)
+                    raise InputError(message, field=field_name, source=where or "bulk runs")
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _b_runs)")
+            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at) "
+                        "SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
+            if batch.prompts is not None:
+                cur.register("_b_prompts", batch.prompts)
+                cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
+                            "FROM _b_prompts")
+            cur.execute("""INSERT INTO samples SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth
+                           FROM _b_samples""")
+            cur.execute("""INSERT INTO sample_scores SELECT run_id, suite, metric, sample_id, status, score, reason,
+                           verdicts FROM _b_scores""")
+            cur.execute("""INSERT INTO run_metrics (run_id, suite, metric, judge_model, prompt_hash, binding,
+                                                   fingerprint, score, n, n_failed, n_excluded)
+                           SELECT i.run_id, i.suite, i.metric, i.judge_model, i.prompt_hash, i.binding, i.fingerprint,
+                                  avg(s.score) FILTER (s.status = 'ok'), count(s.score) FILTER (s.status = 'ok'),
+                                  count(*) FILTER (s.status = 'failed'), count(*) FILTER (s.status = 'excluded')
+                           FROM _b_inst i LEFT JOIN _b_scores s
+                                ON s.run_id = i.run_id AND s.suite = i.suite AND s.metric = i.metric
+                           GROUP BY ALL""")
+            return cur.execute("SELECT count(*) FROM _b_runs").fetchall()[0][0]
+        except duckdb.ConstraintException as exc:
+            raise InputError(f"duplicate row: {str(exc).splitlines()[0]}", source="bulk runs") from None
+        finally:
+            for name in (*frames, "_b_prompts"):
+                with suppress(duckdb.Error):  # an aborted transaction refuses; its cursor goes with it
+                    cur.unregister(name)
+
+    def delete_run(self, run_id: str) -> None:
+        with self.transaction() as cur:
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
