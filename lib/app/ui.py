@@ -136,7 +136,7 @@ def sidebar() -> Context:
     endpoint = OFFLINE if judge in VARIANTS else s.endpoint
     path = offered[name]
     store = _open_or_stop(path, name)
-    inbox.drain(store, s.inbox if path.resolve() == s.db_path.resolve() else path.parent / "inbox")
+    inbox.drain(store, inbox.folder_for(path, s))
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
     return Context(store, str(path), judge, endpoint, user)

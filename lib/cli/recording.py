@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
+
 from lib.app import job_log
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
-from lib.core.errors import InputError, StoreBusyError
+from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.records import RunRecord
 from lib.intake import inbox
-from lib.store import Store
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -84,33 +85,22 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from lib.intake.chunked import FileRun, check_file, record_file
+    from lib.intake.chunked import FileRun
 
     db = _db_path(args, must_exist=False)
     run = FileRun(args.run_id, _started_at(args.started_at), _pipeline(args.pipeline), args.judge_model,
                   _templates(args.template) or None, args.binding)
-    if not db.exists():
-        check_file(args.file, run)  # a bad file leaves no new database behind
-    # A chunk at a time, in one transaction (memory bounded by the chunk); the inbox
-    # hand-over when another process holds the database takes the whole run.
-    try:
-        with inbox.open_drained(db, _inbox_for(db)) as store:
-            done = record_file(store, args.file, run)
-            print(f"recorded {_describe_stored(store, args.run_id, done.n_samples)} in {db}")
-    except StoreBusyError:
-        from lib.intake.ingest import run_from_frame
-        from lib.intake.reading import read_table
-
-        whole = run_from_frame(read_table(args.file), source=str(args.file), run_id=run.run_id,
-                               started_at=run.started_at, pipeline=run.pipeline, judge_model=run.judge_model,
-                               templates=run.templates, binding=run.binding)
-        _say_recorded(db, whole, inbox.Handover("inbox", inbox.drop(_inbox_for(db), whole)))
+    went = inbox.record_file_at(db, args.file, run, inbox=_inbox_for(db))
+    if went.run is not None:
+        _say_recorded(db, went.run, went.handover)
+    else:
+        print(f"recorded {_describe_stored(went.metrics, args.run_id, went.recorded.n_samples)} in {db}")
     return EXIT_OK
 
 
-def _describe_stored(store: Store, run_id: str, n: int) -> str:
-    """As _describe_run, read back from the store (a chunked run is never whole in memory)."""
-    metrics = store.run_metrics(run_id).set_index("metric")
+def _describe_stored(run_metrics: pd.DataFrame, run_id: str, n: int) -> str:
+    """As _describe_run, from the stored run's metric rows (a chunked run is never whole in memory)."""
+    metrics = run_metrics.set_index("metric")
     parts = [f"{m} {_fmt(r.score)} (n={r.n}" + (f", {r.n_failed} failed" if r.n_failed else "") + ")"
              for m in METRIC_NAMES if m in metrics.index for r in [metrics.loc[m]]]
     return f"run {run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")

@@ -27,9 +27,16 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from lib.core.errors import InputError, StoreBusyError
 from lib.core.records import RunRecord
+from lib.core.settings import Settings
+from lib.core.settings import load as load_settings
 from lib.core.validate import check_run
+from lib.intake.chunked import FileRun, Recorded, check_file, record_file
+from lib.intake.ingest import run_from_frame
+from lib.intake.reading import read_table
 from lib.intake.runjson import run_from_json, run_to_json
 from lib.store import Store
 
@@ -78,6 +85,50 @@ def record(db_path: str | Path, run: RunRecord, *, inbox: str | Path | None = No
 
 
 @dataclass(frozen=True)
+class FileHandover:
+    """Where a file's run went, and what there is to say of it.
+
+    Attributes:
+        handover: 'database' (recorded a chunk at a time) or 'inbox' (the whole run handed over).
+        recorded: the run id, the fields the file had and its sample count.
+        metrics: the stored run's metric rows (Store.run_metrics), when it went into the database.
+        run: the whole run, when it went through the inbox.
+    """
+
+    handover: Handover
+    recorded: Recorded
+    metrics: pd.DataFrame | None = None
+    run: RunRecord | None = None
+
+
+def record_file_at(db_path: str | Path, path: str | Path, run: FileRun, *,
+                   inbox: str | Path | None = None) -> FileHandover:
+    """Record a file as one run in the database at `db_path`, or hand it over through the inbox if it is held.
+
+    Into the database the file goes a chunk at a time in one transaction (memory bounded by the
+    chunk); a hand-over takes the whole run, as a file in the inbox. A database that does not
+    exist yet is created only after the whole file has been checked.
+
+    Raises:
+        InputError: the file is unreadable, or a row or field is bad (nothing written).
+    """
+    folder = Path(inbox) if inbox is not None else folder_for(db_path)
+    if not Path(db_path).exists():
+        check_file(path, run)  # a bad file leaves no new database behind
+    try:
+        with open_drained(db_path, folder) as store:
+            done = record_file(store, path, run)
+            return FileHandover(Handover("database", Path(db_path)), done, metrics=store.run_metrics(run.run_id))
+    except StoreBusyError:
+        whole = run_from_frame(read_table(path), source=str(path), run_id=run.run_id, started_at=run.started_at,
+                               pipeline=run.pipeline, judge_model=run.judge_model, templates=run.templates,
+                               binding=run.binding)
+        n = sum(len(ss) for ss in whole.samples.values())
+        return FileHandover(Handover("inbox", drop(folder, whole)), Recorded(whole.run_id, whole.fields, n),
+                            run=whole)
+
+
+@dataclass(frozen=True)
 class Rejection:
     """A hand-over file the drain refused: the file (now in rejected/) and why."""
 
@@ -85,11 +136,9 @@ class Rejection:
     reason: str
 
 
-def folder_for(db_path: str | Path) -> Path:
+def folder_for(db_path: str | Path, settings: Settings | None = None) -> Path:
     """The inbox of a database: EVALDRIFT_INBOX for the configured database, else `inbox/` beside the file."""
-    from lib.core import settings
-
-    s = settings.load()
+    s = settings or load_settings()
     return s.inbox if Path(db_path).resolve() == s.db_path.resolve() else Path(db_path).parent / "inbox"
 
 
