@@ -190,7 +190,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lib.diagnosis.diagnose import find_jumps
+    from lib.diagnosis.diagnose import ablations_called_for
     from lib.presentation.mdtext import plain_text
     from lib.presentation.report import run_report
 
@@ -202,9 +202,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run_id = store.resolve_run(args.run)
         results: list[AblationResult] = []
         if args.ablate:
-            wanted = dict.fromkeys((j.metric, s.blank) for j in find_jumps(store) if j.run_id == run_id
-                                   for s in j.suspects if s.blank)
-            for metric, field in wanted:
+            for metric, field in ablations_called_for(store, run_id):
                 judge, model, endpoint = run_judge_for(store, run_id, [metric], None, None)
                 spec = AblationSpec(run_id, (metric,), (field,), repeats=args.repeats, judge=model, endpoint=endpoint,
                                     limit=args.limit)

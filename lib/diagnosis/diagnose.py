@@ -238,6 +238,12 @@ def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
     return tuple(out)
 
 
+def ablations_called_for(store: Store, run_id: str, *, suite: str = MAIN) -> list[tuple[str, str]]:
+    """The wiring ablations the suspects of a run's jumps call for: (metric, field to blank), in jump order."""
+    return list(dict.fromkeys((j.metric, s.blank) for j in find_jumps(store, suite=suite) if j.run_id == run_id
+                              for s in j.suspects if s.blank))
+
+
 def trend_noise(history: pd.DataFrame) -> dict[str, float]:
     """Per metric: the run-to-run spread, the sd of one run's score (lib.diagnosis.noise)."""
     return {m: n.spread for m, n in metric_noise(history).items()}
