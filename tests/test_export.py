@@ -19,8 +19,8 @@ from lib.diagnosis.checks import canary_status, lint_status
 from lib.diagnosis.diagnose import find_jumps
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
-from lib.presentation.export import TABLES, ParquetStore, export_parquet, history_batch, open_store
 from lib.store import RunBatch, Store
+from lib.store.parquet import TABLES, ParquetStore, export_parquet, history_batch, open_store
 
 KEYS = {
     "meta": ["key"], "prompts": ["prompt_hash"], "runs": ["run_id"], "run_metrics": ["run_id", "suite", "metric"],

@@ -45,6 +45,7 @@ def _db_arg(p: argparse.ArgumentParser, help_text: str = "the DuckDB file (defau
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Over 60 lines on purpose: one declarative block per command, read top to bottom as the --help is.
     parser = _Parser(prog=PROG, description="evaldrift: tell a wiring leak in an LLM-judged RAG metric from a "
                                             "genuine regression.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -148,31 +148,10 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "mo
     if remote:
         _load_httpfs(cur)
     store.flush_cache()  # judge replies the store still holds belong in the export
-    rows: dict[str, int] = {}
     try:
         if not remote:
             Path(target).mkdir(parents=True)
-        cur.execute("BEGIN TRANSACTION")  # one snapshot: a run recorded meanwhile is wholly in or wholly out
-        cur.execute(f"""CREATE OR REPLACE TEMP VIEW _run_dates AS
-                        SELECT run_id, CAST(date_trunc('{granularity}', started_at) AS DATE) AS run_date FROM runs""")
-        for table in TABLES:
-            rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-            if rows[table] == 0:
-                continue  # the reader gives an absent table its empty, typed shape
-            dest = _join(target, table)
-            if table in _WHOLE:
-                if not remote:
-                    Path(dest).mkdir()
-                cur.execute(f"COPY (SELECT * FROM {table}) TO {_literal(_join(dest, 'data_0.parquet'))} "
-                            "(FORMAT parquet)")
-                continue
-            query = _PARTITIONED[table].replace("{unit}", granularity)
-            query = f"SELECT * REPLACE (coalesce(run_date, {_FALLBACK_DATE}) AS run_date) FROM ({query})"
-            option = ", OVERWRITE_OR_IGNORE" if remote else ""
-            cur.execute(f"COPY ({query}) TO {_literal(dest)} (FORMAT parquet, PARTITION_BY ({PARTITION}){option})")
-        partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchall()[0][0]
-        cur.execute("DROP VIEW IF EXISTS _run_dates")
-        cur.execute("COMMIT")
+        rows, partitions = _copy_tables(cur, target, granularity, remote=remote)
     except BaseException:
         with suppress(duckdb.Error):
             cur.execute("ROLLBACK")
@@ -180,12 +159,46 @@ def export_parquet(store: Store, location: str | Path, *, granularity: str = "mo
             shutil.rmtree(target, ignore_errors=True)
         raise
     if not remote:
-        old = f"{final}.old-{time.time_ns()}"
-        if Path(final).exists():
-            Path(final).rename(old)
-        Path(target).rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    return ExportSummary(final, rows, int(partitions), time.perf_counter() - t0)
+        _swap_into_place(target, final)
+    return ExportSummary(final, rows, partitions, time.perf_counter() - t0)
+
+
+
+def _copy_tables(cur: duckdb.DuckDBPyConnection, target: str, granularity: str, *,
+                 remote: bool) -> tuple[dict[str, int], int]:
+    """Copy every table under `target` from one snapshot; returns rows per table and the partitions made."""
+    rows: dict[str, int] = {}
+    cur.execute("BEGIN TRANSACTION")  # one snapshot: a run recorded meanwhile is wholly in or wholly out
+    cur.execute(f"""CREATE OR REPLACE TEMP VIEW _run_dates AS
+                    SELECT run_id, CAST(date_trunc('{granularity}', started_at) AS DATE) AS run_date FROM runs""")
+    for table in TABLES:
+        rows[table] = cur.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        if rows[table] == 0:
+            continue  # the reader gives an absent table its empty, typed shape
+        dest = _join(target, table)
+        if table in _WHOLE:
+            if not remote:
+                Path(dest).mkdir()
+            cur.execute(f"COPY (SELECT * FROM {table}) TO {_literal(_join(dest, 'data_0.parquet'))} "
+                        "(FORMAT parquet)")
+            continue
+        query = _PARTITIONED[table].replace("{unit}", granularity)
+        query = f"SELECT * REPLACE (coalesce(run_date, {_FALLBACK_DATE}) AS run_date) FROM ({query})"
+        option = ", OVERWRITE_OR_IGNORE" if remote else ""
+        cur.execute(f"COPY ({query}) TO {_literal(dest)} (FORMAT parquet, PARTITION_BY ({PARTITION}){option})")
+    partitions = cur.execute("SELECT count(DISTINCT run_date) FROM _run_dates").fetchall()[0][0]
+    cur.execute("DROP VIEW IF EXISTS _run_dates")
+    cur.execute("COMMIT")
+    return rows, int(partitions)
+
+
+def _swap_into_place(target: str, final: str) -> None:
+    """Replace `final` by the finished `target` folder, so a reader never sees half an export."""
+    old = f"{final}.old-{time.time_ns()}"
+    if Path(final).exists():
+        Path(final).rename(old)
+    Path(target).rename(final)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
