@@ -11,8 +11,7 @@ the runs that alarmed, and what the canary set is.
 import streamlit as st
 
 import lib.app.ui
-from lib.core.records import CANARY
-from lib.diagnosis.checks import canary_status
+from lib.app import loaders
 from lib.presentation import charts, review
 
 SAMPLE_COLUMNS = ["sample_id", "question", "answer", "ground_truth"]
@@ -22,21 +21,11 @@ ctx = lib.app.ui.sidebar()
 version = ctx.version
 
 
-@st.cache_data(show_spinner=False)
-def load_status(db_path: str, version: str):
-    return canary_status(lib.app.ui.open_store(db_path))
-
-
-@st.cache_data(show_spinner=False)
-def load_canary_samples(db_path: str, version: str, run_id: str):
-    return lib.app.ui.open_store(db_path).samples_frame(run_id, CANARY)[SAMPLE_COLUMNS]
-
-
 st.title("Canary")
 st.caption("Answers that only the reference supports, scored for faithfulness on every run: a correctly wired "
            "judge marks most of their claims unsupported, a judge that sees ground_truth marks them supported.")
 
-status = load_status(ctx.db_path, version)
+status = loaders.canary(ctx.db_path, version)
 if status.frame.empty:
     st.info("No canary runs are recorded in this database (suite 'canary').")
     st.stop()
@@ -80,7 +69,8 @@ st.markdown("Each canary answer has one claim the passages state and several cor
             "wired judge scores these answers low (the baseline above). A judge that is shown `ground_truth` finds "
             "support for the other claims in the reference and scores them near 1: the canary rises before "
             "anyone reads the main metric. The samples as recorded with the latest run:")
-st.dataframe(load_canary_samples(ctx.db_path, version, str(latest["run_id"])), hide_index=True, column_config={
+latest_samples = loaders.canary_samples(ctx.db_path, version, str(latest["run_id"]), tuple(SAMPLE_COLUMNS))
+st.dataframe(latest_samples, hide_index=True, column_config={
     "sample_id": st.column_config.TextColumn("sample", width=110, pinned=True),
     "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")},
     row_height=72)   # answers and references wrap over three lines

@@ -37,7 +37,7 @@ def load_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def load_pipeline(db_path: str, version: str, run_id: str) -> dict[str, object]:
-    return ui.open_store(db_path).run(run_id)["pipeline"]  # type: ignore[return-value]
+    return ui.open_store(db_path).run(run_id).pipeline
 
 
 @st.cache_data(show_spinner=False)

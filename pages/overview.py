@@ -6,12 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib.app import ui, ui_history
+from lib.app import loaders, ui, ui_history
 from lib.core.metrics import wiring_table
 from lib.core.records import CANARY, MAIN
-from lib.diagnosis import checks, diagnose, noise
-from lib.diagnosis.checks import CanaryStatus
-from lib.diagnosis.diagnose import Jump
+from lib.diagnosis import noise
 from lib.intake import inbox
 from lib.presentation import glossary, views
 
@@ -23,31 +21,6 @@ COLUMN_CONFIG = {
     "runs": st.column_config.NumberColumn("runs using it"),
     "in_latest_run": st.column_config.CheckboxColumn("used by the latest run"),
 }
-
-
-@st.cache_data(show_spinner=False)
-def load_history(db_path: str, version: str, suite: str) -> pd.DataFrame:
-    return ui.open_store(db_path).metric_history(suite=suite)
-
-
-@st.cache_data(show_spinner=False)
-def load_jumps(db_path: str, version: str) -> list[Jump]:
-    return diagnose.find_jumps(ui.open_store(db_path), history=load_history(db_path, version, MAIN))
-
-
-@st.cache_data(show_spinner=False)
-def load_canary(db_path: str, version: str) -> CanaryStatus:
-    return checks.canary_status(ui.open_store(db_path), history=load_history(db_path, version, CANARY))
-
-
-@st.cache_data(show_spinner=False)
-def load_lint(db_path: str, version: str) -> pd.DataFrame:
-    return checks.lint_status(ui.open_store(db_path))
-
-
-@st.cache_data(show_spinner=False)
-def load_incidents(db_path: str, version: str):
-    return ui_history.load_incidents(db_path, version)
 
 
 def show_rejected(rejections: list[inbox.Rejection]) -> None:
@@ -63,20 +36,20 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
 
 # -- lib calls ---------------------------------------------------------------------------------
 rejected = inbox.rejected(inbox.folder_for(ctx.db_path))
-history = load_history(ctx.db_path, ctx.version, MAIN)
+history = loaders.history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")
     show_rejected(rejected)
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
 cards = views.metric_cards(history)
-recent, earlier = views.recent_jumps(load_jumps(ctx.db_path, ctx.version))
-canary = load_canary(ctx.db_path, ctx.version)
-lint = load_lint(ctx.db_path, ctx.version)
+recent, earlier = views.recent_jumps(loaders.jumps(ctx.db_path, ctx.version))
+canary = loaders.canary(ctx.db_path, ctx.version)
+lint = loaders.lint(ctx.db_path, ctx.version)
 summary = views.history_summary(history)
 lint_summary = views.lint_summary(lint, summary.latest_run)
 unattributed = pd.concat([views.unattributed(history),
-                          views.unattributed(load_history(ctx.db_path, ctx.version, CANARY))])
+                          views.unattributed(loaders.history(ctx.db_path, ctx.version, CANARY))])
 
 # -- render ------------------------------------------------------------------------------------
 st.title("Overview")
@@ -84,7 +57,7 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
            f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
-ui_history.incident_panel(ctx, history, *load_incidents(ctx.db_path, ui_history.version(ctx)))
+ui_history.incident_panel(ctx, history, *loaders.incidents(ctx.db_path, ui_history.version(ctx)))
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")

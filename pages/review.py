@@ -8,12 +8,13 @@ verdicts. The whole review downloads as Markdown for the meeting notes.
 """
 
 from dataclasses import asdict
-from datetime import date, timedelta
+from datetime import timedelta
 
 import streamlit as st
 
 import lib.app.ui
 import lib.app.ui_history
+from lib.app import loaders
 from lib.presentation import judging_counts, linkparams, mdtext, review
 
 RANGE_KEY = "rev_range"
@@ -25,28 +26,13 @@ ctx = lib.app.ui.sidebar()
 version = ctx.version
 
 
-@st.cache_data(show_spinner=False)
-def load_bounds(db_path: str, version: str) -> tuple[date, date] | None:
-    return review.default_range(lib.app.ui.open_store(db_path))
-
-
-@st.cache_data(show_spinner=False)
-def load_data_range(db_path: str, version: str) -> tuple[date, date]:
-    return review.data_range(lib.app.ui.open_store(db_path))  # type: ignore[return-value]
-
-
-@st.cache_data(show_spinner="Assembling the review...")
-def load_review(db_path: str, version: str, start: date, end: date) -> review.Review:
-    return review.review(lib.app.ui.open_store(db_path), start, end)
-
-
 def shift_range(days: int) -> None:
     start, end = st.session_state[RANGE_KEY]
     st.session_state[RANGE_KEY] = (start + timedelta(days=days), end + timedelta(days=days))
 
 
 st.title("Weekly review")
-default = load_bounds(ctx.db_path, version)
+default = loaders.review_bounds(ctx.db_path, version)
 if default is None:
     st.info("This database holds no runs yet.")
     st.stop()
@@ -60,7 +46,7 @@ c1, c2, c3, c4 = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
 picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",
                        help="Default: the last seven days of data, ending on the day of the latest run. "
                             "Latest: back to it.")
-first_day, last_day = load_data_range(ctx.db_path, version)
+first_day, last_day = loaders.data_range(ctx.db_path, version)
 shown = st.session_state[RANGE_KEY]
 c2.button("Earlier", key="rev_prev", on_click=shift_range, args=(-7,), icon=":material/chevron_left:",
           disabled=len(shown) == 2 and shown[0] <= first_day,
@@ -74,7 +60,7 @@ if len(picked) != 2:
     st.stop()
 start, end = picked
 lib.app.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
-rev = load_review(ctx.db_path, lib.app.ui_history.version(ctx), start, end)
+rev = loaders.weekly_review(ctx.db_path, lib.app.ui_history.version(ctx), start, end)
 
 # -- the summary: what to say first ----------------------------------------------------------------------------
 st.header(md(rev.title))

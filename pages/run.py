@@ -12,7 +12,7 @@ import streamlit as st
 from lib.app import ui
 from lib.core import degenerate
 from lib.core.metrics import get_metric
-from lib.core.records import MAIN
+from lib.core.records import MAIN, RunHeader
 from lib.diagnosis import diagnose
 from lib.diagnosis.diagnose import RunChanges
 from lib.diagnosis.provenance import provenance as find_provenance
@@ -32,7 +32,7 @@ def load_runs(db_path: str, version: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def load_run(db_path: str, version: str, run_id: str) -> dict[str, object]:
+def load_run(db_path: str, version: str, run_id: str) -> RunHeader:
     return ui.open_store(db_path).run(run_id)
 
 
@@ -100,8 +100,8 @@ table = views.metric_table(run_metrics)
 changes = load_changes(ctx.db_path, ctx.version, run_id)
 
 # -- render: the run ---------------------------------------------------------------------------
-st.caption(f"{ui.md_literal(run_id)} started {header['started_at']:%Y-%m-%d %H:%M}" +
-           (f" · {ui.md_literal(header['label'])}" if header["label"] else ""))
+st.caption(f"{ui.md_literal(run_id)} started {header.started_at:%Y-%m-%d %H:%M}" +
+           (f" · {ui.md_literal(header.label)}" if header.label else ""))
 st.subheader("Metrics")
 st.dataframe(table, hide_index=True, key="run_metrics_table",
              column_config={"score": SCORE, "attributed": st.column_config.CheckboxColumn(
@@ -115,7 +115,7 @@ for line in load_chance(ctx.db_path, ctx.version, run_id):
 left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader("Pipeline config")
-    st.json(header["pipeline"], expanded=2)
+    st.json(header.pipeline, expanded=2)
 with right:
     st.subheader("What changed since the run before")
     if changes.prev_run_id is None:

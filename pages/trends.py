@@ -9,10 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib.app import ui, ui_history
-from lib.core.records import MAIN
-from lib.diagnosis import diagnose, noise, rejudge, segments
-from lib.diagnosis.diagnose import Jump
+from lib.app import loaders, ui, ui_history
+from lib.diagnosis import noise, segments
 from lib.presentation import charts, glossary, history_charts, views
 
 ctx = ui.sidebar()
@@ -36,32 +34,7 @@ EVENT_ORDER = ("started_at", "kind", "text", "metric", "run_id")
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 
-@st.cache_data(show_spinner=False)
-def load_history(db_path: str, version: str) -> pd.DataFrame:
-    return ui.open_store(db_path).metric_history(suite=MAIN)
-
-
-@st.cache_data(show_spinner=False)
-def load_jumps(db_path: str, version: str) -> list[Jump]:
-    return diagnose.find_jumps(ui.open_store(db_path), history=load_history(db_path, version))
-
-
-@st.cache_data(show_spinner=False)
-def load_events(db_path: str, version: str) -> pd.DataFrame:
-    return diagnose.change_events(load_history(db_path, version))
-
-
-@st.cache_data(show_spinner=False)
-def load_noise(db_path: str, version: str) -> dict[str, float]:
-    return diagnose.trend_noise(load_history(db_path, version))
-
-
-@st.cache_data(show_spinner=False)
-def load_series(db_path: str, version: str) -> list[rejudge.Series]:
-    return rejudge.finished_series(ui.open_store(db_path))
-
-
-history = load_history(ctx.db_path, ctx.version)
+history = loaders.history(ctx.db_path, ctx.version)
 st.title("Trends")
 if history.empty:
     st.info("This database holds no runs yet.")
@@ -84,10 +57,10 @@ shown = metrics if metric == ALL else [metric]
 # -- lib calls ---------------------------------------------------------------------------------
 since, until = views.day_bounds(first, last)
 window = views.in_range(history, since, until)
-events = views.in_range(load_events(ctx.db_path, ctx.version), since, until)
-jumps = views.in_range(views.jumps_frame(load_jumps(ctx.db_path, ctx.version)), since, until)
-noise_sd = load_noise(ctx.db_path, ctx.version)
-series = load_series(ctx.db_path, ui_history.version(ctx))
+events = views.in_range(loaders.events(ctx.db_path, ctx.version), since, until)
+jumps = views.in_range(views.jumps_frame(loaders.jumps(ctx.db_path, ctx.version)), since, until)
+noise_sd = loaders.trend_noise(ctx.db_path, ctx.version)
+series = loaders.series(ctx.db_path, ui_history.version(ctx))
 figures = {
     m: charts.trend_figure(window[window["metric"] == m], metric=m,
                            events=views.events_for(events, [m]),

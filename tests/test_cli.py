@@ -285,9 +285,9 @@ def test_ingest_records_a_run_with_its_instrument(fresh_db: Path, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert "recorded run r1: 2 samples; faithfulness 1.000 (n=1, 1 failed)" in proc.stdout
     with Store(fresh_db) as store:
-        assert store.run("r1")["pipeline"] == {"retriever": {"top_k": 3}}
+        assert store.run("r1").pipeline == {"retriever": {"top_k": 3}}
         inst = store.instrument("r1", "faithfulness")
-    assert (inst["judge_model"], inst["binding"], inst["n_failed"]) == ("gpt-judge", "projected", 1)
+    assert (inst.judge_model, inst.binding, inst.n_failed) == ("gpt-judge", "projected", 1)
 
 
 def test_ingest_of_a_bad_file_names_the_row_and_creates_nothing(fresh_db: Path, tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_an_inspect_log_records_samples_grades_and_grader(fresh_db: Path, name: 
     # C = 1, I = 0; the grader's unreadable "GRADE: P" is Inspect's NaN: failed, not scored
     assert list(scores["status"]) == ["ok", "failed", "ok"] and list(scores["score"].fillna(-1)) == [1.0, -1, 0.0]
     with Store(fresh_db) as store:
-        assert f"{store.run('insp')['started_at']:%Y-%m-%d %H}" == "2026-12-03 07"   # the log's eval.created
+        assert f"{store.run('insp').started_at:%Y-%m-%d %H}" == "2026-12-03 07"   # the log's eval.created
 
 
 def test_a_promptfoo_results_file_maps_vars_assertions_and_grader(fresh_db: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_promptfoo_results_file_maps_vars_assertions_and_grader(fresh_db: Path
     assert by_metric.loc["faithfulness", "scorer"] == "promptfoo 0.118.4 context-faithfulness"
     assert list(scores[scores.metric == "faithfulness"]["score"]) == [1.0, 0.5, 0.0]
     with Store(fresh_db) as store:
-        assert store.run("pf")["started_at"] == datetime(2026, 11, 30, 21, 4, 11)
+        assert store.run("pf").started_at == datetime(2026, 11, 30, 21, 4, 11)
 
 
 def test_a_bad_cell_in_an_imported_file_is_named_and_nothing_is_written(fresh_db: Path, tmp_path: Path) -> None:

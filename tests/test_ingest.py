@@ -105,7 +105,7 @@ def test_round_trip_keeps_text_intact_and_scores_exact(tmp_path: Path, fresh_sto
 
     assert fresh_store.samples("r1") == EXPECTED_SAMPLES
     assert run.n_samples == len(EXPECTED_SAMPLES)
-    assert fresh_store.run("r1")["pipeline"] == {"retriever": "bm25", "k": 2}
+    assert fresh_store.run("r1").pipeline == {"retriever": "bm25", "k": 2}
     metrics = fresh_store.run_metrics("r1").set_index("metric")
     assert sorted(metrics.index) == ["answer_relevance", "context_recall", "faithfulness"]
     # hand-computed: mean over scored samples only, the unscored one counted as failed
@@ -148,9 +148,9 @@ def test_attribution_is_stored_when_given(tmp_path: Path, fresh_store: Store) ->
                 binding="replay")
 
     faith = fresh_store.instrument("r1", "faithfulness")
-    assert (faith["judge_model"], faith["template"], faith["binding"]) == ("gpt-judge", template, "replay")
-    assert fresh_store.instrument("r1", "answer_relevance")["template"] == "Q: {question}\n{items}"
-    assert fresh_store.instrument("r1", "context_recall")["template"] is None
+    assert (faith.judge_model, faith.template, faith.binding) == ("gpt-judge", template, "replay")
+    assert fresh_store.instrument("r1", "answer_relevance").template == "Q: {question}\n{items}"
+    assert fresh_store.instrument("r1", "context_recall").template is None
 
 
 def test_ingesting_the_same_file_twice_leaves_one_copy(tmp_path: Path, fresh_store: Store) -> None:

@@ -146,7 +146,7 @@ def test_canary_page_shows_the_alarm_history_and_the_canary_set(app_db: Path, le
 
 def test_review_page_shows_the_leak_jump_and_exports_markdown(app_db: Path, leak_run: str) -> None:
     with Store(app_db) as store:
-        day = store.run(leak_run)["started_at"].date()
+        day = store.run(leak_run).started_at.date()
         expected = review.review_markdown(review.review(store, day - timedelta(days=3), day + timedelta(days=3)))
     at = open_page("pages/review.py", **{"from": str(day - timedelta(days=3)), "to": str(day + timedelta(days=3))})
     assert not at.exception, [e.value for e in at.exception]

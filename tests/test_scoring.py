@@ -123,7 +123,7 @@ def test_replay_binding_needs_explicit_templates_and_projected_refuses_a_leaky_o
     assert proc.returncode == 0, proc.stderr
     with Store(fresh_db) as store:
         inst = store.instrument("replayed", "faithfulness")
-    assert (inst["binding"], inst["prompt_hash"]) == ("replay", prompt_hash(leaky.read_text(encoding="utf-8")))
+    assert (inst.binding, inst.prompt_hash) == ("replay", prompt_hash(leaky.read_text(encoding="utf-8")))
     assert not fresh_db.with_name("inbox").exists()
 
 
@@ -134,7 +134,7 @@ def test_the_nightly_job_api_scores_and_records_with_the_inbox_fallback(fresh_db
                        pipeline={"retriever": "bm25"})
     assert inbox.record(fresh_db, run).where == "database"
     with Store(fresh_db) as store:
-        assert store.run("nightly-7")["pipeline"] == {"retriever": "bm25"}
+        assert store.run("nightly-7").pipeline == {"retriever": "bm25"}
         assert sorted(store.run_metrics("nightly-7")["metric"]) == ["answer_correctness", "faithfulness"]
     with pytest.raises(InputError, match="template for unknown metric"):
         evaluate_run("x", samples, OfflineJudge(), templates={"faithfullness": "{items}"})
@@ -161,5 +161,5 @@ def test_templates_out_writes_files_that_score_with_the_same_prompt_hash(fresh_d
                "--metrics", "faithfulness", "--template", f"faithfulness={mine}")
     assert proc.returncode == 0, proc.stderr
     with Store(fresh_db) as store:
-        assert store.instrument("t", "faithfulness")["prompt_hash"] == prompt_hash(DEFAULT_TEMPLATES["faithfulness"])
+        assert store.instrument("t", "faithfulness").prompt_hash == prompt_hash(DEFAULT_TEMPLATES["faithfulness"])
     assert "invalid choice: 'faithfullness'" in assert_usage_error(cli("templates", "--metric", "faithfullness"))

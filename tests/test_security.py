@@ -211,11 +211,11 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         assert store.run_ids() == list(EVIL)
         for run_id in EVIL:
             assert store.has_run(run_id) and store.resolve_run(run_id) == run_id
-            assert store.run(run_id)["pipeline"] == {"id": run_id}
+            assert store.run(run_id).pipeline == {"id": run_id}
             assert [s.sample_id for s in store.samples(run_id)] == sorted(f"{run_id}#{i}" for i in range(22))
             assert len(store.samples(run_id, f"suite {run_id}")) == 22
             assert store.suites(run_id) == sorted([MAIN, f"suite {run_id}"])
-            assert store.instrument(run_id, "faithfulness")["binding"] == PROJECTED
+            assert store.instrument(run_id, "faithfulness").binding == PROJECTED
             assert len(store.sample_scores(run_id, metric="faithfulness")) == 22
         for name in EVIL:   # as metric names: nothing matches, nothing breaks
             assert store.metric_history(metrics=[name]).empty

@@ -54,7 +54,7 @@ def test_recorded_run_reads_back_with_its_instrument_and_aggregate(fresh_db: Pat
     with Store(fresh_db) as store:
         store.record_run(make_run())
         assert store.run_ids() == ["nightly-1"]
-        assert store.run("nightly-1")["pipeline"] == {"retriever": {"top_k": 3}}
+        assert store.run("nightly-1").pipeline == {"retriever": {"top_k": 3}}
         assert store.samples("nightly-1") == SAMPLES
         row = store.run_metrics("nightly-1").iloc[0]
         # two scored samples (1.0 and 0.5), one excluded

@@ -442,7 +442,7 @@ def test_the_demo_latest_run_passes_the_gate_with_its_own_judge(demo_db: Path, t
                "--blank", "question", "--limit", "200", "--repeats", "2", "--json")
     out = json.loads(proc.stdout)
     with Store(db) as store:
-        own = store.instrument(store.run_ids()[-1], "faithfulness")["judge_model"]
+        own = store.instrument(store.run_ids()[-1], "faithfulness").judge_model
     assert out["spec"]["judge"] == own and out["judge_note"] == ""
     assert proc.returncode == out["exit_code"] == 0, out["summary"]
     assert {c["kind"] for c in out["verdicts"]} == {"CLEAN"}

@@ -15,6 +15,29 @@ CANARY = "canary"
 
 
 @dataclass(frozen=True)
+class RunHeader:
+    """A stored run's header: when it started, its label and its pipeline config."""
+
+    run_id: str
+    started_at: datetime
+    label: str | None
+    pipeline: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class RecordedInstrument:
+    """What produced a stored metric score: the judge model, the template (by hash) and the binding."""
+
+    judge_model: str | None
+    prompt_hash: str | None
+    template: str | None
+    binding: str | None
+    score: float | None
+    n: int
+    n_failed: int
+
+
+@dataclass(frozen=True)
 class MetricRecord:
     """One metric of one run, with the instrument that produced it.
 

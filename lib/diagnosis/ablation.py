@@ -168,7 +168,7 @@ def recorded_judge(store: Store, run_id: str, metrics: Sequence[str], suite: str
     Raises InputError when a metric recorded no judge (unattributed scores) or
     the metrics were recorded by different judges: then the judge must be named.
     """
-    models = {m: store.instrument(run_id, m, suite)["judge_model"] for m in metrics}
+    models = {m: store.instrument(run_id, m, suite).judge_model for m in metrics}
     if None in models.values():
         missing = ", ".join(m for m, j in models.items() if j is None)
         raise InputError(f"run {run_id!r} recorded no judge model for {missing}; name the judge to ablate with "

@@ -17,6 +17,7 @@ import pandas as pd
 
 from lib.core.metrics import MetricSpec, expectation, get_metric
 from lib.core.prompts import fields_rendered
+from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
 from lib.diagnosis import verdict_words
@@ -162,11 +163,11 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, sd:
     return ReplayCheck(metric, s_mean, r_mean, delta, band, abs(delta) > allowed, sentence, allowed)
 
 
-def _renders(spec: AblationSpec, metric: str, inst: dict) -> frozenset[str] | None:
+def _renders(spec: AblationSpec, metric: str, inst: RecordedInstrument) -> frozenset[str] | None:
     """The static evidence: what the run's wiring renders (None for an external scorer: its code is not read)."""
-    if spec.scorer is not None or inst.get("template") is None:
+    if spec.scorer is not None or inst.template is None:
         return None
-    return fields_rendered(str(inst["template"]), metric, str(inst["binding"] or "projected"))
+    return fields_rendered(str(inst.template), metric, str(inst.binding or "projected"))
 
 
 def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
@@ -217,7 +218,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
         if base is None:
             continue
         inst = store.instrument(spec.run_id, m, spec.suite)
-        judges[m] = inst.get("judge_model")  # type: ignore[assignment]
+        judges[m] = inst.judge_model
         sd = run_noise_sd(list(base.scores.values())) if spec.repeats >= 2 else math.nan
         band = noise_band(sd) if not math.isnan(sd) else None
         if band is not None and band < ZERO_BAND:

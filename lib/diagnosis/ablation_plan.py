@@ -140,10 +140,10 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
     instruments = {}
     for m in spec.metrics:
         inst = store.instrument(spec.run_id, m, spec.suite)
-        if spec.scorer is None and (inst["template"] is None or inst["binding"] is None):
+        if spec.scorer is None and (inst.template is None or inst.binding is None):
             raise InputError(f"run {spec.run_id!r} recorded no template or binding for {m!r} (unattributed "
                              f"scores); ablate it through its own harness with a scorer", field="metric")
-        instruments[m] = Instrument(m, inst["template"] or "", inst["binding"] or "projected")
+        instruments[m] = Instrument(m, inst.template or "", inst.binding or "projected")
     unchanged: set[tuple[str, str]] = set()
     if spec.scorer is None:  # an external scorer's prompts are its own: nothing to compare
         for m in spec.metrics:

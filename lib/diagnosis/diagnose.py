@@ -101,20 +101,20 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
         if m not in a.index or m not in b.index:
             continue
         ra, rb = a.loc[m], b.loc[m]
-        if ra["judge_model"] != rb["judge_model"]:
-            judges[m] = (ra["judge_model"], rb["judge_model"])
-        if ra["binding"] != rb["binding"]:
-            bindings[m] = (ra["binding"], rb["binding"])
-        if ra["prompt_hash"] != rb["prompt_hash"]:
-            ta = store.prompt(ra["prompt_hash"]) if ra["prompt_hash"] else None
-            tb = store.prompt(rb["prompt_hash"]) if rb["prompt_hash"] else None
+        if ra.judge_model != rb.judge_model:
+            judges[m] = (ra.judge_model, rb.judge_model)
+        if ra.binding != rb.binding:
+            bindings[m] = (ra.binding, rb.binding)
+        if ra.prompt_hash != rb.prompt_hash:
+            ta = store.prompt(ra.prompt_hash) if ra.prompt_hash else None
+            tb = store.prompt(rb.prompt_hash) if rb.prompt_hash else None
             fa, fb = fields_of(ta, m), fields_of(tb, m)
             never = get_metric(m).never
             templates.append(TemplateChange(
-                m, ra["prompt_hash"], rb["prompt_hash"],
-                template_diff(ta or "", tb or "", old_name=str(ra["prompt_hash"]), new_name=str(rb["prompt_hash"])),
+                m, ra.prompt_hash, rb.prompt_hash,
+                template_diff(ta or "", tb or "", old_name=str(ra.prompt_hash), new_name=str(rb.prompt_hash)),
                 fa, fb, tuple(f for f in fb if f in never and f not in fa)))
-    pipe = config_diff(store.run(prev)["pipeline"], store.run(run_id)["pipeline"])  # type: ignore[arg-type]
+    pipe = config_diff(store.run(prev).pipeline, store.run(run_id).pipeline)
     return RunChanges(run_id, prev, judges, templates, bindings, pipe)
 
 
@@ -346,8 +346,8 @@ def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Cal
     insts, judges = {}, {}
     for rid in (run_a, run_b):
         rec = store.instrument(rid, metric, suite)
-        insts[rid] = Instrument(metric, rec["template"] or "", rec["binding"] or "projected")
-        judges[rid] = judge_for(rec["judge_model"])  # type: ignore[arg-type]
+        insts[rid] = Instrument(metric, rec.template or "", rec.binding or "projected")
+        judges[rid] = judge_for(rec.judge_model)
     outs = {rid: store.samples(rid, suite) for rid in (run_a, run_b)}
     cells: dict[tuple[str, str], Aggregate] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -362,6 +362,6 @@ def split_jump(store: Store, metric: str, run_a: str, run_b: str, judge_for: Cal
     instrument = ((ab - aa) + (bb - ba)) / 2 if whole else None  # type: ignore[operator]
     outputs = ((ba - aa) + (bb - ab)) / 2 if whole else None  # type: ignore[operator]
     ra, rb = store.instrument(run_a, metric, suite), store.instrument(run_b, metric, suite)
-    stored = (rb["score"] - ra["score"]) if ra["score"] is not None and rb["score"] is not None else None
-    return Split(metric, run_a, run_b, aa, bb, ba, ab, instrument, outputs, stored,  # type: ignore[arg-type]
+    stored = (rb.score - ra.score) if ra.score is not None and rb.score is not None else None
+    return Split(metric, run_a, run_b, aa, bb, ba, ab, instrument, outputs, stored,
                  min(len(outs[run_a]), len(outs[run_b])), _unscored_words(cells, reasons))

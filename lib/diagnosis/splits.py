@@ -46,7 +46,7 @@ class SplitPlan:
 def plan_split(store: Store, metric: str, run_a: str, run_b: str, settings: Settings, *,
                suite: str = MAIN) -> SplitPlan:
     """The split's judges and size; InputError when a recorded judge cannot be reproduced here."""
-    models = [store.instrument(r, metric, suite)["judge_model"] for r in (run_a, run_b)]
+    models = [store.instrument(r, metric, suite).judge_model for r in (run_a, run_b)]
     judges = {str(m): judge_for_recorded(settings, m) for m in dict.fromkeys(models)}  # type: ignore[arg-type]
     n = len(store.samples(run_a, suite)) + len(store.samples(run_b, suite))
     return SplitPlan(metric, run_a, run_b, judges, 2 * n)

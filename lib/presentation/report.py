@@ -71,12 +71,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _header(store: Store, run_id: str, prev: str | None) -> list[str]:
     run = store.run(run_id)
     out = [f"# evaldrift finding: run {md_text(run_id)}", ""]
-    out.append(f"- started: {md_text(run['started_at'])}")
-    if run["label"]:
-        out.append(f"- label: {md_text(run['label'])}")
+    out.append(f"- started: {md_text(run.started_at)}")
+    if run.label:
+        out.append(f"- label: {md_text(run.label)}")
     out.append(f"- previous run: {md_text(prev) if prev else 'none (first run)'}")
     out.append(f"- database: {md_text(store.path.name)}")
-    out += ["", "Pipeline config:", "", md_fence(json.dumps(run["pipeline"], indent=2, sort_keys=True,
+    out += ["", "Pipeline config:", "", md_fence(json.dumps(run.pipeline, indent=2, sort_keys=True,
                                                           ensure_ascii=False), "json"), ""]
     return out
 

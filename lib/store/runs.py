@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from lib.core.errors import NotFoundError
-from lib.core.records import MAIN
+from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
 
 if TYPE_CHECKING:
@@ -40,13 +40,13 @@ class RunsMixin(StoreBase):
     def has_run(self, run_id: str) -> bool:
         return bool(self._rows("SELECT 1 FROM runs WHERE run_id = ?", [run_id]))
 
-    def run(self, run_id: str) -> dict[str, object]:
+    def run(self, run_id: str) -> RunHeader:
         """One run's header: run_id, started_at, label, pipeline (dict)."""
         rows = self._rows("SELECT run_id, started_at, label, pipeline FROM runs WHERE run_id = ?", [run_id])
         if not rows:
             raise NotFoundError(f"no run {run_id!r} in {self.path}")
         rid, started, label, pipeline = rows[0]
-        return {"run_id": rid, "started_at": started, "label": label, "pipeline": json.loads(pipeline)}
+        return RunHeader(rid, started, label, json.loads(pipeline))
 
     def run_fields(self, run_id: str) -> tuple[str, ...]:
         """The sample fields a run's file had (all four for runs recorded before fields were optional)."""
@@ -97,7 +97,7 @@ class RunsMixin(StoreBase):
                            WHERE run_id = ? AND suite = ? ORDER BY metric""",
                         [run_id, suite])
 
-    def instrument(self, run_id: str, metric: str, suite: str = MAIN) -> dict[str, object]:
+    def instrument(self, run_id: str, metric: str, suite: str = MAIN) -> RecordedInstrument:
         """The judge model, template and binding that produced a stored score."""
         rows = self._rows(
             """SELECT m.judge_model, m.prompt_hash, p.template, m.binding, m.score, m.n, m.n_failed
@@ -106,8 +106,7 @@ class RunsMixin(StoreBase):
         if not rows:
             raise NotFoundError(f"run {run_id!r} has no {metric!r} score in suite {suite!r}")
         model, h, template, binding, score, n, n_failed = rows[0]
-        return {"judge_model": model, "prompt_hash": h, "template": template, "binding": binding,
-                "score": score, "n": n, "n_failed": n_failed}
+        return RecordedInstrument(model, h, template, binding, score, n, n_failed)
 
     def prompts(self) -> pd.DataFrame:
         return self._df("SELECT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")

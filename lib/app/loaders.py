@@ -1,0 +1,85 @@
+"""Every page's cached reads of the store, in one place.
+
+Each loader is keyed by the database path and its data version (`ctx.version`),
+so a write anywhere makes the next page load read afresh, and two pages asking
+the same question share one cached answer (Overview and Trends read one trend).
+Pages call these and never the store.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+import streamlit as st
+
+from lib.app import ui_history
+from lib.app.ui import open_store
+from lib.core.records import CANARY, MAIN
+from lib.diagnosis import checks, diagnose, rejudge
+from lib.diagnosis.checks import CanaryStatus
+from lib.diagnosis.diagnose import Jump
+from lib.presentation import review
+
+
+# -- the trend and what is read from it (Overview, Trends) -------------------------------------
+@st.cache_data(show_spinner=False)
+def history(db_path: str, version: str, suite: str = MAIN) -> pd.DataFrame:
+    return open_store(db_path).metric_history(suite=suite)
+
+
+@st.cache_data(show_spinner=False)
+def jumps(db_path: str, version: str) -> list[Jump]:
+    return diagnose.find_jumps(open_store(db_path), history=history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
+def events(db_path: str, version: str) -> pd.DataFrame:
+    return diagnose.change_events(history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
+def trend_noise(db_path: str, version: str) -> dict[str, float]:
+    return diagnose.trend_noise(history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
+def series(db_path: str, version: str) -> list[rejudge.Series]:
+    return rejudge.finished_series(open_store(db_path))
+
+
+@st.cache_data(show_spinner=False)
+def incidents(db_path: str, version: str):
+    return ui_history.load_incidents(db_path, version)
+
+
+# -- the standing checks (Overview, Canary) ------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def canary(db_path: str, version: str) -> CanaryStatus:
+    return checks.canary_status(open_store(db_path), history=history(db_path, version, CANARY))
+
+
+@st.cache_data(show_spinner=False)
+def canary_samples(db_path: str, version: str, run_id: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    return open_store(db_path).samples_frame(run_id, CANARY)[list(columns)]
+
+
+@st.cache_data(show_spinner=False)
+def lint(db_path: str, version: str) -> pd.DataFrame:
+    return checks.lint_status(open_store(db_path))
+
+
+# -- the weekly review (Review) ----------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def review_bounds(db_path: str, version: str) -> tuple[date, date] | None:
+    return review.default_range(open_store(db_path))
+
+
+@st.cache_data(show_spinner=False)
+def data_range(db_path: str, version: str) -> tuple[date, date] | None:
+    return review.data_range(open_store(db_path))
+
+
+@st.cache_data(show_spinner="Assembling the review...")
+def weekly_review(db_path: str, version: str, start: date, end: date) -> review.Review:
+    return review.review(open_store(db_path), start, end)
