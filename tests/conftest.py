@@ -32,12 +32,16 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _fresh_output_modes() -> Iterator[None]:
     """Each test probes its servers' output modes afresh: a loopback port reused by a later test's server is
-    another server, whatever the process-wide book remembers about the port."""
+    another server, whatever the process-wide book remembers about the port. So is the concurrency it
+    sustained (lib.judging.pacing.LIMITS)."""
+    from lib.judging.pacing import LIMITS
     from lib.judging.structured import BOOK
 
     BOOK.clear()
+    LIMITS.clear()
     yield
     BOOK.clear()
+    LIMITS.clear()
 
 
 @pytest.fixture(scope="session")

@@ -12,25 +12,40 @@ then for plain text, and the refusal is remembered for its endpoint. Every
 attempt passes through a Pacer (lib.judging.pacing), which keeps as many calls
 in flight as the server sustains. `stop()` ends waits and refuses new
 attempts: a job's circuit breaker or deadline (lib.judging.breaker) calls it.
+
+Calls run on one event loop per judge (lib.judging.loop) through the SDK's
+AsyncOpenAI client; the harness's threads only wait for them. The body is
+posted with the client's own `post` and read as JSON: the SDK's typed request
+transform and response models cost more client CPU than the call itself at 64
+in flight, and a verdict needs only the content, the usage and the
+fingerprint. Status errors, timeouts and dropped connections still arrive as
+the SDK's exceptions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import email.utils
+import itertools
 import math
 import random
 import threading
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
+import httpx2
 import openai
 
 from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
-from lib.judging.pacing import OK, OTHER, OVERLOAD, Pacer, PacingReport, Ticket
+from lib.judging.loop import LoopThread
+from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
 from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+
+POOL_WIDTH = 8   # calls in flight per HTTP connection pool (profiled: wider pools cost more CPU per call)
 
 
 def _seconds(value: str | None) -> float | None:
@@ -66,13 +81,18 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
     return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
 
 
-def _reply(resp: object) -> JudgeReply:
-    """The text, usage and fingerprint of a chat completion (raises if it is not one)."""
-    choice = resp.choices[0] if resp.choices else None  # type: ignore[attr-defined]
-    text = (choice.message.content or "") if choice else ""
-    u = resp.usage  # type: ignore[attr-defined]
-    usage = Usage(u.prompt_tokens, u.completion_tokens) if u else Usage()
-    return JudgeReply(text=text, usage=usage, fingerprint=resp.system_fingerprint)  # type: ignore[attr-defined]
+def reply_of(body: Any) -> JudgeReply:
+    """The text, usage and fingerprint of a chat completion body (raises ValueError, KeyError or TypeError if
+    it is not one). The batch path reads its output lines with it too."""
+    choices = body["choices"]
+    choice = choices[0] if choices else None
+    text = (choice["message"].get("content") or "") if choice else ""
+    if not isinstance(text, str):
+        raise TypeError("the content is not text")
+    u = body.get("usage")
+    usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)) if u else Usage()
+    fingerprint = body.get("system_fingerprint")
+    return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
 
 
 class _Refused(Exception):
@@ -108,6 +128,8 @@ class OpenAIJudge:
         json_mode: ask for structured JSON (a schema, else a JSON object); False: plain text only.
         sleep: how to wait (tests pass a recorder); default: a wait that `stop()` ends.
         modes: where endpoint refusals of output modes are remembered (default: the process's book).
+        limits: where the concurrency the endpoint sustained is remembered (default: the process's book), so
+            the next judge on it starts there.
     """
 
     cacheable = True
@@ -115,7 +137,8 @@ class OpenAIJudge:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, max_attempts: int = 4, backoff: float = 0.5,
                  max_backoff: float = 20.0, concurrency: int = 8, json_mode: bool = True,
-                 sleep: Callable[[float], object] | None = None, modes: ModeBook | None = None) -> None:
+                 sleep: Callable[[float], object] | None = None, modes: ModeBook | None = None,
+                 limits: LimitBook | None = None) -> None:
         self.model = model
         self.base_url = base_url
         self.endpoint = normalise(base_url)   # identity and display text: no credentials
@@ -124,13 +147,22 @@ class OpenAIJudge:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.json_mode = json_mode
-        self.pacer = Pacer(concurrency, timeout=timeout)
+        self.pacer = Pacer(concurrency, timeout=timeout, book=limits if limits is not None else LIMITS,
+                           key=f"{self.endpoint} {model}")
         self._halt = threading.Event()
         self._halt_reason = ""
         self._sleep = sleep if sleep is not None else self._halt.wait
         self._modes = modes if modes is not None else BOOK
-        self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                                     timeout=timeout, max_retries=0)
+        key = api_key or "not-needed"
+
+        def clients() -> list[openai.AsyncOpenAI]:   # made on the loop's thread: their pools belong there
+            # One pool per POOL_WIDTH calls in flight: a pool scans all its connections for every request.
+            return [openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+                    for _ in range(max(1, -(-concurrency // POOL_WIDTH)))]
+
+        self._loop = LoopThread(f"judge:{model}", setup=clients)
+        self._turn = itertools.count()
+        weakref.finalize(self, self._loop.close)
         self._lock = threading.Lock()
         self.attempts = 0
         self.retries: list[str] = []
@@ -149,6 +181,10 @@ class OpenAIJudge:
         self._halt_reason = reason
         self._halt.set()
         self.pacer.close()
+
+    def close(self) -> None:
+        """Stop the judge's event loop (a later call starts a new one)."""
+        self._loop.close()
 
     def _stopped(self) -> JudgeError:
         return JudgeError(STOPPED_PREFIX + self._halt_reason, retryable=True)
@@ -224,11 +260,17 @@ class OpenAIJudge:
                 self._wait(attempt, out.hint)
         raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
 
+    async def _post(self, kwargs: dict[str, object]) -> Any:
+        pool: list[openai.AsyncOpenAI] = self._loop.state
+        client = pool[next(self._turn) % len(pool)]
+        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs)
+        return response.json()
+
     def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
         """One call through the pacer; raises only for a refusal (of the mode, or final)."""
         out = _Outcome()
         try:
-            out.reply = _reply(self._client.chat.completions.create(**kwargs))
+            out.reply = reply_of(self._loop.run(self._post(kwargs)))
             out.load = OK
         except openai.RateLimitError as exc:
             out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
@@ -245,7 +287,7 @@ class OpenAIJudge:
             kind = "server error" if status >= 500 else "retryable status"
             out.reason, out.hint = f"{kind} ({status})", _retry_after(exc)
             out.load = OVERLOAD if status == 503 else OTHER
-        except (openai.APIResponseValidationError, ValueError, AttributeError, IndexError, TypeError):
+        except (openai.APIResponseValidationError, ValueError, KeyError, AttributeError, IndexError, TypeError):
             # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
             out.reason = "unreadable response (not a chat completion)"
         finally:

@@ -16,6 +16,10 @@ slot time out in the queue and fail. The Pacer gates every attempt:
 
 It records what it measured: the limit reached at its peak and at the end,
 the fastest and the median latency, and the back-offs with their reasons.
+
+What a server sustained is remembered for the process (a LimitBook, keyed by
+endpoint and model): the next judge on that endpoint starts at the limit the
+last one reached, rather than ramping from one again for every job.
 """
 
 from __future__ import annotations
@@ -78,18 +82,47 @@ class PacingReport:
         return text
 
 
+class LimitBook:
+    """The limit each endpoint last held, process-wide (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._limits: dict[str, int] = {}
+
+    def get(self, key: str, default: int) -> int:
+        with self._lock:
+            return self._limits.get(key, default)
+
+    def set(self, key: str, limit: int) -> None:
+        with self._lock:
+            self._limits[key] = limit
+
+    def clear(self) -> None:
+        with self._lock:
+            self._limits.clear()
+
+
+LIMITS = LimitBook()
+
+
 class Pacer:
     """Gates judge attempts to an adaptive limit (thread-safe).
 
     Args:
         ceiling: the most calls in flight (the configured concurrency).
         timeout: the client's timeout for one attempt, seconds (what "slow" is measured against).
-        start: the first limit (default 1).
+        start: the first limit (default 1), unless `book` holds one for `key`.
         clock: monotonic seconds (tests pass their own).
+        book: where the limit is remembered between pacers of one endpoint (None: nowhere).
+        key: the endpoint's key in `book`.
     """
 
     def __init__(self, ceiling: int, *, timeout: float, start: int = 1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, book: LimitBook | None = None,
+                 key: str = "") -> None:
+        self._book, self._key = book, key
+        if book is not None:
+            start = book.get(key, start)
         self.ceiling = max(1, int(ceiling))
         self.timeout = float(timeout)
         self._clock = clock
@@ -160,6 +193,8 @@ class Pacer:
             self._change(to)
 
     def _change(self, to: int) -> None:
+        if self._book is not None:
+            self._book.set(self._key, to)
         self._limit = to
         self._peak = max(self._peak, to)
         self._epoch += 1

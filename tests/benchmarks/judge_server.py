@@ -66,7 +66,7 @@ def respond(body: dict) -> str:
 def _serve(conn: Connection, latency: float) -> None:
     from tests.support.openai_server import OpenAIServer
 
-    server = OpenAIServer(respond, latency=latency).start()
+    server = OpenAIServer(respond, latency=latency, keep_alive=True).start()
     conn.send(server.base_url)
     try:
         while True:

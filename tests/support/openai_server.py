@@ -194,7 +194,7 @@ class _HTTPServer(ThreadingHTTPServer):
             owner: The :class:`OpenAIServer` whose state handlers use.
         """
         self.owner = owner
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", 0), _KeepAliveHandler if owner.keep_alive else _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Records handler errors instead of printing a traceback.
@@ -257,8 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            pass
-        self.close_connection = True
+            self.close_connection = True
+        if self.protocol_version == "HTTP/1.0":
+            self.close_connection = True
 
     def _send_error_json(
         self,
@@ -491,6 +492,12 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
+class _KeepAliveHandler(_Handler):
+    """HTTP/1.1: a client keeps its connections open between requests, as with a real model server."""
+
+    protocol_version = "HTTP/1.1"
+
+
 class OpenAIServer:
     """An OpenAI-compatible chat completions server for tests.
 
@@ -534,6 +541,7 @@ class OpenAIServer:
         model_fingerprint: str = "fp_test",
         slots: int | None = None,
         formats: frozenset[str] | None = None,
+        keep_alive: bool = False,
     ) -> None:
         """Creates a server; call :meth:`start` (or use ``with``) to serve.
 
@@ -544,12 +552,15 @@ class OpenAIServer:
             model_fingerprint: ``system_fingerprint`` reported in completions.
             slots: Requests served at once (``None``: no limit).
             formats: ``response_format`` types accepted (``None``: any).
+            keep_alive: Speak HTTP/1.1 and keep connections open between
+                requests (the default, HTTP/1.0, closes each after one).
         """
         self.responder = responder
         self.latency = latency
         self.model_fingerprint = model_fingerprint
         self.slots = slots
         self.formats = formats
+        self.keep_alive = keep_alive
         self.refused: list[str] = []
         self.peak_held = 0
         self._slot_cond = threading.Condition()

@@ -1,0 +1,95 @@
+"""Model-judge calls in flight: an ablation's wall time against the ideal at 16 and 64 in flight, with client CPU.
+
+    python tests/benchmarks/bench_inflight.py [--workdir /tmp/evaldrift-bench] [--runs 35]
+
+The judge server (tests/benchmarks/judge_server.py) runs in its own process and
+answers every call after 50 ms, so the ideal wall time of a job is
+calls x 50 ms / in flight; what is left over is the client (its CPU per call on
+one interpreter), the ramp of the adaptive pacer, and the server's own CPU on a
+machine that may be shared. Each width is measured on an endpoint the pacer has
+already learnt (a first ablation on another run teaches it, as any earlier job
+in the same process would); the cold first job is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from lib.app.demo import build_demo, run_plans  # noqa: E402
+from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
+from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
+from lib.store import Store  # noqa: E402
+from tests.benchmarks.judge_server import JudgeServer  # noqa: E402
+
+MODEL = "evaldrift-bench-judge"
+LATENCY = 0.05
+WIDTHS = (16, 64)
+TARGET = {64: 1.2}
+LEAKY_RUN = 30
+BLANKS = ("ground_truth", "question", "contexts")
+
+
+def demo_db(work: Path, n_runs: int) -> Path:
+    """The demo database to ablate (built once per work folder)."""
+    path = work / f"demo-{n_runs}.duckdb"
+    if not path.exists():
+        build_demo(path, n_runs=n_runs)
+    return path
+
+
+def _ablate(store: Store, server: JudgeServer, run_id: str, width: int, blanks: tuple[str, ...]) -> dict:
+    judge = OpenAIJudge(MODEL, base_url=server.base_url, concurrency=width, timeout=30, max_attempts=3)
+    spec = AblationSpec(run_id, ("faithfulness",), blanks, repeats=1, judge=MODEL, endpoint=server.base_url,
+                        seed=7000 + width)
+    before = server.n_calls()
+    t, cpu = time.perf_counter(), time.process_time()
+    result = run_ablation(store, spec, judge)
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    calls = server.n_calls() - before
+    judge.close()
+    ideal = calls * LATENCY / width
+    return {"calls": calls, "wall": wall, "ideal": ideal, "ratio": wall / ideal if calls else float("nan"),
+            "cpu_ms": 1000 * cpu / calls if calls else float("nan"), "pacing": judge.pacing.sentence,
+            "verdict": result.summary if result else "stopped"}
+
+
+def measure(db: Path) -> list[tuple[str, float, str, str]]:
+    """(figure, value, target, note) for each width: cold first job, then the measured job."""
+    plans = run_plans()
+    out = []
+    with JudgeServer(latency=LATENCY) as server, Store(db) as store:
+        for width in WIDTHS:
+            cold = _ablate(store, server, plans[LEAKY_RUN - 1 - WIDTHS.index(width)].run_id, width, BLANKS)
+            warm = _ablate(store, server, plans[LEAKY_RUN].run_id, width, BLANKS)
+            target = f"<= {TARGET[width]}x" if width in TARGET else "none"
+            out.append((f"ratio to ideal at {width} in flight", warm["ratio"], target,
+                        f"{warm['wall']:.2f} s for {warm['calls']} calls, ideal {warm['ideal']:.2f} s; "
+                        f"cold first job {cold['ratio']:.2f}x; {warm['pacing']}"))
+            out.append((f"client CPU per call at {width} in flight", warm["cpu_ms"], "none",
+                        f"ms, one interpreter; wall = ideal needs at most {1000 * LATENCY / width:.2f} ms"))
+        if server.errors():
+            out.append(("server errors", len(server.errors()), "0", "; ".join(server.errors())))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", default="/tmp/evaldrift-bench")
+    parser.add_argument("--runs", type=int, default=35, help="demo runs to build (at least 31)")
+    args = parser.parse_args(argv)
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    for name, value, target, note in measure(demo_db(work, max(args.runs, LEAKY_RUN + 1))):
+        print(f"{name}: {value:.2f} (target {target}) [{note}]", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The model judge's calls on one event loop (lib.judging.loop), and what a judge learns of its endpoint.
+
+Real openai SDK over HTTP to a loopback server whose model is the offline judge.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from lib.app.demo import demo_samples
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import EXCLUDED, OK
+from lib.judging import OpenAIJudge
+from lib.judging.harness import Instrument, score_samples
+from lib.judging.loop import LoopThread
+from lib.judging.pacing import LimitBook
+from tests.conftest import offline_responder
+from tests.support.openai_server import Fault, OpenAIServer
+
+MODEL = "evaldrift-test-model"
+FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+
+
+def _loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"judge:{MODEL}"]
+
+
+def _samples(n: int) -> list:
+    main, _ = demo_samples()
+    return [d.sample for d in main[:n]]
+
+
+def test_calls_from_many_threads_run_on_one_loop_thread_that_closes_with_the_judge() -> None:
+    before = len(_loop_threads())
+    with OpenAIServer(offline_responder, latency=0.02, keep_alive=True) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=5.0, concurrency=8)
+        results = score_samples(_samples(24), FAITHFULNESS, judge)
+        assert {r.status for r in results} == {OK, EXCLUDED}   # the demo has empty answers: no call for them
+        assert len(_loop_threads()) == before + 1       # eight callers, one loop
+        assert judge.pacing.peak == 8
+        del judge
+        gc.collect()
+        for t in _loop_threads()[before:]:
+            t.join(timeout=5)
+        assert len(_loop_threads()) == before            # collected judge: its loop stopped
+
+
+def test_a_new_judge_on_an_endpoint_starts_at_the_concurrency_the_last_one_reached() -> None:
+    book = LimitBook()
+    with OpenAIServer(offline_responder, latency=0.02) as server:
+        first = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8, limits=book)
+        assert first.pacer.limit == 1
+        score_samples(_samples(40), FAITHFULNESS, first)
+        assert first.pacer.limit == 8
+        second = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=16, limits=book)
+        assert second.pacer.limit == 8                   # no ramp from one again
+        narrow = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=4, limits=book)
+        assert narrow.pacer.limit == 4                   # never above its own ceiling
+        other = OpenAIJudge("another-model", base_url=server.base_url, timeout=5.0, concurrency=8, limits=book)
+        assert other.pacer.limit == 1                    # another model on the server is another judge
+
+
+def test_a_lowered_limit_is_what_the_next_judge_starts_at() -> None:
+    book = LimitBook()
+    with OpenAIServer(offline_responder, latency=0.02) as server:
+        first = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8, limits=book,
+                            sleep=lambda s: None)
+        score_samples(_samples(30), FAITHFULNESS, first)
+        server.fail_always(Fault("429", retry_after=0.01))
+        score_samples(_samples(30)[:8], FAITHFULNESS, first, concurrency=8)
+        server.fail_always(None)
+        assert first.pacer.limit < 8
+        second = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8, limits=book)
+        assert second.pacer.limit == first.pacer.limit
+
+
+def test_a_loop_thread_serves_callers_on_many_threads_and_restarts_after_close() -> None:
+    loop = LoopThread("test-loop", setup=lambda: "state")
+
+    async def name() -> str:
+        return threading.current_thread().name
+
+    with ThreadPoolExecutor(8) as pool:
+        names = set(pool.map(lambda _: loop.run(name()), range(32)))
+    assert names == {"test-loop"} and loop.state == "state"
+    loop.close()
+    assert loop.run(name()) == "test-loop"               # started again on demand
+    loop.close()
