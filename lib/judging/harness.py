@@ -23,6 +23,7 @@ from lib.core.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.core.results import CALL_FAILED, EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
 from lib.judging.base import CallCache, Judge, judge_endpoint
+from lib.judging.flights import FLIGHTS
 
 
 class _VerdictOut(BaseModel):
@@ -120,25 +121,27 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
     reason = ""
     read_cache = use_cache
     for _ in range(parse_attempts):
-        reply: JudgeReply | None = cache.get(request.key) if read_cache else None  # type: ignore[union-attr]
-        cached = reply is not None
-        if reply is None:
+        # An identical request in flight is waited for: its valid reply is then in the cache (lib.judging.flights).
+        with FLIGHTS.hold(request.key if read_cache else None):
+            reply: JudgeReply | None = cache.get(request.key) if read_cache else None  # type: ignore[union-attr]
+            cached = reply is not None
+            if reply is None:
+                try:
+                    reply = judge.complete(request)
+                except JudgeError as exc:
+                    return SampleResult(sample.sample_id, FAILED, reason=CALL_FAILED + exc.reason,
+                                        usage=usage, calls=calls + 1)
+                calls += 1
+                usage = usage + reply.usage
+            raw = reply.text
             try:
-                reply = judge.complete(request)
-            except JudgeError as exc:
-                return SampleResult(sample.sample_id, FAILED, reason=CALL_FAILED + exc.reason,
-                                    usage=usage, calls=calls + 1)
-            calls += 1
-            usage = usage + reply.usage
-        raw = reply.text
-        try:
-            verdicts = parse_verdicts(reply.text, items, spec.labels)
-        except ValueError as exc:
-            reason = str(exc)
-            read_cache = False
-            continue
-        if use_cache and not cached:
-            cache.put(request, reply)  # type: ignore[union-attr]
+                verdicts = parse_verdicts(reply.text, items, spec.labels)
+            except ValueError as exc:
+                reason = str(exc)
+                read_cache = False
+                continue
+            if use_cache and not cached:
+                cache.put(request, reply)  # type: ignore[union-attr]
         score = sample_score(spec, [v.label for v in verdicts])
         return SampleResult(sample.sample_id, OK, score, verdicts, raw=raw, usage=usage, calls=calls,
                             cached=cached, fingerprint=reply.fingerprint)

@@ -14,6 +14,7 @@ in the same process would); the cold first job is printed beside it.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,12 +37,15 @@ LEAKY_RUN = 30
 BLANKS = ("ground_truth", "question", "contexts")
 
 
-def demo_db(work: Path, n_runs: int) -> Path:
-    """The demo database to ablate (built once per work folder)."""
+def demo_db(work: Path, n_runs: int, name: str) -> Path:
+    """A fresh copy of the demo database (built once per work folder), with an empty call cache."""
     path = work / f"demo-{n_runs}.duckdb"
     if not path.exists():
         build_demo(path, n_runs=n_runs)
-    return path
+    copy = work / f"{name}-{n_runs}.duckdb"
+    copy.unlink(missing_ok=True)
+    shutil.copy(path, copy)
+    return copy
 
 
 def _ablate(store: Store, server: JudgeServer, run_id: str, width: int, blanks: tuple[str, ...]) -> dict:
@@ -86,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    for name, value, target, note in measure(demo_db(work, max(args.runs, LEAKY_RUN + 1))):
+    for name, value, target, note in measure(demo_db(work, max(args.runs, LEAKY_RUN + 1), 'inflight')):
         print(f"{name}: {value:.2f} (target {target}) [{note}]", flush=True)
     return 0
 

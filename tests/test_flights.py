@@ -1,0 +1,91 @@
+"""One judge call per distinct request, even when identical requests are in flight together (lib.judging.flights).
+
+Real openai SDK over HTTP to a loopback server whose model is the offline judge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from lib.app.demo import demo_samples
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.results import FAILED, OK
+from lib.judging import MemoryCache, OfflineJudge, OpenAIJudge
+from lib.judging.flights import Flights
+from lib.judging.harness import Instrument, score_samples
+from tests.conftest import offline_responder
+from tests.support.openai_server import Fault, OpenAIServer
+
+MODEL = "evaldrift-test-model"
+FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+
+
+def _copies(n: int, distinct: int) -> list:
+    """n samples with different ids over `distinct` contents (each content repeated)."""
+    main, _ = demo_samples()
+    bases = [d.sample for d in main if d.sample.answer][:distinct]
+    return [dataclasses.replace(bases[i % distinct], sample_id=f"copy-{i}") for i in range(n)]
+
+
+def test_identical_requests_in_flight_together_make_one_call_each() -> None:
+    samples = _copies(32, 4)
+    with OpenAIServer(offline_responder, latency=0.05) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=16)
+        judge.pacer = type(judge.pacer)(16, timeout=5.0, start=16)   # all 16 in flight from the first call
+        results = score_samples(samples, FAITHFULNESS, judge, cache=MemoryCache())
+        assert server.n_calls == 4
+    assert all(r.status == OK for r in results)
+    assert sum(r.calls for r in results) == 4 and sum(r.cached for r in results) == 28
+    by_content = {}
+    for s, r in zip(samples, results, strict=True):
+        by_content.setdefault(s.answer, set()).add(r.score)
+    assert all(len(scores) == 1 for scores in by_content.values())
+
+
+def test_when_the_first_of_identical_requests_fails_the_next_asks_again_itself() -> None:
+    samples = _copies(6, 1)
+    with OpenAIServer(offline_responder, latency=0.05) as server:
+        server.script(Fault("500"))   # the first caller's only attempt fails: its fault is not shared
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=6, max_attempts=1)
+        judge.pacer = type(judge.pacer)(6, timeout=5.0, start=6)
+        results = score_samples(samples, FAITHFULNESS, judge, cache=MemoryCache())
+        assert server.n_calls == 2
+    assert sorted(r.status for r in results) == [FAILED] + [OK] * 5
+    assert sum(r.cached for r in results) == 4
+
+
+def test_without_a_call_cache_or_with_a_free_judge_nothing_waits() -> None:
+    samples = _copies(8, 1)
+    with OpenAIServer(offline_responder, latency=0.02) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8)
+        score_samples(samples, FAITHFULNESS, judge)           # no cache: every sample is asked
+        assert server.n_calls == 8
+    results = score_samples(samples, FAITHFULNESS, OfflineJudge(), cache=MemoryCache())
+    assert all(r.status == OK and not r.cached for r in results)   # the offline judge is not cached
+
+
+def test_a_key_is_held_by_one_caller_at_a_time_and_forgotten_after() -> None:
+    flights = Flights()
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+
+    def enter(key: str) -> None:
+        nonlocal inside, most
+        with flights.hold(key):
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            time.sleep(0.005)
+            with lock:
+                inside -= 1
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(enter, ["same"] * 16))
+    assert most == 1 and len(flights) == 0
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(enter, [f"k{i}" for i in range(16)]))
+    assert most > 1 and len(flights) == 0
