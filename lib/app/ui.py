@@ -49,7 +49,7 @@ def load_settings() -> settings.Settings:
 @st.cache_resource(show_spinner="Opening the database...")
 def open_store(path: str) -> Store:
     """The process's one connection to a database file (DuckDB: one owning process)."""
-    if Path(path).resolve() == settings.DEMO_DB.resolve():
+    if settings.is_demo_path(path):
         ensure_demo(path)
     return Store(path)
 
@@ -181,9 +181,9 @@ def _demo_progress(path: Path) -> None:
 
 def _open_or_stop(path: Path, name: str) -> Store:
     """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page."""
-    if not path.exists() and databases.is_demo(path):
+    if not path.exists() and settings.is_demo_path(path):
         _demo_progress(path)
-    if not path.exists() and not databases.is_demo(path):
+    if not path.exists() and not settings.is_demo_path(path):
         st.error(f"No database {md_literal(name)} yet. Create it with `python -m lib ingest` or "
                  "`python -m lib demo --db PATH`.")
         st.stop()

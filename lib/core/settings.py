@@ -35,6 +35,12 @@ from lib.core.errors import InputError
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DB = ROOT / "data" / "demo.duckdb"
 
+
+def is_demo_path(path: str | Path) -> bool:
+    """Is this the embedded demo database (built on first open)?"""
+    return Path(path).resolve() == DEMO_DB.resolve()
+
+
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("db_path", "EVALDRIFT_DB", "the DuckDB file; the demo database is built there when absent"),
     ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while the database is busy are dropped"),
@@ -85,7 +91,7 @@ class Settings:
 
     @property
     def is_demo(self) -> bool:
-        return self.db_path.resolve() == DEMO_DB.resolve()
+        return is_demo_path(self.db_path)
 
 
 def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object] | None = None) -> Settings:

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
-from lib.core.settings import DEMO_DB, Settings
+from lib.core.settings import Settings
 
 SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
 _HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' "
@@ -79,7 +79,3 @@ def check_evaldrift(path: str | Path) -> None:
             raise ForeignDatabaseError(path, "no evaldrift schema in it")
     finally:
         con.close()
-
-
-def is_demo(path: Path) -> bool:
-    return path.resolve() == DEMO_DB.resolve()

@@ -241,14 +241,6 @@ class RecordingMixin(StoreBase):
         for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
             cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
 
-    def record_runs(self, runs: Iterable[RunRecord]) -> int:
-        """Record several runs; each is its own transaction. Returns how many."""
-        n = 0
-        for run in runs:
-            self.record_run(run)
-            n += 1
-        return n
-
     def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
         """Record many runs from column frames in one transaction: the bulk twin of record_run.
 
