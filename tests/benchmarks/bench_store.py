@@ -15,8 +15,9 @@ import pandas as pd
 
 from lib.diagnosis import checks, diagnose, provenance
 from lib.presentation import review
-from lib.store import _SCHEMA_V1, Store
+from lib.store import Store
 from lib.store.parquet import ParquetStore, export_parquet
+from lib.store.schema import _SCHEMA_V1
 from tests.benchmarks.report import Figure, Report, median_ms
 from tests.benchmarks.synth import History, build
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
@@ -34,6 +35,7 @@ class Figure:
     target: str = ""
     ok: bool | None = None
     note: str = ""
+    section: str = ""   # the benchmark section it was measured in (set by Report.add)
 
     @property
     def status(self) -> str:
@@ -63,13 +65,17 @@ class Report:
     def __init__(self) -> None:
         self.figures: list[Figure] = []
         self.t0 = time.perf_counter()
+        self.current = ""
 
     def add(self, figure: Figure) -> Figure:
+        if not figure.section:
+            figure = dataclasses.replace(figure, section=self.current)
         self.figures.append(figure)
         print(figure.line(), flush=True)
         return figure
 
     def section(self, title: str) -> None:
+        self.current = title
         print(f"\n== {title} [{time.perf_counter() - self.t0:,.0f} s in]", flush=True)
 
     def note(self, text: str) -> None:

@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.store import Store  # noqa: E402
-from tests.benchmarks import bench_judging, bench_pages, bench_store  # noqa: E402
+from tests.benchmarks import bench_judging, bench_pages, bench_store, readme  # noqa: E402
 from tests.benchmarks.report import Figure, Report  # noqa: E402
 
 SECTIONS = ("store", "judging", "pages")
@@ -56,6 +56,8 @@ def growth(report: Report) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a fast sanity run: 200 runs, no Ragas, no cold pages")
+    parser.add_argument("--readme", metavar="README.md", type=Path,
+                        help="also write the figures into this README's Performance and Scaling tables")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}")
     parser.add_argument("--workdir", default="/tmp/evaldrift-bench", help="where the databases are built (GBs)")
     args = parser.parse_args(argv)
@@ -118,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     report.summary()
     report.write(work / "figures.json")
     print(f"figures written to {work / 'figures.json'}")
+    if args.readme:
+        readme.update(work / "figures.json", args.readme)
+        print(f"README tables written from them: {args.readme}")
     return 0
 
 
