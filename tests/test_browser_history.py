@@ -45,10 +45,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer
     work = tmp_path_factory.mktemp("browser-history")
     db = work / "demo.duckdb"
     build_demo(db, n_runs=RUNS, workers=1)
-    # The server judges with a model on a loopback OpenAI-compatible server that takes 30 ms a call, so
+    # The server judges with a model on a loopback OpenAI-compatible server that takes 50 ms a call, so
     # the re-judge lasts seconds, not the fraction of a second the offline judge takes: its progress can
     # be watched at the page's one-second poll on any machine.
-    with OpenAIServer(offline_responder, latency=0.03) as model:
+    with OpenAIServer(offline_responder, latency=0.05) as model:
         env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test", "EVALDRIFT_JUDGE_MODEL": "gpt-test"}
         with StreamlitServer(db, env=env, log_dir=work / "logs") as running:
             yield running
@@ -76,8 +76,9 @@ def test_a_rejudged_history_launched_from_trends_shows_progress_then_both_lines(
 
     page.evaluate(_WATCH_PROGRESS_JS)   # every label the progress bar shows, however briefly
     page.get_by_role("button", name=f"Re-judge {RUNS} runs").click()
-    page.locator(f'{MAIN} [data-testid="stProgress"]').wait_for(timeout=60_000)
-    page.get_by_text("is done and drawn on the chart").wait_for(timeout=DONE_S * 1000)
+    done = page.get_by_text("is done and drawn on the chart")
+    page.locator(f'{MAIN} [data-testid="stProgress"]').or_(done).first.wait_for(timeout=DONE_S * 1000)
+    done.wait_for(timeout=DONE_S * 1000)
     labels = page.evaluate("() => window.__progressLabels")
     counts = [re.fullmatch(r"Re-judging: (\d+) of (\d+) judgings", label) for label in labels]
     counts = [(int(m.group(1)), int(m.group(2))) for m in counts if m]
