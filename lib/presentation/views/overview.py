@@ -1,0 +1,144 @@
+"""The Overview page's frames: metric cards, recent jumps and their suspects, the history's summary and lint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from lib.diagnosis.diagnose import Jump
+from lib.diagnosis.noise import metric_noise
+from lib.diagnosis.segments import last_same_instrument
+from lib.presentation.views.common import PAGE_COMPARE, SPARK_RUNS, ordered_metrics
+
+
+@dataclass(frozen=True)
+class MetricCard:
+    """One metric's latest score, its change since the previous run, and its recent trend."""
+
+    metric: str
+    run_id: str
+    score: float | None
+    previous: float | None    # the last earlier run measured with the same instrument (None: there is none)
+    delta: float | None
+    threshold: float          # the jump threshold (lib.diagnosis.noise)
+    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.diagnosis.noise)
+    spark: tuple[float, ...]  # the last SPARK_RUNS scores, oldest first
+    judge_model: str | None
+    n: int
+    n_failed: int
+    previous_run: str | None = None
+
+    @property
+    def beyond_noise(self) -> bool:
+        return self.delta is not None and abs(self.delta) > self.threshold
+
+
+def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS) -> list[MetricCard]:
+    """Per metric (registry order): latest score, its change since the last run measured with the same
+    instrument (lib.diagnosis.segments), the run-to-run spread and jump threshold
+    (lib.diagnosis.noise), sparkline values."""
+    cards = []
+    spreads = metric_noise(history)
+    for metric in ordered_metrics(history["metric"].unique().tolist() if not history.empty else []):
+        g = history[history["metric"] == metric].dropna(subset=["score"]).reset_index(drop=True)
+        if g.empty:
+            continue
+        scores = g["score"].astype(float).tolist()
+        last = g.iloc[-1]
+        same = last_same_instrument(g, metric)
+        prev = same[1] if same else None
+        cards.append(MetricCard(
+            metric=metric, run_id=str(last["run_id"]), score=scores[-1], previous=prev,
+            delta=scores[-1] - prev if prev is not None else None, threshold=spreads[metric].threshold,
+            noise_sd=spreads[metric].spread, spark=tuple(scores[-spark_runs:]),
+            judge_model=last["judge_model"] if isinstance(last["judge_model"], str) else None,
+            n=int(last["n"]), n_failed=int(last["n_failed"]), previous_run=same[0] if same else None))
+    return cards
+
+
+def recent_jumps(jumps: Sequence[Jump]) -> tuple[list[Jump], list[Jump]]:
+    """Split jumps into the latest one per metric (newest first) and the earlier rest (newest first)."""
+    latest: dict[str, Jump] = {}
+    for j in sorted(jumps, key=lambda j: j.started_at):
+        latest[j.metric] = j
+    recent = sorted(latest.values(), key=lambda j: (j.started_at, j.metric), reverse=True)
+    keep = {id(j) for j in recent}
+    earlier = sorted((j for j in jumps if id(j) not in keep), key=lambda j: j.started_at, reverse=True)
+    return recent, earlier
+
+
+@dataclass(frozen=True)
+class SuspectAction:
+    """A jump's suspect, and the page (with query parameters) that tests it."""
+
+    kind: str
+    description: str
+    test: str
+    page: str
+    params: dict[str, str]
+
+
+def suspect_actions(jump: Jump) -> list[SuspectAction]:
+    """Each suspect with its test: the jump's split on Compare (both runs' instruments on both runs' outputs).
+
+    A one-run ablation says what that run's wiring depends on, never where a
+    jump between two runs came from, so it is not offered as a jump's test.
+    """
+    params = {"run": jump.run_id, "run_b": jump.prev_run_id, "metric": jump.metric, "split": "1"}
+    return [SuspectAction(s.kind, s.description, s.test, PAGE_COMPARE, dict(params)) for s in jump.suspects]
+
+
+def unattributed(history: pd.DataFrame) -> pd.DataFrame:
+    """Scores stored without judge model, prompt hash or binding (flagged, never guessed)."""
+    cols = ["run_id", "started_at", "metric", "judge_model", "prompt_hash", "binding", "score"]
+    if history.empty:
+        return pd.DataFrame(columns=cols)
+    mask = history["judge_model"].isna() | history["prompt_hash"].isna() | history["binding"].isna()
+    return history.loc[mask, cols].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class HistorySummary:
+    n_runs: int
+    latest_run: str | None
+    latest_at: datetime | None
+
+
+def history_summary(history: pd.DataFrame) -> HistorySummary:
+    """How many runs a metric history holds, and the latest one."""
+    if history.empty:
+        return HistorySummary(0, None, None)
+    last = history.sort_values(["started_at", "run_id"]).iloc[-1]
+    return HistorySummary(int(history["run_id"].nunique()), str(last["run_id"]), last["started_at"].to_pydatetime())
+
+
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """store.runs() as run id -> 'run id (YYYY-MM-DD HH:MM label)' for pickers."""
+    return {r.run_id: f"{r.run_id}   ({r.started_at:%Y-%m-%d %H:%M}{'  ' + r.label if r.label else ''})"
+            for r in runs.itertuples(index=False)}
+
+
+@dataclass(frozen=True)
+class LintSummary:
+    total: int                 # stored templates
+    findings: pd.DataFrame     # lint_findings(...)
+    in_latest: int             # templates with findings that the latest run uses
+
+
+def lint_summary(lint: pd.DataFrame, latest_run: str | None) -> LintSummary:
+    """diagnose.lint_status reduced to what the Overview says: counts and the templates with findings."""
+    found = lint_findings(lint, latest_run)
+    return LintSummary(len(lint), found, int(found["in_latest_run"].sum()) if not found.empty else 0)
+
+
+def lint_findings(lint: pd.DataFrame, latest_run: str | None) -> pd.DataFrame:
+    """Templates with lint findings, newest use first, marking those the latest run still uses."""
+    cols = ["metric", "prompt_hash", "reads", "findings", "runs", "last_run", "in_latest_run"]
+    found = lint[lint["findings"].astype(str) != ""].copy()
+    if found.empty:
+        return pd.DataFrame(columns=cols)
+    found["in_latest_run"] = found["last_run"] == latest_run
+    return found.sort_values(["in_latest_run", "last_run"], ascending=False)[cols].reset_index(drop=True)
