@@ -11,6 +11,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from lib.presentation.thin import thin
+
 
 def safe(text: object, limit: int = 300) -> str:
     """Escape untrusted text for a plotly label, cut to `limit` characters."""
@@ -35,6 +37,9 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                  legend: bool = True) -> go.Figure:
     """One metric over runs: the score, its noise band, recorded changes, and the flagged jumps.
 
+    Over 60 lines on purpose: one figure, built trace by trace in drawing order (band, score, changes, jumps).
+    A series longer than lib.presentation.thin.MAX_POINTS runs is thinned for drawing, and the title says so.
+
     Every point carries its run id in `customdata` (see run_from_selection), so a
     click on the score, a change marker or a jump opens that run.
 
@@ -46,7 +51,10 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         band: half-width of the noise band drawn around the series (stats.noise_band of the noise sd).
         legend: show the legend (small multiples leave it out and explain the marks once).
     """
-    s = series.dropna(subset=["score"]).sort_values("started_at")
+    keep = {*(jumps["run_id"].astype(str) if jumps is not None else ()),
+            *(events["run_id"].astype(str) if events is not None else ())}
+    drawn = thin(series, keep=keep)   # past MAX_POINTS runs: each bucket's extremes, every jump and change
+    s = drawn.series
     x, y, ids = s["started_at"], s["score"].astype(float), s["run_id"].astype(str).tolist()
     fig = go.Figure()
     if band is not None and band == band and len(s):
@@ -93,6 +101,9 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
     title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>band ±{band:.3f} = 2 × run-to-run "
                             f"spread</span>"
                             if band is not None and band == band else "")
+    if drawn.thinned:
+        title += (f"<br><span style='font-size:11px;color:#78909c'>{len(s):,} of {drawn.total:,} runs drawn: each "
+                  f"{drawn.bucket} runs by their lowest and highest score; every jump and change drawn</span>")
     # the legend goes under the axis: above it, on a narrow screen, it wraps over the title
     below = 90 if legend else 0
     fig.update_layout(height=height + below, margin=dict(l=10, r=10, t=40, b=10 + below),
