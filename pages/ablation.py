@@ -101,6 +101,7 @@ lib.app.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
                             [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])
 st.session_state.setdefault("abl_repeats", DEFAULT_REPEATS)
 st.session_state.setdefault("abl_limit", 0)
+st.session_state.setdefault("abl_all_samples", False)
 shown_form = (ablation_form.form_values(shown_spec, ctx.store.run_fields(shown_spec["run_id"]))
               if shown_spec.get("run_id") in run_ids else None)
 if shown_form is not None and st.session_state.get("_abl_form_of") != shown_id:
@@ -121,6 +122,10 @@ repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats
                           help="Re-judgings of each arm; two or more measure the judge's noise band.")
 limit = c6.number_input("Sample limit", min_value=0, step=50, key="abl_limit",
                         help="Only the first N samples (0: all), for a quick look.")
+every_sample = st.checkbox("Judge every sample", key="abl_all_samples",
+                           help="Off (the default): samples are judged in an order fixed by the seed, and each arm "
+                                "stops once a 95% confidence sequence decides its verdict; the result says how many "
+                                "samples each arm judged and why it stopped. On: every sample of every arm.")
 arms = offered if whole else blanks
 lib.app.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
 if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == {
@@ -159,9 +164,10 @@ spec, refused, confirmed = None, "", True
 if metrics and arms:
     try:  # the cost before launch (lib.judging.cost): a paid judge over the operator's budget is confirmed once
         spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
-                             endpoint=endpoint, limit=int(limit) or None) if scorer is None else
+                             endpoint=endpoint, limit=int(limit) or None, sequential=not every_sample)
+                if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
-                             scorer=scorer))
+                             scorer=scorer, sequential=not every_sample))
         estimate = load_cost(ctx.db_path, version, spec, endpoint != "offline")
     except EvaldriftError as exc:
         spec, refused = None, str(exc)

@@ -53,7 +53,10 @@ def ablate(db: Path, srv: OpenAIServer, blanks: tuple[str, ...], *, n: int, temp
            binding: str = PROJECTED, repeats: int = 2) -> AblationResult:
     with Store(db) as store:
         syn.record(store, "r1", syn.samples(reference_only, n), "faithfulness", template, binding, judge_model=MODEL)
-        spec = AblationSpec("r1", ("faithfulness",), blanks, repeats=repeats, judge=MODEL, endpoint=srv.base_url)
+        # every sample judged: these count the calls the two economies save on their own (the sequential
+        # ablation's stops are tests/test_sequential_ablation.py's)
+        spec = AblationSpec("r1", ("faithfulness",), blanks, repeats=repeats, judge=MODEL, endpoint=srv.base_url,
+                            sequential=False)
         judge = OpenAIJudge(MODEL, base_url=srv.base_url, api_key="sk-test", timeout=10.0, concurrency=4)
         result = run_ablation(store, spec, judge)
     assert result is not None

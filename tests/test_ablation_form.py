@@ -30,9 +30,19 @@ def spec(blanks: tuple[str, ...], *, repeats: int = 3, limit: int | None = None)
 def test_form_values_show_the_specs_arms(blanks: tuple[str, ...], offered: tuple[str, ...],
                                          want_blanks: tuple[str, ...], whole: bool, joint: tuple[str, ...]) -> None:
     got = form_values(spec(blanks, repeats=2, limit=20), offered)
-    assert got == FormValues("r2", ("faithfulness",), want_blanks, whole, 2, 20, joint)
+    assert got == FormValues("r2", ("faithfulness",), want_blanks, whole, 2, 20, joint, every_sample=True)
     assert got.widgets() == {"abl_run": "r2", "abl_metrics": ["faithfulness"], "abl_blanks": list(want_blanks),
-                             "abl_matrix": whole, "abl_repeats": 2, "abl_limit": 20}
+                             "abl_matrix": whole, "abl_repeats": 2, "abl_limit": 20, "abl_all_samples": True}
+
+
+@pytest.mark.parametrize(("stored", "every"), [
+    ({}, True),                       # stored before sequential ablations: every sample was judged
+    ({"sequential": False}, True),
+    ({"sequential": True}, False),
+])
+def test_the_form_shows_whether_every_sample_was_judged(stored: dict[str, object], every: bool) -> None:
+    got = form_values({**spec(("question",)), **stored}, ALL)
+    assert got.every_sample is every and got.widgets()["abl_all_samples"] is every
 
 
 def test_no_limit_is_zero_in_the_form() -> None:

@@ -20,13 +20,34 @@ def stored() -> dict[str, object]:
     return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
-def test_a_result_written_in_todays_format_loads_whole_and_round_trips() -> None:
+def test_a_format_2_result_loads_whole_as_an_ablation_that_judged_every_sample() -> None:
     d = stored()
-    assert d["format"] == RESULT_FORMAT == 2
+    assert d["format"] == 2 and RESULT_FORMAT == 3
     result = AblationResult.from_dict(d)
     assert next((v.metric, v.arm, v.kind) for v in result.verdicts) == ("faithfulness", "ground_truth", LEAK)
     assert result.exit_code == 1 and result.judgings == 120
-    assert json.loads(json.dumps(result.to_dict())) == d
+    assert not result.sequential and result.stopped_early == 0
+    assert all(v.stop == "" and v.judged == 0 and v.interval_words == "95% CI" for v in result.verdicts)
+    # written again, it is today's format: the old fields as they were, the new ones at their defaults
+    again = json.loads(json.dumps(result.to_dict()))
+    assert again["format"] == RESULT_FORMAT and again["sequential"] is False and again["stopped_early"] == 0
+    assert {k: val for k, val in again.items() if k not in ("format", "sequential", "stopped_early", "verdicts")} \
+        == {k: val for k, val in d.items() if k not in ("format", "verdicts")}
+    assert [{k: val for k, val in v.items() if k not in ("stop", "judged")} for v in again["verdicts"]] \
+        == d["verdicts"]
+
+
+def test_a_result_in_todays_format_round_trips() -> None:
+    result = AblationResult.from_dict(stored())
+    d = json.loads(json.dumps(result.to_dict()))
+    d["sequential"], d["stopped_early"] = True, 80
+    d["verdicts"][0].update(stop="move decided", judged=40)  # type: ignore[index]
+    again = AblationResult.from_dict(d)
+    assert again.sequential and again.stopped_early == 80 and again.planned == result.planned + 80
+    assert (again.verdicts[0].stop, again.verdicts[0].judged, again.verdicts[0].interval_words) == \
+        ("move decided", 40, "95% CS")
+    assert "80 judgings not needed (arms stopped once their verdicts were decided)" in again.accounting
+    assert json.loads(json.dumps(again.to_dict())) == d
 
 
 def test_a_format_1_result_loads_and_its_accounting_claims_no_judgings_it_never_counted() -> None:

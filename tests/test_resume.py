@@ -149,7 +149,8 @@ def test_a_stopped_ablation_keeps_its_work_and_resumes_without_redoing_it(demo_d
     db = tmp_path / "d.duckdb"
     shutil.copy(demo_db, db)
     with Store(db) as store:
-        spec = AblationSpec(store.run_ids()[0], ("faithfulness",), ("contexts",), repeats=2, limit=30)
+        spec = AblationSpec(store.run_ids()[0], ("faithfulness",), ("contexts",), repeats=2, limit=30,
+                            sequential=False)
         judge = CountingJudge(make_judge())
         assert run_ablation(store, spec, judge, should_stop=lambda: judge.calls >= 50) is None
         first = judge.calls

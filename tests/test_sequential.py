@@ -22,7 +22,7 @@ from lib.diagnosis.sequential import (
     seeded_order,
     stop_reason,
 )
-from lib.verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
+from lib.diagnosis.verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
 
 # -- the confidence sequence --------------------------------------------------------------------------------
 

@@ -35,11 +35,12 @@ from lib.store import Store
 def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple[AblationSpec, Judge | None]:
     if args.scorer:
         spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, limit=args.limit,
-                            scorer=args.scorer, min_effect=args.min_effect)
+                            scorer=args.scorer, min_effect=args.min_effect, sequential=not args.all_samples)
         return spec, None
     judge, model, endpoint = run_judge_for(store, run_id, args.metric, args.judge, args.model)
     spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, judge=model,
-                        endpoint=endpoint, limit=args.limit, min_effect=args.min_effect)
+                        endpoint=endpoint, limit=args.limit, min_effect=args.min_effect,
+                        sequential=not args.all_samples)
     return spec, judge
 
 

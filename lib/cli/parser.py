@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"95%% interval lies wholly beyond it")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N samples (by id)")
     p.add_argument("--scorer", metavar="MODULE:FUNCTION", help="your own harness instead of the judge")
+    p.add_argument("--all-samples", action="store_true",
+                   help="judge every sample of every arm (default: samples in an order fixed by the seed, each arm "
+                        "stopped once a 95%% confidence sequence decides its verdict)")
     p.add_argument("--yes", action="store_true",
                    help="launch a paid judge's calls without asking (the cost is printed first; "
                         "EVALDRIFT_CALL_BUDGET: calls allowed without --yes)")

@@ -13,26 +13,23 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import math
-import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from lib.core.degenerate import exclusion_reason
 from lib.core.endpoints import normalise
 from lib.core.errors import InputError
 from lib.core.metrics import get_metric
 from lib.core.records import MAIN
-from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
-from lib.core.samples import BLANKABLE, EvalSample, arm_fields, arm_name, blank
+from lib.core.results import OK
+from lib.core.samples import BLANKABLE, arm_fields, arm_name
 from lib.diagnosis.ablation_analysis import analyse
+from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, score_group
 from lib.diagnosis.ablation_plan import BASELINE, Plan
 from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.sequential_run import run_sequential
 from lib.diagnosis.verdicts import (
     AS_EXPECTED,
     CLEAN,
@@ -44,16 +41,13 @@ from lib.diagnosis.verdicts import (
     SENSITIVE,
 )
 from lib.judging.base import Judge
-from lib.judging.harness import score_sample
 from lib.store import Store
 
 __all__ = ["AS_EXPECTED", "CLEAN", "INCONCLUSIVE", "INSENSITIVE", "LEAK", "REPLAY_MISMATCH", "SENSITIVE",
            "AblationResult", "AblationSpec", "ArmVerdict", "FourReadings", "ReplayCheck", "analyse",
            "four_readings_spec", "matrix_spec", "per_sample_deltas", "recorded_judge", "run_ablation"]
 
-BATCH = 200              # results per stored batch (a kill loses at most this many per arm)
-
-Scorer = Callable[[Sequence[EvalSample]], Sequence[float | None]]
+__all__ += ["BATCH", "Scorer"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +67,8 @@ class AblationSpec:
         scorer: an external harness as "module:function" instead of the judge.
         min_effect: the smallest effect worth naming: a move counts only when its
             paired interval lies wholly beyond it.
+        sequential: judge samples in an order fixed by `seed` and stop each arm once its
+            verdict is decided (lib.diagnosis.sequential); False judges every sample.
 
     Besides the arms asked for, every metric also gets the arm that blanks all
     of its must-never-receive fields together (`arms_for`): a leak can hide when
@@ -90,6 +86,7 @@ class AblationSpec:
     limit: int | None = None
     scorer: str | None = None
     min_effect: float = MIN_EFFECT
+    sequential: bool = True
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -134,7 +131,10 @@ class AblationSpec:
 
     @property
     def ablation_id(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True)
+        d = asdict(self)
+        if not self.sequential:   # judging every sample is what every ablation did before: same ids as then
+            del d["sequential"]
+        blob = json.dumps(d, sort_keys=True)
         return "abl-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, object]:
@@ -143,6 +143,7 @@ class AblationSpec:
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationSpec:
         d = dict(d)
+        d.setdefault("sequential", False)   # a spec stored before sequential ablations judged every sample
         try:
             d["metrics"] = tuple(d["metrics"])  # type: ignore[arg-type]
             d["blanks"] = tuple(d["blanks"])  # type: ignore[arg-type]
@@ -157,7 +158,12 @@ def matrix_spec(run_id: str, metrics: Sequence[str], **kw: object) -> AblationSp
 
 
 def four_readings_spec(run_id: str, **kw: object) -> AblationSpec:
-    """Faithfulness as wired, without the reference, without the passages, without both."""
+    """Faithfulness as wired, without the reference, without the passages, without both.
+
+    Judges every sample unless told otherwise: the four readings are levels read on the same samples, and a
+    sequential ablation stops each arm at its own sample count.
+    """
+    kw.setdefault("sequential", False)
     return AblationSpec(run_id, ("faithfulness",), ("ground_truth", "contexts", "ground_truth+contexts"),
                         **kw)  # type: ignore[arg-type]
 
@@ -224,7 +230,9 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
         raise InputError("an ablation needs a judge or a scorer", field="judge")
     store.start_ablation(aid, spec.run_id, spec.suite, spec.to_dict(), spec.judge, plan.total)
     done = store.ablation_done_keys(aid)
-    if scorer is not None:
+    if spec.sequential:
+        stopped = run_sequential(store, plan, judge, scorer, done, progress, should_stop)
+    elif scorer is not None:
         stopped = _run_scorer(store, plan, scorer, done, progress, should_stop)
     else:
         stopped = _run_judge(store, plan, judge, done, progress, should_stop)  # type: ignore[arg-type]
@@ -240,72 +248,15 @@ def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, shou
     spec = plan.spec
     units = plan.units(done)
     probe = [u for u in units if u[1] == BASELINE and u[3].sample_id in plan.probe_ids]
-    blanked: dict[tuple[str, str], EvalSample] = {}
-    buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
-    count = len(done)
-    total = plan.total
-    last_flush = time.monotonic()
-
-    def flush() -> None:
-        nonlocal last_flush
-        for (m, arm, rep), results in list(buffer.items()):
-            store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
-        buffer.clear()
-        last_flush = time.monotonic()
-        if progress:
-            progress(count, total)
-
-    def work(unit: tuple[str, str, int, EvalSample]) -> tuple[tuple[str, str, int], SampleResult]:
-        m, arm, rep, s = unit
-        reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
-        if reason:
-            return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
-        key = (arm, s.sample_id)
-        if key not in blanked:
-            blanked[key] = blank(s, arm_fields(arm))
-        cache = store if judge.cacheable else None
-        return (m, arm, rep), score_sample(blanked[key], plan.instruments[m], judge, seed=spec.seed + rep,
-                                           cache=cache, screen=False)
-
-    def collect(key: tuple[str, str, int], r: SampleResult) -> None:
-        nonlocal count
-        buffer[key].append(r)
-        count += 1
-        if sum(map(len, buffer.values())) >= BATCH or time.monotonic() - last_flush > 1.0:
-            flush()
-
-    if _judge_units(probe, judge, work, collect, should_stop):
-        flush()
+    judging = Judging(store, plan, judge, len(done), plan.total, progress)
+    if judging.run(probe, should_stop):
         return True
-    flush()
     rest = units[len(probe):]
     if plan.repeats_stopped(store.ablation_results(spec.ablation_id)):
         rest = [u for u in rest if u[2] == 0]
-        total = count + len(rest)
-        store.set_ablation_total(spec.ablation_id, total)
-    stopped = _judge_units(rest, judge, work, collect, should_stop)
-    flush()
-    return stopped
-
-
-def _judge_units(units: list, judge: Judge, work, collect, should_stop) -> bool:
-    """Judge units (in the judge's concurrency); True when should_stop stopped the work."""
-    width = max(1, getattr(judge, "concurrency", 1))
-    if width == 1 or len(units) < 2:
-        for unit in units:
-            if should_stop and should_stop():
-                return True
-            collect(*work(unit))
-        return False
-    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ablation-judge") as pool:
-        futures = [pool.submit(work, u) for u in units]
-        for fut in as_completed(futures):
-            collect(*fut.result())
-            if should_stop and should_stop():
-                for f in futures:
-                    f.cancel()
-                return True
-    return False
+        judging.total = judging.count + len(rest)
+        store.set_ablation_total(spec.ablation_id, judging.total)
+    return judging.run(rest, should_stop)
 
 
 def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
@@ -319,21 +270,7 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
                 for i in range(0, len(todo), chunk):
                     if should_stop and should_stop():
                         return True
-                    originals = todo[i:i + chunk]
-                    results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, m) or "")
-                               for s in originals if exclusion_reason(s, m)]
-                    part = [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, m)]
-                    scores = list(scorer(part)) if part else []
-                    if len(scores) != len(part):
-                        raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples",
-                                         field="scorer")
-                    for s, v in zip(part, scores, strict=True):
-                        if v is None or (isinstance(v, float) and math.isnan(v)):
-                            results.append(SampleResult(s.sample_id, FAILED, reason="scorer returned no score"))
-                        elif not 0.0 <= float(v) <= 1.0:
-                            results.append(SampleResult(s.sample_id, FAILED, reason=f"scorer returned {v!r}"))
-                        else:
-                            results.append(SampleResult(s.sample_id, OK, float(v)))
+                    results = score_group(scorer, m, arm, todo[i:i + chunk])
                     store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
                     count += len(results)
                     if progress:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +42,26 @@ class _Arm:
     excluded: int
     units: int
     reasons: Counter
+    rows: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))  # (status, reason)
+
+
+def restrict(arm: _Arm, ids: Collection[str]) -> _Arm:
+    """The arm's results on these samples only (a sequential ablation's cell at its deciding look)."""
+    keep = set(ids)
+    out = _Arm(defaultdict(list), defaultdict(list), 0, 0, 0, Counter())
+    for sid, rows in arm.rows.items():
+        if sid not in keep:
+            continue
+        out.rows[sid] = rows
+        out.units += len(rows)
+        for status, reason in rows:
+            out.failed += status == FAILED
+            out.excluded += status == EXCLUDED
+            if status == FAILED:
+                out.reasons[reason.split(" (after")[0]] += 1
+        if sid in arm.scores:
+            out.scores[sid], out.labels[sid] = arm.scores[sid], arm.labels[sid]
+    return out
 
 
 def collect(frame: pd.DataFrame) -> dict[tuple[str, str], _Arm]:
@@ -49,6 +70,7 @@ def collect(frame: pd.DataFrame) -> dict[tuple[str, str], _Arm]:
     for (metric, arm), part in frame.groupby(["metric", "arm"], sort=False):
         a = _Arm(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
         for row in part.itertuples(index=False):
+            a.rows[row.sample_id].append((row.status, row.reason or ""))
             if row.status == OK:
                 a.scores[row.sample_id].append(float(row.score))
                 a.labels[row.sample_id].append([bool(x["label"]) for x in json.loads(row.verdicts)])
@@ -96,25 +118,54 @@ def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm,
                       e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
-def _cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
-          renders: frozenset[str] | None, mismatch: bool, probe: int = 0) -> ArmVerdict:
+def band_of(spec: AblationSpec, base: _Arm) -> tuple[float, float | None]:
+    """The judge's repeat noise (sd of a run mean, and its band) from the baseline's repeats."""
+    sd = run_noise_sd(list(base.scores.values())) if spec.repeats >= 2 else math.nan
+    band = noise_band(sd) if not math.isnan(sd) else None
+    if band is not None and band < ZERO_BAND:
+        band = 0.0  # identical repeats: rounding dust is not a noise band to divide by
+    return sd, band
+
+
+def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
+             renders: frozenset[str] | None, mismatch: bool, *, interval: tuple[float, float] | None = None,
+             order: Sequence[str] | None = None) -> tuple[CellEvidence, list[str], list[float], list[float]]:
+    """A cell's evidence: the paired change over samples scored in both arms, and its 95% interval.
+
+    The interval is the paired bootstrap's unless `interval` gives one (a sequential ablation's confidence
+    sequence); `order` lists the common samples in that order (default: by id). Returns the evidence, the
+    common samples, and their as-wired and blanked scores.
+    """
     fields = arm_fields(arm)
     expected = expectation(mspec.name, fields)
-    common = sorted(set(base.scores) & set(abl.scores))
+    common = [s for s in order if s in base.scores and s in abl.scores] if order is not None else \
+        sorted(set(base.scores) & set(abl.scores))
     a = [float(np.mean(base.scores[s])) for s in common]
     b = [float(np.mean(abl.scores[s])) for s in common]
-    pd_ = paired_bootstrap(a, b, seed=len(common)) if common else None
+    if interval is not None:
+        mean = float(np.mean(np.asarray(b) - np.asarray(a))) if common else None
+        lo, hi = interval if common else (None, None)
+    else:
+        pd_ = paired_bootstrap(a, b, seed=len(common)) if common else None
+        mean, lo, hi = (pd_.mean, pd_.lo, pd_.hi) if pd_ else (None, None, None)
+    e = CellEvidence(mspec.name, fields, expected, renders, len(common), mean, lo, hi, band, _mean_scores(base),
+                     base.failed + abl.failed, base.units + abl.units,
+                     nothing_to_judge=mspec.items_from in fields and not abl.scores and abl.excluded > 0,
+                     replay_mismatch=mismatch, min_effect=spec.min_effect, sequence=interval is not None)
+    return e, common, a, b
+
+
+def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
+          renders: frozenset[str] | None, mismatch: bool, probe: int = 0,
+          interval: tuple[float, float] | None = None) -> ArmVerdict:
+    fields = arm_fields(arm)
+    e, common, a, b = evidence(spec, mspec, arm, base, abl, band, renders, mismatch, interval=interval)
     deltas = np.asarray(b) - np.asarray(a)
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common) if common else None
-    e = CellEvidence(mspec.name, fields, expected, renders, len(common), pd_.mean if pd_ else None,
-                     pd_.lo if pd_ else None, pd_.hi if pd_ else None, band, _mean_scores(base),
-                     base.failed + abl.failed, base.units + abl.units,
-                     nothing_to_judge=mspec.items_from in fields and not abl.scores and abl.excluded > 0,
-                     replay_mismatch=mismatch, min_effect=spec.min_effect)
     d = classify(e)
     top = ", ".join(f"{k} ({n})" for k, n in (base.reasons + abl.reasons).most_common(2))
-    return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, float(np.mean(b)) if b else None,
+    return ArmVerdict(mspec.name, arm, d.kind, e.expected, e.baseline, float(np.mean(b)) if b else None,
                       e.mean, e.lo, e.hi, band, verdict_words.ratio(band, e.mean), e.n, e.n_failed, e.n_units,
                       fl.to_positive if fl else 0, fl.to_negative if fl else 0, fl.p_value if fl else None, md,
                       verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe), d.why,
@@ -178,6 +229,8 @@ def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
     passages is no reference's support, only noise, and is not computed.
     """
     by_arm = {x.arm: x for x in verdicts if x.metric == "faithfulness"}
+    if any(x.judged and x.interval_words.endswith("CS") for x in by_arm.values()):
+        return None   # a sequential ablation stopped these arms at different samples: no levels to set side by side
     gt, ctx = by_arm.get("ground_truth"), by_arm.get("contexts")
     if gt is None or ctx is None or gt.baseline is None or gt.ablated is None or ctx.ablated is None:
         return None
@@ -202,6 +255,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
     re-judged because their prompts equal the baseline's.
     """
     from lib.diagnosis.ablation_plan import plan as make_plan
+    from lib.diagnosis.sequential_run import sequential_cell
 
     plan = plan or make_plan(store, spec)
     frame = store.ablation_results(spec.ablation_id)
@@ -219,10 +273,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
             continue
         inst = store.instrument(spec.run_id, m, spec.suite)
         judges[m] = inst.judge_model
-        sd = run_noise_sd(list(base.scores.values())) if spec.repeats >= 2 else math.nan
-        band = noise_band(sd) if not math.isnan(sd) else None
-        if band is not None and band < ZERO_BAND:
-            band = 0.0  # identical repeats: rounding dust is not a noise band to divide by
+        sd, band = band_of(spec, base)
         check = _replay_check(store, spec, m, base, sd, band)
         replay.append(check)
         for arm in plan.arms_for(m)[1:]:
@@ -230,14 +281,30 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
             if (m, arm) in plan.unchanged:
                 cells.append(_unchanged_cell(spec, get_metric(m), arm, base, band, _renders(spec, m, inst),
                                              check.mismatch, len(plan.samples)))
+            elif abl is not None and spec.sequential:
+                cells.append(sequential_cell(spec, plan, get_metric(m), arm, base, abl, _renders(spec, m, inst),
+                                             check.mismatch, probe))
             elif abl is not None:
-                cells.append(_cell(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst), check.mismatch,
-                                   probe))
+                cells.append(cell_verdict(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst),
+                                         check.mismatch, probe))
     cells = _joint_notes(cells)
     note = verdict_words.judge_note(spec.judge if spec.scorer is None else None, judges)
     calls = int(frame["calls"].sum()) if len(frame) else 0
     cached = int(frame["cached"].sum()) if len(frame) else 0
     summary = verdict_words.headline(cells, replay, note, repeats=spec.repeats, probe=probe)
+    if spec.sequential:
+        summary += verdict_words.sequential_words(cells, len(plan.samples))
+    skipped = _repeats_skipped(frame, spec.repeats) if spec.sequential else max(0, plan.total - len(frame))
+    skipped = skipped if probe else 0
     return AblationResult(spec.ablation_id, spec.to_dict(), cells, replay, _four_readings(cells), summary, calls,
                           cached, dict(failures), note, judgings=len(frame), not_rejudged=plan.not_rejudged,
-                          repeats_skipped=max(0, plan.total - len(frame)) if probe else 0, probe=probe)
+                          repeats_skipped=skipped, probe=probe, sequential=spec.sequential,
+                          stopped_early=plan.total - len(frame) - skipped if spec.sequential else 0)
+
+
+def _repeats_skipped(frame: pd.DataFrame, repeats: int) -> int:
+    """Judgings of samples judged in a cell but not in every repeat (after identical repeats on the probe)."""
+    if not len(frame):
+        return 0
+    per_cell = frame.groupby(["metric", "arm"]).agg(samples=("sample_id", "nunique"), rows=("sample_id", "size"))
+    return int((per_cell["samples"] * repeats - per_cell["rows"]).sum())

@@ -30,6 +30,7 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.sequential import seeded_order
 from lib.judging.harness import Instrument
 
 if TYPE_CHECKING:
@@ -66,7 +67,8 @@ class Plan:
 
     Attributes:
         spec: the ablation.
-        samples: the samples, in id order (the first `limit` when limited).
+        samples: the samples, in id order (the first `limit` when limited); a sequential ablation's in the
+            order its seed fixes (lib.diagnosis.sequential.seeded_order), the order they are judged in.
         instruments: per metric, the run's template and binding.
         fields: the fields the run's samples came with.
         unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged).
@@ -131,6 +133,9 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
         raise NotFoundError(f"run {spec.run_id!r} has no samples in suite {spec.suite!r}")
     if spec.limit:
         samples = samples[: spec.limit]
+    if spec.sequential:   # judged in an order fixed by the seed: each judged prefix is a random sample
+        by_id = {s.sample_id: s for s in samples}
+        samples = [by_id[i] for i in seeded_order(list(by_id), spec.seed)]
     had = store.run_fields(spec.run_id)
     for arm in spec.arms:
         missing = [f for f in arm_fields(arm) if f not in had]

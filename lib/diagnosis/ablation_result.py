@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from lib.core.errors import InputError
+from lib.diagnosis.sequential import EXHAUSTED
 from lib.diagnosis.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
 
-# The stored result's format: 2 added the accounting (judgings, not re-judged, repeats skipped, probe). A change
-# that a reader of the previous format cannot take (a renamed or retyped field) raises it and adds a migration.
-RESULT_FORMAT = 2
+# The stored result's format: 2 added the accounting (judgings, not re-judged, repeats skipped, probe); 3 the
+# sequential ablation (per cell: why judging stopped and on how many samples; per result: sequential, judgings
+# not needed once arms stopped). A change that a reader of the previous format cannot take (a renamed or retyped
+# field) raises it and adds a migration.
+RESULT_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,11 @@ class ArmVerdict:
     `headroom` how far the score can fall; `min_effect` the smallest effect
     worth naming; `rule_out` the move a null must rule out; `why` the branch
     of lib.diagnosis.verdicts.classify; `joint` True for the arm that blanks all the
-    metric's must-never-receive fields together.
+    metric's must-never-receive fields together. A sequential ablation's cell
+    says why judging it stopped (`stop`, lib.diagnosis.sequential: a look
+    decided it, and lo/hi are then the confidence sequence at that look; or
+    every sample was judged) and on how many samples of the order (`judged`);
+    "" and 0 when every sample was judged by design.
     """
 
     metric: str
@@ -57,6 +64,13 @@ class ArmVerdict:
     min_effect: float | None = None
     rule_out: float | None = None
     joint: bool = False
+    stop: str = ""
+    judged: int = 0
+
+    @property
+    def interval_words(self) -> str:
+        """'95% CS' when lo/hi are a confidence sequence at a deciding look, else '95% CI'."""
+        return "95% CS" if self.stop and self.stop != EXHAUSTED else "95% CI"
 
     @property
     def as_expected(self) -> bool:
@@ -109,7 +123,9 @@ class AblationResult:
     were answered from the call cache, and `calls` counts the judge calls
     made, retries included), `not_rejudged` (arms whose prompts equal the
     baseline's) or `repeats_skipped` (repeats not made once the first `probe`
-    samples repeated identically; `probe` 0: the repeats did not stop).
+    samples repeated identically; `probe` 0: the repeats did not stop) or
+    `stopped_early` (a `sequential` ablation's judgings not needed once the
+    arms' verdicts were decided).
     """
 
     ablation_id: str
@@ -126,10 +142,12 @@ class AblationResult:
     not_rejudged: int = 0
     repeats_skipped: int = 0
     probe: int = 0
+    sequential: bool = False
+    stopped_early: int = 0
 
     @property
     def planned(self) -> int:
-        return self.judgings + self.not_rejudged + self.repeats_skipped
+        return self.judgings + self.not_rejudged + self.repeats_skipped + self.stopped_early
 
     @property
     def saved(self) -> str:
@@ -140,6 +158,8 @@ class AblationResult:
         if self.repeats_skipped:
             parts.append(f"{self.repeats_skipped} repeats skipped (identical repeats on the first {self.probe} "
                          f"samples)")
+        if self.stopped_early:
+            parts.append(f"{self.stopped_early} judgings not needed (arms stopped once their verdicts were decided)")
         return "; ".join(parts) + "." if parts else ""
 
     @property
@@ -186,7 +206,8 @@ class AblationResult:
     @classmethod
     def _read(cls, d: dict[str, object]) -> AblationResult:
         # Format 1 (before 2026-12-03) had no judgings/not_rejudged/repeats_skipped/probe: they read as 0, and
-        # `accounting` then speaks only of calls and cache. New verdict fields take their defaults (_known).
+        # `accounting` then speaks only of calls and cache. Formats 1-2 judged every sample: sequential False,
+        # stopped_early 0, and each cell's stop "" and judged 0. New verdict fields take their defaults (_known).
         return cls(
             ablation_id=d["ablation_id"], spec=d["spec"],  # type: ignore[arg-type]
             verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[union-attr]
@@ -196,4 +217,6 @@ class AblationResult:
             failures=d.get("failures", {}), judge_note=d.get("judge_note", ""),  # type: ignore[arg-type]
             judgings=int(d.get("judgings", 0)), not_rejudged=int(d.get("not_rejudged", 0)),  # type: ignore[call-overload]
             repeats_skipped=int(d.get("repeats_skipped", 0)), probe=int(d.get("probe", 0)),  # type: ignore[call-overload]
+            sequential=bool(d.get("sequential", False)),
+            stopped_early=int(d.get("stopped_early", 0)),  # type: ignore[call-overload]
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lib.core.metrics import get_metric
+from lib.diagnosis import sequential
 from lib.diagnosis import verdicts as v
 from lib.diagnosis.verdicts import CellEvidence, Decision
 
@@ -64,8 +65,24 @@ def ratio(noise: float | None, mean: float | None) -> float | None:
 
 
 def _move(e: CellEvidence) -> str:
-    return (f"{e.metric} moves {_num(e.mean)} (95% CI {_num(e.lo)} to {_num(e.hi)}) when {fields_words(e.fields)} "
-            f"{_is(e.fields)} blanked")
+    kind = "CS" if e.sequence else "CI"
+    return (f"{e.metric} moves {_num(e.mean)} (95% {kind} {_num(e.lo)} to {_num(e.hi)}) when "
+            f"{fields_words(e.fields)} {_is(e.fields)} blanked")
+
+
+def _rules_out(e: CellEvidence) -> str:
+    """What a null rules out, and by which interval."""
+    if e.sequence:
+        return (f"the CS rules out a move of {_num(e.far, False)} (a 95% confidence sequence: valid at whichever "
+                f"look judging stopped)")
+    return f"the interval rules out a move of {_num(e.far, False)}"
+
+
+def stop_words(reason: str, judged: int, total: int) -> str:
+    """Why a sequential ablation stopped judging an arm, and on how many of the samples."""
+    if reason == sequential.EXHAUSTED:
+        return f"Judged on all {total} samples: no earlier look decided it."
+    return f"Judging stopped after {judged} of {total} samples (seeded order): {reason}."
 
 
 def _static_note(e: CellEvidence) -> str:
@@ -115,11 +132,9 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
                                    f"{words} cannot lower it by the {e.rule_out:.2f} a null must rule out "
                                    f"({_move(e)[len(e.metric) + 1:]}, {n}).",
         (v.CLEAN, v.NULL): f"CLEAN: no dependence of {e.metric} on {words} measured on these {e.n} samples: "
-                           f"{_move(e)[len(e.metric) + 1:]} ({noise}); the interval rules out a move of "
-                           f"{_num(e.far, False)}.{_static_note(e)}",
-        (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; the interval rules out a move of "
-                                 f"{_num(e.far, False)} although {e.metric} receives {received}: on these samples "
-                                 f"it does not depend on its own input.",
+                           f"{_move(e)[len(e.metric) + 1:]} ({noise}); {_rules_out(e)}.{_static_note(e)}",
+        (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; {_rules_out(e)} although {e.metric} "
+                                 f"receives {received}: on these samples it does not depend on its own input.",
         (v.INCONCLUSIVE, v.WIDE): f"INCONCLUSIVE: {_move(e)}, {n}; a move of up to {_num(e.far, False)} cannot be "
                                   f"ruled out, and none beyond {e.min_effect:.2f} is established.",
     }
@@ -168,7 +183,7 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
     times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
     return (f"wiring leak: {c.metric} moves {abs(c.delta or 0):.2f} when {fields_words(fields)} {_is(fields)} "
-            f"blanked{together} (95% CI {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
+            f"blanked{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
 
 
 def repeats_words(repeats: int, probe: int) -> str:
@@ -177,6 +192,17 @@ def repeats_words(repeats: int, probe: int) -> str:
         return ""
     return (f" Repeats stopped: the judge gave identical verdicts in all {repeats} repeats of the first {probe} "
             f"samples, so the rest were judged once and the verdicts rest on the paired interval over samples.")
+
+
+def sequential_words(cells: Sequence[ArmVerdict], total: int) -> str:
+    """What a sequential ablation says about its arms: how many a look decided, how many were judged in full."""
+    judged = [c for c in cells if c.stop]
+    early = [c for c in judged if c.stop != sequential.EXHAUSTED]
+    if not judged:
+        return ""
+    return (f" Judged sequentially (seeded order, a look every {sequential.CHUNK} samples): {len(early)} of "
+            f"{len(judged)} measured arms stopped once decided by a 95% confidence sequence, the rest judged on all "
+            f"{total} samples.")
 
 
 def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:

@@ -85,6 +85,8 @@ class CellEvidence:
         rule_out: the move a null must rule out.
         unchanged: the samples whose prompts blanking left byte-identical, when that is every sample (0: the
             prompt changed, and the cell was judged).
+        sequence: (lo, hi) is a confidence sequence at the look that stopped a sequential ablation's arm,
+            not a fixed-n interval (the words say so; the decision reads the interval the same way).
     """
 
     metric: str
@@ -104,6 +106,7 @@ class CellEvidence:
     min_effect: float = MIN_EFFECT
     rule_out: float = RULE_OUT
     unchanged: int = 0
+    sequence: bool = False
 
     @property
     def headroom(self) -> float | None:

@@ -1,0 +1,117 @@
+"""Judging an ablation's units: one sample of one arm in one repeat, in the judge's concurrency, stored in batches.
+
+Shared by the ablation that judges every sample (lib.diagnosis.ablation) and the one that
+stops arms once decided (lib.diagnosis.sequential_run): both hand lists of units
+to `Judging.run` (a judge) or `score_group` (an external scorer) and store what
+comes back as it completes, so a killed ablation resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING
+
+from lib.core.degenerate import exclusion_reason
+from lib.core.errors import InputError
+from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
+from lib.core.samples import EvalSample, arm_fields, blank
+from lib.judging.base import Judge
+from lib.judging.harness import score_sample
+
+if TYPE_CHECKING:
+    from lib.diagnosis.ablation_plan import Plan
+    from lib.store import Store
+
+BATCH = 200              # results per stored batch (a kill loses at most this many per arm)
+
+Unit = tuple[str, str, int, EvalSample]          # (metric, arm, repeat, sample)
+Scorer = Callable[[Sequence[EvalSample]], Sequence[float | None]]
+
+
+class Judging:
+    """Judges units and stores their results in batches, reporting (done, total) after each stored batch."""
+
+    def __init__(self, store: Store, plan: Plan, judge: Judge, done: int, total: int,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.store, self.plan, self.judge, self.progress = store, plan, judge, progress
+        self.count, self.total = done, total
+        self._blanked: dict[tuple[str, str], EvalSample] = {}
+        self._buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
+        self._last_flush = time.monotonic()
+
+    def flush(self) -> None:
+        for (m, arm, rep), results in list(self._buffer.items()):
+            self.store.add_ablation_results(self.plan.spec.ablation_id, m, arm, rep, results)
+        self._buffer.clear()
+        self._last_flush = time.monotonic()
+        if self.progress:
+            self.progress(self.count, self.total)
+
+    def work(self, unit: Unit) -> tuple[tuple[str, str, int], SampleResult]:
+        m, arm, rep, s = unit
+        reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
+        if reason:
+            return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
+        key = (arm, s.sample_id)
+        if key not in self._blanked:
+            self._blanked[key] = blank(s, arm_fields(arm))
+        cache = self.store if self.judge.cacheable else None
+        return (m, arm, rep), score_sample(self._blanked[key], self.plan.instruments[m], self.judge,
+                                           seed=self.plan.spec.seed + rep, cache=cache, screen=False)
+
+    def collect(self, key: tuple[str, str, int], r: SampleResult) -> None:
+        self._buffer[key].append(r)
+        self.count += 1
+        if sum(map(len, self._buffer.values())) >= BATCH or time.monotonic() - self._last_flush > 1.0:
+            self.flush()
+
+    def run(self, units: list[Unit], should_stop: Callable[[], bool] | None) -> bool:
+        """Judge units (in the judge's concurrency), then store the rest; True when should_stop stopped the work."""
+        stopped = judge_units(units, self.judge, self.work, self.collect, should_stop)
+        self.flush()
+        return stopped
+
+
+def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> bool:
+    """Judge units (in the judge's concurrency); True when should_stop stopped the work."""
+    width = max(1, getattr(judge, "concurrency", 1))
+    if width == 1 or len(units) < 2:
+        for unit in units:
+            if should_stop and should_stop():
+                return True
+            collect(*work(unit))
+        return False
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ablation-judge") as pool:
+        futures = [pool.submit(work, u) for u in units]
+        for fut in as_completed(futures):
+            collect(*fut.result())
+            if should_stop and should_stop():
+                for f in futures:
+                    f.cancel()
+                return True
+    return False
+
+
+def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalSample]) -> list[SampleResult]:
+    """An external scorer's results for samples of one arm: excluded ones first, then one call for the rest.
+
+    A missing, NaN or out-of-range score is a failure with its reason, never a 0 or a 1.
+    """
+    results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, metric) or "")
+               for s in originals if exclusion_reason(s, metric)]
+    part = [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, metric)]
+    scores = list(scorer(part)) if part else []
+    if len(scores) != len(part):
+        raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples", field="scorer")
+    for s, v in zip(part, scores, strict=True):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            results.append(SampleResult(s.sample_id, FAILED, reason="scorer returned no score"))
+        elif not 0.0 <= float(v) <= 1.0:
+            results.append(SampleResult(s.sample_id, FAILED, reason=f"scorer returned {v!r}"))
+        else:
+            results.append(SampleResult(s.sample_id, OK, float(v)))
+    return results
