@@ -42,7 +42,7 @@ from lib.diagnosis.verdicts import LEAK  # noqa: E402
 from lib.judging.harness import OK  # noqa: E402
 from lib.store import Store  # noqa: E402
 
-FLIP = 0.03          # a judge's per-claim chance of answering the other way, each repeat (the demo's JUDGE_NOISE)
+FLIP = 0.03          # a judge's per-claim chance of answering the other way, each repeat (the demo's STAND_IN_NOISE)
 
 
 # -- simulated ablations of one invariant arm ---------------------------------------------------------------
@@ -109,8 +109,9 @@ def agreement(seq: AblationResult, full: AblationResult) -> tuple[int, int]:
 
 def demo_matrix(db: Path) -> list[tuple[str, AblationResult, AblationResult]]:
     """The whole matrix on the run where the leak starts and on the last run, each judged both ways."""
-    from lib.app.demo import JUDGE_NOISE, run_plans
+    from lib.app.demo import run_plans
     from lib.judging import OfflineJudge
+    from lib.judging.offline import STAND_IN_NOISE as JUDGE_NOISE
 
     plans = run_plans()
     leak_start = next(p.run_id for p in plans if p.label == "harness refactor")
