@@ -8,7 +8,8 @@ Sections: store (bulk build of the synthetic history, record_run vs bulk, the
 dashboard's queries, memory, the Parquet layout), judging (demo build, harness
 throughput, ablations with the model judge on a loopback server and with the
 offline judge, the call cache, Ragas side by side), pages (each page's first
-load in headless Chromium, the dashboard's peak RSS). The growth from 200 to
+load in headless Chromium, the dashboard's peak RSS), scale (the history at 20,000
+runs: queries, Trends' charts, memory, growth from 2,000). The growth from 200 to
 2,000 runs is printed last, then every targeted figure again as a summary.
 
 Benchmarks print numbers; they assert nothing and are not collected by pytest.
@@ -32,10 +33,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.store import Store  # noqa: E402
-from tests.benchmarks import bench_judging, bench_pages, bench_store, readme  # noqa: E402
+from tests.benchmarks import bench_judging, bench_pages, bench_scale, bench_store, readme  # noqa: E402
 from tests.benchmarks.report import Figure, Report  # noqa: E402
 
-SECTIONS = ("store", "judging", "pages")
+SECTIONS = ("store", "judging", "pages", "scale")
 SMALL, LARGE = 200, 2000
 
 
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(sizes) > 1:
         report.section(f"How the figures grow from {SMALL:,} to {LARGE:,} runs")
         growth(report)
+    if "scale" in sections and not args.quick:
+        bench_scale.scale(report, work)   # 20,000 runs: about 4 GB on disk and several minutes
     report.summary()
     report.write(work / "figures.json")
     print(f"figures written to {work / 'figures.json'}")
