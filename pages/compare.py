@@ -2,7 +2,8 @@
 scores per metric and per sample, verdicts that flipped), and is the move in the measurement or in the
 system's outputs?
 
-Deep link: ?run=<run id>&run_b=<baseline run id>&metric=<metric>; the baseline defaults to the run before.
+Deep link: ?run=<run id>&run_b=<baseline run id>&metric=<metric>; the baseline defaults to the run before;
+split=1 shows the split into instrument and outputs (an offline judge's at once; a paid one waits for its button).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lib.core.errors import InputError
 from lib.core.records import MAIN
 from lib.diagnosis import diagnose, splits
 from lib.diagnosis.diagnose import RunChanges, Split
-from lib.presentation import charts, glossary, views
+from lib.presentation import charts, glossary, linkparams, views
 
 ctx = ui.sidebar()
 
@@ -170,10 +171,15 @@ plan, why_not = split_plan(metric, baseline, run_id)
 server = ui.load_settings()
 may_split = plan is not None and (not plan.paid or access.may_launch(ctx.user, server.endpoint, server,
                                                                      login=gate.login_configured()))
-if ui.query_param("split") == "1":  # a jump's suggested test on the Overview links here with split=1
-    if may_split and not plan.paid:  # a paid split waits for its click
+# split=1 in a link (a jump's suggested test on the Overview, or a pasted Compare link) shows the split of the runs
+# it names; the URL keeps split=1 while that split is on screen, and choosing other runs drops it (no re-judging
+# by itself). A paid split waits for its click.
+if ui.link_followed("compare_split_link", "split"):
+    linked_split, split_problem = linkparams.flag("split", ui.query_param("split"))
+    if split_problem:
+        st.warning(ui.md_literal(split_problem))
+    if linked_split and may_split and not plan.paid:
         st.session_state.setdefault("compare_splits", set()).add(split_key)
-    ui.set_query(split=None)  # once: choosing other runs afterwards does not re-judge by itself
 if plan is None:
     st.info(ui.md_literal(f"The split re-judges with the recorded judges; here it cannot: {why_not}."))
 elif not may_split:
@@ -184,7 +190,9 @@ else:
         st.caption(ui.md_literal(plan.describe().capitalize() + f", on {server.endpoint}."))
     if st.button("Split the move into instrument and outputs", key="compare_split", icon=":material/call_split:"):
         st.session_state.setdefault("compare_splits", set()).add(split_key)
-if may_split and split_key in st.session_state.get("compare_splits", set()):
+split_shown = may_split and split_key in st.session_state.get("compare_splits", set())
+ui.set_query(split="1" if split_shown else None)
+if split_shown:
     with st.spinner("Re-judging both runs' samples with both instruments..."):
         split = load_split(ctx.db_path, ctx.version, metric, baseline, run_id)
     st.info(ui.md_literal(split.sentence))

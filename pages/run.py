@@ -1,7 +1,8 @@
 """Run: what did one run measure and with which instrument, what changed since the run before it, and
 what did the judge say about each sample, with each piece of evidence traced to where it was found?
 
-Deep link: ?run=<run id>&metric=<metric whose verdicts are shown>&view=<sample id>.
+Deep link: ?run=<run id>&metric=<metric whose verdicts are shown>&view=<sample id>, and the sample filters
+q=<search>&score=<lo>-<hi>&verdict=<verdict word>&found=<artifact> (lib.presentation.linkparams.PARAMS).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from lib.core.records import MAIN, RunHeader
 from lib.diagnosis import diagnose
 from lib.diagnosis.diagnose import RunChanges
 from lib.diagnosis.provenance import provenance as find_provenance
-from lib.presentation import sample_pages, views
+from lib.presentation import linkparams, sample_pages, views
 
 ctx = ui.sidebar()
 
@@ -138,11 +139,16 @@ spec = get_metric(metric)
 pos, neg = spec.labels
 st.subheader(f"Samples, with {ui.md_literal(metric)} verdicts")
 f1, f2, f3, f4 = st.columns([3, 2, 2, 2])
-search = f1.text_input("Search the texts", key="run_search", placeholder="words in any artifact or the sample id")
-score_range = f2.slider(f"{metric} score", 0.0, 1.0, (0.0, 1.0), step=0.05, key="run_score_range")
-if st.session_state.get("run_verdict") not in (ANY, pos, neg):  # another metric's verdict words
-    st.session_state["run_verdict"] = ANY
+linked_search, search_problem = linkparams.search(ui.query_param("q"))
+ui.seed_value("run_search", "q", linked_search, "", search_problem)
+search = f1.text_input("Search the texts", key="run_search", placeholder="words in any artifact or the sample id",
+                       max_chars=linkparams.MAX_SEARCH)
+linked_span, span_problem = linkparams.score_range(ui.query_param("score"))
+ui.seed_value("run_score_range", "score", linked_span, (0.0, 1.0), span_problem)
+score_range = f2.slider(f"{metric} score", 0.0, 1.0, step=linkparams.SCORE_STEP, key="run_score_range")
+ui.seed_from_query("run_verdict", "verdict", [ANY, pos, neg], ANY)   # also resets another metric's verdict words
 verdict = f3.selectbox("Has a verdict", [ANY, pos, neg], key="run_verdict")
+ui.seed_from_query("run_location", "found", [ANY, *views.PROVENANCE_LOCATIONS], ANY)
 location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS], key="run_location",
                         help=f"Positive verdicts whose evidence string was found in this artifact. {metric} should "
                              f"find its evidence in {spec.against}.")
@@ -192,7 +198,9 @@ if linked and linked not in options:  # a deep-linked sample outside the filters
     options = [*options, linked]
 ui.seed_from_query("run_sample", "view", options, options[0] if options else None)
 sample_id = st.selectbox("Sample", options, key="run_sample")
-ui.set_query(run=run_id, metric=metric, view=sample_id)
+ui.set_query(run=run_id, metric=metric, view=sample_id, q=search or None,
+             score=linkparams.score_text(*score_range), verdict=None if verdict == ANY else verdict,
+             found=None if location == ANY else location)
 if sample_id is None:
     st.stop()
 if sample_id not in set(options[:len(shown)]):

@@ -1,7 +1,8 @@
 """Trends: how has each metric moved over runs, which moves exceed the judge's noise, and do they line up
 with a recorded change of judge model, prompt, binding or pipeline? Click a point to open its run.
 
-Deep link: ?metric=<name> shows one metric (absent: all).
+Deep link: ?metric=<name> shows one metric (absent: all); from=<YYYY-MM-DD>&to=<YYYY-MM-DD> the runs between
+(absent: every run).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import streamlit as st
 
 from lib.app import loaders, ui, ui_history
 from lib.diagnosis import noise, segments
-from lib.presentation import charts, glossary, history_charts, views
+from lib.presentation import charts, glossary, history_charts, linkparams, views
 
 ctx = ui.sidebar()
 
@@ -46,12 +47,21 @@ days = views.run_days(history)
 ui.seed_from_query("trends_metric", "metric", [ALL, *metrics], ALL)
 c1, c2 = st.columns([1, 2], gap="large")
 metric = c1.selectbox("Metric", [ALL, *metrics], key="trends_metric")
+linked_span, span_problem = linkparams.day_span(ui.query_param("from"), ui.query_param("to"), days)
+ui.seed_value("trends_range", ("from", "to"), linked_span, (days[0], days[-1]),
+              f"{span_problem} Showing every run." if span_problem else None)
+if not set(st.session_state["trends_range"]) <= set(days):   # another database's days
+    st.session_state["trends_range"] = (days[0], days[-1])
 if len(days) > 1:
+    # value= tells select_slider it is a range (else a moved thumb comes back as one date); the link's range is
+    # in the session state (.streamlit/config.toml silences Streamlit's log line about having both)
     first, last = c2.select_slider("Runs between", options=days, value=(days[0], days[-1]), key="trends_range",
                                    format_func=lambda d: d.isoformat())
 else:
     first = last = days[0]
-ui.set_query(metric=None if metric == ALL else metric)
+whole = (first, last) == (days[0], days[-1])
+ui.set_query(metric=None if metric == ALL else metric, **{"from": None if whole else first.isoformat(),
+                                                          "to": None if whole else last.isoformat()})
 shown = metrics if metric == ALL else [metric]
 
 # -- lib calls ---------------------------------------------------------------------------------

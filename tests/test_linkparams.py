@@ -3,6 +3,7 @@ parameters out of range (issue 9 item 8). Every bad parameter gets a message, ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -77,6 +78,14 @@ BAD_LINKS = [
     ("pages/ablation.py", {"run": "r1", "blank": "answerz"}, "answerz"),
     ("pages/ablation.py", {"run": "r1", "metric": "helpfulness"}, "helpfulness"),
     ("pages/ablation.py", {"ablation": "abl-404"}, "No ablation with this id"),
+    ("pages/run.py", {"run": "r1", "q": "x" * 500}, "The link's q"),
+    ("pages/run.py", {"run": "r1", "score": "0.9-0.1"}, "The link's score"),
+    ("pages/run.py", {"run": "r1", "score": "high"}, "The link's score"),
+    ("pages/run.py", {"run": "r1", "verdict": "maybe"}, "The link's verdict"),
+    ("pages/run.py", {"run": "r1", "found": "the moon"}, "The link's found"),
+    ("pages/trends.py", {"from": "2026-13-01", "to": "2026-10-01"}, "The link's from"),
+    ("pages/trends.py", {"from": "2030-01-01", "to": "2030-01-31"}, "No run started between the link's from"),
+    ("pages/compare.py", {"run": "r1", "run_b": "r0", "split": "yes"}, "The link's split"),
 ]
 
 
@@ -108,3 +117,111 @@ def test_review_range_from_a_link(start: str | None, end: str | None, expected: 
     assert (problem is None) == (expected[1] is None)
     if expected[1]:
         assert expected[1] in problem
+
+
+# -- the Run page's filters, Trends' range, Compare's split (issue 14 item 17) ----------------------------------
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    (None, None, None),
+    ("0.20-0.80", (0.2, 0.8), None),
+    ("0.5-0.5", (0.5, 0.5), None),
+    ("0-1", (0.0, 1.0), None),
+    ("0.21-0.79", (0.2, 0.8), None),           # onto the slider's steps
+    ("0.8-0.2", None, "starts above its end"),
+    ("0.2-1.5", None, "outside 0 to 1"),
+    ("0.5", None, "not a range"),
+    ("nan-0.5", None, "not a range"),
+    ("-0.1-0.5", None, "not a range"),
+    ("low-high", None, "not a range"),
+])
+def test_score_range_from_a_link(text: str | None, expected: tuple[float, float] | None, said: str | None) -> None:
+    picked, problem = linkparams.score_range(text)
+    assert picked == expected
+    assert (problem is None) == (said is None)
+    if said:
+        assert said in problem and "score" in problem
+
+
+def test_score_text_is_what_score_range_reads_and_omits_the_whole_range() -> None:
+    assert linkparams.score_text(0.0, 1.0) is None
+    assert linkparams.score_range(linkparams.score_text(0.25, 0.75)) == ((0.25, 0.75), None)
+
+
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    (None, None, False), ("refund policy", "refund policy", False), ("x" * 200, "x" * 200, False),
+    ("x" * 201, None, True),
+])
+def test_search_from_a_link(text: str | None, expected: str | None, said: bool) -> None:
+    picked, problem = linkparams.search(text)
+    assert picked == expected and (problem is not None) == said
+
+
+DAYS = [date(2026, 10, 1), date(2026, 10, 2), date(2026, 10, 5), date(2026, 10, 9)]
+
+
+@pytest.mark.parametrize(("start", "end", "expected", "said"), [
+    (None, None, None, None),
+    ("2026-10-01", "2026-10-09", (date(2026, 10, 1), date(2026, 10, 9)), None),
+    ("2026-10-02", "2026-10-06", (date(2026, 10, 2), date(2026, 10, 5)), None),   # to the run days inside
+    ("2026-09-01", "2026-10-01", (date(2026, 10, 1), date(2026, 10, 1)), None),
+    ("2026-10-06", "2026-10-08", None, "No run started between"),
+    ("2026-10-09", None, None, "both"),
+    ("2026-10-09", "2026-10-01", None, "after"),
+    ("soon", "2026-10-01", None, "not a date"),
+])
+def test_trends_range_from_a_link(start: str | None, end: str | None, expected: tuple | None,
+                                  said: str | None) -> None:
+    picked, problem = linkparams.day_span(start, end, DAYS)
+    assert picked == expected
+    assert (problem is None) == (said is None)
+    if said:
+        assert said in problem
+
+
+@pytest.mark.parametrize(("text", "expected", "said"), [(None, False, False), ("1", True, False),
+                                                         ("0", False, True), ("yes", False, True)])
+def test_a_flag_from_a_link(text: str | None, expected: bool, said: bool) -> None:
+    on, problem = linkparams.flag("split", text)
+    assert on == expected and (problem is not None) == said
+    if said:
+        assert "split" in problem
+
+
+# -- every parameter a page reads or writes is registered ------------------------------------------------------
+_READ = re.compile(r"""(?:query_param|query_list|link_followed)\(\s*(?:"[\w_]+",\s*)?["']([\w_]+)["']""")
+_SEEDED = re.compile(r"""seed_(?:from_query|list_from_query|value)\(\s*["'][\w_]+["'],\s*\(?["']([\w_]+)["']""")
+_WRITTEN = re.compile(r"set_query\(([^)]*)\)", re.S)
+_LINKED = re.compile(r"query_params=\{([^}]*)\}", re.S)
+_SUSPECT_LINK = re.compile(r"params = \{([^}]*)\}")   # views.py: a jump's test, linked from the Overview
+
+
+def _names_in_code() -> set[str]:
+    names: set[str] = set()
+    for path in [*ROOT.glob("pages/*.py"), *ROOT.glob("lib/**/*.py")]:
+        text = path.read_text(encoding="utf-8")
+        names |= set(_READ.findall(text)) | set(_SEEDED.findall(text))
+        for args in _WRITTEN.findall(text):
+            names |= set(re.findall(r"(\w+)=", args)) | set(re.findall(r"""["'](\w+)["']\s*:""", args))
+        links = _LINKED.findall(text) + (_SUSPECT_LINK.findall(text) if path.name == "views.py" else [])
+        for literal in links:
+            names |= set(re.findall(r"""["'](\w+)["']\s*:""", literal))
+    return names - {"params"}
+
+
+def test_every_link_parameter_in_the_pages_is_registered() -> None:
+    names = _names_in_code()
+    assert {"run", "metric", "view", "q", "score", "verdict", "found", "from", "to", "run_b", "split", "ablation",
+            "blank"} <= names   # the scan sees them
+    assert names <= set(linkparams.PARAMS), names - set(linkparams.PARAMS)
+    assert set(linkparams.PARAMS) <= names, "registered but used nowhere"
+
+
+def test_an_unregistered_parameter_is_refused() -> None:
+    with pytest.raises(KeyError, match=r"not in linkparams\.PARAMS"):
+        linkparams.registered("colour")
+
+
+def test_the_readme_lists_every_link_parameter() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- link-params -->")[1].split("<!-- /link-params -->")[0]
+    for name in linkparams.PARAMS:
+        assert f"| `{name}` |" in table, name

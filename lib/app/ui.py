@@ -201,7 +201,8 @@ def _open_or_stop(path: Path, name: str) -> Store:
 
 
 def query_param(name: str, default: str | None = None) -> str | None:
-    """A deep-link parameter from the URL."""
+    """A deep-link parameter from the URL (`name` must be in lib.presentation.linkparams.PARAMS)."""
+    linkparams.registered(name)
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
 
@@ -215,32 +216,42 @@ def set_query(**params: str | None) -> None:
     """
     seeded = st.session_state.get(_SEEDED, {})
     for k, v in params.items():
+        linkparams.registered(k)
         if v is None:
             st.query_params.pop(k, None)
         else:
             st.query_params[k] = v
         for key in seeded.get(k, ()):
-            st.session_state[_marker(key)] = v
+            st.session_state[_marker(key, k)] = v
 
 
 _SEEDED = "_url_seeded"   # {param: [widget keys seeded from it in this script run]}
 
 
-def _marker(key: str) -> str:
-    """Where the URL value a widget last followed (or was written from it) is kept."""
-    return f"_url_{key}"
+def _marker(key: str, param: str) -> str:
+    """Where the URL value of `param` that widget `key` last followed (or was written from it) is kept."""
+    return f"_url_{key}.{param}"
 
 
-def _seeded_from(key: str, param: str) -> bool:
-    """Record that widget `key` follows `param` in this script run; True when the URL's `param` differs from the
-    value the widget last followed or wrote (a link was opened), so the widget should follow it."""
-    raw = query_param(param)
-    st.session_state.setdefault(_SEEDED, {}).setdefault(param, [])
-    if key not in st.session_state[_SEEDED][param]:
-        st.session_state[_SEEDED][param].append(key)
-    changed = raw != st.session_state.get(_marker(key))
-    st.session_state[_marker(key)] = raw
+def _seeded_from(key: str, *params: str) -> bool:
+    """Record that widget `key` follows `params` in this script run; True when the URL's value of any of them
+    differs from the value the widget last followed or wrote (a link was opened), so the widget should follow it."""
+    changed = False
+    for param in params:
+        raw = query_param(param)
+        keys = st.session_state.setdefault(_SEEDED, {}).setdefault(param, [])
+        if key not in keys:
+            keys.append(key)
+        changed |= raw != st.session_state.get(_marker(key, param))
+        st.session_state[_marker(key, param)] = raw
     return changed
+
+
+def link_followed(key: str, param: str) -> bool:
+    """True when the URL's `param` is a link to follow in this script run (opened, or changed by a link), not the
+    value the page itself last wrote; `key` names what follows it (as a widget key does for seed_from_query)."""
+    linkparams.registered(param)
+    return _seeded_from(key, param) and query_param(param) is not None
 
 
 def new_script_run() -> None:
@@ -258,15 +269,28 @@ def seed_from_query(key: str, param: str, options: Sequence[str], default: str |
     """
     wanted = query_param(param)
     problem = linkparams.unknown_choice(param, wanted, options, default)
-    if problem and warn:
-        st.warning(md_literal(problem))
-    wanted = wanted if wanted in options else None
-    link = _seeded_from(key, param)
-    follow = wanted is not None and (link or key not in st.session_state)
-    if follow or key not in st.session_state:
-        st.session_state[key] = wanted if follow else default
-    elif st.session_state[key] not in options:
+    follow = seed_value(key, param, wanted if wanted in options else None, default, problem if warn else None)
+    if st.session_state[key] not in options:
         st.session_state[key] = default
+    return follow
+
+
+def seed_value(key: str, param: str | tuple[str, ...], value: object, default: object,
+               problem: str | None = None) -> bool:
+    """seed_from_query for a value the page parsed from the URL's `param` itself (a search, a range; a tuple of
+    names for a value two parameters give, as from and to).
+
+    `value` is the parsed value, or None when the URL has none or a bad one (then `problem`, if given, is shown
+    as a warning when a link brought it). The widget `key` takes `value` on a first visit or when a link changed
+    `param`, `default` on a first visit without one, and otherwise keeps what the user set. Returns True when it
+    took `value`.
+    """
+    link = _seeded_from(key, *((param,) if isinstance(param, str) else param))
+    if problem and (link or key not in st.session_state):   # not the page's own earlier write, made stale
+        st.warning(md_literal(problem))                     # by another choice (a verdict word of another metric)
+    follow = value is not None and (link or key not in st.session_state)
+    if follow or key not in st.session_state:
+        st.session_state[key] = value if follow else default
     return follow
 
 

@@ -1,0 +1,142 @@
+"""Deep links keep every view a user can reach (issue 14 item 17), in a real browser: a pasted link restores the
+Run page's sample filters, Trends' date range and Compare's split; changing the widget writes the URL; a bad
+value gets a warning naming its parameter, never a traceback."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from lib.diagnosis.diagnose import Jump, find_jumps
+from lib.store import Store
+from tests.support.browser import StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app
+from tests.test_pages_journeys import query, selected
+
+pytestmark = pytest.mark.e2e
+SPLIT_S = 240.0   # the split re-judges both runs' samples with both instruments (offline), on a busy machine
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def leak(demo_db: Path) -> Jump:
+    with Store(demo_db) as store:
+        return next(j for j in find_jumps(store) if j.metric == "faithfulness")
+
+
+@pytest.fixture(scope="module")
+def server(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    work = tmp_path_factory.mktemp("links")
+    with StreamlitServer(copy_db(demo_db, work / "demo.duckdb"), log_dir=work / "logs") as s:
+        yield s
+
+
+def open_link(page: Page, server: StreamlitServer, path: str, *, timeout: float = 60.0) -> None:
+    page.goto(f"{server.url}/{path}")
+    wait_for_app(page, timeout=timeout)
+    assert exceptions_shown(page) == [], path
+
+
+def thumbs(page: Page, key: str) -> list[str]:
+    """The values a keyed slider's thumbs show (start, end)."""
+    return [t.get_attribute("aria-valuetext") or "" for t in page.locator(f".st-key-{key} input[type=range]").all()]
+
+
+def pick_in_view(page: Page, key: str, option: str) -> None:
+    """Pick `option` in a keyed selectbox scrolled to the middle (at the window's bottom edge its list does not
+    open), typing it first (a long list draws only the options in view)."""
+    page.locator(f".st-key-{key}").evaluate("e => e.scrollIntoView({block: 'center'})")
+    box = page.locator(f".st-key-{key} input[role=combobox]").first
+    box.click()
+    box.fill(option)
+    page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first.click()
+    wait_for_app(page)
+
+
+def warnings(page: Page) -> str:
+    return " ".join(page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts())
+
+
+# -- the Run page's sample filters ------------------------------------------------------------------------------
+def test_a_run_link_restores_the_search_score_range_verdict_and_evidence_location(server: StreamlitServer,
+                                                                                  page: Page, leak: Jump) -> None:
+    link = (f"run?run={leak.run_id}&metric=faithfulness&q=audit&score=0.20-0.80&verdict=unsupported"
+            "&found=ground_truth")
+    open_link(page, server, link)
+    assert page.locator(".st-key-run_search input").input_value() == "audit"
+    assert thumbs(page, "run_score_range") == ["0.20", "0.80"]
+    assert selected(page, "run_verdict") == "unsupported"
+    assert selected(page, "run_location") == "ground_truth"
+    assert "2 of 400 samples" in main_text(page)   # the filters ran, not only their widgets
+    url = query(page)
+    assert (url["q"], url["score"], url["verdict"], url["found"]) == ("audit", "0.20-0.80", "unsupported",
+                                                                     "ground_truth")
+
+
+def test_changing_a_run_filter_writes_it_to_the_url(server: StreamlitServer, page: Page, leak: Jump) -> None:
+    open_link(page, server, f"run?run={leak.run_id}&metric=faithfulness")
+    assert not {"q", "score", "verdict", "found"} & set(query(page))   # defaults stay out of the link
+    search = page.locator(".st-key-run_search input")
+    search.fill("retention")
+    search.press("Enter")
+    wait_for_app(page)
+    assert query(page)["q"] == "retention"
+    pick_in_view(page, "run_location", "contexts")
+    assert query(page)["found"] == "contexts"
+    pick_in_view(page, "run_verdict", "supported")
+    assert query(page)["verdict"] == "supported"
+    page.locator(".st-key-run_score_range input[type=range]").first.press("ArrowRight")
+    wait_for_app(page)
+    assert query(page)["score"] == "0.05-1.00"
+    assert query(page)["q"] == "retention"   # the other filters stay in the link
+
+
+# -- Trends' date range ---------------------------------------------------------------------------------------------
+def test_a_trends_link_restores_its_date_range_and_moving_it_writes_the_url(server: StreamlitServer,
+                                                                            page: Page) -> None:
+    open_link(page, server, "trends?from=2026-09-10&to=2026-10-20")
+    assert thumbs(page, "trends_range") == ["2026-09-10", "2026-10-20"]
+    assert query(page)["from"] == "2026-09-10" and query(page)["to"] == "2026-10-20"
+    page.locator(".st-key-trends_range input[type=range]").last.press("ArrowRight")
+    wait_for_app(page)
+    end = thumbs(page, "trends_range")[1]
+    assert end > "2026-10-20" and query(page)["to"] == end and query(page)["from"] == "2026-09-10"
+
+
+def test_the_whole_range_on_trends_is_a_short_link(server: StreamlitServer, page: Page) -> None:
+    open_link(page, server, "trends")
+    assert not {"from", "to"} & set(query(page))
+
+
+# -- Compare's split -------------------------------------------------------------------------------------------------
+def test_a_compare_link_with_split_shows_the_split_and_another_run_drops_it(server: StreamlitServer, page: Page,
+                                                                          leak: Jump) -> None:
+    open_link(page, server, f"compare?run={leak.run_id}&run_b={leak.prev_run_id}&metric=faithfulness&split=1",
+              timeout=SPLIT_S)
+    assert "Re-judged move" in main_text(page)
+    assert query(page)["split"] == "1"
+    pick_in_view(page, "compare_base", leak.run_id)   # another baseline: no split shown, none re-judged by itself
+    assert "Re-judged move" not in main_text(page)
+    assert "split" not in query(page)
+
+
+# -- bad values --------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "param"), [
+    ("run?metric=faithfulness&score=high", "score"),
+    ("run?metric=faithfulness&found=the+moon", "found"),
+    ("run?metric=faithfulness&verdict=perhaps", "verdict"),
+    ("trends?from=2026-10-20&to=2026-09-10", "from"),
+    ("trends?from=2031-01-01&to=2031-01-31", "from"),
+])
+def test_a_bad_value_in_a_link_gets_a_warning_naming_its_parameter(server: StreamlitServer, page: Page, path: str,
+                                                                   param: str) -> None:
+    open_link(page, server, path)
+    assert f"link's {param}" in warnings(page), warnings(page)
