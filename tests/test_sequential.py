@@ -115,6 +115,8 @@ def test_first_stop_replays_the_looks() -> None:
 
     assert first_stop(100, 100, at) == Stop(NULL, 60, -0.04, 0.01) and seen == [20, 40, 60]
     assert first_stop(100, 40, lambda k: ev(lo=-0.5, hi=0.5)) is None                 # undecided, samples left
+    seen.clear()   # a running ablation looks once a chunk: looks already made are not made again
+    assert first_stop(100, 60, at, since=40) == Stop(NULL, 60, -0.04, 0.01) and seen == [60]
     assert first_stop(100, 100, lambda k: ev(lo=-0.5, hi=0.5)) == Stop(EXHAUSTED, 100)
     assert not Stop(EXHAUSTED, 100).early and Stop(MOVE, 20).early
     # the last look is never a CS decision: an arm judged in full rests on the fixed-n interval

@@ -187,3 +187,20 @@ def test_judging_every_sample_stays_available(store: Store, demo_pairs) -> None:
     _, full = demo_pairs[0]
     assert all(v.stop == "" and v.judged == 0 for v in full.verdicts) and full.stopped_early == 0
     assert replace(AblationSpec.from_dict(full.spec), sequential=False).ablation_id == full.ablation_id
+
+
+def test_the_cli_judges_sequentially_unless_told_to_judge_every_sample(fresh_db: Path) -> None:
+    from tests.test_cli import cli
+
+    with Store(fresh_db) as store:
+        syn.record(store, "syn", syn.make_samples(200, seed=9), "leaky")
+    args = ("ablate", "--db", fresh_db, "--run", "syn", "--metric", "faithfulness", "--blank", "ground_truth",
+            "--scorer", "tests.support.seq_synthetic:leaky", "--repeats", "1", "--json")
+    seq, every = cli(*args), cli(*args, "--all-samples")
+    assert (seq.returncode, every.returncode) == (1, 1), (seq.stderr, every.stderr)
+    a, b = json.loads(seq.stdout), json.loads(every.stdout)
+    gt_a, gt_b = (next(v for v in r["verdicts"] if v["arm"] == "ground_truth") for r in (a, b))
+    assert (a["sequential"], b["sequential"]) == (True, False)
+    assert gt_a["kind"] == gt_b["kind"] == LEAK
+    assert gt_a["stop"] == MOVE and 0 < gt_a["judged"] < 200 and (gt_b["stop"], gt_b["judged"]) == ("", 0)
+    assert a["judgings"] < b["judgings"]
