@@ -2,6 +2,7 @@
 
     python tests/benchmarks/bench_sequential.py            # the demo's matrix on two runs, synthetic runs, 400 sims
     python tests/benchmarks/bench_sequential.py --sims 200 --db /path/to/demo.duckdb
+    python tests/benchmarks/run.py --only judging,sequential   # the same figures in the whole report
 
 Figures, each beside its target:
 - the demo's whole matrix (5 metrics x ground_truth, question, contexts; the joint arms too) on the run where
@@ -12,7 +13,8 @@ Figures, each beside its target:
   decision path, on simulated per-claim verdicts): the false-LEAK rate with no dependence and with a true move
   exactly at the smallest effect worth naming (target <= FALSE_LEAK_LEVEL), and the samples judged.
 
-`main()` returns the printed lines, for tests/benchmarks/run.py. Benchmarks assert nothing.
+`sequential(report, ...)` adds them to tests/benchmarks/run.py's report; `main()` runs them alone and returns
+the printed lines. Benchmarks assert nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from lib.diagnosis.sequential_run import sequential_cell  # noqa: E402
 from lib.diagnosis.verdicts import LEAK  # noqa: E402
 from lib.judging.harness import OK  # noqa: E402
 from lib.store import Store  # noqa: E402
+from tests.benchmarks.report import Figure, Report  # noqa: E402
 
 FLIP = 0.03          # a judge's per-claim chance of answering the other way, each repeat (the demo's STAND_IN_NOISE)
 
@@ -139,47 +142,56 @@ def synthetic(db: Path, n: int = 400) -> list[tuple[str, AblationResult, Ablatio
     return out
 
 
+def sequential(report: Report, demo_path: Path, work: Path, *, sims: int = 400) -> None:
+    """Every figure of the sequential ablation, each beside its target, added to `report`.
+
+    `demo_path` is copied (the ablations write); `work` holds the copies and the synthetic runs.
+    """
+    db = work / "sequential-demo.duckdb"
+    shutil.copy(demo_path, db)
+    t = time.perf_counter()
+    rows = demo_matrix(db)
+    for run_id, s, f in rows:
+        report.add(Figure(f"sequential:demo:{run_id}", f"demo matrix {run_id}: calls, sequential", s.calls, "calls",
+                          note=f"{f.calls:,} judging every sample ({s.calls / f.calls:.2f}); {s.stopped_early:,} "
+                               f"judgings not needed"))
+    ratio = sum(s.calls for _, s, _ in rows) / sum(f.calls for _, _, f in rows)
+    report.add(Figure("sequential:calls_ratio", "demo matrix calls, sequential / every sample", ratio, "x",
+                      "<= 0.33x", ratio <= 1 / 3, note=f"{len(rows)} runs, 5 metrics x 3 fields"))
+    agree = [agreement(s, f) for _, s, f in rows]
+    same, cells = sum(a for a, _ in agree), sum(b for _, b in agree)
+    report.add(Figure("sequential:demo_agreement", "demo matrix cells with the same verdict (kind, branch)", same,
+                      "cells", f"all {cells}", same == cells, note=f"{time.perf_counter() - t:.0f} s both ways"))
+    for name, s, f in synthetic(work / "sequential-synthetic.duckdb"):
+        a, b = agreement(s, f)
+        report.add(Figure(f"sequential:synthetic:{name}", f"synthetic {name} harness: cells with the same verdict",
+                          a, "cells", f"all {b}", a == b,
+                          note=f"{s.judgings:,} judgings sequential vs {f.judgings:,} every sample"))
+    for key, label, effect in (("none", "no dependence", 0.0), ("edge", "a true move of 0.02 (the margin)", 0.02)):
+        t = time.perf_counter()
+        r = simulate(sims, effect=effect, seed=1 if effect else 0)
+        report.add(Figure(f"sequential:false_leak:{key}", f"simulated false-LEAK rate, {label}", r["leak_rate"], "",
+                          f"<= {FALSE_LEAK_LEVEL:.2f}", r["leak_rate"] <= FALSE_LEAK_LEVEL,
+                          note=f"{sims} ablations; {r['judged']:.0f} of 400 samples judged on average; "
+                               f"{time.perf_counter() - t:.0f} s"))
+
+
 def main(argv: list[str] | None = None) -> list[str]:
+    """Run the sequential figures on their own; returns the printed figure lines (for tests/benchmarks/run.py)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sims", type=int, default=400, help="simulated ablations per scenario (default 400)")
     parser.add_argument("--db", type=Path, help="a demo database to copy (default: build one, about a minute)")
     args = parser.parse_args(argv)
-    lines: list[str] = []
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
-
+    report = Report()
+    report.section("Sequential ablation: calls saved, verdicts against every sample, simulated false alarms")
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "demo.duckdb"
-        if args.db:
-            shutil.copy(args.db, db)
-        else:
+        demo = args.db
+        if demo is None:
             from lib.app.demo import build_demo
-            build_demo(db)
-        t = time.perf_counter()
-        rows = demo_matrix(db)
-        seq_calls = sum(s.calls for _, s, _ in rows)
-        full_calls = sum(f.calls for _, _, f in rows)
-        agree = [agreement(s, f) for _, s, f in rows]
-        say("sequential ablation")
-        for run_id, s, f in rows:
-            say(f"  demo matrix {run_id}: {s.calls} calls sequential vs {f.calls} every sample "
-                f"({s.calls / f.calls:.2f}); {s.stopped_early} judgings not needed")
-        say(f"  demo matrix calls, sequential / every sample: {seq_calls / full_calls:.3f}   target <= 0.333")
-        say(f"  demo matrix verdicts agreeing (kind and branch): {sum(a for a, _ in agree)}/{sum(b for _, b in agree)}"
-            f"   target: all   ({time.perf_counter() - t:.1f} s)")
-        syn_rows = synthetic(Path(tmp) / "syn.duckdb")
-        for name, s, f in syn_rows:
-            a, b = agreement(s, f)
-            say(f"  synthetic {name} harness: verdicts agreeing {a}/{b}   target: all; judgings "
-                f"{s.judgings} sequential vs {f.judgings} every sample")
-    for label, effect in (("no dependence", 0.0), ("a true move at the smallest effect (0.02)", 0.02)):
-        t = time.perf_counter()
-        r = simulate(args.sims, effect=effect, seed=1 if effect else 0)
-        say(f"  simulated false-LEAK rate, {label}: {r['leak_rate']:.3f} over {args.sims} ablations   target <= "
-            f"{FALSE_LEAK_LEVEL:.2f}; samples judged {r['judged']:.0f} of 400 ({time.perf_counter() - t:.1f} s)")
-    return lines
+            demo = Path(tmp) / "demo.duckdb"
+            build_demo(demo)
+        sequential(report, demo, Path(tmp), sims=args.sims)
+    return [f.line() for f in report.figures]
 
 
 if __name__ == "__main__":

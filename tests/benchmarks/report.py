@@ -50,7 +50,7 @@ class Figure:
 def fmt(value: float, unit: str) -> str:
     if value != value:  # NaN
         return "n/a"
-    if unit in ("rows/s", "samples/s", "calls", "rows", "runs"):
+    if unit in ("rows/s", "samples/s", "calls", "rows", "runs", "cells"):
         return f"{value:,.0f} {unit}"
     if unit == "ms":
         return f"{value:,.1f} ms"

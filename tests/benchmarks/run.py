@@ -7,7 +7,9 @@
 Sections: store (bulk build of the synthetic history, record_run vs bulk, the
 dashboard's queries, memory, the Parquet layout), judging (demo build, harness
 throughput, ablations with the model judge on a loopback server and with the
-offline judge, the call cache, Ragas side by side), pages (each page's first
+offline judge, the call cache, Ragas side by side), sequential (the demo's matrix
+judged sequentially and in full: calls saved, verdict agreement; synthetic runs;
+the simulated false-LEAK rate, tests/benchmarks/bench_sequential.py), pages (each page's first
 load in headless Chromium, the dashboard's peak RSS), scale (the history at 20,000
 runs: queries, Trends' charts, memory, growth from 2,000). The growth from 200 to
 2,000 runs is printed last, then every targeted figure again as a summary.
@@ -33,10 +35,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.store import Store  # noqa: E402
-from tests.benchmarks import bench_judging, bench_pages, bench_scale, bench_store, readme  # noqa: E402
+from tests.benchmarks import (  # noqa: E402
+    bench_judging,
+    bench_pages,
+    bench_scale,
+    bench_sequential,
+    bench_store,
+    readme,
+)
 from tests.benchmarks.report import Figure, Report  # noqa: E402
 
-SECTIONS = ("store", "judging", "pages", "scale")
+SECTIONS = ("store", "judging", "sequential", "pages", "scale")
 SMALL, LARGE = 200, 2000
 
 
@@ -105,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report.section("Side by side with Ragas' faithfulness (same samples, same server)")
             bench_judging.ragas(report, work, demo_path)
+
+    if "sequential" in sections:
+        report.section("Sequential ablation: calls saved, verdicts against every sample, simulated false alarms")
+        if not demo_path.exists():
+            from lib.app.demo import build_demo
+            build_demo(demo_path, n_runs=demo_runs)
+        bench_sequential.sequential(report, demo_path, work, sims=400)   # about 20 s of simulation
 
     if "pages" in sections:
         targets = [(demo_path, f"demo, {demo_runs} runs"), (stores[max(sizes)], f"synthetic, {max(sizes):,} runs")]
