@@ -95,6 +95,21 @@ def reply_of(body: Any) -> JudgeReply:
     return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
 
 
+def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
+    """The chat.completions body of a request in an output mode (a live call's, and a batch line's)."""
+    body: dict[str, object] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "temperature": request.temperature,
+    }
+    if request.seed is not None:
+        body["seed"] = request.seed
+    fmt = response_format(mode, request.shape)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
 class _Refused(Exception):
     """The server refused the output mode asked for (the next mode down is tried)."""
 
@@ -224,21 +239,8 @@ class OpenAIJudge:
                 self.output_mode = mode
                 return reply
 
-    def _kwargs(self, request: JudgeRequest, mode: str) -> dict[str, object]:
-        kwargs: dict[str, object] = {
-            "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "temperature": request.temperature,
-        }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        fmt = response_format(mode, request.shape)
-        if fmt is not None:
-            kwargs["response_format"] = fmt
-        return kwargs
-
     def _attempts(self, request: JudgeRequest, mode: str) -> JudgeReply:
-        kwargs = self._kwargs(request, mode)
+        kwargs = chat_body(request, mode)
         last = ""
         for attempt in range(self.max_attempts):
             if self._halt.is_set():

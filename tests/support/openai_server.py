@@ -8,6 +8,7 @@ of the OpenAI REST API for tests:
 * ``POST /v1/chat/completions`` answers with a standard ``chat.completion``
   object whose assistant content comes from a user-supplied *responder*.
 * ``GET /v1/models`` lists a single model.
+* ``/v1/files`` and ``/v1/batches``: the Batch API (tests/support/batch_api.py).
 * Anything else is a 404 JSON error.
 
 Misbehaviour (rate limits, server errors, slow answers, dropped connections,
@@ -40,6 +41,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+
+from tests.support.batch_api import BatchAPI
 
 __all__ = ["FAULT_KINDS", "MODEL_ID", "Fault", "OpenAIServer", "Responder", "response_format_type"]
 
@@ -293,7 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
     # --- verbs -----------------------------------------------------------
 
     def do_GET(self) -> None:
-        """Serves ``GET /v1/models``; anything else is a 404."""
+        """Serves ``GET /v1/models``, files and batches; anything else is a 404."""
+        if self._path().startswith(("/v1/files/", "/v1/batches/")):
+            self.owner.batch_api.get(self, self._path())
+            return
         if self._path() == "/v1/models":
             self._send_json(
                 200,
@@ -316,6 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Serves ``POST /v1/chat/completions``; anything else is a 404."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
+        if self._path().startswith(("/v1/files", "/v1/batches")):
+            self.owner.batch_api.post(self, self._path(), raw)
+            return
         if self._path() != "/v1/chat/completions":
             self._not_found()
             return
@@ -561,6 +570,7 @@ class OpenAIServer:
         self.slots = slots
         self.formats = formats
         self.keep_alive = keep_alive
+        self.batch_api = BatchAPI(self)   # /v1/files and /v1/batches (tests/support/batch_api.py)
         self.refused: list[str] = []
         self.peak_held = 0
         self._slot_cond = threading.Condition()

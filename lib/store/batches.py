@@ -1,0 +1,129 @@
+"""The SQL for batch jobs: the batch id a submitted job waits on, its requests, and the faults it returned.
+
+A job sent through the OpenAI Batch API is one row in `batch_jobs` (the
+batch id, the job's spec, the server's status and counts), its requests in
+`batch_requests` (each with the request JSON the call cache keys, and the
+reply shape that tells a readable reply), and the lines that came back
+failed or unreadable in `batch_faults`. So a restarted process polls the same
+batch, and a fault stays recorded, never scored. Tables are created on first
+use; every statement takes parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+
+import pandas as pd
+
+from lib.store import Store
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS batch_jobs (
+        batch_id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, job_id VARCHAR NOT NULL, spec VARCHAR NOT NULL,
+        model VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, status VARCHAR NOT NULL, total INTEGER NOT NULL,
+        completed INTEGER NOT NULL, failed INTEGER NOT NULL, input_file_id VARCHAR NOT NULL,
+        output_file_id VARCHAR, error_file_id VARCHAR, collected BOOLEAN NOT NULL, replies INTEGER NOT NULL,
+        finished BOOLEAN NOT NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS batch_requests (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, request VARCHAR NOT NULL, items INTEGER NOT NULL,
+        labels VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
+    """CREATE TABLE IF NOT EXISTS batch_faults (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reason VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
+)
+JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
+            "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
+            "updated_at")
+_READY: weakref.WeakSet[Store] = weakref.WeakSet()
+_READY_LOCK = threading.Lock()
+
+
+def _now() -> datetime:
+    return datetime.now().replace(microsecond=0)
+
+
+def ensure(store: Store) -> Store:
+    """Create this module's tables once per open store."""
+    with _READY_LOCK:
+        if store not in _READY:
+            with store.transaction() as cur:
+                for stmt in _TABLES:
+                    cur.execute(stmt)
+            _READY.add(store)
+    return store
+
+
+def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+    return ensure(store).cursor().execute(sql, list(params)).fetchall()
+
+
+def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> None:
+    """Record a submitted batch and its requests (columns key, request, items, labels) in one transaction."""
+    ensure(store)
+    row = {**job, "completed": 0, "failed": 0, "output_file_id": None, "error_file_id": None, "collected": False,
+           "replies": 0, "finished": False, "created_at": _now(), "updated_at": _now()}
+    frame = requests.assign(batch_id=job["batch_id"])[["batch_id", "key", "request", "items", "labels"]]
+    with store.transaction() as cur:
+        cur.execute(f"INSERT INTO batch_jobs ({', '.join(JOB_COLS)}) VALUES ({', '.join('?' * len(JOB_COLS))})",
+                    [row[c] if c != "spec" else json.dumps(row[c], sort_keys=True) for c in JOB_COLS])
+        cur.register("_requests", frame)
+        try:
+            cur.execute("INSERT OR IGNORE INTO batch_requests SELECT * FROM _requests")
+        finally:
+            cur.unregister("_requests")
+
+
+_UPDATABLE = frozenset({"status", "total", "completed", "failed", "output_file_id", "error_file_id", "collected",
+                        "replies", "finished"})
+
+
+def update_job(store: Store, batch_id: str, **fields: object) -> None:
+    """Set some of a job's columns (names from a fixed list, values as parameters)."""
+    names = [n for n in fields if n in _UPDATABLE]
+    if len(names) != len(fields):
+        raise ValueError(f"not a batch job column: {sorted(set(fields) - _UPDATABLE)}")
+    sets = ", ".join(f"{n} = ?" for n in names)
+    with ensure(store).transaction() as cur:
+        cur.execute(f"UPDATE batch_jobs SET {sets}, updated_at = ? WHERE batch_id = ?",
+                    [*(fields[n] for n in names), _now(), batch_id])
+
+
+def job(store: Store, batch_id: str) -> dict[str, object] | None:
+    rows = _rows(store, f"SELECT {', '.join(JOB_COLS)} FROM batch_jobs WHERE batch_id = ?", [batch_id])
+    if not rows:
+        return None
+    out = dict(zip(JOB_COLS, rows[0], strict=True))
+    out["spec"] = json.loads(str(out["spec"]))
+    return out
+
+
+def job_ids(store: Store, *, unfinished: bool = False) -> list[str]:
+    """Batch ids, oldest first (only those whose job is not finished yet, when asked)."""
+    where = "WHERE NOT finished" if unfinished else ""
+    return [r[0] for r in _rows(store, f"SELECT batch_id FROM batch_jobs {where} ORDER BY created_at, batch_id")]
+
+
+def requests(store: Store, batch_id: str) -> list[tuple[str, str, int, str]]:
+    """(key, request JSON, items, labels JSON) of each request of a batch."""
+    return [tuple(r) for r in _rows(store, "SELECT key, request, items, labels FROM batch_requests "
+                                           "WHERE batch_id = ? ORDER BY key", [batch_id])]  # type: ignore[misc]
+
+
+def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
+    """Record the requests a batch returned failed or unreadable, with why."""
+    if not faults:
+        return
+    frame = pd.DataFrame({"batch_id": batch_id, "key": list(faults), "reason": list(faults.values())})
+    with ensure(store).transaction() as cur:
+        cur.register("_faults", frame)
+        try:
+            cur.execute("INSERT OR REPLACE INTO batch_faults SELECT * FROM _faults")
+        finally:
+            cur.unregister("_faults")
+
+
+def faults(store: Store, batch_id: str) -> dict[str, str]:
+    return dict(_rows(store, "SELECT key, reason FROM batch_faults WHERE batch_id = ? ORDER BY key", [batch_id]))
