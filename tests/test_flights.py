@@ -89,3 +89,33 @@ def test_a_key_is_held_by_one_caller_at_a_time_and_forgotten_after() -> None:
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(enter, [f"k{i}" for i in range(16)]))
     assert most > 1 and len(flights) == 0
+
+
+class CountingCache(MemoryCache):
+    """A MemoryCache that can say which keys it holds in one go, counting the lookups it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = 0
+        self.bulk = 0
+
+    def held(self, keys: list[str]) -> set[str]:
+        self.bulk += 1
+        return {k for k in keys if k in self._replies}
+
+    def get(self, key: str):
+        self.gets += 1
+        return super().get(key)
+
+
+def test_a_job_asks_the_cache_which_requests_it_holds_once_not_before_every_call() -> None:
+    samples = _copies(12, 12)
+    cache = CountingCache()
+    with OpenAIServer(offline_responder, latency=0.01) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=4)
+        score_samples(samples[:4], FAITHFULNESS, judge, cache=cache)
+        cache.gets = cache.bulk = 0
+        results = score_samples(samples, FAITHFULNESS, judge, cache=cache)
+        assert server.n_calls == 12
+    assert cache.bulk == 1 and cache.gets == 4          # only the four it held were looked up
+    assert sum(r.cached for r in results) == 4 and all(r.status == OK for r in results)

@@ -19,8 +19,9 @@ from lib.core.degenerate import exclusion_reason
 from lib.core.errors import InputError
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
 from lib.core.samples import EvalSample, arm_fields, blank
-from lib.judging.base import Judge
-from lib.judging.harness import score_sample
+from lib.judging.base import Judge, judge_endpoint
+from lib.judging.harness import build_request, score_sample
+from lib.judging.known import KnownCache
 
 if TYPE_CHECKING:
     from lib.diagnosis.ablation_plan import Plan
@@ -42,6 +43,7 @@ class Judging:
         self._blanked: dict[tuple[str, str], EvalSample] = {}
         self._buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
         self._last_flush = time.monotonic()
+        self._cache: KnownCache | None = None
 
     def flush(self) -> None:
         for (m, arm, rep), results in list(self._buffer.items()):
@@ -59,9 +61,21 @@ class Judging:
         key = (arm, s.sample_id)
         if key not in self._blanked:
             self._blanked[key] = blank(s, arm_fields(arm))
-        cache = self.store if self.judge.cacheable else None
         return (m, arm, rep), score_sample(self._blanked[key], self.plan.instruments[m], self.judge,
-                                           seed=self.plan.spec.seed + rep, cache=cache, screen=False)
+                                           seed=self.plan.spec.seed + rep, cache=self._cache, screen=False)
+
+    def _known(self, units: list[Unit]) -> KnownCache:
+        """The store's call cache, knowing which of the units' requests it holds: one query, not one per call."""
+        endpoint, keys = judge_endpoint(self.judge), []
+        for m, arm, rep, s in units:
+            if exclusion_reason(s, m):
+                continue
+            copy = self._blanked.setdefault((arm, s.sample_id), blank(s, arm_fields(arm)))
+            request, _ = build_request(copy, self.plan.instruments[m], self.judge.model, endpoint,
+                                       self.plan.spec.seed + rep)
+            if request is not None:
+                keys.append(request.key)
+        return KnownCache(self.store, keys)
 
     def collect(self, key: tuple[str, str, int], r: SampleResult) -> None:
         self._buffer[key].append(r)
@@ -71,6 +85,7 @@ class Judging:
 
     def run(self, units: list[Unit], should_stop: Callable[[], bool] | None) -> bool:
         """Judge units (in the judge's concurrency), then store the rest; True when should_stop stopped the work."""
+        self._cache = self._known(units) if self.judge.cacheable else None
         stopped = judge_units(units, self.judge, self.work, self.collect, should_stop)
         self.flush()
         return stopped

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lib.core.calls import JudgeRequest, Message, ReplyShape
+from lib.core.calls import JudgeRequest
 from lib.core.degenerate import exclusion_reason
 from lib.core.endpoints import normalise
-from lib.core.metrics import get_metric
-from lib.core.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.core.samples import EvalSample, arm_fields, blank
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.rejudge import RejudgeSpec
-from lib.judging.harness import Instrument
+from lib.judging.harness import Instrument, build_request
 from lib.store import Store
 from lib.store import history as hs
 
@@ -27,13 +25,7 @@ from lib.store import history as hs
 def request_for(sample: EvalSample, instrument: Instrument, model: str, endpoint: str,
                 seed: int | None) -> JudgeRequest | None:
     """The request score_sample sends for a sample (None: nothing to judge)."""
-    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
-    if not items:
-        return None
-    spec = get_metric(instrument.metric)
-    return JudgeRequest(model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
-                        endpoint=normalise(endpoint), shape=ReplyShape(len(items), spec.labels),
-                        template=instrument.template)
+    return build_request(sample, instrument, model, normalise(endpoint), seed)[0]
 
 
 def _distinct(requests: Iterable[JudgeRequest | None]) -> list[JudgeRequest]:

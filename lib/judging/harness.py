@@ -24,6 +24,7 @@ from lib.core.results import CALL_FAILED, EXCLUDED, FAILED, OK, SampleResult, Ve
 from lib.core.samples import EvalSample
 from lib.judging.base import CallCache, Judge, judge_endpoint
 from lib.judging.flights import FLIGHTS
+from lib.judging.known import KnownCache
 
 
 class _VerdictOut(BaseModel):
@@ -87,6 +88,21 @@ class Instrument:
     binding: str
 
 
+def build_request(sample: EvalSample, instrument: Instrument, model: str, endpoint: str,
+                  seed: int | None) -> tuple[JudgeRequest | None, list[str]]:
+    """The request a judge is sent for a sample, and its items (None, []: no items, nothing to ask).
+
+    `endpoint` is the judge's normalised endpoint (lib.judging.base.judge_endpoint): part of the cache key.
+    """
+    spec = get_metric(instrument.metric)
+    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
+    if not items:
+        return None, []
+    return JudgeRequest(model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
+                        endpoint=endpoint, shape=ReplyShape(len(items), spec.labels),
+                        template=instrument.template), list(items)
+
+
 def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, seed: int | None = 0,
                  cache: CallCache | None = None, parse_attempts: int = 3, screen: bool = True) -> SampleResult:
     """Judge one sample for one metric.
@@ -107,13 +123,10 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
     excluded = exclusion_reason(sample, instrument.metric) if screen else None
     if excluded:
         return SampleResult(sample.sample_id, EXCLUDED, reason=excluded)
-    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
-    if not items:
+    request, items = build_request(sample, instrument, judge.model, judge_endpoint(judge), seed)
+    if request is None:
         return SampleResult(sample.sample_id, EXCLUDED,
                             reason=f"no {spec.item_kind}s to judge: {spec.items_from} is empty")
-    request = JudgeRequest(judge.model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
-                           endpoint=judge_endpoint(judge), shape=ReplyShape(len(items), spec.labels),
-                           template=instrument.template)
     use_cache = cache is not None and judge.cacheable
     usage = Usage()
     calls = 0
@@ -160,6 +173,10 @@ def score_samples(samples: Sequence[EvalSample], instrument: Instrument, judge: 
     for score_sample (False only for deliberately blanked copies).
     """
     width = max(1, concurrency if concurrency is not None else getattr(judge, "concurrency", 1))
+    if cache is not None and judge.cacheable and len(samples) > 1:
+        endpoint = judge_endpoint(judge)
+        cache = KnownCache(cache, [r.key for s in samples
+                                   if (r := build_request(s, instrument, judge.model, endpoint, seed)[0])])
 
     def one(s: EvalSample) -> SampleResult:
         return score_sample(s, instrument, judge, seed=seed, cache=cache, screen=screen)

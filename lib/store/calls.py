@@ -30,6 +30,15 @@ class CallCacheMixin(StoreBase):
             return None
         return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True)
 
+    def held(self, keys: list[str]) -> set[str]:
+        """Which of these keys hold a reply (written or held in memory), in one query."""
+        with self._write_lock:
+            pending = {k for k in keys if k in self._pending_replies}
+        if not keys:
+            return pending
+        rows = self._rows("SELECT key FROM judge_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
+        return pending | {r[0] for r in rows}
+
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
         """Keep a valid reply. Held in memory (get() sees it at once) and written CACHE_BATCH at a time, with
         each stored batch of ablation results, by flush_cache() and on close(): one commit per call would
