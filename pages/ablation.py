@@ -263,7 +263,7 @@ def render_result(row: dict, run_label: str) -> None:
     if four is None:
         st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
                    "needs faithfulness with ground_truth and contexts blanked.")
-        spec = AblationSpec.from_dict(result.spec)
+        spec = result.spec
         four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge, endpoint=spec.endpoint,
                                        limit=spec.limit)
         agreed = True

@@ -215,7 +215,7 @@ def test_blanking_question_leaves_faithfulness_clean(clean_run: AblationResult,
         assert v.kind == CLEAN and v.why == UNCHANGED   # the prompts are identical: nothing to re-judge
         assert v.delta is None and v.lo is None and v.n == 0   # and no measurement is claimed
         assert "prompt unchanged: not re-judged" in v.sentence and "does not render question" in v.sentence
-        assert result.not_rejudged == result.spec["repeats"] * 100 * sum(  # type: ignore[operator]
+        assert result.not_rejudged == result.spec.repeats * 100 * sum(
             x.why == UNCHANGED for x in result.verdicts)
     assert clean_run.exit_code == 0
     assert all(v.as_expected for v in clean_run.verdicts)

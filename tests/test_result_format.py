@@ -31,8 +31,11 @@ def test_a_format_2_result_loads_whole_as_an_ablation_that_judged_every_sample()
     # written again, it is today's format: the old fields as they were, the new ones at their defaults
     again = json.loads(json.dumps(result.to_dict()))
     assert again["format"] == RESULT_FORMAT and again["sequential"] is False and again["stopped_early"] == 0
-    assert {k: val for k, val in again.items() if k not in ("format", "sequential", "stopped_early", "verdicts")} \
-        == {k: val for k, val in d.items() if k not in ("format", "verdicts")}
+    new_keys = ("format", "sequential", "stopped_early", "verdicts", "spec")
+    assert {k: val for k, val in again.items() if k not in new_keys} \
+        == {k: val for k, val in d.items() if k not in ("format", "verdicts", "spec")}
+    # the spec is read as a typed AblationSpec: the old keys as they were, `sequential` at its default
+    assert again["spec"] == {**d["spec"], "sequential": False} and result.spec.run_id == d["spec"]["run_id"]
     assert [{k: val for k, val in v.items() if k not in ("stop", "judged")} for v in again["verdicts"]] \
         == d["verdicts"]
 

@@ -244,9 +244,10 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         assert inbox.drain(store, tmp_path / "inbox") == ["inbox'); DROP TABLE runs; --"]
 
         # ablation and diagnosis
-        spec = AblationSpec(EVIL[0], ("faithfulness",), ("contexts",), repeats=1)   # a field the template renders
+        spec = AblationSpec(EVIL[0], ("faithfulness",), ("contexts",), repeats=1,   # a field the template renders
+                            sequential=False)   # every sample judged: each id must reach the results
         result = run_ablation(store, spec, OfflineJudge())
-        assert result is not None and result.spec["run_id"] == EVIL[0]
+        assert result is not None and result.spec.run_id == EVIL[0]
         assert store.ablations(EVIL[0])["ablation_id"].tolist() == [spec.ablation_id]
         assert len(store.ablation_results(spec.ablation_id)) == len(plan(store, spec).judged_arms("faithfulness")) * 22
         assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts").empty

@@ -47,11 +47,10 @@ def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple
 def format_ablation(result: AblationResult) -> str:
     """The plain-text rendering of an ablation result: summary, verdicts, replay checks, four readings."""
     spec = result.spec
-    who = (f"scorer {spec['scorer']}" if spec.get("scorer")
-           else f"judge {spec['judge']} ({normalise(str(spec['endpoint']))})")
-    limit = f", first {spec['limit']} samples" if spec.get("limit") else ""
+    who = f"scorer {spec.scorer}" if spec.scorer else f"judge {spec.judge} ({normalise(spec.endpoint)})"
+    limit = f", first {spec.limit} samples" if spec.limit else ""
     lines = [result.summary, "",
-             f"ablation {result.ablation_id} of run {spec['run_id']}: {who}, {spec['repeats']} repeats{limit}; "
+             f"ablation {result.ablation_id} of run {spec.run_id}: {who}, {spec.repeats} repeats{limit}; "
              f"{result.accounting}", ""]
     lines += [v.sentence for v in result.verdicts]
     if result.replay:

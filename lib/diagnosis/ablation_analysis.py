@@ -296,7 +296,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
         summary += verdict_words.sequential_words(cells, len(plan.samples))
     skipped = _repeats_skipped(frame, spec.repeats) if spec.sequential else max(0, plan.total - len(frame))
     skipped = skipped if probe else 0
-    return AblationResult(spec.ablation_id, spec.to_dict(), cells, replay, _four_readings(cells), summary, calls,
+    return AblationResult(spec.ablation_id, spec, cells, replay, _four_readings(cells), summary, calls,
                           cached, dict(failures), note, judgings=len(frame), not_rejudged=plan.not_rejudged,
                           repeats_skipped=skipped, probe=probe, sequential=spec.sequential,
                           stopped_early=plan.total - len(frame) - skipped if spec.sequential else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from lib.core.errors import InputError
+from lib.diagnosis.ablation_spec import AblationSpec
 from lib.diagnosis.sequential import EXHAUSTED
 from lib.diagnosis.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
 
@@ -129,7 +130,7 @@ class AblationResult:
     """
 
     ablation_id: str
-    spec: dict[str, object]
+    spec: AblationSpec
     verdicts: list[ArmVerdict]
     replay: list[ReplayCheck]
     four: FourReadings | None
@@ -184,7 +185,7 @@ class AblationResult:
         return 0
 
     def to_dict(self) -> dict[str, object]:
-        return {"format": RESULT_FORMAT, **asdict(self)}
+        return {"format": RESULT_FORMAT, **asdict(self), "spec": self.spec.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationResult:
@@ -209,7 +210,7 @@ class AblationResult:
         # `accounting` then speaks only of calls and cache. Formats 1-2 judged every sample: sequential False,
         # stopped_early 0, and each cell's stop "" and judged 0. New verdict fields take their defaults (_known).
         return cls(
-            ablation_id=d["ablation_id"], spec=d["spec"],  # type: ignore[arg-type]
+            ablation_id=d["ablation_id"], spec=AblationSpec.from_dict(d["spec"]),  # type: ignore[arg-type]
             verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[union-attr]
             replay=[ReplayCheck(**_known(ReplayCheck, r)) for r in d["replay"]],  # type: ignore[union-attr]
             four=FourReadings(**d["four"]) if d.get("four") else None,  # type: ignore[arg-type]

@@ -119,9 +119,9 @@ def verdict_matrix(result: AblationResult) -> pd.DataFrame:
     spec = result.spec
     by_cell = {(v.metric, v.arm): v for v in result.verdicts}
     # the arms asked for, then each metric's joint arm (all its must-never-receive fields blanked together)
-    arms = list(dict.fromkeys([*spec["blanks"], *(v.arm for v in result.verdicts if v.joint)]))  # type: ignore[misc]
+    arms = list(dict.fromkeys([*spec.blanks, *(v.arm for v in result.verdicts if v.joint)]))
     rows = []
-    for m in spec["metrics"]:  # type: ignore[union-attr]
+    for m in spec.metrics:
         for arm in arms:
             v = by_cell.get((m, arm))
             rows.append({

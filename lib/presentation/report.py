@@ -29,7 +29,7 @@ from lib.core.prompts import fields_read, lint
 from lib.core.records import MAIN
 from lib.core.samples import FIELDS
 from lib.diagnosis import checks, diagnose, provenance
-from lib.diagnosis.ablation import AblationResult
+from lib.diagnosis.ablation import AblationResult, AblationSpec
 from lib.presentation.mdtext import md_text
 from lib.store import Store
 
@@ -217,15 +217,15 @@ def _provenance(store: Store, run_id: str, prev: str | None, suite: str, metric:
     return out
 
 
-def _spec_words(spec: dict[str, object]) -> str:
-    parts = [f"{', '.join(spec.get('metrics', ()))} x {', '.join(spec.get('blanks', ()))} blanked"]  # type: ignore[arg-type]
-    if spec.get("scorer"):
-        parts.append(f"scorer {spec['scorer']}")
+def _spec_words(spec: AblationSpec) -> str:
+    parts = [f"{', '.join(spec.metrics)} x {', '.join(spec.blanks)} blanked"]
+    if spec.scorer:
+        parts.append(f"scorer {spec.scorer}")
     else:
-        parts.append(f"judge {spec.get('judge')} ({normalise(str(spec.get('endpoint')))})")
-    parts.append(f"{spec.get('repeats')} repeats")
-    if spec.get("limit"):
-        parts.append(f"first {spec['limit']} samples")
+        parts.append(f"judge {spec.judge} ({normalise(spec.endpoint)})")
+    parts.append(f"{spec.repeats} repeats")
+    if spec.limit:
+        parts.append(f"first {spec.limit} samples")
     return ", ".join(parts)
 
 
