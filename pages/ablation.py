@@ -11,7 +11,7 @@ its progress in every other one.
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, gate, job_log, jobs, trust, ui_history
+from lib.app import access, gate, jobs, loaders, trust, ui_history
 from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.diagnosis import noise
@@ -20,8 +20,6 @@ from lib.diagnosis.ablation import (
     AblationResult,
     AblationSpec,
     four_readings_spec,
-    per_sample_deltas,
-    recorded_judge,
 )
 from lib.judging import cost
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
@@ -38,60 +36,22 @@ server = lib.app.ui.load_settings()
 version = ctx.version
 
 
-@st.cache_data(show_spinner=False)
-def load_run_ids(db_path: str, version: str) -> list[str]:
-    return lib.app.ui.open_store(db_path).run_ids()
-
-
-@st.cache_data(show_spinner=False)
-def load_briefs(db_path: str, version: str, run_id: str) -> list[ablation_views.AblationBrief]:
-    return ablation_views.ablation_briefs(lib.app.ui.open_store(db_path), run_id)
-
-
-@st.cache_data(show_spinner=False)
-def load_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str):
-    return per_sample_deltas(lib.app.ui.open_store(db_path), ablation_id, metric, arm)
-
-
-@st.cache_data(show_spinner=False)
-def load_counts(db_path: str, version: str, ablation_id: str, total: int) -> judging_counts.JudgingCounts:
-    return judging_counts.counts(lib.app.ui.open_store(db_path).ablation_results(ablation_id), total)
-
-
-@st.cache_data(show_spinner=False)
-def load_incidents(db_path: str, version: str):
-    return ui_history.load_incidents(db_path, version)[0]
-
-
-@st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
-def load_cost(db_path: str, version: str, spec: AblationSpec, cacheable: bool) -> cost.AblationCost:
-    return cost.estimate_ablation(lib.app.ui.open_store(db_path), spec, cacheable=cacheable)
-
-
-@st.cache_data(show_spinner=False)
-def load_own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...]) -> str | None:
-    try:
-        return recorded_judge(lib.app.ui.open_store(db_path), run_id, metrics)
-    except EvaldriftError:  # unattributed, or metrics recorded by different judges
-        return None
-
-
 st.title("Ablation")
 st.caption("Blank a field, re-judge the same samples with and without it, and see whether the metric moves. "
            "A metric that moves when a field it must never receive is blanked has a wiring leak; one that "
            "does not move is blind to that field, so a jump in it is in the pipeline.")
 
-run_ids = load_run_ids(ctx.db_path, version)
+run_ids = loaders.run_ids(ctx.db_path, version)
 if not run_ids:
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
 shown_id = lib.app.ui.query_param("ablation")
-shown_row = ctx.store.ablation(shown_id) if shown_id else None
+shown_row = loaders.ablation_record(ctx.db_path, shown_id) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
-start_run, start_metric = ablation_form.start_at(load_incidents(ctx.db_path, ui_history.version(ctx)), run_ids)
+start_run, start_metric = ablation_form.start_at(loaders.incidents(ctx.db_path, ui_history.version(ctx))[0], run_ids)
 if lib.app.ui.query_param("run") not in (None, "latest", *run_ids):
     st.warning(f"No run {md(lib.app.ui.query_param('run'))} in this database; showing {md(start_run)}.")
 lib.app.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
@@ -102,7 +62,7 @@ lib.app.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
 st.session_state.setdefault("abl_repeats", DEFAULT_REPEATS)
 st.session_state.setdefault("abl_limit", 0)
 st.session_state.setdefault("abl_all_samples", False)
-shown_form = (ablation_form.form_values(shown_spec, ctx.store.run_fields(shown_spec["run_id"]))
+shown_form = (ablation_form.form_values(shown_spec, loaders.run_fields(ctx.db_path, version, shown_spec["run_id"]))
               if shown_spec.get("run_id") in run_ids else None)
 if shown_form is not None and st.session_state.get("_abl_form_of") != shown_id:
     st.session_state.update(shown_form.widgets())   # an ablation came on screen: the form shows its spec
@@ -113,7 +73,8 @@ c1, c5, c6 = st.columns([4, 1, 1])   # the metrics get a row of their own: five 
 run_id = c1.selectbox("Run", newest_first, key="abl_run", help="The run whose samples and instruments are "
                       "re-judged (its own template and binding, replayed as it was wired).")
 metrics = st.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
-offered = [f for f in FIELDS if f in ctx.store.run_fields(run_id)]   # a field the run's file lacked has no arm
+has = loaders.run_fields(ctx.db_path, version, run_id)
+offered = [f for f in FIELDS if f in has]   # a field the run's file lacked has no arm
 st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", []) if f in offered]
 c3, c4 = st.columns([1, 3], vertical_alignment="center")
 whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
@@ -145,7 +106,7 @@ scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="ab
 scorer = None if scorer_pick == JUDGE_CHOICE else scorer_pick
 judge, endpoint = ctx.judge, ctx.endpoint
 if scorer is None:
-    own_judge = load_own_judge(ctx.db_path, version, run_id, tuple(metrics)) if metrics else None
+    own_judge = loaders.own_judge(ctx.db_path, version, run_id, tuple(metrics)) if metrics else None
     judges = list(dict.fromkeys(j for j in (own_judge, ctx.judge) if j))
     judge = st.radio("Judge", judges, key="abl_judge", horizontal=True,
                      format_func=lambda j: f"{j} (the run's own)" if j == own_judge else f"{j} (from the sidebar)",
@@ -168,7 +129,7 @@ if metrics and arms:
                 if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
                              scorer=scorer, sequential=not every_sample))
-        estimate = load_cost(ctx.db_path, version, spec, endpoint != "offline")
+        estimate = loaders.ablation_cost(ctx.db_path, version, spec, endpoint != "offline")
     except EvaldriftError as exc:
         spec, refused = None, str(exc)
 if spec is not None and may_launch:
@@ -184,7 +145,7 @@ if launch:
     if spec is None:
         st.error(md(refused))
         st.stop()
-    stored = ctx.store.ablation(spec.ablation_id)
+    stored = loaders.ablation_record(ctx.db_path, spec.ablation_id)
     if stored and stored["status"] == "done" and stored["result"]:
         st.session_state["abl_from_store"] = spec.ablation_id
     else:
@@ -217,9 +178,9 @@ def render_result(row: dict, run_label: str) -> None:
         st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
                 f"no judge was called again.")
     BANNERS[ablation_views.result_banner(result)](f"#### {md(result.summary)}")
-    tally = load_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
+    tally = loaders.ablation_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
     st.caption(md(f"{run_label}. {tally.sentence} {result.saved}".rstrip()), help=judging_counts.HELP)
-    note = job_log.read(ctx.store, result.ablation_id)
+    note = loaders.job_note(ctx.db_path, result.ablation_id)
     if note and note.judge.sentence:
         st.caption(md(f"Judge: {note.judge.sentence}."))
 
@@ -249,7 +210,7 @@ def render_result(row: dict, run_label: str) -> None:
         first = next((i for i, cell in enumerate(cells) if cell in leaks), 0)
         metric, arm = st.selectbox("Cell", cells, index=first, key="abl_cell",
                                    format_func=lambda c: f"{c[0]} with {c[1]} blanked")
-        deltas = load_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
+        deltas = loaders.ablation_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
         d1, d2 = st.columns([2, 3])
         d1.dataframe(deltas, hide_index=True, height=300, column_config={
             "sample_id": "sample", "baseline": st.column_config.NumberColumn("as wired", format="%.3f"),
@@ -268,7 +229,7 @@ def render_result(row: dict, run_label: str) -> None:
                                        limit=spec.limit)
         agreed = True
         try:
-            four_cost = load_cost(ctx.db_path, version, four_spec, four_spec.endpoint != "offline")
+            four_cost = loaders.ablation_cost(ctx.db_path, version, four_spec, four_spec.endpoint != "offline")
             st.caption(md(f"Before launch: {four_cost.sentence}"))
             if cost.needs_confirmation(four_cost, server.call_budget):
                 agreed = st.checkbox(f"Launch up to {four_cost.calls} calls to the paid judge {four_spec.judge}",
@@ -322,8 +283,8 @@ def rerun_controls(row: dict, label: str, key: str) -> None:
 if shown_id:
     st.divider()
     status = ctx.runner.status(shown_id)
-    row = ctx.store.ablation(shown_id)
-    brief = load_briefs(ctx.db_path, version, row["run_id"]) if row else []
+    row = loaders.ablation_record(ctx.db_path, shown_id)
+    brief = loaders.ablation_briefs(ctx.db_path, version, row["run_id"]) if row else []
     what = next((b.what for b in brief if b.ablation_id == shown_id), "")
     st.subheader(f"Ablation {md(shown_id)}")
     run_label = f"Run {row['run_id']}: {what}" if row else ""
@@ -352,7 +313,7 @@ if shown_id:
 # -- earlier ablations of the chosen run -----------------------------------------------------------------------
 st.divider()
 st.subheader(f"Ablations of {md(run_id)}")
-briefs = load_briefs(ctx.db_path, version, run_id)
+briefs = loaders.ablation_briefs(ctx.db_path, version, run_id)
 if not briefs:
     st.caption("None yet.")
 for b in briefs[:SHOW_ABLATIONS]:

@@ -13,13 +13,16 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from lib.app import ui_history
+from lib.app import job_log, ui_history
 from lib.app.ui import open_store
+from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN
 from lib.diagnosis import checks, diagnose, rejudge
+from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
-from lib.presentation import review
+from lib.judging import cost
+from lib.presentation import ablation_views, judging_counts, review
 
 
 # -- the trend and what is read from it (Overview, Trends) -------------------------------------
@@ -83,3 +86,53 @@ def data_range(db_path: str, version: str) -> tuple[date, date] | None:
 @st.cache_data(show_spinner="Assembling the review...")
 def weekly_review(db_path: str, version: str, start: date, end: date) -> review.Review:
     return review.review(open_store(db_path), start, end)
+
+
+# -- ablations (Ablation) -------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def run_ids(db_path: str, version: str) -> list[str]:
+    return open_store(db_path).run_ids()
+
+
+@st.cache_data(show_spinner=False)
+def run_fields(db_path: str, version: str, run_id: str) -> tuple[str, ...]:
+    return open_store(db_path).run_fields(run_id)
+
+
+@st.cache_data(show_spinner=False)
+def ablation_briefs(db_path: str, version: str, run_id: str) -> list[ablation_views.AblationBrief]:
+    return ablation_views.ablation_briefs(open_store(db_path), run_id)
+
+
+@st.cache_data(show_spinner=False)
+def ablation_deltas(db_path: str, version: str, ablation_id: str, metric: str, arm: str) -> pd.DataFrame:
+    return per_sample_deltas(open_store(db_path), ablation_id, metric, arm)
+
+
+@st.cache_data(show_spinner=False)
+def ablation_counts(db_path: str, version: str, ablation_id: str, total: int) -> judging_counts.JudgingCounts:
+    return judging_counts.counts(open_store(db_path).ablation_results(ablation_id), total)
+
+
+@st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
+def ablation_cost(db_path: str, version: str, spec: AblationSpec, cacheable: bool) -> cost.AblationCost:
+    return cost.estimate_ablation(open_store(db_path), spec, cacheable=cacheable)
+
+
+@st.cache_data(show_spinner=False)
+def own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...]) -> str | None:
+    """The judge that recorded these metrics of the run (None: unattributed, or recorded by several)."""
+    try:
+        return recorded_judge(open_store(db_path), run_id, metrics)
+    except EvaldriftError:
+        return None
+
+
+def ablation_record(db_path: str, ablation_id: str) -> dict[str, object] | None:
+    """An ablation's stored row, read fresh (not cached): a progress poll must see every step."""
+    return open_store(db_path).ablation(ablation_id)
+
+
+def job_note(db_path: str, ablation_id: str) -> job_log.JobNote | None:
+    """How an ablation's job ended (judge, output mode, pacing), read fresh."""
+    return job_log.read(open_store(db_path), ablation_id)
