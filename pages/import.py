@@ -15,10 +15,9 @@ import lib.app.ui
 from lib.app import access, gate
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
-from lib.intake.ingest import present_fields, records_from_frame, run_from_frame
 from lib.intake.uploads import SUFFIXES, column_mapping, read_upload
 from lib.judging.build import settings_judge
-from lib.judging.scoring import evaluate_run
+from lib.judging.scoring import record_frame
 
 PREVIEW_ROWS = 20
 SHOW_ERRORS = 10     # as lines of text; the table below holds them all
@@ -75,16 +74,11 @@ if not st.button("Record run", type="primary", key="imp_record",
     st.stop()
 
 try:
-    if score_here:
-        samples, _ = records_from_frame(upload.frame, source=uploaded.name, metrics=wanted)
-        judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge)
-        bar = st.progress(0.0, text="Scoring...")
-        run = evaluate_run(run_id, samples, judge, metrics=wanted, cache=ctx.store,
-                           fields=present_fields(upload.frame),
-                           progress=lambda done, total: bar.progress(done / total, text=f"Scored {done} of {total}"))
-    else:
-        run = run_from_frame(upload.frame, source=uploaded.name, run_id=run_id)
-    ctx.store.record_run(run)
+    judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge) if score_here else None
+    bar = st.progress(0.0, text="Scoring...") if score_here else None
+    run = record_frame(ctx.store, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted, judge=judge,
+                       progress=(lambda done, total: bar.progress(done / total, text=f"Scored {done} of {total}"))
+                       if bar is not None else None)
 except EvaldriftError as exc:
     st.error(str(exc))
     st.stop()

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
+
 from lib.core.errors import InputError, StoreBusyError
 from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, REPLAY, fields_read
@@ -40,6 +42,7 @@ from lib.core.samples import FIELDS, EvalSample
 from lib.intake.inbox import Handover
 from lib.judging.base import CallCache, Judge, MemoryCache
 from lib.judging.harness import Instrument, score_samples
+from lib.store import Store
 
 SCORER = "evaldrift"   # what runs scored by our harness record as their scoring library
 Progress = Callable[[int, int], None]
@@ -211,4 +214,25 @@ def score_file(db: str | Path, path: str | Path, *, run_id: str, judge: Judge,
     return Scored(run, handover, calls=sum(r.calls for r in results), cached=sum(r.cached for r in results))
 
 
-__all__ = ["SCORER", "Scored", "cache_path", "check_templates", "evaluate_run", "output_mode", "score_file"]
+def record_frame(store: Store, frame: pd.DataFrame, *, source: str, run_id: str, metrics: Sequence[str] = (),
+                 judge: Judge | None = None, progress: Callable[[int, int], None] | None = None) -> RunRecord:
+    """Record an uploaded table as one run: with its own scores, or, given a judge, scored here for `metrics`.
+
+    Scoring goes through the harness with the projected templates, and every
+    reply is kept in the store's call cache. The run is validated whole before
+    anything is written (InputError names the row and field).
+    """
+    from lib.intake.ingest import present_fields, records_from_frame, run_from_frame
+
+    if judge is None:
+        run = run_from_frame(frame, source=source, run_id=run_id)
+    else:
+        samples, _ = records_from_frame(frame, source=source, metrics=metrics)
+        run = evaluate_run(run_id, samples, judge, metrics=list(metrics), cache=store, fields=present_fields(frame),
+                           progress=progress)
+    store.record_run(run)
+    return run
+
+
+__all__ = ["SCORER", "Scored", "cache_path", "check_templates", "evaluate_run", "output_mode", "record_frame",
+           "score_file"]
