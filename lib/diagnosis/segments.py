@@ -51,14 +51,15 @@ def _keys(g: pd.DataFrame) -> list[tuple[str, ...]]:
 def segment_index(history: pd.DataFrame) -> pd.Series:
     """Per row of a metric history (scored rows), the number of its segment within its metric (0, 1, ...)."""
     out = pd.Series(-1, index=history.index, dtype=int)
-    for _, g in history.dropna(subset=["score"]).sort_values(["started_at", "run_id"]).groupby("metric", sort=False):
-        keys = _keys(g)
-        seg, prev = 0, None
-        for idx, key in zip(g.index, keys, strict=True):
-            if prev is not None and key != prev:
-                seg += 1
-            out[idx] = seg
-            prev = key
+    h = history.dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+    if h.empty:
+        return out
+    cols = _key_columns(h)
+    keys = h[cols].astype(object)
+    keys = keys.where(keys.map(lambda v: isinstance(v, str)), "")   # as _keys: only text names an instrument
+    by_metric = h["metric"]
+    changed = keys.ne(keys.groupby(by_metric).shift()).any(axis=1)   # a metric's first row counts as a change
+    out.loc[h.index] = changed.astype(int).groupby(by_metric).cumsum().to_numpy() - 1
     return out
 
 

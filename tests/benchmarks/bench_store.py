@@ -187,7 +187,7 @@ def parquet(report: Report, work: Path, path: Path, n_runs: int) -> None:
 
 _MEMORY_PROBE = textwrap.dedent("""
     import sys
-    from lib.diagnosis import diagnose
+    from lib.diagnosis import checks, diagnose, provenance
     from lib.store import Store
     from tests.benchmarks.report import vm_hwm_mib
     with Store(sys.argv[1]) as s:
