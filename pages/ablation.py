@@ -183,7 +183,12 @@ def render_result(row: dict, run_label: str) -> None:
     note = loaders.job_note(ctx.db_path, result.ablation_id)
     if note and note.judge.sentence:
         st.caption(md(f"Judge: {note.judge.sentence}."))
+    _verdicts(result)
+    _per_sample_changes(result)
+    _four_readings(result)
 
+
+def _verdicts(result: AblationResult) -> None:
     st.subheader("Metrics x fields")
     st.plotly_chart(charts.verdict_heatmap(ablation_views.verdict_matrix(result)), key="abl_heatmap", width="content",
                     config={"displayModeBar": False})
@@ -201,6 +206,8 @@ def render_result(row: dict, run_label: str) -> None:
         st.warning("Some judgings failed (not scored, not counted as 0 or 1). Reasons:")
         st.dataframe([{"reason": k, "count": n} for k, n in result.failures.items()], width="content")
 
+
+def _per_sample_changes(result: AblationResult) -> None:
     st.subheader("Per-sample changes")
     cells = [(v.metric, v.arm) for v in result.verdicts if v.delta is not None]
     if not cells:
@@ -219,6 +226,8 @@ def render_result(row: dict, run_label: str) -> None:
         d2.plotly_chart(charts.delta_histogram(deltas, metric=metric, arm=arm), key="abl_hist",
                         config={"displayModeBar": False})
 
+
+def _four_readings(result: AblationResult) -> None:
     st.subheader("The four readings", help=glossary.help_for("four readings"))
     four = result.four
     if four is None:
