@@ -62,9 +62,9 @@ def measure(db: Path) -> list[tuple[str, float, str, str]]:
                     f"{len(spec.run_ids)} runs"))
         run_id = spec.run_ids[-1]
         first = AblationSpec(run_id, ("faithfulness",), ("ground_truth",), repeats=1, judge=MODEL,
-                             endpoint=server.base_url)
+                             endpoint=server.base_url, sequential=False)
         again = AblationSpec(run_id, ("faithfulness",), ("ground_truth",), repeats=1, judge=MODEL,
-                             endpoint=server.base_url, limit=10_000)   # another ablation id, the same requests
+                             endpoint=server.base_url, limit=10_000, sequential=False)   # another id, same requests
         before = server.n_calls()
         run_ablation(store, first, judge)
         first_calls = server.n_calls() - before

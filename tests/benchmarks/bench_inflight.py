@@ -24,7 +24,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.app.demo import build_demo, run_plans  # noqa: E402
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
+from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
 from lib.store import Store  # noqa: E402
 from tests.benchmarks.judge_server import JudgeServer  # noqa: E402
@@ -51,7 +53,7 @@ def demo_db(work: Path, n_runs: int, name: str) -> Path:
 def _ablate(store: Store, server: JudgeServer, run_id: str, width: int, blanks: tuple[str, ...]) -> dict:
     judge = OpenAIJudge(MODEL, base_url=server.base_url, concurrency=width, timeout=30, max_attempts=3)
     spec = AblationSpec(run_id, ("faithfulness",), blanks, repeats=1, judge=MODEL, endpoint=server.base_url,
-                        seed=7000 + width)
+                        seed=7000 + width, sequential=False)   # every sample: the calls are what is measured
     before = server.n_calls()
     t, cpu = time.perf_counter(), time.process_time()
     result = run_ablation(store, spec, judge)
@@ -62,6 +64,22 @@ def _ablate(store: Store, server: JudgeServer, run_id: str, width: int, blanks: 
     return {"calls": calls, "wall": wall, "ideal": ideal, "ratio": wall / ideal if calls else float("nan"),
             "cpu_ms": 1000 * cpu / calls if calls else float("nan"), "pacing": judge.pacing.sentence,
             "verdict": result.summary if result else "stopped"}
+
+
+def _harness(store: Store, server: JudgeServer, run_id: str, width: int) -> dict:
+    """The harness alone (no ablation planning, storing or analysis): a run's samples judged under 3 seeds."""
+    samples = store.samples(run_id)
+    judge = OpenAIJudge(MODEL, base_url=server.base_url, concurrency=width, timeout=30, max_attempts=3)
+    instrument = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+    before = server.n_calls()
+    t, cpu = time.perf_counter(), time.process_time()
+    for seed in range(3):
+        score_samples(samples, instrument, judge, seed=90_000 + 10 * width + seed, cache=store)
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    calls = server.n_calls() - before
+    judge.close()
+    ideal = calls * LATENCY / width
+    return {"calls": calls, "wall": wall, "ideal": ideal, "ratio": wall / ideal, "cpu_ms": 1000 * cpu / calls}
 
 
 def measure(db: Path) -> list[tuple[str, float, str, str]]:
@@ -78,6 +96,10 @@ def measure(db: Path) -> list[tuple[str, float, str, str]]:
                         f"cold first job {cold['ratio']:.2f}x; {warm['pacing']}"))
             out.append((f"client CPU per call at {width} in flight", warm["cpu_ms"], "none",
                         f"ms, one interpreter; wall = ideal needs at most {1000 * LATENCY / width:.2f} ms"))
+            alone = _harness(store, server, plans[LEAKY_RUN].run_id, width)
+            out.append((f"harness alone: ratio to ideal at {width} in flight", alone["ratio"], "none",
+                        f"{alone['wall']:.2f} s for {alone['calls']} calls, ideal {alone['ideal']:.2f} s; "
+                        f"client CPU {alone['cpu_ms']:.2f} ms a call"))
         if server.errors():
             out.append(("server errors", len(server.errors()), "0", "; ".join(server.errors())))
     return out

@@ -9,7 +9,9 @@ dashboard's queries, memory, the Parquet layout), judging (demo build, harness
 throughput, ablations with the model judge on a loopback server and with the
 offline judge, the call cache, Ragas side by side), sequential (the demo's matrix
 judged sequentially and in full: calls saved, verdict agreement; synthetic runs;
-the simulated false-LEAK rate, tests/benchmarks/bench_sequential.py), pages (each page's first
+the simulated false-LEAK rate, tests/benchmarks/bench_sequential.py), engine (an ablation's wall time
+against the ideal at 16 and 64 in flight with client CPU per call, calls against distinct prompts for the
+demo's re-judged history, the batch path end to end: tests/benchmarks/bench_engine.py), pages (each page's first
 load in headless Chromium, the dashboard's peak RSS), scale (the history at 20,000
 runs: queries, Trends' charts, memory, growth from 2,000). The growth from 200 to
 2,000 runs is printed last, then every targeted figure again as a summary.
@@ -36,6 +38,7 @@ if str(ROOT) not in sys.path:
 
 from lib.store import Store  # noqa: E402
 from tests.benchmarks import (  # noqa: E402
+    bench_engine,
     bench_judging,
     bench_pages,
     bench_scale,
@@ -45,7 +48,7 @@ from tests.benchmarks import (  # noqa: E402
 )
 from tests.benchmarks.report import Figure, Report  # noqa: E402
 
-SECTIONS = ("store", "judging", "sequential", "pages", "scale")
+SECTIONS = ("store", "judging", "sequential", "engine", "pages", "scale")
 SMALL, LARGE = 200, 2000
 
 
@@ -121,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             from lib.app.demo import build_demo
             build_demo(demo_path, n_runs=demo_runs)
         bench_sequential.sequential(report, demo_path, work, sims=400)   # about 20 s of simulation
+
+    if "engine" in sections:
+        report.section("Judge engine: calls in flight and client CPU, calls per distinct prompt, the batch path")
+        bench_engine.engine(report, work, demo_runs)
 
     if "pages" in sections:
         targets = [(demo_path, f"demo, {demo_runs} runs"), (stores[max(sizes)], f"synthetic, {max(sizes):,} runs")]
