@@ -21,9 +21,16 @@ def verdict(target: str, value: float) -> bool | None:
         return None
 
 
+SECTIONS = ((bench_inflight, "Judge engine: calls in flight (50 ms a call) and client CPU per call"),
+            (bench_distinct, "Judge engine: calls per distinct prompt (re-judged history, repeated ablation)"),
+            (bench_batch, "The batch path end to end (Batch API on the loopback server)"))
+
+
 def engine(report: Report, work: Path, demo_runs: int) -> None:
+    """Each engine benchmark in its own section (the batch one goes to README's Scaling, the rest to Performance)."""
     runs = max(demo_runs, bench_inflight.LEAKY_RUN + 1)
-    for module in (bench_inflight, bench_distinct, bench_batch):
+    for module, title in SECTIONS:
+        report.section(title)
         name = module.__name__.rsplit(".", 1)[-1]
         for i, (what, value, target, note) in enumerate(module.measure(bench_inflight.demo_db(work, runs, name))):
             unit = "ms" if "CPU" in what else "x" if "ratio" in what or "/" in what else "calls"

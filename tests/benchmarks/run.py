@@ -126,7 +126,6 @@ def main(argv: list[str] | None = None) -> int:
         bench_sequential.sequential(report, demo_path, work, sims=400)   # about 20 s of simulation
 
     if "engine" in sections:
-        report.section("Judge engine: calls in flight and client CPU, calls per distinct prompt, the batch path")
         bench_engine.engine(report, work, demo_runs)
 
     if "pages" in sections:
