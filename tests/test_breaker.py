@@ -83,7 +83,8 @@ def db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
 
 
 def spec_on(server: OpenAIServer, **kw: object) -> AblationSpec:
-    options: dict[str, object] = {"repeats": 2, "limit": 30, **kw}
+    # every sample judged: the failure shares below are of the plan's fixed total
+    options: dict[str, object] = {"repeats": 2, "limit": 30, "sequential": False, **kw}
     return AblationSpec(mini_demo_run_ids()[1], ("faithfulness",), ("ground_truth",), judge=MODEL,
                         endpoint=server.base_url, **options)  # type: ignore[arg-type]
 
