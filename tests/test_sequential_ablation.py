@@ -101,7 +101,7 @@ def test_each_arm_says_how_many_samples_it_judged_and_why_it_stopped(demo_pairs)
 
 def test_a_finished_sequential_ablation_is_answered_from_the_store(store: Store, demo_pairs) -> None:
     seq, _ = demo_pairs[0]
-    spec = AblationSpec.from_dict(seq.spec)
+    spec = seq.spec
     assert spec.sequential and spec.ablation_id == seq.ablation_id
 
     class NoCalls(OfflineJudge):
@@ -186,7 +186,8 @@ def test_the_false_leak_rate_over_200_simulated_clean_ablations_is_at_most_the_s
 def test_judging_every_sample_stays_available(store: Store, demo_pairs) -> None:
     _, full = demo_pairs[0]
     assert all(v.stop == "" and v.judged == 0 for v in full.verdicts) and full.stopped_early == 0
-    assert replace(AblationSpec.from_dict(full.spec), sequential=False).ablation_id == full.ablation_id
+    assert replace(full.spec, sequential=False).ablation_id == full.ablation_id
+    assert not AblationSpec.from_dict({k: v for k, v in full.spec.to_dict().items() if k != "sequential"}).sequential
 
 
 def test_the_cli_judges_sequentially_unless_told_to_judge_every_sample(fresh_db: Path) -> None:
