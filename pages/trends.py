@@ -7,12 +7,10 @@ Deep link: ?metric=<name> shows one metric (absent: all); from=<YYYY-MM-DD>&to=<
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from lib.app import loaders, ui, ui_history
-from lib.diagnosis import noise, segments
-from lib.presentation import charts, glossary, history_charts, linkparams, views
+from lib.presentation import charts, glossary, linkparams, views
 
 ctx = ui.sidebar()
 
@@ -69,21 +67,7 @@ since, until = views.day_bounds(first, last)
 window = views.in_range(history, since, until)
 events = views.in_range(loaders.events(ctx.db_path, ctx.version), since, until)
 jumps = views.in_range(views.jumps_frame(loaders.jumps(ctx.db_path, ctx.version)), since, until)
-noise_sd = loaders.trend_noise(ctx.db_path, ctx.version)
-series = loaders.series(ctx.db_path, ui_history.version(ctx))
-figures = {
-    m: charts.trend_figure(window[window["metric"] == m], metric=m,
-                           events=views.events_for(events, [m]),
-                           jumps=jumps[jumps["metric"] == m], band=noise.band(noise_sd.get(m, float("nan"))),
-                           height=300 if len(shown) > 1 else 460, legend=len(shown) == 1)
-    for m in shown
-}
-for m, fig in figures.items():  # comparable segments shaded; each re-judged series as a second line
-    mine = window[window["metric"] == m]
-    history_charts.shade_segments(fig, segments.segments(mine), y=float(mine["score"].min()) - 0.01)
-    for s in series:
-        if s.metric == m:
-            history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))
+figures = loaders.trend_figures(ctx.db_path, ctx.version, ui_history.version(ctx), tuple(shown), first, last)
 
 # -- render ------------------------------------------------------------------------------------
 st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted stretches: runs measured with one "

@@ -22,7 +22,8 @@ from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_jud
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
 from lib.judging import cost
-from lib.presentation import ablation_views, judging_counts, review
+from lib.presentation import ablation_views, judging_counts, review, views
+from lib.presentation import trend_figures as trend_page
 
 
 # -- the trend and what is read from it (Overview, Trends) -------------------------------------
@@ -49,6 +50,19 @@ def trend_noise(db_path: str, version: str) -> dict[str, float]:
 @st.cache_data(show_spinner=False)
 def series(db_path: str, version: str) -> list[rejudge.Series]:
     return rejudge.finished_series(open_store(db_path))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trend_figures(db_path: str, version: str, series_version: str, shown: tuple[str, ...], first: date,
+                  last: date) -> dict[str, dict]:
+    """Trends' charts for the metrics `shown` and the runs between `first` and `last` (cached: building them is
+    most of the page's server time); `series_version` is the re-judged series' version (ui_history.version)."""
+    since, until = views.day_bounds(first, last)
+    return trend_page.trend_figures(
+        views.in_range(history(db_path, version, MAIN), since, until),
+        views.in_range(events(db_path, version), since, until),
+        views.in_range(views.jumps_frame(jumps(db_path, version)), since, until),
+        trend_noise(db_path, version), series(db_path, series_version), shown, since, until)
 
 
 @st.cache_data(show_spinner=False)

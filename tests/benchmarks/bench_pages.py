@@ -11,20 +11,42 @@ wait). Two passes:
 - in one process: each page once, in a fresh browser session, in menu order,
   as a user opening the dashboard and visiting every page meets them; the
   process's peak RSS (VmHWM) is read after.
+
+Run by itself (`main`), it measures each page in a running dashboard, median
+of 3 loads each in a fresh browser session, for this tree and for an older
+revision (`--before REV`, exported with `git archive` and served from its own
+folder, on the same database), and prints per page and revision:
+
+- first content: navigation until the page's title and one more element of
+  the main area are drawn (what a user sees first);
+- full run: until the script has finished and everything is drawn (as above);
+- server: from the first to the last websocket message of the load (the
+  script's run, as the browser receives it);
+- bytes: what the server sent over the websocket for the page.
+
+    python tests/benchmarks/bench_pages.py [--before REV|none] [--db PATH] [--large]
 """
 
 from __future__ import annotations
 
+import argparse
 import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from tests.benchmarks.report import Figure, Report, vm_hwm_mib, warn
-from tests.support.browser import StreamlitServer
-
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks.report import Figure, Report, vm_hwm_mib, warn  # noqa: E402
+from tests.support.browser import StreamlitServer  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -42,14 +64,14 @@ def pages() -> list[tuple[str, str]]:
 
 
 @contextmanager
-def dashboard(db: Path, log: Path, script: Path = ROOT / "app.py"):
+def dashboard(db: Path, log: Path, script: Path = ROOT / "app.py", cwd: Path = ROOT):
     """`streamlit run` (tests.support.browser.StreamlitServer) serving `db`; yields (url, pid).
 
     Each server writes its output into its own folder beside `log`.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(dir=log.parent, prefix=f"{log.stem}-"))
-    with StreamlitServer(db, log_dir=log_dir, script=script) as server:
+    with StreamlitServer(db, log_dir=log_dir, script=script, cwd=cwd) as server:
         assert server.proc is not None
         yield server.url, server.proc.pid
 
@@ -153,3 +175,157 @@ def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool =
     text = log.read_text(errors="replace") if log.exists() else ""
     if "Traceback" in text:
         warn(f"the dashboard logged a traceback; see {log}")
+
+
+# -- before and after, per page ------------------------------------------------------------------------------------
+LOADS = 3
+BEFORE = "7b01243"   # main before the page-speed work of issue 14 item 18
+
+_CONTENT = """() => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    if (!main || !main.querySelector('h1')) return false;
+    if (document.querySelector('[data-testid="stAppSkeleton"]')) return false;
+    return main.querySelectorAll('[data-testid="stElementContainer"]').length >= 2;
+}"""
+
+
+@dataclass(frozen=True)
+class Load:
+    """One page load in a fresh browser session (seconds from navigation; bytes over the websocket)."""
+
+    content_s: float
+    full_s: float
+    server_s: float
+    bytes: int
+    charts: int
+    errors: int
+
+
+def measure(browser, url: str, *, quiet: float = 0.6, timeout: float = 120) -> Load:
+    """Load `url` in a fresh session: first content, full run, the websocket's span and bytes (see the docstring)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    frames: list[tuple[float, int]] = []
+
+    def on_socket(ws) -> None:
+        ws.on("framereceived", lambda payload: frames.append((time.perf_counter(), len(payload))))
+
+    page.on("websocket", on_socket)
+    try:
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        content = since = None
+        charts = 0
+        while True:
+            now = time.perf_counter()
+            if content is None and page.evaluate(_CONTENT):
+                content = now - t0
+            state = page.evaluate(_RENDERED)
+            if state >= 0:
+                since = since or now
+                charts = state
+                if now - since >= quiet:
+                    break
+            else:
+                since = None
+            if now - t0 > timeout:
+                raise TimeoutError(f"not rendered after {timeout:.0f} s")
+            time.sleep(0.05)
+        shown = [(t, n) for t, n in frames if t <= since]
+        server = shown[-1][0] - shown[0][0] if shown else float("nan")
+        errors = page.locator('[data-testid="stException"]').count()
+        return Load(content if content is not None else since - t0, since - t0, server,
+                    sum(n for _, n in shown), charts, errors)
+    finally:
+        context.close()
+
+
+def median_load(browser, url: str, n: int = LOADS) -> Load:
+    """The median of each measure over `n` loads (each in a fresh session)."""
+    loads = [measure(browser, url) for _ in range(n)]
+    return Load(*(statistics.median(getattr(x, f) for x in loads) for f in
+                  ("content_s", "full_s", "server_s", "bytes", "charts")), max(x.errors for x in loads))
+
+
+def export_revision(rev: str, dest: Path) -> Path:
+    """The tree of git revision `rev` in `dest` (git archive: no worktree, nothing in this checkout changes)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def measure_tree(browser, db: Path, tree: Path, log: Path) -> dict[str, Load]:
+    """Every page of the checkout at `tree`, served on `db` in one dashboard, after a first visit of the root."""
+    names = pages()
+    out: dict[str, Load] = {}
+    with dashboard(db, log, tree / "app.py", cwd=tree) as (url, _):
+        measure(browser, url)   # the process opens the database and imports its modules once, as any server has
+        for name, path in names:
+            try:
+                out[name] = median_load(browser, f"{url}/{path}")
+            except Exception as exc:  # a page that never renders is reported, the others still measured
+                print(f"{name}: DID NOT RENDER ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
+    return out
+
+
+def print_figures(label: str, after: dict[str, Load], before: dict[str, Load] | None, rev: str) -> None:
+    """One line per page and measure: 'figure: value (target ...; before ...)'."""
+    measures = (("full run", "full_s", 1.0, "s", f"< {PAGE_SECONDS:.0f} s"),
+                ("first content", "content_s", 1.0, "s", ""), ("server", "server_s", 1.0, "s", ""),
+                ("bytes sent", "bytes", 1e-3, "kB", ""))
+    for name, a in after.items():
+        b = (before or {}).get(name)
+        for what, field, scale, unit, target in measures:
+            value = getattr(a, field) * scale
+            verdict = f", {'PASS' if value < PAGE_SECONDS else 'MISS'}" if target else ""
+            was = f"; before ({rev}) {getattr(b, field) * scale:,.2f} {unit}" if b else ""
+            print(f"{name} {what} @{label}: {value:,.2f} {unit} (target {target or 'none'}{verdict}{was})"
+                  + (f"  [{a.errors} EXCEPTION BOX(ES)]" if a.errors and field == "full_s" else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", default=BEFORE, metavar="REV",
+                        help=f"also measure this git revision (default {BEFORE}: main before the page-speed work; "
+                             "'none': this tree only)")
+    parser.add_argument("--db", type=Path, help="the database to serve (default: the demo, built in --workdir)")
+    parser.add_argument("--large", action="store_true", help="also the synthetic 2,000-run store")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/evaldrift-bench-pages"))
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    from lib.app.demo import build_demo  # after sys.path: this tree's lib
+    work = args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    targets: list[tuple[Path, str]] = []
+    demo = args.db or work / "demo.duckdb"
+    if not demo.exists():
+        build_demo(demo)
+    targets.append((demo, "demo" if args.db is None else demo.name))
+    if args.large:
+        from tests.benchmarks import synth
+        big = work / "synthetic-2000.duckdb"
+        if not big.exists():
+            synth.build(big, 2000)
+        targets.append((big, "2,000 runs"))
+    old = None
+    if args.before != "none":
+        try:
+            old = export_revision(args.before, work / f"tree-{args.before}")
+        except subprocess.CalledProcessError:
+            print(f"before ({args.before}): not in this repository's history; skipped")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            for db, label in targets:
+                before = measure_tree(browser, db, old, work / "before.log") if old else None
+                after = measure_tree(browser, db, ROOT, work / "after.log")
+                print_figures(label, after, before, args.before)
+        finally:
+            browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

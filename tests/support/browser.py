@@ -99,12 +99,14 @@ class StreamlitServer:
         timeout: seconds to wait for /_stcore/health to answer "ok".
         script: the script to serve (app.py; the page benchmark serves a one-line floor page too).
         args: more `streamlit run` options (e.g. --secrets.files PATH for a test's login settings).
+        cwd: the checkout to serve from (this one; the page benchmark serves an older revision's too).
     """
 
     def __init__(self, db: Path, *, env: Mapping[str, str] | None = None, log_dir: Path | None = None,
                  port: int | None = None, timeout: float = WAIT_S, script: str | Path = APP,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), cwd: Path = ROOT) -> None:
         self.db = Path(db)
+        self.cwd = Path(cwd)
         self.args = tuple(args)
         self.script = str(script)
         self.port = port or free_port()
@@ -128,7 +130,7 @@ class StreamlitServer:
     def start(self) -> StreamlitServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=out, stderr=err,
+            self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=err,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             self._wait_healthy()

@@ -1,0 +1,39 @@
+"""Trends' charts, one per metric, from the frames the page already holds: pure, so a loader can cache them.
+
+Building a Plotly figure is most of the Trends page's server time (the
+validated property tree: a few hundred milliseconds for five charts), so the
+page caches what this returns, as plain figure dicts, per database version,
+metric choice and date range (lib.app.loaders.trend_figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import pandas as pd
+
+from lib.diagnosis import noise, segments
+from lib.diagnosis.rejudge import Series
+from lib.presentation import charts, history_charts, views
+
+
+def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFrame, noise_sd: Mapping[str, float],
+                  series: Sequence[Series], shown: Sequence[str], since: datetime, until: datetime) -> dict[str, dict]:
+    """Each shown metric's trend chart over `window` (the trend between since and until), as a figure dict.
+
+    The score line with its noise band, recorded changes, jumps, the comparable segments shaded, and each
+    re-judged series of the metric as a second line; one chart with its legend when one metric is shown.
+    """
+    out: dict[str, dict] = {}
+    for m in shown:
+        mine = window[window["metric"] == m]
+        fig = charts.trend_figure(mine, metric=m, events=views.events_for(events, [m]),
+                                  jumps=jumps[jumps["metric"] == m], band=noise.band(noise_sd.get(m, float("nan"))),
+                                  height=300 if len(shown) > 1 else 460, legend=len(shown) == 1)
+        history_charts.shade_segments(fig, segments.segments(mine), y=float(mine["score"].min()) - 0.01)
+        for s in series:
+            if s.metric == m:
+                history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))
+        out[m] = fig.to_dict()
+    return out
