@@ -11,7 +11,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from lib.presentation.thin import thin
+from lib.presentation.thin import MAX_POINTS, thin
 
 
 def safe(text: object, limit: int = 300) -> str:
@@ -34,7 +34,7 @@ MARKER_STEP = 0.03   # score units between the markers of changes recorded at on
 
 def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | None = None,
                  jumps: pd.DataFrame | None = None, band: float | None = None, height: int = 330,
-                 legend: bool = True) -> go.Figure:
+                 legend: bool = True, max_points: int = MAX_POINTS) -> go.Figure:
     """One metric over runs: the score, its noise band, recorded changes, and the flagged jumps.
 
     Over 60 lines on purpose: one figure, built trace by trace in drawing order (band, score, changes, jumps).
@@ -50,10 +50,11 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         jumps: views.jumps_frame rows of this metric.
         band: half-width of the noise band drawn around the series (stats.noise_band of the noise sd).
         legend: show the legend (small multiples leave it out and explain the marks once).
+        max_points: runs drawn before the series is thinned (a small multiple is half as wide: fewer).
     """
     keep = {*(jumps["run_id"].astype(str) if jumps is not None else ()),
             *(events["run_id"].astype(str) if events is not None else ())}
-    drawn = thin(series, keep=keep)   # past MAX_POINTS runs: each bucket's extremes, every jump and change
+    drawn = thin(series, keep=keep, max_points=max_points)   # past it: bucket extremes, every jump and change
     s = drawn.series
     x, y, ids = s["started_at"], s["score"].astype(float), s["run_id"].astype(str).tolist()
     fig = go.Figure()

@@ -16,6 +16,9 @@ import pandas as pd
 from lib.diagnosis import noise, segments
 from lib.diagnosis.rejudge import Series
 from lib.presentation import charts, history_charts, views
+from lib.presentation.thin import MAX_POINTS
+
+SMALL_MULTIPLE_POINTS = 300   # a two-per-row chart (about 600 px wide) draws about 2 x this: a point a pixel
 
 
 def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFrame, noise_sd: Mapping[str, float],
@@ -23,14 +26,17 @@ def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFram
     """Each shown metric's trend chart over `window` (the trend between since and until), as a figure dict.
 
     The score line with its noise band, recorded changes, jumps, the comparable segments shaded, and each
-    re-judged series of the metric as a second line; one chart with its legend when one metric is shown.
+    re-judged series of the metric as a second line; one chart with its legend when one metric is shown. A
+    chart of the two-per-row grid is thinned past SMALL_MULTIPLE_POINTS runs (with every jump and change
+    kept: lib.presentation.thin), a single chart MAX_POINTS.
     """
     out: dict[str, dict] = {}
     for m in shown:
         mine = window[window["metric"] == m]
         fig = charts.trend_figure(mine, metric=m, events=views.events_for(events, [m]),
                                   jumps=jumps[jumps["metric"] == m], band=noise.band(noise_sd.get(m, float("nan"))),
-                                  height=300 if len(shown) > 1 else 460, legend=len(shown) == 1)
+                                  height=300 if len(shown) > 1 else 460, legend=len(shown) == 1,
+                                  max_points=SMALL_MULTIPLE_POINTS if len(shown) > 1 else MAX_POINTS)
         history_charts.shade_segments(fig, segments.segments(mine), y=float(mine["score"].min()) - 0.01)
         for s in series:
             if s.metric == m:

@@ -1,0 +1,51 @@
+"""Trends' charts as the page caches them (lib/presentation/trend_figures.py): one figure dict per metric shown,
+each point still carrying its run for a click, the re-judged series drawn beside the recorded one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from lib.core.records import MAIN
+from lib.diagnosis import diagnose, rejudge
+from lib.presentation import charts, trend_figures, views
+from lib.store import Store
+
+SINCE, UNTIL = datetime(2000, 1, 1), datetime(2100, 1, 1)
+
+
+def _figures(store: Store, shown: list[str], since: datetime = SINCE, until: datetime = UNTIL) -> dict[str, dict]:
+    history = store.metric_history(suite=MAIN)
+    window = views.in_range(history, since, until)
+    jumps = views.in_range(views.jumps_frame(diagnose.find_jumps(store, history=history)), since, until)
+    return trend_figures.trend_figures(window, views.in_range(diagnose.change_events(history), since, until), jumps,
+                                       diagnose.trend_noise(history), rejudge.finished_series(store), shown, since,
+                                       until)
+
+
+def test_one_figure_per_metric_shown_small_multiples_without_a_legend(demo_db: Path) -> None:
+    with Store(demo_db) as store:
+        metrics = views.ordered_metrics(store.metric_history(suite=MAIN)["metric"].unique().tolist())
+        many = _figures(store, metrics)
+        one = _figures(store, ["faithfulness"])
+    assert list(many) == metrics
+    assert all(f["layout"]["showlegend"] is False for f in many.values())
+    assert one["faithfulness"]["layout"]["showlegend"] is True
+    fig = go.Figure(many["faithfulness"])   # a plain dict that Plotly (and st.plotly_chart) reads back
+    score = next(t for t in fig.data if t.name == "faithfulness")
+    assert len(score.customdata) == len(score.x) > 0   # every point still opens its run
+
+
+def test_a_range_draws_only_its_runs(demo_db: Path) -> None:
+    with Store(demo_db) as store:
+        history = store.metric_history(suite=MAIN)
+        days = views.run_days(history)
+        since, until = views.day_bounds(days[10], days[19])
+        fig = go.Figure(_figures(store, ["faithfulness"], since, until)["faithfulness"])
+        inside = views.in_range(history[history["metric"] == "faithfulness"], since, until)
+    score = next(t for t in fig.data if t.name == "faithfulness")
+    assert sorted(score.customdata) == sorted(inside["run_id"].astype(str))
+    assert charts.run_from_selection({"selection": {"points": [{"customdata": score.customdata[0]}]}}) \
+        == score.customdata[0]
