@@ -121,3 +121,33 @@ def test_first_stop_replays_the_looks() -> None:
     assert not Stop(EXHAUSTED, 100).early and Stop(MOVE, 20).early
     # the last look is never a CS decision: an arm judged in full rests on the fixed-n interval
     assert first_stop(20, 20, lambda k: ev()) == Stop(EXHAUSTED, 20)
+
+
+# -- which judgings a chunk makes -----------------------------------------------------------------------------
+
+def test_a_chunk_judges_open_arms_and_the_baseline_the_replay_check_needs() -> None:
+    from lib.core.samples import EvalSample
+    from lib.diagnosis.ablation_plan import Plan
+    from lib.diagnosis.ablation_spec import AblationSpec
+    from lib.diagnosis.sequential_run import REPLAY_MIN, chunk_units
+
+    spec = AblationSpec("r", ("faithfulness",), ("ground_truth", "contexts"), repeats=2)
+    samples = tuple(EvalSample(f"s{i:03d}", "q", "a", ("c",), "g") for i in range(200))
+    plan = Plan(spec, samples, {}, ("question", "answer", "contexts", "ground_truth"),
+                frozenset({("faithfulness", "question+ground_truth")}))
+
+    def cells(stops: dict, start: int, done: set | None = None, **kw: object) -> set[tuple[str, int]]:
+        units = chunk_units(plan, stops, start, start + 20, range(2), done or set(), **kw)  # type: ignore[arg-type]
+        assert all(start <= int(u[3].sample_id[1:]) < start + 20 for u in units)
+        return {(u[1], u[2]) for u in units}
+
+    both = {(a, r) for a in ("none", "ground_truth", "contexts") for r in range(2)}
+    assert cells({}, 0) == both                                            # every open arm, with its baseline
+    assert cells({}, 0, baseline_only=True) == {("none", 0), ("none", 1)}  # the probe
+    one = {("faithfulness", "contexts"): Stop(MOVE, 20)}
+    assert cells(one, 20) == both - {("contexts", 0), ("contexts", 1)}    # a stopped arm is judged no more
+    every = {("faithfulness", a): Stop(MOVE, 20) for a in ("ground_truth", "contexts")}
+    assert cells(every, REPLAY_MIN - 20) == {("none", 0), ("none", 1)}     # the baseline up to REPLAY_MIN
+    assert cells(every, REPLAY_MIN) == set()
+    done = {("faithfulness", "none", 0, f"s{i:03d}") for i in range(20)}
+    assert cells({}, 0, done) == both - {("none", 0)}                      # a resumed chunk skips what is stored
