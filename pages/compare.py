@@ -13,11 +13,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from lib.app import access, gate, ui
+from lib.app import access, gate, loaders, ui
 from lib.core.errors import InputError
-from lib.core.records import MAIN
 from lib.diagnosis import diagnose, splits
-from lib.diagnosis.diagnose import RunChanges, Split
 from lib.presentation import charts, glossary, linkparams, views
 
 ctx = ui.sidebar()
@@ -26,46 +24,15 @@ SCORE = st.column_config.NumberColumn(format="%.3f")
 DELTA = st.column_config.NumberColumn(format="%+.3f")
 
 
-@st.cache_data(show_spinner=False)
-def load_runs(db_path: str, version: str) -> pd.DataFrame:
-    return ui.open_store(db_path).runs()
-
-
-@st.cache_data(show_spinner=False)
-def load_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
-    return ui.open_store(db_path).run_metrics(run_id, MAIN)
-
-
-@st.cache_data(show_spinner=False)
-def load_pipeline(db_path: str, version: str, run_id: str) -> dict[str, object]:
-    return ui.open_store(db_path).run(run_id).pipeline
-
-
-@st.cache_data(show_spinner=False)
-def load_changes(db_path: str, version: str, run_id: str, baseline: str) -> RunChanges:
-    return diagnose.run_changes(ui.open_store(db_path), run_id, baseline)
-
-
-@st.cache_data(show_spinner=False)
-def load_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
-    return ui.open_store(db_path).sample_scores(run_id, MAIN)
-
-
-@st.cache_data(show_spinner=False)
-def load_split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> Split:
-    store = ui.open_store(db_path)
-    return splits.run_split(store, splits.plan_split(store, metric, baseline, run_id, ui.load_settings()))
-
-
 def split_plan(metric: str, baseline: str, run_id: str) -> tuple[splits.SplitPlan | None, str]:
     """The split's plan on this server's terms, or None and the sentence saying why it cannot run here."""
     try:
-        return splits.plan_split(ctx.store, metric, baseline, run_id, ui.load_settings()), ""
+        return loaders.split_plan(ctx.db_path, metric, baseline, run_id), ""
     except InputError as exc:
         return None, str(exc)
 
 
-runs = load_runs(ctx.db_path, ctx.version)
+runs = loaders.runs(ctx.db_path, ctx.version)
 st.title("Compare two runs")
 if len(runs) < 2:
     st.info("Comparing needs at least two runs.")
@@ -85,7 +52,7 @@ if not ui.seed_from_query("compare_base", "run_b", ids, before) and \
 st.session_state["_compare_base_of"] = run_id
 baseline = c2.selectbox("Baseline", ids, key="compare_base", format_func=labels.get,
                         help="Defaults to the run before; deltas are run - baseline.")
-metrics_run = load_metrics(ctx.db_path, ctx.version, run_id)
+metrics_run = loaders.run_metrics(ctx.db_path, ctx.version, run_id)
 metric_names = views.ordered_metrics(metrics_run["metric"].tolist())
 ui.seed_from_query("compare_metric", "metric", metric_names,
                    "faithfulness" if "faithfulness" in metric_names else (metric_names or [None])[0])
@@ -93,19 +60,19 @@ metric = c3.selectbox("Metric", metric_names, key="compare_metric")
 ui.set_query(run=run_id, run_b=baseline, metric=metric)
 
 # -- lib calls ---------------------------------------------------------------------------------
-config = views.config_rows(diagnose.config_diff(load_pipeline(ctx.db_path, ctx.version, baseline),
-                                                load_pipeline(ctx.db_path, ctx.version, run_id)))
-changes = load_changes(ctx.db_path, ctx.version, run_id, baseline)
-sides = views.metric_sides(load_metrics(ctx.db_path, ctx.version, baseline), metrics_run)
-scores_base = load_scores(ctx.db_path, ctx.version, baseline)
-scores_run = load_scores(ctx.db_path, ctx.version, run_id)
+config = views.config_rows(diagnose.config_diff(loaders.run_header(ctx.db_path, ctx.version, baseline).pipeline,
+                                                loaders.run_header(ctx.db_path, ctx.version, run_id).pipeline))
+changes = loaders.run_changes(ctx.db_path, ctx.version, run_id, baseline)
+sides = views.metric_sides(loaders.run_metrics(ctx.db_path, ctx.version, baseline), metrics_run)
+scores_base = loaders.sample_scores(ctx.db_path, ctx.version, baseline)
+scores_run = loaders.sample_scores(ctx.db_path, ctx.version, run_id)
 deltas = views.paired_deltas(scores_base, scores_run, metric) if metric else pd.DataFrame()
 summary = views.paired_summary(deltas) if len(deltas) else None
 aligned = views.aligned_verdicts(scores_base, scores_run, metric) if metric else pd.DataFrame()
 flipped = views.flipped_verdicts(aligned) if len(aligned) else pd.DataFrame()
 flip_counts = views.flip_summary(aligned) if len(aligned) else None
 figure = charts.paired_delta_figure(deltas, metric=metric) if summary is not None else None
-metrics_base = load_metrics(ctx.db_path, ctx.version, baseline)
+metrics_base = loaders.run_metrics(ctx.db_path, ctx.version, baseline)
 
 # -- render ------------------------------------------------------------------------------------
 if run_id == baseline:
@@ -194,7 +161,7 @@ split_shown = may_split and split_key in st.session_state.get("compare_splits", 
 ui.set_query(split="1" if split_shown else None)
 if split_shown:
     with st.spinner("Re-judging both runs' samples with both instruments..."):
-        split = load_split(ctx.db_path, ctx.version, metric, baseline, run_id)
+        split = loaders.split(ctx.db_path, ctx.version, metric, baseline, run_id)
     st.info(ui.md_literal(split.sentence))
     s1, s2, s3, s4 = st.columns(4)
     s1.metric("Re-judged move", views.signed(split.total))

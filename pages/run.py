@@ -10,13 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib.app import ui
-from lib.core import degenerate
+from lib.app import loaders, ui
 from lib.core.metrics import get_metric
-from lib.core.records import MAIN, RunHeader
-from lib.diagnosis import diagnose
-from lib.diagnosis.diagnose import RunChanges
-from lib.diagnosis.provenance import provenance as find_provenance
 from lib.presentation import linkparams, sample_pages, views
 
 ctx = ui.sidebar()
@@ -27,44 +22,6 @@ SCORE = st.column_config.NumberColumn(format="%.3f")
 VERDICT_ROW = 88   # px: a claim or its evidence wraps over four lines
 
 
-@st.cache_data(show_spinner=False)
-def load_runs(db_path: str, version: str) -> pd.DataFrame:
-    return ui.open_store(db_path).runs()
-
-
-@st.cache_data(show_spinner=False)
-def load_run(db_path: str, version: str, run_id: str) -> RunHeader:
-    return ui.open_store(db_path).run(run_id)
-
-
-@st.cache_data(show_spinner=False)
-def load_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
-    return ui.open_store(db_path).run_metrics(run_id, MAIN)
-
-
-@st.cache_data(show_spinner=False)
-def load_changes(db_path: str, version: str, run_id: str) -> RunChanges:
-    return diagnose.run_changes(ui.open_store(db_path), run_id)
-
-
-@st.cache_data(show_spinner=False)
-def load_provenance(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
-    return find_provenance(ui.open_store(db_path), run_id, metric)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def load_sample_page(db_path: str, version: str, run_id: str, metric: str, search: str,
-                     score_range: tuple[float, float], verdict: str | None, location: str | None,
-                     page: int) -> sample_pages.SamplePage:
-    filters = sample_pages.SampleFilters(search, score_range, verdict, location)
-    return sample_pages.sample_page(ui.open_store(db_path), run_id, metric, filters, page=page)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def load_one_sample(db_path: str, version: str, run_id: str, metric: str, sample_id: str):  # type: ignore[no-untyped-def]
-    return sample_pages.sample_rows(ui.open_store(db_path), run_id, metric, [sample_id])
-
-
 def pick_row(table: pd.DataFrame) -> None:
     """A row clicked in the sample table becomes the sample in the viewer."""
     rows = st.session_state["run_samples"]["selection"]["rows"]
@@ -72,7 +29,7 @@ def pick_row(table: pd.DataFrame) -> None:
         st.session_state["run_sample"] = str(table.iloc[rows[0]]["sample_id"])
 
 
-runs = load_runs(ctx.db_path, ctx.version)
+runs = loaders.runs(ctx.db_path, ctx.version)
 st.title("Run")
 if runs.empty:
     st.info("This database holds no runs yet.")
@@ -84,21 +41,17 @@ labels = views.run_labels(runs)
 ui.seed_from_query("run_pick", "run", ids, ids[0])
 c1, c2 = st.columns([2, 1], gap="large")
 run_id = c1.selectbox("Run", ids, key="run_pick", format_func=labels.get)
-run_metrics = load_metrics(ctx.db_path, ctx.version, run_id)
+run_metrics = loaders.run_metrics(ctx.db_path, ctx.version, run_id)
 metric_names = views.ordered_metrics(run_metrics["metric"].tolist())
 ui.seed_from_query("run_metric", "metric", metric_names,
                    "faithfulness" if "faithfulness" in metric_names else (metric_names or [None])[0])
 metric = c2.selectbox("Metric for the sample verdicts", metric_names, key="run_metric")
 
-@st.cache_data(show_spinner=False)
-def load_chance(db_path: str, version: str, run_id: str) -> list[str]:
-    return degenerate.chance_summary(degenerate.chance_scores(ui.open_store(db_path), run_id))
-
 
 # -- lib calls ---------------------------------------------------------------------------------
-header = load_run(ctx.db_path, ctx.version, run_id)
+header = loaders.run_header(ctx.db_path, ctx.version, run_id)
 table = views.metric_table(run_metrics)
-changes = load_changes(ctx.db_path, ctx.version, run_id)
+changes = loaders.run_changes(ctx.db_path, ctx.version, run_id)
 
 # -- render: the run ---------------------------------------------------------------------------
 st.caption(f"{ui.md_literal(run_id)} started {header.started_at:%Y-%m-%d %H:%M}" +
@@ -109,7 +62,7 @@ st.dataframe(table, hide_index=True, key="run_metrics_table",
                  help="judge model, prompt hash and binding all recorded")})
 if not table["attributed"].all():
     st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
-for line in load_chance(ctx.db_path, ctx.version, run_id):
+for line in loaders.chance(ctx.db_path, ctx.version, run_id):
     st.warning(ui.md_literal(line[0].upper() + line[1:]) + ". Such a sample should have been excluded.",
                icon=":material/block:")
 
@@ -155,10 +108,10 @@ location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS],
 
 # -- lib calls ---------------------------------------------------------------------------------
 page_no = int(st.session_state.get("run_page", 1))
-view = load_sample_page(ctx.db_path, ctx.version, run_id, metric, search, tuple(score_range),
+view = loaders.sample_page(ctx.db_path, ctx.version, run_id, metric, search, tuple(score_range),
                         None if verdict == ANY else verdict, None if location == ANY else location, page_no)
 shown, scores, provenance = view.rows, view.scores, view.provenance
-evidence = views.evidence_summary(load_provenance(ctx.db_path, ctx.version, run_id, metric), metric)
+evidence = views.evidence_summary(loaders.run_provenance(ctx.db_path, ctx.version, run_id, metric), metric)
 
 # -- render: the sample table ------------------------------------------------------------------
 if evidence.leak:
@@ -190,7 +143,7 @@ st.dataframe(
 # -- widgets and render: one sample ------------------------------------------------------------
 options = shown["sample_id"].tolist()
 if not options:   # nothing passes the filters: the viewer still offers the run's samples (this page of them)
-    every = load_sample_page(ctx.db_path, ctx.version, run_id, metric, "", (0.0, 1.0), None, None, page_no)
+    every = loaders.sample_page(ctx.db_path, ctx.version, run_id, metric, "", (0.0, 1.0), None, None, page_no)
     shown, scores, provenance = every.rows, every.scores, every.provenance
     options = shown["sample_id"].tolist()
 linked = ui.query_param("view")
@@ -204,7 +157,7 @@ ui.set_query(run=run_id, metric=metric, view=sample_id, q=search or None,
 if sample_id is None:
     st.stop()
 if sample_id not in set(options[:len(shown)]):
-    shown, scores, provenance = load_one_sample(ctx.db_path, ctx.version, run_id, metric, sample_id)
+    shown, scores, provenance = loaders.one_sample(ctx.db_path, ctx.version, run_id, metric, sample_id)
     if shown.empty:
         st.warning(f"No sample {ui.md_literal(sample_id)} in this run.")
         st.stop()

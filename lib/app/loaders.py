@@ -14,15 +14,16 @@ import pandas as pd
 import streamlit as st
 
 from lib.app import job_log, ui_history
-from lib.app.ui import open_store
+from lib.app.ui import load_settings, open_store
+from lib.core import degenerate
 from lib.core.errors import EvaldriftError
-from lib.core.records import CANARY, MAIN
-from lib.diagnosis import checks, diagnose, rejudge
+from lib.core.records import CANARY, MAIN, RunHeader
+from lib.diagnosis import checks, diagnose, provenance, rejudge, splits
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
 from lib.judging import cost
-from lib.presentation import ablation_views, judging_counts, review, views
+from lib.presentation import ablation_views, judging_counts, review, sample_pages, views
 from lib.presentation import trend_figures as trend_page
 
 
@@ -150,3 +151,64 @@ def ablation_record(db_path: str, ablation_id: str) -> dict[str, object] | None:
 def job_note(db_path: str, ablation_id: str) -> job_log.JobNote | None:
     """How an ablation's job ended (judge, output mode, pacing), read fresh."""
     return job_log.read(open_store(db_path), ablation_id)
+
+
+# -- one run and two (Run, Compare) --------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def runs(db_path: str, version: str) -> pd.DataFrame:
+    return open_store(db_path).runs()
+
+
+@st.cache_data(show_spinner=False)
+def run_header(db_path: str, version: str, run_id: str) -> RunHeader:
+    return open_store(db_path).run(run_id)
+
+
+@st.cache_data(show_spinner=False)
+def run_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return open_store(db_path).run_metrics(run_id, MAIN)
+
+
+@st.cache_data(show_spinner=False)
+def run_changes(db_path: str, version: str, run_id: str, baseline: str | None = None) -> diagnose.RunChanges:
+    return diagnose.run_changes(open_store(db_path), run_id, baseline)
+
+
+@st.cache_data(show_spinner=False)
+def run_provenance(db_path: str, version: str, run_id: str, metric: str) -> pd.DataFrame:
+    return provenance.provenance(open_store(db_path), run_id, metric)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sample_page(db_path: str, version: str, run_id: str, metric: str, search: str,
+                score_range: tuple[float, float], verdict: str | None, location: str | None,
+                page: int) -> sample_pages.SamplePage:
+    filters = sample_pages.SampleFilters(search, score_range, verdict, location)
+    return sample_pages.sample_page(open_store(db_path), run_id, metric, filters, page=page)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def one_sample(db_path: str, version: str, run_id: str, metric: str,
+               sample_id: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    return sample_pages.sample_rows(open_store(db_path), run_id, metric, [sample_id])
+
+
+@st.cache_data(show_spinner=False)
+def chance(db_path: str, version: str, run_id: str) -> list[str]:
+    return degenerate.chance_summary(degenerate.chance_scores(open_store(db_path), run_id))
+
+
+@st.cache_data(show_spinner=False)
+def sample_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
+    return open_store(db_path).sample_scores(run_id, MAIN)
+
+
+def split_plan(db_path: str, metric: str, baseline: str, run_id: str) -> splits.SplitPlan:
+    """The split's plan on this server's terms (InputError: it cannot run here, and why), read fresh."""
+    return splits.plan_split(open_store(db_path), metric, baseline, run_id, load_settings())
+
+
+@st.cache_data(show_spinner=False)
+def split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> diagnose.Split:
+    store = open_store(db_path)
+    return splits.run_split(store, splits.plan_split(store, metric, baseline, run_id, load_settings()))
