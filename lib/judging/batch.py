@@ -11,13 +11,14 @@ A large ablation or re-judge can be sent as one batch instead of live calls:
    the job's progress;
 3. collect: when the batch has ended (completed, expired, cancelled or
    failed), its output and error files are read (files.content). A readable
-   reply goes into the call cache, exactly as a live call's does; a failed
-   line, an unreadable reply or a request the batch never answered is
-   recorded with its reason in batch_faults, and never scored;
-4. finish: the job itself is run with the live judge (lib.diagnosis.ablation,
-   lib.diagnosis.rejudge): every request the batch answered comes from the
-   cache, and only the faults are asked live, with the judge's own retries.
-   Its results are stored as any job's are.
+   reply is kept (batch_replies); a failed line, an unreadable reply or a
+   request the batch never answered is recorded with its reason in
+   batch_faults, and never scored;
+4. finish: the job itself is run (lib.diagnosis.ablation, lib.diagnosis.rejudge)
+   with a judge that answers each request the batch answered with its reply
+   (BatchAnswers) and asks only the faults live, with the live judge's own
+   retries. So results, usage and the call cache are stored exactly as a live
+   run stores them: one call per reply, its tokens, then the cache.
 
 The client is made from the operator's settings (OPENAI_BASE_URL,
 OPENAI_API_KEY): never from the database or a URL. A job submitted to
@@ -34,7 +35,7 @@ from typing import Any
 import openai
 import pandas as pd
 
-from lib.core.calls import JudgeRequest, Message, ReplyShape
+from lib.core.calls import JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import InputError
 from lib.judging.base import Judge
@@ -127,7 +128,8 @@ def submit(store: Store, client: openai.OpenAI, *, kind: str, spec: Any) -> Batc
         raise InputError(f"unknown batch job kind {kind!r}", field="kind")
     endpoint = normalise(spec.endpoint)
     _check_endpoint(client, endpoint)
-    held = hs.cached_keys(store, [r.key for r in requests])
+    keys = [r.key for r in requests]
+    held = hs.cached_keys(store, keys) | bs.answered_keys(store, keys)   # in the cache, or in a batch's replies
     requests = [r for r in requests if r.key not in held]
     if not requests:
         return None
@@ -180,12 +182,6 @@ def _read(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
     return out
 
 
-def _request(text: str, items: int, labels: list[str]) -> JudgeRequest:
-    d = json.loads(text)
-    return JudgeRequest(d["model"], tuple(Message(r, c) for r, c in d["messages"]), d["temperature"], d["seed"],
-                        endpoint=d["endpoint"], shape=ReplyShape(items, (labels[0], labels[1])) if items else None)
-
-
 def _outcome(entry: dict[str, Any], items: int, labels: list[str]) -> tuple[Any, str]:
     """(the reply, '') for a readable answer; (None, why) for a fault."""
     response = entry.get("response") or {}
@@ -207,8 +203,8 @@ def _collect(store: Store, client: openai.OpenAI, batch_id: str, output_id: str 
     entries = {str(e.get("custom_id")): e for e in _read(client, error_id) + _read(client, output_id)}
     status = str(bs.job(store, batch_id)["status"])  # type: ignore[index]
     faults: dict[str, str] = {}
-    replies = 0
-    for key, text, items, labels_json in bs.requests(store, batch_id):
+    rows = []
+    for key, _, items, labels_json in bs.requests(store, batch_id):
         labels = json.loads(labels_json)
         entry = entries.get(key)
         if entry is None:
@@ -218,11 +214,10 @@ def _collect(store: Store, client: openai.OpenAI, batch_id: str, output_id: str 
         if reply is None:
             faults[key] = why
             continue
-        store.put(_request(text, items, labels), reply)
-        replies += 1
-    store.flush_cache()
+        rows.append((key, reply.text, reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.fingerprint))
+    bs.add_replies(store, batch_id, rows)
     bs.add_faults(store, batch_id, faults)
-    bs.update_job(store, batch_id, collected=True, replies=replies)
+    bs.update_job(store, batch_id, collected=True, replies=len(rows))
 
 
 def cancel(store: Store, client: openai.OpenAI, batch_id: str) -> BatchJob:
@@ -235,6 +230,32 @@ def cancel(store: Store, client: openai.OpenAI, batch_id: str) -> BatchJob:
 
 
 # -- finish ------------------------------------------------------------------------------------------
+class BatchAnswers:
+    """A judge that answers with a batch's replies, and asks the live judge what the batch did not answer.
+
+    A reply from the batch counts as the call it was (one call, its tokens), so a job run with it stores
+    the same results, usage and call cache as a live run.
+    """
+
+    cacheable = True
+
+    def __init__(self, live: Judge, replies: dict[str, JudgeReply]) -> None:
+        self.live = live
+        self.model = live.model
+        self.endpoint = getattr(live, "endpoint", "")
+        self.concurrency = live.concurrency
+        self._replies = replies
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        reply = self._replies.get(request.key)
+        return reply if reply is not None else self.live.complete(request)
+
+    def __getattr__(self, name: str) -> Any:   # output_mode, pacing, stop, ...: the live judge's
+        if name == "live":
+            raise AttributeError(name)
+        return getattr(self.live, name)
+
+
 def finish(store: Store, batch_id: str, judge: Judge) -> object:
     """Run the collected job with the live judge: the batch's replies come from the cache, faults are asked live.
 
@@ -254,10 +275,12 @@ def finish(store: Store, batch_id: str, judge: Judge) -> object:
         raise InputError(f"batch {batch_id} was judged by {job.model} at {job.endpoint}; finish it with that judge",
                          field="judge")
     spec = bs.job(store, batch_id)["spec"]  # type: ignore[index]
+    answers = BatchAnswers(judge, {k: JudgeReply(text, Usage(p, c), fp)
+                                   for k, text, p, c, fp in bs.replies(store, batch_id)})
     if job.kind == ABLATION:
-        out: object = run_ablation(store, AblationSpec.from_dict(spec), judge)  # type: ignore[arg-type]
+        out: object = run_ablation(store, AblationSpec.from_dict(spec), answers)  # type: ignore[arg-type]
     else:
-        out = run_rejudge(store, RejudgeSpec.from_dict(spec), judge)  # type: ignore[arg-type]
+        out = run_rejudge(store, RejudgeSpec.from_dict(spec), answers)  # type: ignore[arg-type]
     if out is not None:
         bs.update_job(store, batch_id, finished=True)
     return out

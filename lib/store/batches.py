@@ -3,8 +3,10 @@
 A job sent through the OpenAI Batch API is one row in `batch_jobs` (the
 batch id, the job's spec, the server's status and counts), its requests in
 `batch_requests` (each with the request JSON the call cache keys, and the
-reply shape that tells a readable reply), and the lines that came back
-failed or unreadable in `batch_faults`. So a restarted process polls the same
+reply shape that tells a readable reply), the readable replies it returned in
+`batch_replies` (until the job is run with them, which stores them in the
+call cache as its calls), and the lines that came back failed or unreadable
+in `batch_faults`. So a restarted process polls the same
 batch, and a fault stays recorded, never scored. Tables are created on first
 use; every statement takes parameters.
 """
@@ -31,6 +33,9 @@ _TABLES = (
     """CREATE TABLE IF NOT EXISTS batch_requests (
         batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, request VARCHAR NOT NULL, items INTEGER NOT NULL,
         labels VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
+    """CREATE TABLE IF NOT EXISTS batch_replies (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reply VARCHAR NOT NULL, prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL, fingerprint VARCHAR, PRIMARY KEY (batch_id, key))""",
     """CREATE TABLE IF NOT EXISTS batch_faults (
         batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reason VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
 )
@@ -123,6 +128,33 @@ def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
             cur.execute("INSERT OR REPLACE INTO batch_faults SELECT * FROM _faults")
         finally:
             cur.unregister("_faults")
+
+
+def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int, str | None]]) -> None:
+    """Keep a batch's readable replies: (key, text, prompt tokens, completion tokens, fingerprint)."""
+    if not rows:
+        return
+    frame = pd.DataFrame(rows, columns=["key", "reply", "prompt_tokens", "completion_tokens", "fingerprint"])
+    frame.insert(0, "batch_id", batch_id)
+    with ensure(store).transaction() as cur:
+        cur.register("_replies_in", frame)
+        try:
+            cur.execute("INSERT OR REPLACE INTO batch_replies SELECT * FROM _replies_in")
+        finally:
+            cur.unregister("_replies_in")
+
+
+def replies(store: Store, batch_id: str) -> list[tuple[str, str, int, int, str | None]]:
+    return [tuple(r) for r in _rows(store, "SELECT key, reply, prompt_tokens, completion_tokens, fingerprint "  # type: ignore[misc]
+                                           "FROM batch_replies WHERE batch_id = ?", [batch_id])]
+
+
+def answered_keys(store: Store, keys: Sequence[str]) -> set[str]:
+    """Which of these keys a batch has answered (its job not run yet)."""
+    if not keys:
+        return set()
+    return {r[0] for r in _rows(store, "SELECT key FROM batch_replies WHERE key IN (SELECT unnest(?::VARCHAR[]))",
+                                [list(keys)])}
 
 
 def faults(store: Store, batch_id: str) -> dict[str, str]:
