@@ -14,14 +14,13 @@ import lib.app.ui
 from lib.app import access, gate, jobs, loaders, trust, ui_history
 from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
-from lib.diagnosis import noise
+from lib.diagnosis import cost, noise
 from lib.diagnosis.ablation import (
     LEAK,
     AblationResult,
     AblationSpec,
     four_readings_spec,
 )
-from lib.judging import cost
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
@@ -123,7 +122,7 @@ if not may_launch:
             "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
 spec, refused, confirmed = None, "", True
 if metrics and arms:
-    try:  # the cost before launch (lib.judging.cost): a paid judge over the operator's budget is confirmed once
+    try:  # the cost before launch (lib.diagnosis.cost): a paid judge over the operator's budget is confirmed once
         spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
                              endpoint=endpoint, limit=int(limit) or None, sequential=not every_sample)
                 if scorer is None else

@@ -1,4 +1,4 @@
-"""Ablations and re-judges through the OpenAI Batch API (lib.judging.batch), with the real openai SDK against a
+"""Ablations and re-judges through the OpenAI Batch API (lib.diagnosis.batch), with the real openai SDK against a
 loopback server implementing /v1/files and /v1/batches (tests/support/batch_api.py).
 
 The server's model is the offline judge, so a batch's verdicts must equal a live job's exactly.
@@ -19,10 +19,10 @@ import pytest
 from lib.core.errors import InputError
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
+from lib.diagnosis import batch as bt
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.rejudge import RejudgeSpec
 from lib.judging import OpenAIJudge
-from lib.judging import batch as bt
 from lib.store import Store
 from lib.store import batches as bs
 from lib.store import history as hs

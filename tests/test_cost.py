@@ -10,10 +10,11 @@ import pytest
 from lib.core import settings
 from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.diagnosis import cost
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.ablation_plan import PROBE
-from lib.judging import OpenAIJudge, cost
-from lib.judging.cost import AblationCost, estimate_ablation, needs_confirmation
+from lib.diagnosis.cost import AblationCost, estimate_ablation, needs_confirmation
+from lib.judging import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn

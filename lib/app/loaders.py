@@ -18,11 +18,10 @@ from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
-from lib.diagnosis import checks, diagnose, provenance, rejudge, splits
+from lib.diagnosis import checks, cost, diagnose, provenance, rejudge, splits
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
-from lib.judging import cost
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, views
 from lib.presentation import trend_figures as trend_page
 

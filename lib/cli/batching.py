@@ -21,11 +21,11 @@ from lib.store import Store
 from lib.store import batches as bs
 
 if TYPE_CHECKING:
-    from lib.judging.batch import BatchJob
+    from lib.diagnosis.batch import BatchJob
 
 
 def _client():  # the SDK's client (its import is paid only by this command)
-    from lib.judging import batch as bt
+    from lib.diagnosis import batch as bt
 
     s = _settings()
     if not s.base_url:
@@ -34,7 +34,7 @@ def _client():  # the SDK's client (its import is paid only by this command)
 
 
 def _spec(args: argparse.Namespace, store: Store) -> tuple[str, object]:
-    from lib.judging import batch as bt
+    from lib.diagnosis import batch as bt
 
     endpoint = _settings().endpoint
     model = args.model or _settings().judge_model
@@ -51,7 +51,7 @@ def _spec(args: argparse.Namespace, store: Store) -> tuple[str, object]:
 
 
 def _finish(store: Store, job: BatchJob) -> BatchJob:
-    from lib.judging import batch as bt
+    from lib.diagnosis import batch as bt
 
     judge = build_judge(job.model, job.endpoint, _settings())
     bt.finish(store, job.batch_id, judge)
@@ -59,7 +59,7 @@ def _finish(store: Store, job: BatchJob) -> BatchJob:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from lib.judging import batch as bt
+    from lib.diagnosis import batch as bt
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
@@ -84,7 +84,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _act(store: Store, args: argparse.Namespace, batch_id: str) -> BatchJob:
-    from lib.judging import batch as bt
+    from lib.diagnosis import batch as bt
 
     if args.action == "status":
         job = bt.load(store, batch_id)

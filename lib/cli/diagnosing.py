@@ -65,7 +65,7 @@ def format_ablation(result: AblationResult) -> str:
 
 def _confirm_cost(store: Store, spec: AblationSpec, judge: Judge | None, *, yes: bool) -> None:
     """Print what the ablation will cost; a paid one over the budget goes ahead only when confirmed."""
-    from lib.judging import cost
+    from lib.diagnosis import cost
 
     stored = store.ablation(spec.ablation_id)
     if stored and stored["status"] == "done":

@@ -13,6 +13,7 @@ import re
 from urllib.parse import urlsplit
 
 OFFLINE = "offline"
+OFFLINE_MODEL = "offline-lexical-v2"   # the embedded judge the settings name when nothing else is set
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")

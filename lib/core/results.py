@@ -15,6 +15,7 @@ from lib.core.calls import Usage
 OK = "ok"
 FAILED = "failed"
 EXCLUDED = "excluded"
+MAX_FAILED_SHARE = 0.2   # more failed judgings than this share and nothing is measured (a cell, a job)
 CALL_FAILED = "judge call failed: "   # a failed sample's reason when its call failed after the judge's retries
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lib.core.endpoints import normalise
+from lib.core.endpoints import OFFLINE_MODEL, normalise
 from lib.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,12 +109,10 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
 
     db = Path(get("EVALDRIFT_DB") or DEMO_DB)
     inbox = Path(get("EVALDRIFT_INBOX") or db.parent / "inbox")
-    from lib.judging.offline import DEFAULT_MODEL
-
     return Settings(
         db_path=db,
         inbox=inbox,
-        judge_model=get("EVALDRIFT_JUDGE_MODEL") or DEFAULT_MODEL,
+        judge_model=get("EVALDRIFT_JUDGE_MODEL") or OFFLINE_MODEL,
         base_url=get("OPENAI_BASE_URL"),
         api_key=get("OPENAI_API_KEY"),
         judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),

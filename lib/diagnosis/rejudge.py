@@ -24,7 +24,7 @@ from lib.core.errors import InputError, NotFoundError
 from lib.core.metrics import get_metric
 from lib.core.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, build_prompt, lint, prompt_hash
 from lib.core.records import MAIN
-from lib.judging import cost
+from lib.diagnosis import cost
 from lib.judging.base import Judge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
@@ -143,7 +143,7 @@ class RejudgeCost:
     stored: int            # already in the store (a resumed or finished series)
     from_cache: int        # judgings the call cache answers (held replies, or an identical request called first)
     calls: int             # judge calls left (at most: an excluded sample makes none)
-    prompt_tokens: int     # estimated, for the calls left (lib.judging.cost: from the judge's recorded usage)
+    prompt_tokens: int     # estimated, for the calls left (lib.diagnosis.cost: from the judge's recorded usage)
     offline: bool
 
     @property

@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
+from lib.core.results import MAX_FAILED_SHARE
 
 LEAK = "LEAK"
 CLEAN = "CLEAN"
@@ -45,7 +46,6 @@ REPLAY_MISMATCH = "REPLAY MISMATCH"
 AS_EXPECTED = frozenset({CLEAN, SENSITIVE})
 
 
-MAX_FAILED_SHARE = 0.2   # more failures than this and a cell says nothing measured
 MIN_PAIRED = 20          # fewer paired samples and a cell says nothing measured
 MIN_EFFECT = 0.02        # the smallest effect worth naming (default; AblationSpec.min_effect)
 RULE_OUT = 0.05          # a null must rule out a move this large (the interval's far end)

@@ -8,7 +8,7 @@ judge calls of one job and trips on the first of:
 | rule | trips when | setting |
 |---|---|---|
 | consecutive | that many judge calls in a row failed (after retries) | EVALDRIFT_BREAKER_FAILURES (10; 0: off) |
-| share | failed calls exceed the INCONCLUSIVE share of the job's judgings | lib.diagnosis.verdicts.MAX_FAILED_SHARE |
+| share | failed calls exceed the INCONCLUSIVE share of the job's judgings | lib.core.results.MAX_FAILED_SHARE |
 | deadline | the job has run that many seconds | EVALDRIFT_JOB_DEADLINE (none) |
 
 Tripping calls `on_trip` (the judge's `stop`: waits end, no new attempt
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest
 from lib.core.errors import JudgeError
-from lib.diagnosis.verdicts import MAX_FAILED_SHARE
+from lib.core.results import MAX_FAILED_SHARE
 
 DEFAULT_FAILURES = 10
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
+from lib.core.endpoints import OFFLINE_MODEL
 from lib.core.metrics import split_sentences
 from lib.judging.reading import Reading, read
 
@@ -62,7 +63,7 @@ VARIANTS: dict[str, dict[str, float]] = {
     "offline-lexical-v1": {"support_share": 0.75, "relevance_share": 0.5},
     "offline-lexical-v2": {"support_share": 0.7, "relevance_share": 0.5},
 }
-DEFAULT_MODEL = "offline-lexical-v2"
+DEFAULT_MODEL = OFFLINE_MODEL
 STAND_IN_NOISE = 0.03   # the stand-in for a model's run-to-run variation, where repeats are measured
 
 

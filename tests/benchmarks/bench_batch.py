@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from lib.diagnosis import batch as bt  # noqa: E402
 from lib.diagnosis import rejudge  # noqa: E402
-from lib.judging import batch as bt  # noqa: E402
 from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
 from lib.store import Store  # noqa: E402
 from tests.benchmarks.bench_distinct import distinct_prompts  # noqa: E402

@@ -21,9 +21,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.core.prompts import build_prompt  # noqa: E402
-from lib.diagnosis import rejudge  # noqa: E402
+from lib.diagnosis import cost, rejudge  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
-from lib.judging import cost  # noqa: E402
 from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
 from lib.store import Store  # noqa: E402
 from tests.benchmarks.bench_inflight import demo_db  # noqa: E402
