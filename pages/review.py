@@ -18,6 +18,12 @@ from lib.app import loaders
 from lib.presentation import judging_counts, linkparams, mdtext, review
 
 RANGE_KEY = "rev_range"
+WRAPPED_ROW = 104   # px: five lines of a long cell, wrapped; widths fit a 1024 px screen beside the sidebar
+SUSPECT_COLUMNS = {"what changed": st.column_config.TextColumn(width=260),
+                   "test": st.column_config.TextColumn(width=200)}
+CHANGE_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
+                  "text": st.column_config.TextColumn("what changed", width=180)}
+CHANGE_ORDER = ("started_at", "kind", "metric", "text", "run_id")
 SIDES = {"instrument": "at an instrument change", "pipeline": "at a pipeline change",
          "unexplained": "with no recorded change"}
 md = review.md_escape
@@ -92,7 +98,7 @@ for finding in rev.jumps:
     show(f"**{md(j.metric)}** {j.before:.3f} → {j.after:.3f} ({j.delta:+.3f}) at {md(j.run_id)}, "
          f"{j.ratio:.1f}x the jump threshold, {SIDES[finding.side]}.")
     st.dataframe([{"suspect": s.kind, "what changed": s.description, "test": s.test} for s in j.suspects],
-                 hide_index=True)
+                 hide_index=True, column_config=SUSPECT_COLUMNS, row_height=WRAPPED_ROW)
     tested = [a for a in finding.ablations if a.summary]
     for a in tested:
         st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.summary)}")
@@ -105,12 +111,14 @@ for finding in rev.jumps:
 # -- what changed ----------------------------------------------------------------------------------------------
 st.subheader("What changed in the instrument")
 if rev.instrument_changes:
-    st.dataframe([asdict(c) for c in rev.instrument_changes], hide_index=True)
+    st.dataframe([asdict(c) for c in rev.instrument_changes], hide_index=True, column_config=CHANGE_COLUMNS,
+                 column_order=CHANGE_ORDER, row_height=WRAPPED_ROW)
 else:
     st.caption("No judge model, prompt or binding change.")
 st.subheader("What changed in the pipeline")
 if rev.pipeline_changes:
-    st.dataframe([asdict(c) for c in rev.pipeline_changes], hide_index=True)
+    st.dataframe([asdict(c) for c in rev.pipeline_changes], hide_index=True, column_config=CHANGE_COLUMNS,
+                 column_order=CHANGE_ORDER, row_height=WRAPPED_ROW)
 else:
     st.caption("No pipeline config change.")
 

@@ -26,10 +26,10 @@ JUMP_COLUMNS = {
 }
 EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
                  "metric": st.column_config.TextColumn(help="A pipeline change concerns every metric"),
-                 "text": st.column_config.TextColumn("what changed", width=320)}
+                 "text": st.column_config.TextColumn("what changed", width=260)}
 JUMP_ORDER = ("started_at", "metric", "delta", "x_threshold", "first_suspect", "before", "after", "run_id",
               "across_instruments")
-EVENT_ORDER = ("started_at", "kind", "text", "metric", "run_id")
+EVENT_ORDER = ("started_at", "kind", "metric", "text", "run_id")   # short columns first: all but run_id fit 1024 px
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 

@@ -327,3 +327,26 @@ def test_five_metric_chips_fit_their_box_on_a_small_screen(dashboard: Dashboard,
         assert box is not None and chip is not None
         assert chip["x"] + chip["width"] <= box["x"] + box["width"] + 1, f"chip {i} overflows: {chip} vs {box}"
         assert chip["y"] + chip["height"] <= box["y"] + box["height"] + 1, f"chip {i} overflows: {chip} vs {box}"
+
+
+# -- item 18: the Review's and Trends' tables read at 1024 px without scrolling sideways ----------------------
+_GRIDS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')).map(g => {
+    const s = g.querySelector('.dvn-scroller');
+    return {headers: Array.from(g.querySelectorAll('[role="columnheader"]')).map(h => h.innerText.trim()),
+            overflow: s ? s.scrollWidth - s.clientWidth : 0};
+})"""
+
+
+def test_the_reviews_and_trends_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(dashboard.url("review?from=2026-09-30&to=2026-10-06"))
+    wait_for_app(page)
+    grids = page.evaluate(_GRIDS)
+    suspects = next(g for g in grids if "suspect" in g["headers"])
+    changes = next(g for g in grids if "kind" in g["headers"])
+    assert suspects["overflow"] <= 1 and {"what changed", "test"} <= set(suspects["headers"]), suspects
+    assert changes["overflow"] <= 1 and "what changed" in changes["headers"], changes
+    page.goto(dashboard.url("trends?metric=faithfulness"))
+    wait_for_app(page)
+    events = next(g for g in page.evaluate(_GRIDS) if "kind" in g["headers"])
+    assert {"when", "kind", "metric", "what changed"} <= set(events["headers"]), events   # only run_id off-screen
