@@ -42,7 +42,7 @@ if history.empty:
     show_rejected(rejected)
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
-cards = views.metric_cards(history)
+cards = loaders.metric_cards(ctx.db_path, ctx.version)
 recent, earlier = views.recent_jumps(loaders.jumps(ctx.db_path, ctx.version))
 canary = loaders.canary(ctx.db_path, ctx.version)
 lint = loaders.lint(ctx.db_path, ctx.version)
@@ -57,7 +57,8 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
            f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
-ui_history.incident_panel(ctx, history, *loaders.incidents(ctx.db_path, ui_history.version(ctx)))
+ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
+                          loaders.incidents(ctx.db_path, ui_history.version(ctx))[0])
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")

@@ -18,7 +18,7 @@ from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
-from lib.diagnosis import checks, cost, diagnose, provenance, rejudge, splits
+from lib.diagnosis import checks, cost, diagnose, provenance, rejudge, splits, standing
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
@@ -68,6 +68,20 @@ def trend_figures(db_path: str, version: str, series_version: str, shown: tuple[
 @st.cache_data(show_spinner=False)
 def incidents(db_path: str, version: str):
     return ui_history.load_incidents(db_path, version)
+
+
+@st.cache_data(show_spinner=False)
+def metric_cards(db_path: str, version: str) -> list[views.MetricCard]:
+    """The Overview's card per metric (latest score, change within its instrument, noise, sparkline)."""
+    return views.metric_cards(history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
+def standings(db_path: str, version: str, full_version: str) -> list[standing.Standing]:
+    """Per metric with an open incident: now, against the trusted baseline, and the re-judged word (the
+    Overview's incident panel); `full_version` is ui_history.version (incident states and series included)."""
+    found, series_ = incidents(db_path, full_version)
+    return standing.standing(history(db_path, version, MAIN), found, series_)
 
 
 # -- the standing checks (Overview, Canary) ------------------------------------------------------

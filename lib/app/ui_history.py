@@ -141,11 +141,12 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
     return incidents.load(open_store(db_path))
 
 
-def incident_panel(ctx: Context, history, found: list[incidents.Incident], series: list[rejudge.Series]) -> None:
-    """Open incidents first (oldest first) with the level against the trusted baseline, then the closed ones."""
+def incident_panel(ctx: Context, standings: list[standing.Standing], found: list[incidents.Incident]) -> None:
+    """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
+    lib.diagnosis.standing), then the closed ones."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
-    for s in standing.standing(history, found, series):
+    for s in standings:
         st.markdown(f"**{md(s.sentence)}**")
         st.caption(md(s.same_instrument_sentence))
     if not still:
