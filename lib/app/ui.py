@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +85,10 @@ class Context:
     def runner(self) -> JobRunner:
         return job_runner(self.db_path)
 
-    @property
+    @cached_property
     def version(self) -> str:
+        """The store's data version, read once per script run: every cached loader of this run is keyed by it
+        (a page reading it for each loader paid one query each, 7 to 9 a run). A write starts a new run."""
         return self.store.data_version()
 
 
