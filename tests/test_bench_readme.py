@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.readme import replace_block, split, update
+from tests.benchmarks.readme import latest, replace_block, split, update
 
 README = """# x
 
@@ -68,3 +68,8 @@ def test_each_section_goes_to_one_table(section: str, scaling: bool) -> None:
 def test_a_readme_without_its_markers_is_refused_rather_than_appended_to() -> None:
     with pytest.raises(ValueError, match="figures:performance"):
         replace_block("no markers here", "performance", "table")
+
+
+def test_a_figure_measured_twice_is_shown_once_with_its_last_value() -> None:
+    again = {**FIGURES[0], "value": 18.0}
+    assert latest([FIGURES[0], FIGURES[1], again]) == [FIGURES[1], again]

@@ -57,11 +57,15 @@ def charts_at(report: Report, store: Store, n_runs: int) -> None:
 
 def growth(report: Report) -> None:
     """Each figure measured at both sizes, as FAR / BASE."""
-    for f in list(report.figures):
+    done: set[str] = set()
+    for f in reversed(report.figures):   # the latest measurement of each figure at BASE
         if not f.key.endswith(f"@{BASE}") or f.unit in ("", "x"):
             continue
         stem = f.key[: -len(f"@{BASE}")]
-        far = report.get(f"{stem}@{FAR}")
+        if stem in done:
+            continue
+        done.add(stem)
+        far = next((g for g in reversed(report.figures) if g.key == f"{stem}@{FAR}"), None)
         if far is None or not f.value:
             continue
         report.add(Figure(f"growth20k:{stem}", f"{stem}, {FAR:,} / {BASE:,} runs", far.value / f.value, "x",

@@ -67,8 +67,14 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
 
 
+def latest(figures: list[dict]) -> list[dict]:
+    """Each figure once: a key measured twice (two sections reading the same store) keeps its last value."""
+    by_key = {f["key"]: f for f in figures}
+    return [f for f in figures if by_key[f["key"]] is f]
+
+
 def update(figures_json: Path, readme: Path, *, measured_on: date | None = None) -> None:
-    figures = json.loads(figures_json.read_text())
+    figures = latest(json.loads(figures_json.read_text()))
     when = measured_on or date.today()
     performance, scaling = split(figures)
     text = readme.read_text()
