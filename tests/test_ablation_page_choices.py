@@ -19,7 +19,7 @@ SCORER = "tests.support.scorers:constant"
 @pytest.fixture
 def faith_only_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A database with one run scored from a file that had no ground_truth and no question."""
-    rows = [json.loads(line) for line in (ROOT / "examples" / "kettle_faq.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (ROOT / "data" / "examples" / "kettle_faq.jsonl").read_text().splitlines()]
     source = tmp_path / "mine.jsonl"
     source.write_text("".join(json.dumps({k: r[k] for k in ("id", "answer", "contexts")}) + "\n" for r in rows))
     db = tmp_path / "evals.duckdb"

@@ -22,7 +22,8 @@ from tests.support.browser import (
     wait_for_app,
 )
 
-ROWS = [json.loads(line) for line in (ROOT / "examples" / "kettle_faq.jsonl").read_text(encoding="utf-8").splitlines()]
+EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"
+ROWS = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
 
 
 def jsonl(rows: list[dict]) -> bytes:
@@ -66,7 +67,7 @@ def upload(page, name: str, data: bytes) -> None:
 @pytest.mark.e2e
 def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> None:
     db = tmp_path / "evals.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "lib", "score", "--db", str(db), str(ROOT / "examples" /
+    proc = subprocess.run([sys.executable, "-m", "lib", "score", "--db", str(db), str(ROOT / "data" / "examples" /
                           "kettle_faq.jsonl"), "--run-id", "nightly-1", "--metrics", "faithfulness",
                            "--started-at", "2026-12-01T02:00"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -28,7 +28,7 @@ def clone(tmp_path: Path) -> Path:
     """A working folder laid out like a fresh clone (the repository's files, no database)."""
     work = tmp_path / "clone"
     shutil.copytree(ROOT / "lib", work / "lib", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "examples", work / "examples")
+    shutil.copytree(ROOT / "data" / "examples", work / "data" / "examples")
     return work
 
 
