@@ -10,8 +10,6 @@ parameters only.
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -25,8 +23,6 @@ STOPPED = "stopped"
 _TABLE = """CREATE TABLE IF NOT EXISTS job_log (
     ablation_id VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, reason VARCHAR, output_mode VARCHAR,
     pacing VARCHAR, updated_at TIMESTAMP NOT NULL)"""
-_READY: weakref.WeakSet[Store] = weakref.WeakSet()
-_READY_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -64,12 +60,8 @@ def judge_info(judge: object) -> JudgeInfo:
 
 
 def _ensure(store: Store) -> Store:
-    with _READY_LOCK:
-        if store not in _READY:
-            with store.transaction() as cur:
-                cur.execute(_TABLE)
-            _READY.add(store)
-    return store
+    """Create this module's tables once per open store; returns the store."""
+    return store.ensure_tables("job_log", (_TABLE,))
 
 
 def record(store: Store, ablation_id: str, note: JobNote) -> None:

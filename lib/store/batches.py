@@ -14,14 +14,12 @@ use; every statement takes parameters.
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from collections.abc import Sequence
-from datetime import datetime
 
 import pandas as pd
 
 from lib.store import Store
+from lib.store.base import _now
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS batch_jobs (
@@ -42,23 +40,12 @@ _TABLES = (
 JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
             "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
             "updated_at")
-_READY: weakref.WeakSet[Store] = weakref.WeakSet()
-_READY_LOCK = threading.Lock()
 
-
-def _now() -> datetime:
-    return datetime.now().replace(microsecond=0)
 
 
 def ensure(store: Store) -> Store:
-    """Create this module's tables once per open store."""
-    with _READY_LOCK:
-        if store not in _READY:
-            with store.transaction() as cur:
-                for stmt in _TABLES:
-                    cur.execute(stmt)
-            _READY.add(store)
-    return store
+    """Create this module's tables once per open store; returns the store."""
+    return store.ensure_tables("batches", _TABLES)
 
 
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:

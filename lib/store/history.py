@@ -15,15 +15,13 @@ statement takes parameters; no sample text or note is ever put into SQL text.
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from collections.abc import Sequence
-from datetime import datetime
 
 import pandas as pd
 
 from lib.core.results import SampleResult, aggregate
 from lib.store import Store
+from lib.store.base import _now
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS rejudges (
@@ -43,24 +41,12 @@ _TABLES = (
         incident_id VARCHAR NOT NULL, seq INTEGER NOT NULL, state VARCHAR NOT NULL, note VARCHAR NOT NULL,
         user_name VARCHAR NOT NULL, set_at TIMESTAMP NOT NULL, PRIMARY KEY (incident_id, seq))""",
 )
-_READY: weakref.WeakSet[Store] = weakref.WeakSet()
-_READY_LOCK = threading.Lock()
 
-
-def _now() -> datetime:
-    return datetime.now().replace(microsecond=0)
 
 
 def ensure(store: Store) -> Store:
-    """Create this module's tables in `store` once per open store; returns the store."""
-    with _READY_LOCK:
-        if store in _READY:
-            return store
-        with store.transaction() as cur:
-            for stmt in _TABLES:
-                cur.execute(stmt)
-        _READY.add(store)
-    return store
+    """Create this module's tables once per open store; returns the store."""
+    return store.ensure_tables("history", _TABLES)
 
 
 def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
