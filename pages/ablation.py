@@ -331,3 +331,15 @@ for b in briefs[:SHOW_ABLATIONS]:
         st.caption(md(f"{b.what}. {b.summary} {b.progress}"))
 if len(briefs) > SHOW_ABLATIONS:
     st.caption(f"{len(briefs) - SHOW_ABLATIONS} older ablation(s) not shown.")
+
+# -- jobs sent through the Batch API (python -m lib batch): progress as their last poll stored it ------------
+batches = loaders.batch_jobs_newest(ctx.db_path)
+if batches:
+    st.divider()
+    st.subheader("Batch jobs")
+    st.caption("Ablations and re-judges sent through the OpenAI Batch API, newest first, as their last poll "
+               "stored them. `python -m lib batch poll --finish` polls the open ones, collects the ended ones into "
+               "the call cache and runs their jobs; a line the batch failed is asked live, never scored.")
+    for job in batches:
+        polled = f" (polled {job.polled_at:%Y-%m-%d %H:%M})" if job.polled_at else ""
+        st.progress(job.answered_share, text=md(job.sentence + polled))

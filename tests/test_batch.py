@@ -140,6 +140,37 @@ def test_a_restarted_process_polls_the_same_batch_and_shows_its_progress(db: Pat
         assert bs.job_ids(store, unfinished=True) == []
 
 
+def test_the_ablation_page_shows_each_batch_as_its_last_poll_stored_it(db: Path, server: OpenAIServer,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    spec = spec_for(server)
+    server.batch_api.gate.clear()                        # the server holds the work in progress
+    client = bt.client_for(server.base_url, "sk-test")
+    with Store(db) as store:
+        job = bt.submit(store, client, kind=bt.ABLATION, spec=spec)
+        assert job is not None
+        bt.poll(store, client, job.batch_id)
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+
+    def batch_bars() -> list:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.switch_page("pages/ablation.py")
+        at.run()
+        assert not at.exception
+        shown = [(p.proto.text.replace("\\", ""), p.proto.value) for p in at.get("progress")]   # Markdown-escaped
+        return [(text, value) for text, value in shown if job.batch_id in text]
+
+    ((text, value),) = batch_bars()
+    assert "in_progress" in text and f"0 of {job.total} answered" in text and value == 0
+    server.batch_api.gate.set()
+    with Store(db) as store:
+        wait_ended(store, client, job.batch_id)
+        bt.finish(store, job.batch_id, judge_for(server))
+    ((text, value),) = batch_bars()
+    assert "completed" in text and "job finished" in text and value == 100
+
+
 def test_failed_unreadable_and_expired_lines_are_recorded_asked_live_and_never_scored(db: Path,
                                                                                     server: OpenAIServer) -> None:
     spec = spec_for(server)

@@ -18,7 +18,7 @@ from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
-from lib.diagnosis import checks, cost, diagnose, provenance, rejudge, splits, standing
+from lib.diagnosis import batch_jobs, checks, cost, diagnose, provenance, rejudge, splits, standing
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
@@ -159,6 +159,11 @@ def own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...])
 def ablation_record(db_path: str, ablation_id: str) -> dict[str, object] | None:
     """An ablation's stored row, read fresh (not cached): a progress poll must see every step."""
     return open_store(db_path).ablation(ablation_id)
+
+
+def batch_jobs_newest(db_path: str) -> list[batch_jobs.BatchJob]:
+    """The latest batch jobs as their last poll stored them, read fresh (a poll from the CLI writes no run)."""
+    return batch_jobs.newest(open_store(db_path))
 
 
 def job_note(db_path: str, ablation_id: str) -> job_log.JobNote | None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -38,6 +37,7 @@ import pandas as pd
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import InputError
+from lib.diagnosis.batch_jobs import ENDED, BatchJob, load
 from lib.diagnosis.batch_requests import ablation_requests, rejudge_requests
 from lib.judging.base import Judge
 from lib.judging.harness import parse_verdicts
@@ -48,53 +48,7 @@ from lib.store import batches as bs
 from lib.store import history as hs
 
 ABLATION, REJUDGE = "ablation", "rejudge"
-ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 CHAT = "/v1/chat/completions"
-
-
-@dataclass(frozen=True)
-class BatchJob:
-    """A submitted batch as the store holds it: status, counts, what was collected."""
-
-    batch_id: str
-    kind: str
-    job_id: str
-    model: str
-    endpoint: str
-    status: str
-    total: int
-    completed: int
-    failed: int
-    collected: bool
-    replies: int
-    faults: int
-    finished: bool
-
-    @property
-    def ended(self) -> bool:
-        return self.status in ENDED
-
-    @property
-    def sentence(self) -> str:
-        """E.g. 'batch_1 (ablation ab-12, model m): in_progress, 120 of 800 answered, 2 failed'."""
-        text = (f"{self.batch_id} ({self.kind} {self.job_id}, {self.model}): {self.status}, "
-                f"{self.completed} of {self.total} answered, {self.failed} failed")
-        if self.collected:
-            text += f"; collected: {self.replies} replies in the call cache, {self.faults} faults recorded"
-            text += " (asked live when the job finishes)" if self.faults and not self.finished else ""
-        if self.finished:
-            text += "; job finished"
-        return text
-
-
-def load(store: Store, batch_id: str) -> BatchJob:
-    row = bs.job(store, batch_id)
-    if row is None:
-        raise InputError(f"no batch {batch_id!r} in this database", field="batch")
-    return BatchJob(batch_id, str(row["kind"]), str(row["job_id"]), str(row["model"]), str(row["endpoint"]),
-                    str(row["status"]), int(row["total"]), int(row["completed"]),  # type: ignore[arg-type]
-                    int(row["failed"]), bool(row["collected"]), int(row["replies"]),  # type: ignore[arg-type]
-                    len(bs.faults(store, batch_id)), bool(row["finished"]))
 
 
 def client_for(base_url: str | None, api_key: str | None, *, timeout: float = 120.0) -> openai.OpenAI:
