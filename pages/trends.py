@@ -67,7 +67,6 @@ since, until = views.day_bounds(first, last)
 window = views.in_range(history, since, until)
 events = views.in_range(loaders.events(ctx.db_path, ctx.version), since, until)
 jumps = views.in_range(views.jumps_frame(loaders.jumps(ctx.db_path, ctx.version)), since, until)
-figures = loaders.trend_figures(ctx.db_path, ctx.version, ui_history.version(ctx), tuple(shown), first, last)
 
 # -- render ------------------------------------------------------------------------------------
 st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted stretches: runs measured with one "
@@ -78,13 +77,17 @@ st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted st
            help=glossary.help_for("run-to-run spread", "jump threshold", "instrument", "comparable segment",
                                   "binding"))
 ui_history.rejudge_panel(ctx, shown, window.drop_duplicates("run_id")["run_id"].tolist())
-grid = st.columns(2) if len(shown) > 1 else [st.container()]
-for i, m in enumerate(shown):
-    with grid[i % len(grid)]:
-        event = st.plotly_chart(figures[m], on_select="rerun", selection_mode="points", key=f"trend_{m}")
-        picked = charts.run_from_selection(event)
-        if picked:
-            st.switch_page(views.PAGE_RUN, query_params={"run": picked, "metric": m})
+series_version = ui_history.version(ctx)
+if len(shown) == 1:
+    figure = loaders.trend_figures(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)[shown[0]]
+    trace_metrics = shown * len(figure["data"])
+else:   # one figure, a panel per metric on one time axis: faster to draw than a chart each, and changes line up
+    figure, trace_metrics = loaders.trend_panels(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)
+event = st.plotly_chart(figure, on_select="rerun", selection_mode="points", key="trend_chart")
+picked = charts.point_from_selection(event, trace_metrics)
+if picked:
+    run_id, picked_metric = picked
+    st.switch_page(views.PAGE_RUN, query_params={"run": run_id, "metric": picked_metric or shown[0]})
 
 st.subheader("Jumps beyond noise in this range")
 shown_jumps = jumps[jumps["metric"].isin(shown)]

@@ -147,17 +147,22 @@ _POINT_JS = """(metric) => {
     const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
         g => g.data.some(t => t.name === metric));
     const k = gd.data.findIndex(t => t.name === metric);
-    const busy = new Set(gd.data.filter((t, i) => i !== k && t.customdata).flatMap(t => Array.from(t.customdata)));
+    const mine = (t) => t.yaxis === gd.data[k].yaxis;   // the same panel (all traces, on a one-metric chart)
+    const busy = new Set(gd.data.filter((t, i) => i !== k && mine(t) && t.customdata)
+        .flatMap(t => Array.from(t.customdata)));
     const ids = Array.from(gd.data[k].customdata);
     const i = ids.findIndex((id, n) => n >= 5 && !busy.has(id) && !busy.has(ids[n - 1]) && !busy.has(ids[n + 1]));
     return {trace: k, point: i, run: ids[i]};
 }"""
 
 
-def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page) -> None:
-    open_page(page, dashboard.url("trends?metric=faithfulness"))
-    assert "faithfulness" in widget_text(page, "trends_metric")      # the metric deep link picked the chart
-    target = page.evaluate(_POINT_JS, "faithfulness")
+@pytest.mark.parametrize(("link", "metric"), [
+    ("trends?metric=faithfulness", "faithfulness"),   # one metric: its own chart
+    ("trends", "context_recall"),                     # every metric: a panel each in one chart; a lower panel
+])
+def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str) -> None:
+    open_page(page, dashboard.url(link))
+    target = page.evaluate(_POINT_JS, metric)
     assert target["point"] >= 0, target
     point = page.locator(f"{MAIN} .scatterlayer .trace").nth(target["trace"]).locator(".points path") \
         .nth(target["point"])
@@ -173,9 +178,9 @@ def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: P
     wait_for_app(page)
     assert_healthy(page)
     assert query(page)["run"] == target["run"], page.url
-    assert query(page)["metric"] == "faithfulness", page.url
+    assert query(page)["metric"] == metric, page.url
     assert target["run"] in widget_text(page, "run_pick")
-    assert "faithfulness" in widget_text(page, "run_metric")
+    assert metric in widget_text(page, "run_metric")
     assert page.locator("h1").first.inner_text() == "Run"
     screenshot(page, "run-from-trends")
 

@@ -101,9 +101,13 @@ def test_overview_reports_canary_lint_and_attribution(app: AppTest) -> None:
     assert any("Every stored score records" in t for t in texts(app))
 
 
-def test_trends_draws_one_chart_per_metric_and_one_for_a_deep_linked_metric(app: AppTest) -> None:
+def test_trends_draws_a_panel_per_metric_in_one_chart_and_one_chart_for_a_deep_linked_metric(app: AppTest) -> None:
     open_page(app, "pages/trends.py")
-    assert len(app.get("plotly_chart")) == len(METRIC_NAMES)
+    (chart,) = app.get("plotly_chart")
+    spec = json.loads(chart.proto.spec)
+    assert sorted(k for k in spec["layout"] if k.startswith("yaxis")) == sorted(
+        ["yaxis", *(f"yaxis{i}" for i in range(2, len(METRIC_NAMES) + 1))])
+    assert {t.get("name") for t in spec["data"]} >= set(METRIC_NAMES)
     jumps = table(app, "run_id", "metric", "x_threshold")
     assert LEAK_RUN in set(jumps["run_id"])
 

@@ -22,7 +22,7 @@ from lib.diagnosis import batch_jobs, checks, cost, diagnose, provenance, rejudg
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump
-from lib.presentation import ablation_views, judging_counts, review, sample_pages, views
+from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
 
 
@@ -63,6 +63,13 @@ def trend_figures(db_path: str, version: str, series_version: str, shown: tuple[
         views.in_range(events(db_path, version), since, until),
         views.in_range(views.jumps_frame(jumps(db_path, version)), since, until),
         trend_noise(db_path, version), series(db_path, series_version), shown, since, until)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trend_panels(db_path: str, version: str, series_version: str, shown: tuple[str, ...], first: date,
+                 last: date) -> tuple[dict, list[str]]:
+    """Trends' charts of several metrics as one figure, a panel each, and the metric of each trace (cached)."""
+    return trend_stack.stack(trend_figures(db_path, version, series_version, shown, first, last))
 
 
 @st.cache_data(show_spinner=False)

@@ -7,6 +7,7 @@ hover label (plotly renders a subset of HTML there).
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -132,6 +133,13 @@ def run_from_selection(event: object) -> str | None:
     the run id, or a list whose first element is. Points without one (the noise
     band) are skipped; no selection gives None.
     """
+    picked = point_from_selection(event, ())
+    return picked[0] if picked else None
+
+
+def point_from_selection(event: object, trace_labels: Sequence[str]) -> tuple[str, str | None] | None:
+    """(run id, label of its trace) of the first selected point that carries a run id (as run_from_selection);
+    the label is trace_labels[the point's curve_number], or None when the list does not reach it."""
     try:
         points = event["selection"]["points"]  # type: ignore[index]
     except (KeyError, TypeError, IndexError):
@@ -144,7 +152,9 @@ def run_from_selection(event: object) -> str | None:
         if isinstance(data, list | tuple):
             data = data[0] if data else None
         if isinstance(data, str) and data:
-            return data
+            curve = point.get("curve_number") if isinstance(point, dict) else None
+            label = trace_labels[curve] if isinstance(curve, int) and 0 <= curve < len(trace_labels) else None
+            return data, label
     return None
 
 

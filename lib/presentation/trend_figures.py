@@ -18,7 +18,7 @@ from lib.diagnosis.rejudge import Series
 from lib.presentation import charts, history_charts, views
 from lib.presentation.thin import MAX_POINTS
 
-SMALL_MULTIPLE_POINTS = 300   # a two-per-row chart (about 600 px wide) draws about 2 x this: a point a pixel
+SMALL_MULTIPLE_POINTS = 300   # a panel among several (drawn at most about 900 px wide): about three points a pixel
 
 
 def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFrame, noise_sd: Mapping[str, float],
