@@ -50,8 +50,8 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         events: diagnose.change_events rows that apply to this metric (run_id, started_at, kind, text).
         jumps: views.jumps_frame rows of this metric.
         band: half-width of the noise band drawn around the series (stats.noise_band of the noise sd).
-        legend: show the legend (small multiples leave it out and explain the marks once).
-        max_points: runs drawn before the series is thinned (a small multiple is half as wide: fewer).
+        legend: show the legend (stacked panels leave it out; the page explains the marks once).
+        max_points: runs drawn before the series is thinned (a panel among several: fewer).
     """
     keep = {*(jumps["run_id"].astype(str) if jumps is not None else ()),
             *(events["run_id"].astype(str) if events is not None else ())}

@@ -26,9 +26,10 @@ def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFram
     """Each shown metric's trend chart over `window` (the trend between since and until), as a figure dict.
 
     The score line with its noise band, recorded changes, jumps, the comparable segments shaded, and each
-    re-judged series of the metric as a second line; one chart with its legend when one metric is shown. A
-    chart of the two-per-row grid is thinned past SMALL_MULTIPLE_POINTS runs (with every jump and change
-    kept: lib.presentation.thin), a single chart MAX_POINTS.
+    re-judged series of the metric as a second line; one chart with its legend when one metric is shown. When
+    several are (the page stacks them as panels of one figure: lib.presentation.trend_stack), each is thinned
+    past SMALL_MULTIPLE_POINTS runs (with every jump and change kept: lib.presentation.thin), a single chart
+    past MAX_POINTS.
     """
     out: dict[str, dict] = {}
     for m in shown:
