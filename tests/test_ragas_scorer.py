@@ -60,13 +60,13 @@ def ragas_env(monkeypatch: pytest.MonkeyPatch):
         server.stop()
 
 
-def record_as_scored(store: Store, run_id: str, scorer) -> list[float | None]:
+def record_as_scored(store: Store, run_id: str, scorer, metric: str = "faithfulness") -> list[float | None]:
     """Record the run as the team's harness scored it (an imported Ragas result)."""
     data = samples()
     scores = scorer(data)
     frame = pd.DataFrame({"id": [s.sample_id for s in data], "user_input": [s.question for s in data],
                           "response": [s.answer for s in data], "retrieved_contexts": [list(s.contexts) for s in data],
-                          "reference": [s.ground_truth for s in data], "faithfulness": scores})
+                          "reference": [s.ground_truth for s in data], metric: scores})
     store.record_run(run_from_frame(frame, source="ragas result", run_id=run_id, scorer="ragas"))
     return scores
 
@@ -106,3 +106,36 @@ def test_a_ragas_harness_that_hands_over_the_reference_comes_out_leak(
     joint = cells["question+ground_truth"]
     assert joint.kind == INCONCLUSIVE and "no score" in joint.sentence, joint.sentence
     assert result.exit_code == (1 if leaks else 3), result.summary
+
+
+@needs_ragas
+def test_the_adapter_runs_ragas_context_recall_on_the_operators_endpoint(ragas_env: OpenAIServer) -> None:
+    scores, version, errors = score_with_ragas("context_recall", samples()[:4])
+    assert version.startswith("0.") and not errors
+    assert scores == [0.5, 0.5, 0.5, 0.5]            # one of the reference's two sentences is in the passage
+    assert ragas_env.n_calls == 4                     # Ragas: one classification call per sample
+
+
+def test_every_ragas_metric_the_adapter_offers_has_a_row_in_the_wiring_table() -> None:
+    from lib.core.metrics import METRIC_NAMES
+    from lib.judging.scorers import ragas_metrics
+
+    assert set(ragas_metrics.OFFERED) == {"faithfulness", "context_recall"} <= set(METRIC_NAMES)
+    for metric in ragas_metrics.OFFERED:
+        assert callable(getattr(ragas_metrics, metric))
+    with pytest.raises(InputError, match="answer_relevance"):
+        score_with_ragas("answer_relevance", samples()[:1])
+
+
+@needs_ragas
+@pytest.mark.parametrize(("wiring", "leaks"), [("recall_leaky", True), ("recall_wired", False)])
+def test_a_ragas_context_recall_harness_that_hands_over_the_answer_comes_out_leak(
+        ragas_env: OpenAIServer, fresh_db: Path, wiring: str, leaks: bool) -> None:
+    with Store(fresh_db) as store:
+        stored = record_as_scored(store, "r1", getattr(ragas_wirings, wiring), "context_recall")
+        assert stored == ([1.0] * N if leaks else [0.5] * N)
+        spec = AblationSpec("r1", ("context_recall",), ("answer",), repeats=1,
+                            scorer=f"tests.support.ragas_wirings:{wiring}")
+        result = run_ablation(store, spec, None)
+    cells = {v.arm: v for v in result.verdicts}
+    assert (cells["answer"].kind == LEAK) is leaks, cells["answer"].sentence

@@ -8,7 +8,10 @@ measurement, as a real model server would not. It answers two kinds of prompt:
 - Ragas' faithfulness prompts (statement generation, then NLI over the
   statements), recognised by their text: the statements are the answer's
   sentences, and each verdict is the offline judge's decision for that
-  statement against the context, so both tools are scored by the same rule.
+  statement against the context, so both tools are scored by the same rule;
+- Ragas' context recall prompt (classify each statement of the reference as
+  attributable to the context or not): the reference's sentences, each
+  decided against the context by the same rule.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from multiprocessing.connection import Connection
 RAGAS_INPUT = "Now perform the same with the following input\ninput: "
 RAGAS_STATEMENTS = "Break down each sentence into one or more fully understandable statements"
 RAGAS_NLI = "judge the faithfulness of a series of statements"
+RAGAS_RECALL = "classify if the statement can be attributed to the given context"
 
 
 def _ragas_input(prompt: str) -> dict:
@@ -56,6 +60,12 @@ def respond(body: dict) -> str:
             return json.dumps({"statements": [
                 {"statement": s, "reason": "stated by the context" if ok else "not stated by the context",
                  "verdict": int(ok)} for s, ok in zip(statements, labels, strict=True)]})
+        if RAGAS_RECALL in prompt:
+            statements = split_sentences(data["answer"])   # Ragas hands the reference over as "answer"
+            labels = _offline_verdicts(data["context"], statements) if statements else []
+            return json.dumps({"classifications": [
+                {"statement": s, "reason": "stated by the context" if ok else "not stated by the context",
+                 "attributed": int(ok)} for s, ok in zip(statements, labels, strict=True)]})
         raise ValueError("an unknown Ragas prompt")
     judge = OfflineJudge()
     request = JudgeRequest(judge.model, tuple(Message(m["role"], m["content"]) for m in messages),

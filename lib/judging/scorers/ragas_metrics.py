@@ -1,6 +1,6 @@
 """Ragas as the scorer an ablation drives: the metric your team really runs, blanked field by field.
 
-`lib.judging.scorers.ragas_metrics:faithfulness` is a scorer (see README "Your own harness as
+`lib.judging.scorers.ragas_metrics:faithfulness` (and `:context_recall`) is a scorer (see README "Your own harness as
 the scorer"): samples in, one score per sample out. It runs Ragas'
 `Faithfulness` (ragas.metrics.collections) against the operator's
 OpenAI-compatible judge (OPENAI_BASE_URL, OPENAI_API_KEY, EVALDRIFT_JUDGE_MODEL),
@@ -14,9 +14,16 @@ Ragas' faithfulness reads the question, the answer and the passages
 reference. A harness that hands it the reference (as an extra passage, say) is
 what an ablation blanking ground_truth finds.
 
-Only faithfulness is wired: it is the Ragas metric this repository tests
-end to end against a real Ragas. The worker's METRICS table is where another
-Ragas metric with a row in our wiring table goes.
+Ragas' context recall reads the question, the passages and the reference
+(`user_input`, `retrieved_contexts`, `reference`); it never receives the
+answer, and a harness that hands it the answer is what blanking answer finds.
+
+OFFERED lists the Ragas metrics wired here, each tested end to end against a
+real Ragas. Our other rows have no Ragas counterpart that runs on a chat
+endpoint alone: Ragas' answer relevancy and answer correctness also need an
+embeddings endpoint, and its context precision is judged against the
+reference or the answer, not the question. The worker's METRICS table is
+where another one goes.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from lib.core.errors import InputError
 from lib.core.samples import EvalSample
 
 WORKER = Path(__file__).with_name("ragas_worker.py")
-TIMEOUT = 3600.0   # one chunk of samples; Ragas asks two calls a sample
+TIMEOUT = 3600.0   # one chunk of samples; Ragas asks up to two calls a sample
+OFFERED = ("faithfulness", "context_recall")   # our metric names; ragas_worker.METRICS says which Ragas class
 
 
 def ragas_python() -> str:
@@ -62,6 +70,8 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
     """
     from lib.core import settings
 
+    if metric not in OFFERED:
+        raise InputError(f"no Ragas adapter for {metric!r}: the adapter runs {', '.join(OFFERED)}", field="scorer")
     s = settings.load()
     model = _judge_model()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -87,4 +97,10 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
 def faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
     """Ragas' faithfulness of each sample (None where Ragas could not score it)."""
     scores, _, _ = score_with_ragas("faithfulness", samples)
+    return scores
+
+
+def context_recall(samples: Sequence[EvalSample]) -> list[float | None]:
+    """Ragas' context recall of each sample (None where Ragas could not score it)."""
+    scores, _, _ = score_with_ragas("context_recall", samples)
     return scores

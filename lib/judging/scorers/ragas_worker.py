@@ -25,6 +25,8 @@ os.environ["DO_NOT_TRACK"] = "1"
 METRICS = {
     "faithfulness": ("Faithfulness", {"user_input": "question", "response": "answer",
                                       "retrieved_contexts": "contexts"}),
+    "context_recall": ("ContextRecall", {"user_input": "question", "retrieved_contexts": "contexts",
+                                         "reference": "ground_truth"}),
 }
 
 
