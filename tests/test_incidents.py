@@ -13,6 +13,7 @@ import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -21,6 +22,7 @@ from lib.app import ui
 from lib.app.demo import run_plans
 from lib.core.errors import InputError
 from lib.diagnosis import incidents, standing
+from lib.diagnosis.checks import CanaryStatus
 from lib.diagnosis.diagnose import Jump, Suspect
 from lib.presentation import review
 from lib.store import Store
@@ -58,6 +60,49 @@ def test_a_leak_and_its_fix_group_into_one_episode_and_a_system_change_stays_apa
     assert groups == [(leak, dip, fix), (system,)]
 
 
+# -- canary alarms and lint findings are incidents too: a row per branch ------------------------------------
+def canary(alarms: str) -> CanaryStatus:
+    """A canary over len(alarms) runs; 'x' marks an alarmed run."""
+    n = len(alarms)
+    frame = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)],
+                          "started_at": [T0 + timedelta(days=i) for i in range(n)],
+                          "score": [0.9 if a == "x" else 0.1 for a in alarms], "alarm": [a == "x" for a in alarms]})
+    return CanaryStatus(frame, 0.1, 0.3, tuple(frame.loc[frame["alarm"], "run_id"]), alarms.endswith("x"), "canary")
+
+
+@pytest.mark.parametrize(("alarms", "expected"), [
+    ("....", []),                                   # never alarmed: nothing
+    (".xx.", [("r1", "2 run(s), r1 to r2")]),       # one stretch: one incident from its first run
+    ("x.x.", [("r0", "1 run(s), r0 to r0"), ("r2", "1 run(s), r2 to r2")]),   # two stretches: two
+    ("..xx", [("r2", "2 run(s), r2 to r3")]),       # still alarming at the latest run
+    ("", []),                                       # no canary runs
+])
+def test_each_stretch_of_canary_alarms_is_one_incident(alarms: str, expected: list) -> None:
+    found = incidents.canary_incidents(canary(alarms))
+    assert [(i.run_id, i.title.split("alarmed on ")[1].split(" (")[0]) for i in found] == expected
+    assert all(i.kind == "canary alarm" and i.is_open and i.incident_id == f"canary:faithfulness:{i.run_id}"
+               for i in found)
+
+
+def lint_row(findings: str, runs: int, prompt_hash: str = "p1") -> dict:
+    return {"metric": "faithfulness", "prompt_hash": prompt_hash, "reads": "answer, contexts, ground_truth",
+            "findings": findings, "runs": runs, "last_run": "r2" if runs else None, "bindings": "replay"}
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    (lint_row("reads 'ground_truth'", 2), ["r1"]),            # a finding on a template in use: from its first run
+    (lint_row("", 2), []),                                    # a clean template: nothing
+    (lint_row("reads 'ground_truth'", 0), []),                # a finding on a template no run used: nothing
+    (lint_row("reads 'ground_truth'", 1, "p9"), []),          # counted as used, but not in this history
+])
+def test_a_lint_finding_on_a_template_in_use_is_an_incident(row: dict, expected: list) -> None:
+    history = pd.DataFrame({"run_id": ["r2", "r1", "r0"], "prompt_hash": ["p1", "p1", "p0"],
+                            "started_at": [T0 + timedelta(days=d) for d in (2, 1, 0)]})
+    found = incidents.lint_incidents(pd.DataFrame([row]), history)
+    assert [i.run_id for i in found] == expected
+    assert all(i.kind == "lint finding" and "reads 'ground_truth'" in i.title for i in found)
+
+
 # -- the demo ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def db(rejudged_demo_db: Path, tmp_path: Path) -> Path:
@@ -75,6 +120,11 @@ def test_the_demo_reads_as_one_leak_episode_and_an_open_system_change(db: Path) 
     assert any("the jump is the instrument's" in e for e in episode.evidence)
     assert any("the system changed" in e for e in system.evidence)
     assert system.is_open
+    # the leak also set off the canary and lint: each an open incident from the leak's run
+    canaries = [i for i in found if i.kind == "canary alarm"]
+    assert [i.run_id for i in canaries] == [LEAK] and all(i.is_open for i in canaries)
+    linted = [i for i in found if i.kind == "lint finding"]
+    assert linted and linted[0].run_id == LEAK and all("ground_truth" in i.title for i in linted)
     opened = incidents.open_first(found)
     assert [i.started_at for i in opened] == sorted(i.started_at for i in opened)
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from lib.core.records import MAIN
 from lib.diagnosis import diagnose, rejudge
-from lib.presentation import charts, trend_figures, views
+from lib.presentation import charts, history_charts, trend_figures, views
 from lib.store import Store
 
 SINCE, UNTIL = datetime(2000, 1, 1), datetime(2100, 1, 1)
@@ -49,3 +49,30 @@ def test_a_range_draws_only_its_runs(demo_db: Path) -> None:
     assert sorted(score.customdata) == sorted(inside["run_id"].astype(str))
     assert charts.run_from_selection({"selection": {"points": [{"customdata": score.customdata[0]}]}}) \
         == score.customdata[0]
+
+
+def test_the_chart_shades_each_instrument_and_draws_the_rejudged_line_with_its_own_jump(
+        rejudged_demo_db: Path) -> None:
+    from lib.app.demo import run_plans
+    from lib.diagnosis import segments
+
+    with Store(rejudged_demo_db) as store:
+        fig = go.Figure(_figures(store, ["faithfulness"])["faithfulness"])
+        history = store.metric_history(suite=MAIN)
+    segs = [s for s in segments.segments(history) if s.metric == "faithfulness"]
+    assert len(segs) == 5
+    # every other segment tinted, edge to edge with its runs
+    tinted = [s for s in fig.layout.shapes if s.type == "rect" and s.fillcolor == history_charts.SEGMENT_FILL]
+    assert [(str(r.x0)[:19].replace(" ", "T"), str(r.x1)[:19].replace(" ", "T")) for r in tinted] == [
+        (s.start.isoformat()[:19], s.end.isoformat()[:19]) for s in segs if s.index % 2 == 1]
+    # one marker a segment whose hover names its instrument and its runs
+    (marks,) = [t for t in fig.data if t.name == "instrument segments"]
+    assert list(marks.customdata) == [s.first_run for s in segs]
+    assert all(text.startswith(f"instrument segment {s.index + 1}: ") and s.label[:40] in text
+               for text, s in zip(marks.text, segs, strict=True))
+    # the re-judged series beside the recorded one, with its one jump: the retriever change of 10-31
+    (line,) = [t for t in fig.data if (t.name or "").startswith("re-judged") and t.name != "re-judged jump"]
+    assert len(line.x) == 90
+    (ringed,) = [t for t in fig.data if t.name == "re-judged jump"]
+    assert list(ringed.customdata) == [run_plans()[58].run_id]
+    assert "the system changed here" in ringed.text[0]
