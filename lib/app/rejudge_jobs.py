@@ -5,6 +5,12 @@ on the script thread. The dashboard holds one RejudgeRunner (st.cache_resource)
 with its own worker, so a re-judge never queues behind an ablation. Progress
 lives in the store (rejudges.done/total), which every session reads; a series
 whose process died shows as stalled and resumes when launched again.
+
+Each re-judge runs under the circuit breaker and deadline an ablation has
+(lib.judging.breaker: EVALDRIFT_BREAKER_FAILURES, EVALDRIFT_JOB_DEADLINE): a
+judge that keeps failing stops the series with the sentence saying why, kept
+in the job log under the series id, instead of recording a failure for every
+sample of every run. What was stored stays; launching it again resumes.
 """
 
 from __future__ import annotations
@@ -14,11 +20,34 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from lib.app.jobs import JobStatus
+from lib.app import job_log
+from lib.app.jobs import STOPPED, JobStatus
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
 from lib.judging.base import Judge
+from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.store import Store
 from lib.store import history as hs
+
+
+def run_guarded_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *, limits: Limits,
+                        should_stop: Callable[[], bool] | None = None) -> str:
+    """Run (or resume) a re-judge under a circuit breaker and a deadline; returns why it stopped ('' if not)."""
+    def total() -> int:
+        row = hs.series(store, spec.series_id)
+        return int(row["total"]) if row else 0  # type: ignore[call-overload]
+
+    breaker = Breaker(limits, total, on_trip=getattr(judge, "stop", None))
+    try:
+        run_rejudge(store, spec, GuardedJudge(judge, breaker),  # type: ignore[arg-type]
+                    should_stop=lambda: breaker.tripped or bool(should_stop and should_stop()))
+    finally:
+        breaker.close()
+    info = job_log.judge_info(judge)
+    if breaker.reason:
+        hs.finish_series(store, spec.series_id, STOPPED)
+        job_log.record(store, spec.series_id, job_log.JobNote(STOPPED, breaker.reason, info))
+        return breaker.reason
+    return ""
 
 
 class RejudgeRunner:
@@ -27,11 +56,14 @@ class RejudgeRunner:
     Args:
         store: the store the process owns.
         judge_for: builds the judge for a spec.
+        limits: the breaker's limits (default: from the settings when each job starts).
     """
 
-    def __init__(self, store: Store, judge_for: Callable[[RejudgeSpec], Judge]) -> None:
+    def __init__(self, store: Store, judge_for: Callable[[RejudgeSpec], Judge], *,
+                 limits: Limits | None = None) -> None:
         self._store = store
         self._judge_for = judge_for
+        self._limits = limits
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rejudge")
         self._lock = threading.Lock()
         self._futures: dict[str, Future] = {}
@@ -51,7 +83,13 @@ class RejudgeRunner:
 
     def _run(self, spec: RejudgeSpec) -> None:
         try:
-            run_rejudge(self._store, spec, self._judge_for(spec), should_stop=self._stop.is_set)
+            limits = self._limits
+            if limits is None:
+                from lib.core import settings
+
+                limits = Limits.from_settings(settings.load())
+            run_guarded_rejudge(self._store, spec, self._judge_for(spec), limits=limits,
+                                should_stop=self._stop.is_set)
         except Exception as exc:  # recorded and shown on the page, never lost in a thread
             self._errors[spec.series_id] = f"{type(exc).__name__}: {exc}"
             if hs.series(self._store, spec.series_id) is not None:
@@ -69,7 +107,9 @@ class RejudgeRunner:
         state = str(row["status"])
         if state == "running" and (fut is None or fut.done()) and not err:
             state = "stalled"
-        return JobStatus(series_id, "failed" if err else state, int(row["done"]), int(row["total"]), err)
+        note = job_log.read(self._store, series_id) if state == STOPPED else None
+        return JobStatus(series_id, "failed" if err else state, int(row["done"]), int(row["total"]), err,
+                         note.reason if note is not None else "")
 
     def wait(self, series_id: str, timeout: float | None = None) -> None:
         fut = self._futures.get(series_id)

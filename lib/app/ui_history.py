@@ -118,6 +118,9 @@ def _show_status(db_path: str, series_id: str) -> None:
         _progress(db_path, series_id)
     elif status.state == "done":
         st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
+    elif status.state == "stopped":
+        st.warning(f"Re-judge {md(series_id)} {md(status.reason or 'stopped')}. What it judged is kept: launch it "
+                   "again to resume where it stopped.")
     elif status.state in ("failed", "stalled"):
         st.error(f"Re-judge {md(series_id)} {status.state}: {md(status.error or 'its process ended')}. "
                  "Launch it again to resume where it stopped.")

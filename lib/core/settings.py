@@ -9,7 +9,7 @@
 | api_key | OPENAI_API_KEY | none |
 | judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
 | judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
-| breaker_failures | EVALDRIFT_BREAKER_FAILURES | 10 (judge calls failed in a row that stop a job; 0: never) |
+| breaker_failures | EVALDRIFT_BREAKER_FAILURES | 10 (judge calls failed in a row that stop a job or score; 0: off) |
 | job_deadline | EVALDRIFT_JOB_DEADLINE | none (seconds an ablation job may run) |
 | db_dir | EVALDRIFT_DB_DIR | none: only EVALDRIFT_DB is offered |
 | scorers | EVALDRIFT_SCORERS | none: the dashboard runs no external scorer |
@@ -50,7 +50,8 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
     ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
     ("breaker_failures", "EVALDRIFT_BREAKER_FAILURES",
-     "judge calls failed in a row (after their retries) that stop an ablation job; 0: never"),
+     "judge calls failed in a row (after their retries) that stop an ablation or re-judge job, or a score; "
+     "0: never"),
     ("job_deadline", "EVALDRIFT_JOB_DEADLINE", "seconds an ablation job may run before it stops (resumable)"),
     ("db_dir", "EVALDRIFT_DB_DIR", "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
     ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),

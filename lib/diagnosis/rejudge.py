@@ -19,11 +19,12 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from lib.core.calls import JudgeRequest
+from lib.core.calls import STOPPED_PREFIX, JudgeRequest
 from lib.core.errors import InputError, NotFoundError
 from lib.core.metrics import get_metric
 from lib.core.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, build_prompt, lint, prompt_hash
 from lib.core.records import MAIN
+from lib.core.results import CALL_FAILED
 from lib.diagnosis import cost
 from lib.judging.base import Judge
 from lib.judging.harness import Instrument, score_samples
@@ -178,6 +179,9 @@ def estimate(store: Store, spec: RejudgeSpec, *, cacheable: bool) -> RejudgeCost
 
 
 # -- running ----------------------------------------------------------------------------------
+STOPPED = CALL_FAILED + STOPPED_PREFIX   # a sample's reason when its call was never made
+
+
 def run_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *,
                 progress: Callable[[int, int], None] | None = None,
                 should_stop: Callable[[], bool] | None = None) -> pd.DataFrame | None:
@@ -185,7 +189,9 @@ def run_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *,
 
     Each run is stored whole in one transaction as it finishes, so a kill
     loses at most the run in progress. Failed samples are stored as failed,
-    with their reason, and counted; never scored.
+    with their reason, and counted; never scored. A run whose calls the judge
+    refused because its job was stopped (lib.judging.breaker) is not stored:
+    resuming asks it again.
 
     Returns:
         The series (lib.store.history.series_history), or None if stopped early.
@@ -214,6 +220,8 @@ def run_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *,
                 return None
             results = score_samples(store.samples(rid, spec.suite), spec.instrument, judge, seed=spec.seed,
                                     cache=cache)
+            if any(r.reason.startswith(STOPPED) for r in results):
+                return None   # the judge was stopped (a breaker, a deadline) mid-run: the run is asked again on resume
             hs.add_series_run(store, sid, rid, results)
             done += counts[rid]
             if progress:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.core.errors import InputError, StoreBusyError
+from lib.core.errors import InputError, JudgeError, StoreBusyError
 from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.prompts import BINDINGS, DEFAULT_TEMPLATES, PROJECTED, REPLAY, fields_read
 from lib.core.records import MAIN, MetricRecord, RunRecord
@@ -41,6 +41,7 @@ from lib.core.results import SampleResult
 from lib.core.samples import FIELDS, EvalSample
 from lib.intake.inbox import Handover
 from lib.judging.base import CallCache, Judge, MemoryCache
+from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
 
@@ -96,7 +97,7 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
                  pipeline: Mapping[str, object] | None = None, metrics: Sequence[str] | None = None,
                  templates: Mapping[str, str] | None = None, binding: str = PROJECTED, seed: int = 0,
                  cache: CallCache | None = None, progress: Progress | None = None,
-                 fields: Sequence[str] = FIELDS, label: str = "") -> RunRecord:
+                 fields: Sequence[str] = FIELDS, label: str = "", limits: Limits | None = None) -> RunRecord:
     """Score samples with our harness into a RunRecord (nothing is written).
 
     Args:
@@ -114,6 +115,8 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
         progress: called with (samples done, total) across all metrics.
         fields: the fields the samples' source had (recorded with the run).
         label: a short label shown on the pages.
+        limits: the circuit breaker's (lib.judging.breaker; default: EVALDRIFT_BREAKER_FAILURES and the
+            failed share, no deadline).
 
     Returns:
         The run, each metric with judge model, prompt hash, binding, the judge's
@@ -121,6 +124,8 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
 
     Raises:
         InputError: see `check_templates`.
+        JudgeError: the judge kept failing and the breaker stopped the scoring (the sentence says why);
+            its valid replies are in `cache`, so scoring again resumes.
     """
     chosen = check_templates(list(metrics or METRIC_NAMES), dict(templates or {}), binding, fields)
     total = len(chosen) * len(samples)
@@ -132,10 +137,19 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
         if progress is not None:
             progress(done, total)
 
+    if limits is None:
+        from lib.core import settings
+
+        limits = dataclasses.replace(Limits.from_settings(settings.load()), deadline=None)
+    breaker = Breaker(limits, lambda: total, on_trip=getattr(judge, "stop", None))
+    guarded = GuardedJudge(judge, breaker)
     records = []
     for m, template in chosen.items():
-        results = score_samples(samples, Instrument(m, template, binding), judge, seed=seed, cache=cache,
-                                progress=tick)
+        results = score_samples(samples, Instrument(m, template, binding), guarded, seed=seed,  # type: ignore[arg-type]
+                                cache=cache, progress=tick)
+        if breaker.reason:
+            raise JudgeError(f"scoring {breaker.reason}; nothing was recorded (the judge's answers so far are "
+                             "kept in the call cache: score again to resume)")
         prints = Counter(r.fingerprint for r in results if r.fingerprint)
         records.append(MetricRecord(m, results, judge.model, template, binding,
                                     fingerprint=prints.most_common(1)[0][0] if prints else None,
