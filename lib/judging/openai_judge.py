@@ -14,7 +14,8 @@ in flight as the server sustains. `stop()` ends waits and refuses new
 attempts: a job's circuit breaker or deadline (lib.judging.breaker) calls it.
 
 Calls run on one event loop per judge (lib.judging.loop) through the SDK's
-AsyncOpenAI client; the harness's threads only wait for them. The body is
+AsyncOpenAI client over its aiohttp transport (lib.judging.transport); the
+harness's threads only wait for them. The body is
 posted with the client's own `post` and read as JSON: the SDK's typed request
 transform and response models cost more client CPU than the call itself at 64
 in flight, and a verdict needs only the content, the usage and the
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import itertools
 import math
 import random
 import threading
@@ -42,10 +42,13 @@ from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
 from lib.judging.loop import LoopThread
+from lib.judging.transport import dropped_connection, http_client
 from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
 from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
 
-POOL_WIDTH = 8   # calls in flight per HTTP connection pool (profiled: wider pools cost more CPU per call)
+
+async def _close_client(client: openai.AsyncOpenAI) -> None:
+    await client.close()
 
 
 def _seconds(value: str | None) -> float | None:
@@ -170,13 +173,11 @@ class OpenAIJudge:
         self._modes = modes if modes is not None else BOOK
         key = api_key or "not-needed"
 
-        def clients() -> list[openai.AsyncOpenAI]:   # made on the loop's thread: their pools belong there
-            # One pool per POOL_WIDTH calls in flight: a pool scans all its connections for every request.
-            return [openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
-                    for _ in range(max(1, -(-concurrency // POOL_WIDTH)))]
+        def client() -> openai.AsyncOpenAI:   # made on the loop's thread: its connections belong there
+            return openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0,
+                                      http_client=http_client(concurrency))
 
-        self._loop = LoopThread(f"judge:{model}", setup=clients)
-        self._turn = itertools.count()
+        self._loop = LoopThread(f"judge:{model}", setup=client, teardown=_close_client)
         weakref.finalize(self, self._loop.close)
         self._lock = threading.Lock()
         self.attempts = 0
@@ -263,8 +264,7 @@ class OpenAIJudge:
         raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
 
     async def _post(self, kwargs: dict[str, object]) -> Any:
-        pool: list[openai.AsyncOpenAI] = self._loop.state
-        client = pool[next(self._turn) % len(pool)]
+        client: openai.AsyncOpenAI = self._loop.state
         response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs)
         return response.json()
 
@@ -276,8 +276,12 @@ class OpenAIJudge:
             out.load = OK
         except openai.RateLimitError as exc:
             out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
-        except openai.APITimeoutError:
-            out.reason, out.load = "timed out", OVERLOAD
+        except openai.APITimeoutError as exc:
+            dropped = dropped_connection(exc)
+            if dropped:
+                out.reason = f"connection failed: {dropped}"
+            else:
+                out.reason, out.load = "timed out", OVERLOAD
         except openai.APIConnectionError as exc:
             out.reason = f"connection failed: {type(exc).__name__}"
         except openai.APIStatusError as exc:

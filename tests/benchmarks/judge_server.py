@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import time
 from multiprocessing.connection import Connection
 
 RAGAS_INPUT = "Now perform the same with the following input\ninput: "
@@ -85,6 +86,8 @@ def _serve(conn: Connection, latency: float) -> None:
                 conn.send(server.n_calls)
             elif command == "errors":
                 conn.send([repr(e) for e in server.errors[:5]])
+            elif command == "cpu":
+                conn.send(time.process_time())
             else:
                 break
     finally:
@@ -111,6 +114,11 @@ class JudgeServer:
     def n_calls(self) -> int:
         self._conn.send("count")
         return int(self._conn.recv())
+
+    def cpu(self) -> float:
+        """The server process's CPU seconds so far (all its threads)."""
+        self._conn.send("cpu")
+        return float(self._conn.recv())
 
     def errors(self) -> list[str]:
         self._conn.send("errors")

@@ -1,0 +1,49 @@
+"""The HTTP client under the model judge's AsyncOpenAI: the SDK's aiohttp transport, when aiohttp is installed.
+
+Profiled at 64 calls in flight against a loopback server, the SDK's default
+httpx2 transport costs about 1.0 ms of client CPU per call and its aiohttp
+transport (openai.DefaultAioHttpClient) about 0.6 ms: with one interpreter
+that is the difference between 1,000 and 1,600 calls a second at most.
+Requests are still built, sent and checked by the SDK, so its status errors,
+timeouts and connection errors arrive as the SDK's exceptions.
+
+One difference is smoothed here: the aiohttp transport reports a connection
+the server dropped (no byte of a reply) as a connect *timeout*, where httpx2
+reports a connection error. `dropped_connection` tells the two apart from the
+exception's causes, so a dropped connection is not taken for an overloaded
+server (which would shrink the calls in flight).
+"""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+
+try:
+    import aiohttp
+except ImportError:   # the SDK's default transport, slower per call but the same behaviour
+    aiohttp = None
+
+
+def http_client(concurrency: int) -> httpx2.AsyncClient:
+    """An async HTTP client for AsyncOpenAI keeping up to `concurrency` connections open (call on its loop)."""
+    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    if aiohttp is None:
+        return openai.DefaultAsyncHttpxClient(limits=limits)
+    return openai.DefaultAioHttpClient(limits=limits)
+
+
+def dropped_connection(exc: BaseException) -> str | None:
+    """The name of the connection error under an SDK timeout error, when what happened was no timeout."""
+    if aiohttp is None:
+        return None
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, TimeoutError):
+            return None
+        if isinstance(link, aiohttp.ClientConnectionError):
+            return type(link).__name__
+        link = link.__cause__ or link.__context__
+    return None
