@@ -6,6 +6,7 @@ live in lib.judging.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -62,8 +63,8 @@ class JudgeRequest:
             sort_keys=True, ensure_ascii=False,
         )
 
-    @property
-    def key(self) -> str:
+    @functools.cached_property
+    def key(self) -> str:   # computed once: a call asks for it at every step (flights, cache, store)
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     @property

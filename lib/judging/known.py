@@ -4,7 +4,9 @@ Asking the store's cache for a reply costs a DuckDB query (about 0.4 ms of CPU),
 paid before every call of a job whose replies are mostly not there yet. A job
 knows its requests up front, so one query finds which of them the cache holds;
 `get` then asks the cache only for those, and for the replies put during the
-job (by this job's own calls, e.g. an identical request answered first).
+job (by this job's own calls, e.g. an identical request answered first). A
+cache that can hand over the replies themselves in one query (the store's
+`replies`) is not asked again for the ones it held.
 """
 
 from __future__ import annotations
@@ -17,15 +19,27 @@ from lib.judging.base import CallCache
 
 
 class KnownCache:
-    """A CallCache over another, knowing which keys it holds (caches without `held` are passed through)."""
+    """A CallCache over another, knowing which keys it holds (caches without `held` are passed through).
+
+    A cache that can also hand over its replies for many keys at once (`replies`, as the store's does) is
+    read once up front: its held replies are then answered from memory, with no query per call.
+    """
 
     def __init__(self, cache: CallCache, keys: Iterable[str]) -> None:
         self._cache = cache
-        held = getattr(cache, "held", None)
-        self._held: set[str] | None = set(held(list(dict.fromkeys(keys)))) if callable(held) else None
+        wanted = list(dict.fromkeys(keys))
+        replies, held = getattr(cache, "replies", None), getattr(cache, "held", None)
+        self._read: dict[str, JudgeReply] = dict(replies(wanted)) if callable(replies) else {}
+        if callable(replies):
+            self._held: set[str] | None = set()   # replies put during the job: asked of the cache
+        else:
+            self._held = set(held(wanted)) if callable(held) else None
         self._lock = threading.Lock()
 
     def get(self, key: str) -> JudgeReply | None:
+        read = self._read.get(key)
+        if read is not None:
+            return read
         if self._held is not None:
             with self._lock:
                 if key not in self._held:

@@ -39,14 +39,29 @@ class CallCacheMixin(StoreBase):
         rows = self._rows("SELECT key FROM judge_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
         return pending | {r[0] for r in rows}
 
+    def replies(self, keys: list[str]) -> dict[str, JudgeReply]:
+        """The replies held for these keys (written or held in memory), in one query: a job reads its cached
+        replies up front instead of one query per call."""
+        with self._write_lock:
+            pending = {k: self._pending_replies[k] for k in keys if k in self._pending_replies}
+        out = {k: JudgeReply(text=str(row[3]), usage=Usage(), fingerprint=row[6], cached=True)  # type: ignore[arg-type]
+               for k, row in pending.items()}
+        if keys:
+            rows = self._rows("SELECT key, reply, fingerprint FROM judge_cache "
+                              "WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
+            for key, text, fingerprint in rows:
+                out.setdefault(key, JudgeReply(text=text, usage=Usage(), fingerprint=fingerprint, cached=True))
+        return out
+
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
         """Keep a valid reply. Held in memory (get() sees it at once) and written CACHE_BATCH at a time, with
         each stored batch of ablation results, by flush_cache() and on close(): one commit per call would
         cost more than a model call. A crash loses at most the held replies: they are called again."""
-        row = (request.key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
+        key = request.key
+        row = (key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
                reply.usage.completion_tokens, reply.fingerprint, _now())
         with self._write_lock:
-            self._pending_replies[request.key] = row
+            self._pending_replies[key] = row
             if len(self._pending_replies) >= CACHE_BATCH:
                 self.flush_cache()
 

@@ -6,7 +6,10 @@ The judge server (tests/benchmarks/judge_server.py) runs in its own process and
 answers every call after 50 ms, so the ideal wall time of a job is
 calls x 50 ms / in flight; what is left over is the client (its CPU per call on
 one interpreter), the ramp of the adaptive pacer, and the server's own CPU on a
-machine that may be shared. Each width is measured on an endpoint the pacer has
+machine that may be shared. The floor rows measure the same server with bare
+clients (no harness, no store; tests/benchmarks/inflight_floor.py): the best
+ratio this machine allows a Python client, and the server's CPU per request.
+Each width is measured on an endpoint the pacer has
 already learnt (a first ablation on another run teaches it, as any earlier job
 in the same process would); the cold first job is printed beside it.
 """
@@ -29,6 +32,7 @@ from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
 from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
 from lib.store import Store  # noqa: E402
+from tests.benchmarks.inflight_floor import CLIENTS, bodies, measure_client  # noqa: E402
 from tests.benchmarks.judge_server import JudgeServer  # noqa: E402
 
 MODEL = "evaldrift-bench-judge"
@@ -37,6 +41,7 @@ WIDTHS = (16, 64)
 TARGET = {64: 1.2}
 LEAKY_RUN = 30
 BLANKS = ("ground_truth", "question", "contexts")
+FLOOR_CALLS = 1200   # about the ablation's calls
 
 
 def demo_db(work: Path, n_runs: int, name: str) -> Path:
@@ -54,15 +59,16 @@ def _ablate(store: Store, server: JudgeServer, run_id: str, width: int, blanks: 
     judge = OpenAIJudge(MODEL, base_url=server.base_url, concurrency=width, timeout=30, max_attempts=3)
     spec = AblationSpec(run_id, ("faithfulness",), blanks, repeats=1, judge=MODEL, endpoint=server.base_url,
                         seed=7000 + width, sequential=False)   # every sample: the calls are what is measured
-    before = server.n_calls()
+    before, server_cpu = server.n_calls(), server.cpu()
     t, cpu = time.perf_counter(), time.process_time()
     result = run_ablation(store, spec, judge)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-    calls = server.n_calls() - before
+    calls, server_cpu = server.n_calls() - before, server.cpu() - server_cpu
     judge.close()
     ideal = calls * LATENCY / width
     return {"calls": calls, "wall": wall, "ideal": ideal, "ratio": wall / ideal if calls else float("nan"),
             "cpu_ms": 1000 * cpu / calls if calls else float("nan"), "pacing": judge.pacing.sentence,
+            "server_ms": 1000 * server_cpu / calls if calls else float("nan"),
             "verdict": result.summary if result else "stopped"}
 
 
@@ -82,6 +88,19 @@ def _harness(store: Store, server: JudgeServer, run_id: str, width: int) -> dict
     return {"calls": calls, "wall": wall, "ideal": ideal, "ratio": wall / ideal, "cpu_ms": 1000 * cpu / calls}
 
 
+def floor(store: Store, server: JudgeServer, run_id: str) -> list[tuple[str, float, str, str]]:
+    """What the machine allows at each width: bare clients against the same server (tests/benchmarks/inflight_floor)."""
+    work = bodies(store, run_id, MODEL, FLOOR_CALLS)
+    out = []
+    for width in WIDTHS:
+        for name in CLIENTS:
+            r = measure_client(server, name, work, width, LATENCY)
+            out.append((f"floor: {name}, ratio to ideal at {width} in flight", r["ratio"], "none",
+                        f"{r['wall']:.2f} s for {r['calls']} calls; client CPU {r['cpu_ms']:.2f} ms a call, "
+                        f"server CPU {r['server_ms']:.2f} ms a call"))
+    return out
+
+
 def measure(db: Path) -> list[tuple[str, float, str, str]]:
     """(figure, value, target, note) for each width: cold first job, then the measured job."""
     plans = run_plans()
@@ -95,11 +114,13 @@ def measure(db: Path) -> list[tuple[str, float, str, str]]:
                         f"{warm['wall']:.2f} s for {warm['calls']} calls, ideal {warm['ideal']:.2f} s; "
                         f"cold first job {cold['ratio']:.2f}x; {warm['pacing']}"))
             out.append((f"client CPU per call at {width} in flight", warm["cpu_ms"], "none",
-                        f"ms, one interpreter; wall = ideal needs at most {1000 * LATENCY / width:.2f} ms"))
+                        f"ms, one interpreter; wall = ideal needs at most {1000 * LATENCY / width:.2f} ms; "
+                        f"the server's own CPU {warm['server_ms']:.2f} ms a call"))
             alone = _harness(store, server, plans[LEAKY_RUN].run_id, width)
             out.append((f"harness alone: ratio to ideal at {width} in flight", alone["ratio"], "none",
                         f"{alone['wall']:.2f} s for {alone['calls']} calls, ideal {alone['ideal']:.2f} s; "
                         f"client CPU {alone['cpu_ms']:.2f} ms a call"))
+        out += floor(store, server, plans[LEAKY_RUN].run_id)
         if server.errors():
             out.append(("server errors", len(server.errors()), "0", "; ".join(server.errors())))
     return out
