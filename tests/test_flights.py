@@ -119,3 +119,43 @@ def test_a_job_asks_the_cache_which_requests_it_holds_once_not_before_every_call
         assert server.n_calls == 12
     assert cache.bulk == 1 and cache.gets == 4          # only the four it held were looked up
     assert sum(r.cached for r in results) == 4 and all(r.status == OK for r in results)
+
+
+class BulkCache(CountingCache):
+    """A CountingCache that can also hand over the replies it holds for many keys in one go (as the store's)."""
+
+    def replies(self, keys: list[str]) -> dict:
+        self.bulk += 1
+        return {k: self._replies[k] for k in keys if k in self._replies}
+
+
+def test_a_job_reads_the_replies_its_cache_holds_up_front_and_asks_again_for_none_of_them() -> None:
+    samples = _copies(12, 12)
+    cache = BulkCache()
+    with OpenAIServer(offline_responder, latency=0.01) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=4)
+        first = score_samples(samples[:4], FAITHFULNESS, judge, cache=cache)
+        cache.gets = cache.bulk = 0
+        results = score_samples(samples, FAITHFULNESS, judge, cache=cache)
+        assert server.n_calls == 12
+    assert cache.bulk == 1 and cache.gets == 0          # the four it held came with the one bulk read
+    assert sum(r.cached for r in results) == 4 and all(r.status == OK for r in results)
+    assert [r.score for r in results[:4]] == [r.score for r in first]
+
+
+def test_the_store_hands_over_written_and_held_replies_for_many_keys_in_one_read(tmp_path) -> None:
+    from lib.core.calls import JudgeReply, JudgeRequest, Message, Usage
+    from lib.store import Store
+
+    def request(i: int) -> JudgeRequest:
+        return JudgeRequest(MODEL, (Message("user", f"prompt {i}"),), seed=i, endpoint="http://127.0.0.1:1/v1")
+
+    with Store(tmp_path / "cache.duckdb") as store:
+        store.put(request(0), JudgeReply("written", Usage(3, 4), fingerprint="fp0"))
+        store.flush_cache()
+        store.put(request(1), JudgeReply("held", Usage(5, 6)))            # still in memory, not written
+        got = store.replies([request(i).key for i in range(3)])
+    assert set(got) == {request(0).key, request(1).key}                   # the third was never answered
+    assert (got[request(0).key].text, got[request(0).key].fingerprint) == ("written", "fp0")
+    assert got[request(1).key].text == "held"
+    assert all(r.cached and r.usage == Usage() for r in got.values())    # a cached reply costs no tokens

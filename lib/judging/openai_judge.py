@@ -42,9 +42,9 @@ from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
 from lib.judging.loop import LoopThread
-from lib.judging.transport import dropped_connection, http_client
 from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
 from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+from lib.judging.transport import dropped_connection, http_client
 
 
 async def _close_client(client: openai.AsyncOpenAI) -> None:

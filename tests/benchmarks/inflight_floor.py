@@ -9,7 +9,10 @@ against the same server process with the same request bodies:
   the best ratio any Python client on this machine could show;
 - the openai SDK alone in one event loop (no harness, no store), posting the
   judge's bodies as lib.judging.openai_judge does, over each HTTP client the
-  SDK offers: what the SDK itself costs.
+  SDK offers: what the SDK itself costs;
+- the same SDK client on a loop thread fed by one waiting thread per call in
+  flight, as the harness feeds the judge: what handing calls between threads
+  costs on top.
 """
 
 from __future__ import annotations
@@ -86,10 +89,36 @@ async def _sdk(base_url: str, work: list[dict], width: int, http: str) -> None:
         await _flights(send, work, width)
 
 
+def _sdk_from_threads(base_url: str, work: list[dict], width: int) -> None:
+    """The SDK on one loop thread, fed by `width` threads that each wait for their call (the judge's shape)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lib.judging.loop import LoopThread
+    from lib.judging.transport import http_client
+
+    def setup() -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key="not-needed", base_url=base_url, max_retries=0, timeout=30,
+                                  http_client=http_client(width))
+
+    async def close(client: openai.AsyncOpenAI) -> None:
+        await client.close()
+
+    loop = LoopThread("floor", setup=setup, teardown=close)
+
+    async def send(body: dict) -> Any:
+        r = await loop.state.post("/chat/completions", cast_to=httpx2.Response, body=body)
+        return r.json()["choices"][0]["message"]["content"]
+
+    with ThreadPoolExecutor(width) as pool:
+        list(pool.map(lambda body: loop.run(send(body)), work))
+    loop.close()
+
+
 CLIENTS = {
     "bare aiohttp client": lambda url, work, width: _aiohttp(url, work, width),
     "openai SDK alone (httpx2)": lambda url, work, width: _sdk(url, work, width, "httpx2"),
     "openai SDK alone (aiohttp)": lambda url, work, width: _sdk(url, work, width, "aiohttp"),
+    "openai SDK (aiohttp) fed by one thread a call": _sdk_from_threads,
 }
 
 
@@ -97,7 +126,9 @@ def measure_client(server: JudgeServer, name: str, work: list[dict], width: int,
     """One client's run of `work` at `width` in flight: ratio to ideal, client and server CPU per call."""
     before, server_cpu = server.n_calls(), server.cpu()
     t, cpu = time.perf_counter(), time.process_time()
-    asyncio.run(CLIENTS[name](server.base_url, work, width))
+    run = CLIENTS[name](server.base_url, work, width)
+    if asyncio.iscoroutine(run):
+        asyncio.run(run)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
     server_cpu = server.cpu() - server_cpu
     calls = server.n_calls() - before
