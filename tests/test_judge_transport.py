@@ -59,6 +59,18 @@ def test_the_judge_talks_through_the_sdk_aiohttp_transport_and_closes_its_connec
         again.close()
 
 
+@pytest.mark.parametrize(("userinfo", "on_aiohttp"), [("", True), ("judge-user:pw@", False)])
+def test_a_base_url_with_credentials_keeps_the_transport_that_can_send_them(userinfo: str, on_aiohttp: bool) -> None:
+    from openai._vendor.httpx_aiohttp import Httpx2AiohttpClient
+
+    with OpenAIServer(offline_responder, keep_alive=True) as server:
+        judge = OpenAIJudge(MODEL, base_url=server.base_url.replace("://", f"://{userinfo}"), api_key="sk-test",
+                            timeout=5.0, max_attempts=1)
+        assert score_sample(_sample(), FAITHFULNESS, judge).status == OK
+        assert isinstance(judge._loop.state._client, Httpx2AiohttpClient) is on_aiohttp and server.n_calls == 1
+        judge.close()
+
+
 # fault, judge timeout (s), the retry's reason starts with, the concurrency left of 8
 FAULTS = [
     (Fault("drop"), 5.0, "connection failed: ServerDisconnectedError", 8),   # not taken for an overload

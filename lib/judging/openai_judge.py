@@ -175,7 +175,7 @@ class OpenAIJudge:
 
         def client() -> openai.AsyncOpenAI:   # made on the loop's thread: its connections belong there
             return openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0,
-                                      http_client=http_client(concurrency))
+                                      http_client=http_client(concurrency, base_url))
 
         self._loop = LoopThread(f"judge:{model}", setup=client, teardown=_close_client)
         weakref.finalize(self, self._loop.close)

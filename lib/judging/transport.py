@@ -16,6 +16,8 @@ server (which would shrink the calls in flight).
 
 from __future__ import annotations
 
+import os
+
 import httpx2
 import openai
 
@@ -25,10 +27,15 @@ except ImportError:   # the SDK's default transport, slower per call but the sam
     aiohttp = None
 
 
-def http_client(concurrency: int) -> httpx2.AsyncClient:
-    """An async HTTP client for AsyncOpenAI keeping up to `concurrency` connections open (call on its loop)."""
+def http_client(concurrency: int, base_url: str | None = None) -> httpx2.AsyncClient:
+    """An async HTTP client for AsyncOpenAI keeping up to `concurrency` connections open (call on its loop).
+
+    A base URL with credentials in it (user:password@host) keeps the SDK's default transport: aiohttp refuses
+    to send them beside the SDK's Authorization header, where httpx2 sends them as the request's auth.
+    """
     limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    if aiohttp is None:
+    url = base_url or os.environ.get("OPENAI_BASE_URL")   # the SDK's own fallback
+    if aiohttp is None or (url and httpx2.URL(url).userinfo):
         return openai.DefaultAsyncHttpxClient(limits=limits)
     return openai.DefaultAioHttpClient(limits=limits)
 

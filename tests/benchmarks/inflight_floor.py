@@ -98,7 +98,7 @@ def _sdk_from_threads(base_url: str, work: list[dict], width: int) -> None:
 
     def setup() -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(api_key="not-needed", base_url=base_url, max_retries=0, timeout=30,
-                                  http_client=http_client(width))
+                                  http_client=http_client(width, base_url))
 
     async def close(client: openai.AsyncOpenAI) -> None:
         await client.close()
