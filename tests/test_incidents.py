@@ -9,6 +9,7 @@ set by one session must be seen by every other and survive a restart.
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -58,6 +59,22 @@ def test_a_leak_and_its_fix_group_into_one_episode_and_a_system_change_stays_apa
                               jump(48, -0.19, across=True))
     groups = incidents.group_episodes([fix, system, dip, leak])
     assert groups == [(leak, dip, fix), (system,)]
+
+
+def test_an_incident_carries_its_suspects_tests_and_the_verdicts_of_ablations_on_its_run() -> None:
+    j = jump(31, -0.05)
+    ablations = pd.DataFrame([
+        {"ablation_id": "abl-1", "run_id": "r31", "status": "done",
+         "result": json.dumps({"summary": "as expected: faithfulness moves when its own inputs are blanked"})},
+        {"ablation_id": "abl-2", "run_id": "r31", "status": "running", "result": None},     # not finished: left out
+        {"ablation_id": "abl-3", "run_id": "r9", "status": "done", "result": json.dumps({"summary": "LEAK"})},
+    ])
+    (incident,) = incidents.build([j], ablations=ablations)
+    assert incident.evidence == (
+        "2026-11-01 r31: 0.800 -> 0.750 (-0.050), within one instrument",
+        "suspect none: nothing recorded; test: re-judge both runs",
+        "ablation abl-1: as expected: faithfulness moves when its own inputs are blanked")
+    assert incident.is_open and incident.state == incidents.OPEN
 
 
 # -- canary alarms and lint findings are incidents too: a row per branch ------------------------------------

@@ -8,6 +8,7 @@ not on it signs in too but sees no page, by the front door or a deep link.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,7 +100,7 @@ def test_a_user_not_on_the_allow_list_sees_no_page(dashboard: StreamlitServer, b
     text = page.inner_text("body")
     assert f"{STRANGER} is not on this dashboard's list of users" in text
     assert DEMO_METRIC not in text
-    for deep in ("/trends", "/ablation", "/run?run=latest"):
+    for deep in ("/trends", "/ablation", "/run?run=latest", "/import"):
         page.goto(dashboard.url + deep)
         wait_for_app(page)
         text = page.inner_text("body")
@@ -134,4 +135,25 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
         assert launch.is_enabled()
     else:
         assert page.get_by_text("Launch up to").count() == 0
+    page.context.close()
+
+
+@pytest.mark.parametrize(("who", "may_score"), [(ALLOWED, True), (VIEWER, False)])
+def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
+        dashboard: StreamlitServer, browser: Browser, who: str, may_score: bool) -> None:
+    page = sign_in(browser, dashboard, who)
+    page.goto(dashboard.url + "/import")
+    wait_for_app(page)
+    row = {"id": "q1", "question": "When?", "answer": "At nine.", "contexts": ["It opens at nine."],
+           "ground_truth": "At nine."}
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": "mine.jsonl", "mimeType": "application/octet-stream",
+                "buffer": (json.dumps(row) + "\n").encode()}])
+    wait_for_app(page)
+    record = page.locator(".st-key-imp_record button")
+    assert record.is_enabled()                        # recording the file's own scores is open to every user
+    page.locator(".st-key-imp_score label").first.click()   # score it with the sidebar's (paid) judge
+    wait_for_app(page)
+    assert record.is_enabled() is may_score
+    assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_score
     page.context.close()
