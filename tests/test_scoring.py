@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +168,29 @@ def test_templates_out_writes_files_that_score_with_the_same_prompt_hash(fresh_d
     with Store(fresh_db) as store:
         assert store.instrument("t", "faithfulness").prompt_hash == prompt_hash(DEFAULT_TEMPLATES["faithfulness"])
     assert "invalid choice: 'faithfullness'" in assert_usage_error(cli("templates", "--metric", "faithfullness"))
+
+
+def test_score_shows_its_progress_on_a_terminal(fresh_db: Path, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "mine.jsonl", ROWS)
+    root = Path(__file__).resolve().parent.parent
+    terminal, stderr = pty.openpty()        # stderr a terminal, as when a user runs the command
+    proc = subprocess.Popen([sys.executable, "-m", "lib", "score", "--db", str(fresh_db), str(source), "--run-id",
+                             "mine-1", "--metrics", "faithfulness,context_recall"], cwd=root, stderr=stderr,
+                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)})
+    os.close(stderr)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:                      # the command closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert proc.wait(timeout=120) == 0
+    text = shown.decode()
+    counts = [int(m) for m in re.findall(r"scoring mine-1: (\d+)/6", text)]
+    assert counts and counts == sorted(counts) and counts[-1] == 6, text   # 3 samples x 2 metrics, counting up
+    assert "scoring mine-1: 6/6 (100%)" in text
+    assert "recorded run mine-1" in proc.stdout.read().decode()  # type: ignore[union-attr]
