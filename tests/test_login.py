@@ -157,3 +157,21 @@ def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
     assert record.is_enabled() is may_score
     assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_score
     page.context.close()
+
+
+def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: StreamlitServer, browser: Browser) -> None:
+    page = sign_in(browser, dashboard, ALLOWED)
+    page.goto(dashboard.url + "/")
+    wait_for_app(page)
+    body = page.inner_text("body")
+    assert f"Recorded as {ALLOWED} (signed in)." in body and "Your name" not in body   # no name to type
+    state = page.locator('[class*="st-key-state_"]').first
+    state.evaluate("e => e.scrollIntoView({block: 'center'})")
+    state.locator("input[role=combobox]").click()
+    page.get_by_role("option", name="explained as system change", exact=True).click()
+    page.locator('[class*="st-key-note_"] input').first.fill("checked by the signed-in user")
+    page.locator('[class*="st-key-record_"] button').first.click()
+    wait_for_app(page)
+    # read back from the store on the next run: the change carries the signed-in user, not a typed name
+    assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in page.text_content("body")
+    page.context.close()
