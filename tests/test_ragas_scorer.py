@@ -76,6 +76,10 @@ def test_without_ragas_the_adapter_says_where_it_looked(monkeypatch: pytest.Monk
     monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "judge-model")
     with pytest.raises(InputError, match="Ragas is not installed for"):
         score_with_ragas("faithfulness", samples()[:1])
+    monkeypatch.setenv("EVALDRIFT_RAGAS_PYTHON", "/nonexistent/ragas-venv/bin/python")   # a mistyped setting
+    with pytest.raises(InputError, match=r"EVALDRIFT_RAGAS_PYTHON names a Python that cannot be run, "
+                                         r"/nonexistent/ragas-venv/bin/python"):
+        score_with_ragas("faithfulness", samples()[:1])
     monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "offline-lexical-v2")
     with pytest.raises(InputError, match="Ragas needs a model judge"):
         score_with_ragas("faithfulness", samples()[:1])

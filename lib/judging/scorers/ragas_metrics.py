@@ -82,8 +82,12 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
     lines = "".join(json.dumps({"question": x.question, "answer": x.answer, "contexts": list(x.contexts),
                                 "ground_truth": x.ground_truth}) + "\n" for x in samples)
     width = concurrency or s.judge_concurrency
-    proc = subprocess.run([ragas_python(), str(WORKER), metric, model, str(width)], input=lines, text=True,
-                          capture_output=True, env=env, timeout=TIMEOUT, check=False)
+    try:
+        proc = subprocess.run([ragas_python(), str(WORKER), metric, model, str(width)], input=lines, text=True,
+                              capture_output=True, env=env, timeout=TIMEOUT, check=False)
+    except OSError as exc:   # no such interpreter, or not executable: the setting is wrong
+        raise InputError(f"EVALDRIFT_RAGAS_PYTHON names a Python that cannot be run, {ragas_python()}: "
+                         f"{exc.strerror or exc}", field="scorer") from exc
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         if "No module named 'ragas'" in proc.stderr:
