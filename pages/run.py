@@ -2,7 +2,8 @@
 what did the judge say about each sample, with each piece of evidence traced to where it was found?
 
 Deep link: ?run=<run id>&metric=<metric whose verdicts are shown>&view=<sample id>, and the sample filters
-q=<search>&score=<lo>-<hi>&verdict=<verdict word>&found=<artifact> (lib.presentation.linkparams.PARAMS).
+q=<search>&score=<lo>-<hi>&verdict=<verdict word>&found=<artifact>, and page=<n> of a large run's samples
+(lib.presentation.linkparams.PARAMS).
 """
 
 from __future__ import annotations
@@ -106,10 +107,17 @@ location = f4.selectbox("Evidence found in", [ANY, *views.PROVENANCE_LOCATIONS],
                         help=f"Positive verdicts whose evidence string was found in this artifact. {metric} should "
                              f"find its evidence in {spec.against}.")
 
+linked_page, page_problem = linkparams.page_number(ui.query_param("page"))
+page_linked = ui.seed_value("run_page", "page", linked_page, 1, page_problem)
+
 # -- lib calls ---------------------------------------------------------------------------------
-page_no = int(st.session_state.get("run_page", 1))
 view = loaders.sample_page(ctx.db_path, ctx.version, run_id, metric, search, tuple(score_range),
-                        None if verdict == ANY else verdict, None if location == ANY else location, page_no)
+                           None if verdict == ANY else verdict, None if location == ANY else location,
+                           int(st.session_state["run_page"]))
+page_no = view.page   # a page past the last (a link's, or after a filter left fewer pages) is the last page
+st.session_state["run_page"] = page_no
+if page_linked and (past := linkparams.past_last_page(linked_page, view.pages)):
+    st.warning(ui.md_literal(past))
 shown, scores, provenance = view.rows, view.scores, view.provenance
 evidence = views.evidence_summary(loaders.run_provenance(ctx.db_path, ctx.version, run_id, metric), metric)
 
@@ -153,7 +161,7 @@ ui.seed_from_query("run_sample", "view", options, options[0] if options else Non
 sample_id = st.selectbox("Sample", options, key="run_sample")
 ui.set_query(run=run_id, metric=metric, view=sample_id, q=search or None,
              score=linkparams.score_text(*score_range), verdict=None if verdict == ANY else verdict,
-             found=None if location == ANY else location)
+             found=None if location == ANY else location, page=linkparams.page_text(page_no))
 if sample_id is None:
     st.stop()
 if sample_id not in set(options[:len(shown)]):

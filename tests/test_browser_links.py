@@ -4,6 +4,7 @@ value gets a warning naming its parameter, never a traceback."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,11 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from lib.diagnosis.diagnose import Jump, find_jumps
+from lib.intake.ingest import ingest_file
+from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store
 from tests.support.browser import StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app
-from tests.test_pages_journeys import query, selected
+from tests.test_pages_journeys import query, selected, table_cells
 
 pytestmark = pytest.mark.e2e
 SPLIT_S = 240.0   # the split re-judges both runs' samples with both instruments (offline), on a busy machine
@@ -37,6 +40,29 @@ def server(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     work = tmp_path_factory.mktemp("links")
     with StreamlitServer(copy_db(demo_db, work / "demo.duckdb"), log_dir=work / "logs") as s:
         yield s
+
+
+BIG_RUN = WHOLE_RUN_MAX + 2 * PAGE_ROWS + 7   # samples: read a page at a time, the last page short
+BIG_PAGES = -(-BIG_RUN // PAGE_ROWS)
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    """A dashboard on one run too large to show whole (sample ids s00000, s00001, ... in page order)."""
+    work = tmp_path_factory.mktemp("links-big")
+    rows = work / "big.jsonl"
+    rows.write_text("".join(json.dumps({"sample_id": f"s{i:05d}", "question": f"question {i}?",
+                                        "answer": f"answer {i}", "contexts": [f"passage {i}"],
+                                        "ground_truth": f"ref {i}", "faithfulness": (i % 5) / 4}) + "\n"
+                            for i in range(BIG_RUN)), encoding="utf-8")
+    with Store(work / "big.duckdb") as store:
+        ingest_file(store, rows, run_id="big")
+    with StreamlitServer(work / "big.duckdb", log_dir=work / "logs") as s:
+        yield s
+
+
+def first_sample_on_page(n: int) -> str:
+    return f"s{(n - 1) * PAGE_ROWS:05d}"
 
 
 def open_link(page: Page, server: StreamlitServer, path: str, *, timeout: float = 60.0) -> None:
@@ -99,6 +125,35 @@ def test_changing_a_run_filter_writes_it_to_the_url(server: StreamlitServer, pag
     assert query(page)["q"] == "retention"   # the other filters stay in the link
 
 
+# -- the Run page's page of a large run -----------------------------------------------------------------------------
+def test_a_run_link_with_a_page_number_opens_that_page_and_turning_the_page_writes_it(big_server: StreamlitServer,
+                                                                                     page: Page) -> None:
+    open_link(page, big_server, "run?run=big&metric=faithfulness&page=3")
+    assert page.locator(".st-key-run_page input").input_value() == "3"
+    assert f"page 3 of {BIG_PAGES}" in main_text(page)
+    cells = table_cells(page, "sample_id")
+    assert first_sample_on_page(3) in cells and first_sample_on_page(1) not in cells, cells[:8]
+    assert query(page)["page"] == "3"
+    box = page.locator(".st-key-run_page input")
+    box.fill("5")
+    box.press("Enter")
+    wait_for_app(page)
+    assert f"page 5 of {BIG_PAGES}" in main_text(page)
+    assert first_sample_on_page(5) in table_cells(page, "sample_id")
+    assert query(page)["page"] == "5" and query(page)["run"] == "big"
+    box.fill("1")
+    box.press("Enter")
+    wait_for_app(page)
+    assert "page" not in query(page)   # the first page is the default: not in the link
+
+
+def test_a_linked_page_past_the_last_shows_the_last_and_says_so(big_server: StreamlitServer, page: Page) -> None:
+    open_link(page, big_server, "run?run=big&metric=faithfulness&page=99")
+    assert "link's page 99 is past the last page" in warnings(page), warnings(page)
+    assert f"page {BIG_PAGES} of {BIG_PAGES}" in main_text(page)
+    assert query(page)["page"] == str(BIG_PAGES)
+
+
 # -- Trends' date range ---------------------------------------------------------------------------------------------
 def test_a_trends_link_restores_its_date_range_and_moving_it_writes_the_url(server: StreamlitServer,
                                                                             page: Page) -> None:
@@ -133,6 +188,8 @@ def test_a_compare_link_with_split_shows_the_split_and_another_run_drops_it(serv
     ("run?metric=faithfulness&score=high", "score"),
     ("run?metric=faithfulness&found=the+moon", "found"),
     ("run?metric=faithfulness&verdict=perhaps", "verdict"),
+    ("run?metric=faithfulness&page=two", "page"),
+    ("run?metric=faithfulness&page=0", "page"),
     ("trends?from=2026-10-20&to=2026-09-10", "from"),
     ("trends?from=2031-01-01&to=2031-01-31", "from"),
 ])

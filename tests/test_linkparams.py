@@ -186,6 +186,33 @@ def test_a_flag_from_a_link(text: str | None, expected: bool, said: bool) -> Non
         assert "split" in problem
 
 
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    (None, None, False), ("1", 1, False), ("12", 12, False), ("007", 7, False),
+    ("0", None, True), ("-2", None, True), ("2.5", None, True), ("two", None, True), ("", None, True),
+    ("\u0662", None, True),            # an Arabic-Indic two: int() reads it, a link's page is ASCII digits
+    ("9" * 10, None, True),             # not a number any run has pages for
+])
+def test_a_page_number_from_a_link(text: str | None, expected: int | None, said: bool) -> None:
+    picked, problem = linkparams.page_number(text)
+    assert picked == expected and (problem is not None) == said
+    if said:
+        assert "link's page" in problem
+
+
+@pytest.mark.parametrize(("asked", "pages", "said"), [(1, 1, False), (3, 13, False), (13, 13, False),
+                                                      (14, 13, True), (2, 1, True)])
+def test_a_linked_page_past_the_last_is_said(asked: int, pages: int, said: bool) -> None:
+    problem = linkparams.past_last_page(asked, pages)
+    assert (problem is not None) == said
+    if said:
+        assert f"page {asked}" in problem and f"showing page {pages}" in problem
+
+
+def test_page_text_is_what_page_number_reads_and_omits_the_first_page() -> None:
+    assert linkparams.page_text(1) is None
+    assert linkparams.page_number(linkparams.page_text(4)) == (4, None)
+
+
 # -- every parameter a page reads or writes is registered ------------------------------------------------------
 _READ = re.compile(r"""(?:query_param|query_list|link_followed)\(\s*(?:"[\w_]+",\s*)?["']([\w_]+)["']""")
 _SEEDED = re.compile(r"""seed_(?:from_query|list_from_query|value)\(\s*["'][\w_]+["'],\s*\(?["']([\w_]+)["']""")
@@ -210,7 +237,7 @@ def _names_in_code() -> set[str]:
 def test_every_link_parameter_in_the_pages_is_registered() -> None:
     names = _names_in_code()
     assert {"run", "metric", "view", "q", "score", "verdict", "found", "from", "to", "run_b", "split", "ablation",
-            "blank"} <= names   # the scan sees them
+            "blank", "page"} <= names   # the scan sees them
     assert names <= set(linkparams.PARAMS), names - set(linkparams.PARAMS)
     assert set(linkparams.PARAMS) <= names, "registered but used nowhere"
 

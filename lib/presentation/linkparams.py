@@ -12,6 +12,7 @@ the pages and lib.app.ui call them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -23,6 +24,7 @@ LAST_DAY = date(LATEST.year - 1, 12, 31)   # a run starts before LATEST (lib.cor
 MAX_SHOWN = 60                               # characters of a bad value quoted back
 MAX_SEARCH = 200                             # characters of a search a link may carry
 SCORE_STEP = 0.05                            # the Run page's score slider moves in these steps
+_PAGE = re.compile(r"[0-9]{1,9}")            # ASCII digits only (int() takes other scripts' digits too)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ PARAMS: dict[str, LinkParam] = {p.name: p for p in (
     LinkParam("verdict", ("Run",), "only samples with this verdict word (e.g. unsupported)"),
     LinkParam("found", ("Run",), "only samples with evidence found in this artifact (contexts, ground_truth, "
                                  "question or nowhere)"),
+    LinkParam("page", ("Run",), "the page of a large run's sample table, which is read a page at a time (1 for the "
+                                "first; absent: the first)"),
     LinkParam("from", ("Trends", "Review"), "the first day of the date range (YYYY-MM-DD)"),
     LinkParam("to", ("Trends", "Review"), "the last day of the date range (YYYY-MM-DD)"),
     LinkParam("run_b", ("Compare",), "the baseline run (a run id; absent: the run before)"),
@@ -144,6 +148,27 @@ def score_range(text: str | None) -> tuple[tuple[float, float] | None, str | Non
     if lo > hi:
         return None, f"The link's score {quoted(text)} starts above its end."
     return (_snap(lo), _snap(hi)), None
+
+
+def page_number(text: str | None) -> tuple[int | None, str | None]:
+    """The Run page's `page` (a whole number from 1), or why it is not one."""
+    if text is None:
+        return None, None
+    if not _PAGE.fullmatch(text) or int(text) < 1:
+        return None, f"The link's page {quoted(text)} is not a page number (1, 2, 3 ...)."
+    return int(text), None
+
+
+def page_text(page: int) -> str | None:
+    """A page number as the `page` parameter writes it; None for the first page (the default)."""
+    return None if page <= 1 else str(page)
+
+
+def past_last_page(asked: int, pages: int) -> str | None:
+    """The sentence for a linked page past the last one (the page shows the last), or None when it is there."""
+    if asked <= pages:
+        return None
+    return f"The link's page {asked:,} is past the last page of these samples ({pages:,}); showing page {pages:,}."
 
 
 def _snap(x: float) -> float:
