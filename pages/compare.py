@@ -16,12 +16,22 @@ import streamlit as st
 from lib.app import access, gate, loaders, ui
 from lib.core.errors import InputError
 from lib.diagnosis import diagnose, splits
-from lib.presentation import charts, glossary, linkparams, views
+from lib.presentation import charts, glossary, linkparams, static_tables, views
 
 ctx = ui.sidebar()
 
-SCORE = st.column_config.NumberColumn(format="%.3f")
-DELTA = st.column_config.NumberColumn(format="%+.3f")
+SCORE = st.column_config.NumberColumn(format="%.3f", width=56)
+DELTA = st.column_config.NumberColumn(format="%+.3f", width=60)
+SIDE_FORMATS = {"baseline": "{:.3f}", "run": "{:.3f}", "delta": "{:+.3f}"}
+SIDE_LABELS = {"judge_model": "judge model", "prompt_hash": "prompt hash"}
+# the flipped verdicts' widths fit 1024 px beside the sidebar; an item or its evidence wraps over four lines
+FLIP_ROW = 84
+FLIP_COLUMNS = {"sample_id": st.column_config.TextColumn(width=76),
+                "flip": st.column_config.TextColumn(width=104, help="The verdict in the baseline, then in the run"),
+                "item": st.column_config.TextColumn(width=170),
+                "evidence": st.column_config.TextColumn(width=170, help=(
+                    "The evidence the positive verdict cited (the run's for a flip to positive, the baseline's for "
+                    "a flip to negative); the other side's after it when it cited different evidence"))}
 
 
 def split_plan(metric: str, baseline: str, run_id: str) -> tuple[splits.SplitPlan | None, str]:
@@ -89,17 +99,13 @@ st.subheader("Pipeline config")
 if config.empty:
     st.success("Identical pipeline config.")
 else:
-    st.dataframe(config, hide_index=True, key="compare_config")
+    st.table(static_tables.styled(config))
 st.subheader("Metrics side by side")
-st.dataframe(sides, hide_index=True, key="compare_metrics", row_height=56,   # a changed hash: "a -> b", two lines
-             column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA,
-                            "judge_model": st.column_config.TextColumn("judge model", width=170),
-                            "prompt_hash": st.column_config.TextColumn("prompt hash", width=130),
-                            "binding": st.column_config.TextColumn(width=110)})
+st.table(static_tables.styled(sides.rename(columns=SIDE_LABELS), formats=SIDE_FORMATS))   # "a -> b" wraps
 
 st.subheader("Judge instrument")
 if changes.judge_models or changes.bindings or changes.templates:
-    ui.show_run_changes(replace(changes, pipeline={}), key="compare_changes")  # the config diff is above
+    ui.show_run_changes(replace(changes, pipeline={}))  # the config diff is above
 else:
     st.success("Same judge models, prompts and bindings for every metric.")
 
@@ -111,13 +117,14 @@ if summary is None:
 else:
     st.markdown(f"Mean per-sample change (run - baseline) **{summary.mean:+.3f}**, 95% paired-bootstrap interval "
                 f"{summary.lo:+.3f} to {summary.hi:+.3f}, over the {summary.n} samples scored in both runs.")
-    d1, d2 = st.columns([3, 2], gap="large")
+    d1, d2 = st.columns(2, gap="medium")   # the moves' four columns fit the right half at 1024 px
     with d1:
         st.plotly_chart(figure, key="compare_hist")
     with d2:
         st.caption("Largest per-sample moves")
         st.dataframe(deltas, hide_index=True, height=280, key="compare_deltas",
-                     column_config={"baseline": SCORE, "run": SCORE, "delta": DELTA})
+                     column_config={"sample_id": st.column_config.TextColumn(width=76), "baseline": SCORE,
+                                    "run": SCORE, "delta": DELTA})
 
 st.subheader(f"Verdicts that flipped: {ui.md_literal(metric)}")
 if flip_counts is None:
@@ -127,8 +134,8 @@ else:
                f"positive, {flip_counts.to_negative} to negative (McNemar exact p = {flip_counts.p_value:.2g}).",
                help=glossary.help_for("McNemar exact p"))
     if not flipped.empty:
-        st.dataframe(flipped, hide_index=True, height=300, key="compare_flips",
-                     column_config={"item": st.column_config.TextColumn(width="large")})
+        st.dataframe(views.flip_rows(flipped), hide_index=True, height=360, key="compare_flips",
+                     row_height=FLIP_ROW, column_config=FLIP_COLUMNS)
 
 st.subheader("Instrument or outputs?", help=glossary.help_for("instrument", "split"))
 st.caption("Re-judges each run's outputs with both runs' instruments (judge model, template, binding), a 2x2, and "
@@ -169,4 +176,4 @@ if split_shown:
     s3.metric("Outputs", views.signed(split.outputs))
     s4.metric("Stored move", f"{split.stored_delta:+.3f}" if split.stored_delta is not None else "—")
     cells = views.split_cells(split)
-    st.dataframe(cells, key="compare_split_cells", column_config=dict.fromkeys(cells.columns, SCORE))
+    st.table(static_tables.styled(cells, formats=dict.fromkeys(cells.columns, "{:.3f}"), index=True))

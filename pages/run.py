@@ -13,13 +13,23 @@ import streamlit as st
 
 from lib.app import loaders, ui
 from lib.core.metrics import get_metric
-from lib.presentation import linkparams, sample_pages, views
+from lib.presentation import linkparams, sample_pages, static_tables, views
 
 ctx = ui.sidebar()
 
 ANY = "any"
 TEXT_COLUMNS = ("question", "answer", "contexts", "ground_truth")
-SCORE = st.column_config.NumberColumn(format="%.3f")
+# the sample table's widths fit 1024 px beside the sidebar, the row selector included; long cells wrap
+SAMPLE_ROW = 72    # px: three lines (a grid wraps text only in rows over 64 px)
+SAMPLES_HEIGHT = 360
+SAMPLE_COLUMNS = {
+    "sample_id": st.column_config.TextColumn(width=76),
+    "status": st.column_config.TextColumn(width=60),
+    "verdicts": st.column_config.TextColumn(width=108, help="Items given each verdict word"),
+    "evidence": st.column_config.TextColumn(
+        width=110, help="Where the positive verdicts' evidence strings were found (the 'Evidence found in' filter)"),
+    "question": st.column_config.TextColumn(width=120),
+}
 VERDICT_ROW = 88   # px: a claim or its evidence wraps over four lines
 
 
@@ -58,9 +68,7 @@ changes = loaders.run_changes(ctx.db_path, ctx.version, run_id)
 st.caption(f"{ui.md_literal(run_id)} started {header.started_at:%Y-%m-%d %H:%M}" +
            (f" · {ui.md_literal(header.label)}" if header.label else ""))
 st.subheader("Metrics")
-st.dataframe(table, hide_index=True, key="run_metrics_table",
-             column_config={"score": SCORE, "attributed": st.column_config.CheckboxColumn(
-                 help="judge model, prompt hash and binding all recorded")})
+st.table(static_tables.styled(views.metric_display(table), formats={"score": "{:.3f}"}))
 if not table["attributed"].all():
     st.warning("Some scores lack their judge model, prompt hash or binding: flagged, not guessed.")
 for line in loaders.chance(ctx.db_path, ctx.version, run_id):
@@ -83,7 +91,7 @@ with right:
             st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
                        "prompts, bindings and pipeline config.")
         else:
-            ui.show_run_changes(changes, key="run_changes")
+            ui.show_run_changes(changes)
 
 if not metric:
     st.stop()
@@ -134,19 +142,11 @@ if view.paged:
                f"({len(shown)} shown). Click a row to view it below.")
 else:
     st.caption(f"{len(shown)} of {view.total} samples. Click a row to view it below.")
-score_cols = [m for m in metric_names if m in shown]
-listed = shown[["sample_id", "question", *score_cols, "status", "items", pos, neg,
-                *[views.location_column(loc) for loc in views.PROVENANCE_LOCATIONS]]]
-st.dataframe(
-    listed, hide_index=True, key="run_samples", on_select=lambda: pick_row(listed), selection_mode="single-row",
-    height=320,
-    column_config={**{m: SCORE for m in score_cols},
-                   "question": st.column_config.TextColumn(width="medium"),
-                   "in_contexts": st.column_config.NumberColumn("ev. in contexts"),
-                   "in_ground_truth": st.column_config.NumberColumn("ev. in ground_truth"),
-                   "in_question": st.column_config.NumberColumn("ev. in question"),
-                   "nowhere": st.column_config.NumberColumn("ev. nowhere")},
-)
+listed = views.sample_list(shown, metric)
+st.dataframe(listed, hide_index=True, key="run_samples", on_select=lambda: pick_row(listed),
+             selection_mode="single-row", height=SAMPLES_HEIGHT, row_height=SAMPLE_ROW,
+             column_config={**SAMPLE_COLUMNS, "score": st.column_config.NumberColumn(
+                 format="%.3f", width=52, help=f"The sample's {metric} score (blank: not scored)")})
 
 # -- widgets and render: one sample ------------------------------------------------------------
 options = shown["sample_id"].tolist()
@@ -179,6 +179,9 @@ with st.container(border=True, key="run_sample_viewer"):
                 f"{ui.md_literal(status['status'])}")
     if status["reason"]:
         st.text(f"reason: {status['reason']}")
+    if others := views.other_scores(scores, metric, sample_id):
+        st.caption("Other metrics: " + " · ".join(
+            f"{ui.md_literal(m)} {'not scored' if x is None else f'{x:.3f}'}" for m, x in others))
     for col, name in zip(st.columns(4), TEXT_COLUMNS, strict=True):
         with col:
             st.caption(name + ("  (judged against)" if name == spec.against else
@@ -192,12 +195,14 @@ with st.container(border=True, key="run_sample_viewer"):
                 st.text(row[name] or "(empty)")
     st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
                f"was found ({spec.against} is the legitimate place).")
-    # long claims and evidence wrap over four lines, and where the evidence was found comes before it
+    # long claims and evidence wrap over four lines, where the evidence was found comes before it, and the
+    # widths fit the viewer's box at 1024 px beside the sidebar
     st.dataframe(records, hide_index=True, key="run_verdicts", row_height=VERDICT_ROW,
                  height=min(40 + VERDICT_ROW * len(records), 720),
                  column_order=("n", "item", "verdict", "location", "evidence", "match"),
-                 column_config={"n": st.column_config.NumberColumn("#", width=36),
-                                "item": st.column_config.TextColumn(width=160),
-                                "verdict": st.column_config.TextColumn(width=100),
-                                "location": st.column_config.TextColumn("found in", width=90),
-                                "evidence": st.column_config.TextColumn(width=160)})
+                 column_config={"n": st.column_config.NumberColumn("#", width=32),
+                                "item": st.column_config.TextColumn(width=136),
+                                "verdict": st.column_config.TextColumn(width=84),
+                                "location": st.column_config.TextColumn("found in", width=84),
+                                "evidence": st.column_config.TextColumn(width=136),
+                                "match": st.column_config.TextColumn(width=52)})

@@ -62,8 +62,9 @@ def texts(at: AppTest) -> list[str]:
 
 
 def table(at: AppTest, *columns: str) -> pd.DataFrame:
-    """The first table on the page with these columns (a display-only st.dataframe has no key in AppTest)."""
-    for d in at.dataframe:
+    """The first table on the page with these columns, a grid or a static table (its data, not its text; a
+    display-only st.dataframe has no key in AppTest)."""
+    for d in (*at.dataframe, *at.table):
         if set(columns) <= set(d.value.columns):
             return d.value
     raise AssertionError(f"no table with columns {columns}")
@@ -127,7 +128,7 @@ def test_trends_metric_choice_is_written_to_the_url(app: AppTest) -> None:
 def test_run_deep_link_opens_the_run_its_metrics_and_the_sample(app: AppTest) -> None:
     open_page(app, "pages/run.py", run=LEAK_RUN, metric="faithfulness", view="doc-0019")
     assert app.selectbox("run_pick").value == LEAK_RUN
-    metrics = table(app, "metric", "binding", "attributed")
+    metrics = table(app, "metric", "judge model", "prompt hash", "binding")
     assert list(metrics["metric"]) == list(METRIC_NAMES)
     assert metrics.set_index("metric").loc["faithfulness", "binding"] == "replay"
     assert app.selectbox("run_sample").value == "doc-0019"
@@ -147,7 +148,7 @@ def test_run_sample_filters_narrow_the_table(app: AppTest) -> None:
     app.selectbox("run_location").select("ground_truth").run()
     shown = app.dataframe("run_samples").value
     assert 0 < len(shown) < everything
-    assert (shown["in_ground_truth"] > 0).all()
+    assert shown["evidence"].str.contains("ground_truth").all()
     app.text_input("run_search").input("webhook").run()
     found = app.dataframe("run_samples").value  # the search looks in all four artifacts (see test_filter_samples)
     assert 0 < len(found) < len(shown)
@@ -168,7 +169,7 @@ def test_compare_shows_the_config_diff_of_the_regression_against_the_run_before(
     sides = table(app, "metric", "baseline", "run", "delta", "binding").set_index("metric")
     assert sides.loc["context_recall", "delta"] < -0.1
     assert len(table(app, "sample_id", "baseline", "run", "delta")) > 300
-    assert len(table(app, "sample_id", "item", "direction")) > 0
+    assert len(table(app, "sample_id", "flip", "item", "evidence")) > 0
     assert app.query_params.get("run_b") == PLANS[57].run_id
 
 

@@ -350,3 +350,58 @@ def test_the_reviews_and_trends_tables_fit_a_1024_px_screen(dashboard: Dashboard
     wait_for_app(page)
     events = next(g for g in page.evaluate(_GRIDS) if "kind" in g["headers"])
     assert {"when", "kind", "metric", "what changed"} <= set(events["headers"]), events   # only run_id off-screen
+
+
+# -- item 18: the Run and Compare pages' tables read at 1024 px without scrolling sideways ----------------------
+_TABLES = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"], '
+                                                       + '[data-testid="stMain"] [data-testid="stTable"]')).map(t => {
+    const s = t.querySelector('.dvn-scroller') || t.querySelector('table').parentElement;
+    return {kind: t.dataset.testid,
+            headers: Array.from(t.querySelectorAll('[role="columnheader"], th')).map(h => h.innerText.trim()),
+            overflow: s.scrollWidth - s.clientWidth};
+})"""
+
+
+def tables_with(page: Page, *headers: str) -> dict:
+    """The first grid or static table in the main area showing all these column headers (a grid lists only the
+    headers of the columns in view)."""
+    shown = page.evaluate(_TABLES)
+    found = [t for t in shown if set(headers) <= set(t["headers"])]
+    assert found, f"no table shows {headers}: {[t['headers'] for t in shown]}"
+    return found[0]
+
+
+def test_the_run_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sample(dashboard: Dashboard,
+                                                                                   page: Page) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(dashboard.url(f"run?run={dashboard.leak_run}&metric=faithfulness"))
+    wait_for_app(page)
+    metrics = tables_with(page, "metric", "score", "judge model", "prompt hash", "binding")
+    samples = tables_with(page, "sample_id", "score", "status", "verdicts", "evidence", "question")
+    verdicts = tables_with(page, "item", "verdict", "found in", "evidence", "match")
+    for table in (metrics, samples, verdicts):
+        assert table["overflow"] <= 1, table
+    assert metrics["kind"] == "stTable"   # five rows, nothing to sort or select: static, no grid to draw
+    grid = page.locator(f'{MAIN} .st-key-run_samples [data-testid="stDataFrame"]')
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    assert box is not None
+    row_height, header = 72, 36          # pages/run.py SAMPLE_ROW; the grid's header row
+    page.mouse.click(box["x"] + 18, box["y"] + header + 2 * row_height + row_height / 2)   # the third row
+    wait_for_app(page)
+    assert selected(page, "run_sample") == "doc-0002" and query(page)["view"] == "doc-0002"
+
+
+def test_the_compare_pages_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page, demo_db: Path) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    with Store(demo_db) as store:
+        before = next(j.prev_run_id for j in find_jumps(store) if j.run_id == dashboard.leak_run)
+    page.goto(dashboard.url(f"compare?run={dashboard.leak_run}&run_b={before}&metric=faithfulness"))
+    wait_for_app(page)
+    sides = tables_with(page, "metric", "baseline", "run", "delta", "judge model", "prompt hash", "binding")
+    moves = tables_with(page, "sample_id", "baseline", "run", "delta")
+    flips = tables_with(page, "sample_id", "flip", "item", "evidence")
+    for table in (sides, moves, flips):
+        assert table["overflow"] <= 1, table
+    assert sides["kind"] == "stTable"
+    assert "unsupported → supported" in table_cells(page, "flip")

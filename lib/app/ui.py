@@ -31,7 +31,7 @@ from lib.intake import inbox
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
 from lib.judging.offline import VARIANTS
-from lib.presentation import linkparams, views
+from lib.presentation import linkparams, static_tables, views
 from lib.presentation.report import md_escape as md_literal
 from lib.store import Store, databases
 
@@ -297,12 +297,13 @@ def seed_value(key: str, param: str | tuple[str, ...], value: object, default: o
     return follow
 
 
-def show_run_changes(changes: RunChanges, *, key: str) -> None:
-    """Render what changed between two runs: instrument and pipeline rows, then each template diff
-    with the fields each side reads (a newly read must-never-receive field in red, with its ablation)."""
+def show_run_changes(changes: RunChanges) -> None:
+    """Render what changed between two runs: instrument and pipeline rows (a static table: a few rows, nothing
+    to sort), then each template diff with the fields each side reads (a newly read must-never-receive field in
+    red, with its ablation)."""
     rows = views.change_rows(changes)
     if not rows.empty:
-        st.dataframe(rows, hide_index=True, key=f"{key}_rows")
+        st.table(static_tables.styled(rows))
     for t in changes.templates:
         st.markdown(f"**{md_literal(t.metric)}** judge prompt `{t.before_hash}` → `{t.after_hash}`")
         st.caption(f"reads {md_literal(', '.join(t.fields_before) or '?')} → "

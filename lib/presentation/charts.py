@@ -172,7 +172,7 @@ def paired_delta_figure(deltas: pd.DataFrame, *, metric: str) -> go.Figure:
         fig.add_vline(x=mean, line_color=JUMP_COLOUR, annotation_text=f"mean {mean:+.3f}",
                       annotation_position="top right")
     fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=10), bargap=0.05,
-                      title=dict(text=f"{safe(metric)}: per-sample change, run - baseline", font=dict(size=14)),
+                      title=dict(text=f"{safe(metric)}: per sample", font=dict(size=14)),   # fits half of 1024 px
                       xaxis_title="run - baseline (per sample)", yaxis_title="samples")
     return fig
 

@@ -19,6 +19,7 @@ from lib.presentation.views.compare import (
     aligned_verdicts,
     change_rows,
     config_rows,
+    flip_rows,
     flip_summary,
     flipped_verdicts,
     metric_sides,
@@ -43,11 +44,15 @@ from lib.presentation.views.overview import (
     unattributed,
 )
 from lib.presentation.views.run import (
+    NOT_RECORDED,
     EvidenceSummary,
     evidence_summary,
     filter_samples,
     location_column,
+    metric_display,
     metric_table,
+    other_scores,
+    sample_list,
     sample_status,
     sample_table,
     verdict_list,
@@ -63,11 +68,12 @@ from lib.presentation.views.trends import (
     run_days,
 )
 
-__all__ = ["ALL_METRICS", "PAGE_ABLATION", "PAGE_COMPARE", "PAGE_RUN", "PAGE_TRENDS", "PROVENANCE_LOCATIONS",
-           "SPARK_RUNS", "EvidenceSummary", "HistorySummary", "LintSummary", "MetricCard", "SuspectAction",
-           "aligned_verdicts", "change_rows", "config_rows", "day_bounds", "events_for", "events_table",
-           "evidence_summary", "filter_samples", "flip_summary", "flipped_verdicts", "history_summary", "in_range",
-           "jumps_frame", "lint_findings", "lint_summary", "location_column", "metric_cards", "metric_sides",
-           "metric_table", "ordered_metrics", "paired_deltas", "paired_summary", "previous_in", "recent_jumps",
-           "run_days", "run_labels", "sample_status", "sample_table", "signed", "split_cells", "suspect_actions",
-           "unattributed", "verdict_list", "verdict_records"]
+__all__ = ["ALL_METRICS", "NOT_RECORDED", "PAGE_ABLATION", "PAGE_COMPARE", "PAGE_RUN", "PAGE_TRENDS",
+           "PROVENANCE_LOCATIONS", "SPARK_RUNS", "EvidenceSummary", "HistorySummary", "LintSummary", "MetricCard",
+           "SuspectAction", "aligned_verdicts", "change_rows", "config_rows", "day_bounds", "events_for",
+           "events_table", "evidence_summary", "filter_samples", "flip_rows", "flip_summary", "flipped_verdicts",
+           "history_summary", "in_range", "jumps_frame", "lint_findings", "lint_summary", "location_column",
+           "metric_cards", "metric_display", "metric_sides", "metric_table", "ordered_metrics", "other_scores",
+           "paired_deltas", "paired_summary", "previous_in", "recent_jumps", "run_days", "run_labels", "sample_list",
+           "sample_status", "sample_table", "signed", "split_cells", "suspect_actions", "unattributed", "verdict_list",
+           "verdict_records"]

@@ -101,6 +101,23 @@ def flipped_verdicts(aligned: pd.DataFrame) -> pd.DataFrame:
     return f[cols].reset_index(drop=True)
 
 
+def flip_rows(flipped: pd.DataFrame) -> pd.DataFrame:
+    """Flipped verdicts as the Compare page lists them, narrow enough for 1024 px beside the sidebar.
+
+    Columns: sample_id, flip (the verdict words, "unsupported → supported"), item, evidence (the positive verdict's:
+    the run's for a flip to positive, the baseline's for a flip to negative; the other side's after it, in
+    brackets, when it cited different evidence).
+    """
+    rows = []
+    for r in flipped.itertuples(index=False):
+        cited, other, other_side = ((r.evidence_run, r.evidence_baseline, "baseline") if r.direction == "to positive"
+                                    else (r.evidence_baseline, r.evidence_run, "run"))
+        evidence = cited if other in ("", cited) else f"{cited} ({other_side}: {other})"
+        rows.append({"sample_id": r.sample_id, "flip": f"{r.baseline} → {r.run}", "item": r.item,
+                     "evidence": evidence})
+    return pd.DataFrame(rows, columns=["sample_id", "flip", "item", "evidence"])
+
+
 def flip_summary(aligned: pd.DataFrame) -> Flips:
     """Counts of flips each way over the aligned items, with McNemar's exact p (stats.flips)."""
     return flips(aligned["label_baseline"].astype(bool).tolist(), aligned["label_run"].astype(bool).tolist())

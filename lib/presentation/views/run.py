@@ -26,6 +26,23 @@ def metric_table(run_metrics: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+NOT_RECORDED = "not recorded"
+
+
+def metric_display(table: pd.DataFrame) -> pd.DataFrame:
+    """A metric_table as the Run page shows it, narrow enough for 1024 px beside the sidebar: short count names,
+    a missing part of the instrument said as NOT_RECORDED (what `attributed` flags), and a model judge's output
+    mode beside its model ("gpt-4o-mini (json_schema)")."""
+    said = table[["judge_model", "prompt_hash", "binding"]].astype(object).fillna(NOT_RECORDED)
+    judge = said["judge_model"].tolist()
+    if "output_mode" in table:
+        judge = [f"{j} ({m})" if isinstance(m, str) and m else j for j, m in zip(judge, table["output_mode"],
+                                                                                 strict=True)]
+    return pd.DataFrame({"metric": table["metric"], "score": table["score"], "n": table["n"],
+                         "failed": table["n_failed"], "excluded": table["n_excluded"], "judge model": judge,
+                         "prompt hash": said["prompt_hash"], "binding": said["binding"]})
+
+
 def verdict_list(text: object) -> list[dict[str, object]]:
     if not isinstance(text, str) or not text:
         return []
@@ -85,6 +102,31 @@ def sample_table(samples: pd.DataFrame, scores: pd.DataFrame, provenance: pd.Dat
         col = f"in_{loc}" if loc != "nowhere" else "nowhere"
         t[col] = t["sample_id"].map(by_loc[loc]).fillna(0).astype(int) if loc in by_loc else 0
     return t
+
+
+def sample_list(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A sample_table as the Run page lists it, narrow enough for 1024 px beside the sidebar: short columns first,
+    the verdict and evidence counts said in words, the question last (it wraps).
+
+    Columns: sample_id, score (of `metric`), status, verdicts ("3 supported, 1 unsupported"; '' when none),
+    evidence (where the positive verdicts' evidence was found: "contexts 3, ground_truth 1"; '' when none), question.
+    """
+    pos, neg = get_metric(metric).labels
+    verdicts = [f"{p}\u00a0{pos}, {n}\u00a0{neg}" if p + n else ""   # no-break spaces: wrapped at the comma
+                for p, n in zip(table[pos], table[neg], strict=True)]
+    counts = table[[location_column(loc) for loc in PROVENANCE_LOCATIONS]].to_numpy().tolist()
+    evidence = [", ".join(f"{loc}\u00a0{n}" for loc, n in zip(PROVENANCE_LOCATIONS, row, strict=True) if n)
+                for row in counts]
+    return pd.DataFrame({"sample_id": table["sample_id"], "score": table.get(metric, math.nan),
+                         "status": table["status"], "verdicts": verdicts, "evidence": evidence,
+                         "question": table["question"]})
+
+
+def other_scores(scores: pd.DataFrame, metric: str, sample_id: str) -> list[tuple[str, float | None]]:
+    """One sample's scores of the metrics other than `metric`, in registry order (None: not scored)."""
+    mine = scores[(scores["sample_id"] == sample_id) & (scores["metric"] != metric)]
+    by_metric = dict(zip(mine["metric"], mine["score"], strict=True))
+    return [(m, None if pd.isna(by_metric[m]) else float(by_metric[m])) for m in ordered_metrics(list(by_metric))]
 
 
 def _count_labels(text: object) -> tuple[int, int]:
