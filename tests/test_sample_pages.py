@@ -116,7 +116,11 @@ def test_the_run_page_of_a_large_run_shows_a_page_and_finds_a_sample_anywhere_in
     pages = -(-n // sample_pages.PAGE_ROWS)
     assert at.number_input("run_page").max == pages
     assert len(at.selectbox("run_sample").options) == sample_pages.PAGE_ROWS
+    at.number_input("run_page").set_value(pages).run()                   # the last page, then a search that
+    assert not at.exception, [e.value for e in at.exception]             # leaves one page: shown as page 1
     at.text_input("run_search").input(f"s{n - 3:05d}").run()             # on the last page, found by SQL
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.number_input("run_page").value == 1 and at.query_params.get("page") is None
     table = next(d for d in at.dataframe if "sample_id" in d.value.columns)
     assert table.value["sample_id"].tolist() == [f"s{n - 3:05d}"]
     assert any(f"1 of {n:,} samples match" in c.value for c in at.caption)
