@@ -60,11 +60,11 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
     x, y, ids = s["started_at"], s["score"].astype(float), s["run_id"].astype(str).tolist()
     fig = go.Figure()
     if band is not None and band == band and len(s):
-        fig.add_trace(go.Scatter(x=x, y=y + band, mode="lines", line=dict(width=0), hoverinfo="skip",
-                                 showlegend=False))
-        fig.add_trace(go.Scatter(x=x, y=y - band, mode="lines", line=dict(width=0), fill="tonexty",
-                                 fillcolor="rgba(96,125,139,0.18)", hoverinfo="skip",
-                                 name=f"band ±{band:.3f} (2 × run-to-run spread)"))
+        # one closed outline (along the top, back along the bottom): a trace fewer per chart than two filled lines
+        fig.add_trace(go.Scatter(x=pd.concat([x, x[::-1]], ignore_index=True),
+                                 y=pd.concat([y + band, (y - band)[::-1]], ignore_index=True), mode="lines",
+                                 line=dict(width=0), fill="toself", fillcolor="rgba(96,125,139,0.18)",
+                                 hoverinfo="skip", name=f"band ±{band:.3f} (2 × run-to-run spread)"))
     jtext = _jump_texts(jumps)
     # a jump's ring sits on its score point, and the hover picks one of the two: both say the jump and its suspect
     hover = [f"{safe(r.run_id)}<br>judge {safe(r.judge_model)} · prompt {safe(r.prompt_hash)}"
@@ -90,7 +90,7 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="markers", name="recorded change", customdata=eid, text=etext,
                                  marker=dict(symbol="triangle-down", size=11, color=ecolour),
                                  hovertemplate="%{text}<extra>change</extra>", showlegend=False))
-        for kind in dict.fromkeys(events["kind"]):
+        for kind in dict.fromkeys(events["kind"]) if legend else ():   # the legend's key: one entry per kind
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{kind} change", hoverinfo="skip",
                                      marker=dict(symbol="triangle-down", size=10,
                                                  color=CHANGE_COLOURS.get(str(kind), "#546e7a"))))

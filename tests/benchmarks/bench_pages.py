@@ -24,7 +24,7 @@ folder, on the same database), and prints per page and revision:
   script's run, as the browser receives it);
 - bytes: what the server sent over the websocket for the page.
 
-    python tests/benchmarks/bench_pages.py [--before REV|none] [--db PATH] [--large]
+    python tests/benchmarks/bench_pages.py [--before REV|none] [--db PATH] [--large] [--pages PAGE ...]
 """
 
 from __future__ import annotations
@@ -171,6 +171,7 @@ def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool =
                 rss = vm_hwm_mib(pid)
             report.add(Figure(f"dashboard_rss_mib@{label}", f"dashboard peak RSS after every page ({label})", rss,
                               "MiB", f"< {RSS_MIB:.0f} MiB", rss < RSS_MIB, "VmHWM of the streamlit process"))
+            median_loads(browser, report, work, db, label)
         finally:
             browser.close()
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -306,9 +307,10 @@ def export_revision(rev: str, dest: Path) -> Path:
     return dest
 
 
-def measure_tree(browser, db: Path, tree: Path, log: Path) -> dict[str, Load]:
-    """Every page of the checkout at `tree`, served on `db` in one dashboard, after a first visit of the root."""
-    names = pages()
+def measure_tree(browser, db: Path, tree: Path, log: Path, only: set[str] | None = None) -> dict[str, Load]:
+    """Every page (or those named in `only`) of the checkout at `tree`, served on `db` in one dashboard, after a
+    first visit of the root."""
+    names = [(n, path) for n, path in pages() if not only or n in only]
     out: dict[str, Load] = {}
     with dashboard(db, log, tree / "app.py", cwd=tree) as (url, _):
         measure(browser, url)   # the process opens the database and imports its modules once, as any server has
@@ -318,6 +320,24 @@ def measure_tree(browser, db: Path, tree: Path, log: Path) -> dict[str, Load]:
             except Exception as exc:  # a page that never renders is reported, the others still measured
                 print(f"{name}: DID NOT RENDER ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
     return out
+
+
+def median_loads(browser, report: Report, work: Path, db: Path, label: str, before: str = BEFORE) -> None:
+    """Each page in a running dashboard as the newcomer issue timed it (median of LOADS fresh sessions), for this
+    tree and, in the note, for the revision `before` served on the same database."""
+    try:
+        old = export_revision(before, work / f"tree-{before}")
+    except subprocess.CalledProcessError:
+        old = None
+    was = measure_tree(browser, db, old, work / "before.log") if old else {}
+    for name, load in measure_tree(browser, db, ROOT, work / "after.log").items():
+        b = was.get(name)
+        report.add(Figure(f"page_median_s[{name}]@{label}",
+                          f"{name}: in a running dashboard, median of {LOADS} fresh sessions ({label})", load.full_s,
+                          "s", f"< {PAGE_SECONDS:.0f} s", load.full_s < PAGE_SECONDS,
+                          f"first content {load.content_s:.2f} s, server {load.server_s:.2f} s, "
+                          f"{load.bytes / 1000:,.0f} kB sent"
+                          + (f"; before the page-speed work ({before}) {b.full_s:.2f} s" if b else "")))
 
 
 def print_figures(label: str, after: dict[str, Load], before: dict[str, Load] | None, rev: str) -> None:
@@ -343,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, help="the database to serve (default: the demo, built in --workdir)")
     parser.add_argument("--large", action="store_true", help="also the synthetic 2,000-run store")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/evaldrift-bench-pages"))
+    parser.add_argument("--pages", nargs="+", metavar="PAGE", help="only these pages (e.g. trends compare)")
     args = parser.parse_args(argv)
+    only = set(args.pages or ())
     from playwright.sync_api import sync_playwright
 
     from lib.app.demo import build_demo  # after sys.path: this tree's lib
@@ -370,8 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             for db, label in targets:
-                before = measure_tree(browser, db, old, work / "before.log") if old else None
-                after = measure_tree(browser, db, ROOT, work / "after.log")
+                before = measure_tree(browser, db, old, work / "before.log", only) if old else None
+                after = measure_tree(browser, db, ROOT, work / "after.log", only)
                 print_figures(label, after, before, args.before)
         finally:
             browser.close()
