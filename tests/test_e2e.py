@@ -24,6 +24,7 @@ from lib.diagnosis.diagnose import find_jumps
 from lib.store import Store
 from tests.support.browser import (
     MAIN,
+    POINT_JS,
     ROOT,
     SIDEBAR_NAV,
     StreamlitServer,
@@ -141,19 +142,6 @@ def nav_titles(page: Page) -> list[str]:
 
 
 # -- the path through the dashboard ---------------------------------------------------------------------------
-_POINT_JS = """(metric) => {
-    // The Trends figure of `metric`: its score trace (named after the metric), and a point of it that is
-    // neither a flagged jump nor a recorded change, so that only the score marker lies under the mouse.
-    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
-        g => g.data.some(t => t.name === metric));
-    const k = gd.data.findIndex(t => t.name === metric);
-    const mine = (t) => t.yaxis === gd.data[k].yaxis;   // the same panel (all traces, on a one-metric chart)
-    const busy = new Set(gd.data.filter((t, i) => i !== k && mine(t) && t.customdata)
-        .flatMap(t => Array.from(t.customdata)));
-    const ids = Array.from(gd.data[k].customdata);
-    const i = ids.findIndex((id, n) => n >= 5 && !busy.has(id) && !busy.has(ids[n - 1]) && !busy.has(ids[n + 1]));
-    return {trace: k, point: i, run: ids[i]};
-}"""
 
 
 @pytest.mark.parametrize(("link", "metric"), [
@@ -162,7 +150,7 @@ _POINT_JS = """(metric) => {
 ])
 def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str) -> None:
     open_page(page, dashboard.url(link))
-    target = page.evaluate(_POINT_JS, metric)
+    target = page.evaluate(POINT_JS, metric)
     assert target["point"] >= 0, target
     point = page.locator(f"{MAIN} .scatterlayer .trace").nth(target["trace"]).locator(".points path") \
         .nth(target["point"])

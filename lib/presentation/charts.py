@@ -64,7 +64,8 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         fig.add_trace(go.Scatter(x=pd.concat([x, x[::-1]], ignore_index=True),
                                  y=pd.concat([y + band, (y - band)[::-1]], ignore_index=True), mode="lines",
                                  line=dict(width=0), fill="toself", fillcolor="rgba(96,125,139,0.18)",
-                                 hoverinfo="skip", name=f"band ±{band:.3f} (2 × run-to-run spread)"))
+                                 hoverinfo="skip", hoveron="points",   # a click inside the band is the score's
+                                 name=f"band ±{band:.3f} (2 × run-to-run spread)"))
     jtext = _jump_texts(jumps)
     # a jump's ring sits on its score point, and the hover picks one of the two: both say the jump and its suspect
     hover = [f"{safe(r.run_id)}<br>judge {safe(r.judge_model)} · prompt {safe(r.prompt_hash)}"

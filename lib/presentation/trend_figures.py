@@ -18,7 +18,7 @@ from lib.diagnosis.rejudge import Series
 from lib.presentation import charts, history_charts, views
 from lib.presentation.thin import MAX_POINTS
 
-SMALL_MULTIPLE_POINTS = 150   # a panel among several (drawn at most about 900 px wide): a bucket's low and high every 3 px
+SMALL_MULTIPLE_POINTS = 150   # a panel among several (at most about 900 px wide): a bucket's low and high each 3 px
 
 
 def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFrame, noise_sd: Mapping[str, float],

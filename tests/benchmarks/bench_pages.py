@@ -45,7 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.benchmarks.report import Figure, Report, vm_hwm_mib, warn  # noqa: E402
-from tests.support.browser import StreamlitServer  # noqa: E402
+from tests.support.browser import POINT_JS, StreamlitServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -172,6 +172,7 @@ def page_loads(report: Report, work: Path, db: Path, label: str, *, cold: bool =
             report.add(Figure(f"dashboard_rss_mib@{label}", f"dashboard peak RSS after every page ({label})", rss,
                               "MiB", f"< {RSS_MIB:.0f} MiB", rss < RSS_MIB, "VmHWM of the streamlit process"))
             median_loads(browser, report, work, db, label)
+            point_clicks(browser, report, work, db, label)
         finally:
             browser.close()
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -338,6 +339,55 @@ def median_loads(browser, report: Report, work: Path, db: Path, label: str, befo
                           f"first content {load.content_s:.2f} s, server {load.server_s:.2f} s, "
                           f"{load.bytes / 1000:,.0f} kB sent"
                           + (f"; before the page-speed work ({before}) {b.full_s:.2f} s" if b else "")))
+
+
+def point_to_run(browser, url: str, metric: str = "faithfulness") -> float:
+    """Seconds from a click on a point of Trends' chart (the page already drawn) to its Run page drawn (as _load)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(f"{url}/trends", wait_until="commit")
+        drawn = None
+        while drawn is None or time.perf_counter() - drawn < 0.6:   # drawn, and settled (as _load)
+            if page.evaluate(_RENDERED) < 0:
+                drawn = None
+            else:
+                drawn = drawn or time.perf_counter()
+            time.sleep(0.05)
+        target = page.evaluate(POINT_JS, metric)
+        point = page.locator('[data-testid="stMain"] .scatterlayer .trace').nth(target["trace"]) \
+            .locator(".points path").nth(target["point"])
+        point.scroll_into_view_if_needed()
+        box = point.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)   # Plotly's drag layer takes the mouse: click where the point is
+        t0 = time.perf_counter()
+        page.mouse.click(x, y)
+        since = None
+        while True:
+            now = time.perf_counter()
+            on_run = "/run?" in page.evaluate("() => location.href") and page.evaluate(
+                "() => Array.from(document.querySelectorAll('h1')).map(h => h.innerText).join('|')").startswith("Run")
+            if on_run and page.evaluate(_RENDERED) >= 0:
+                since = since or now
+                if now - since >= 0.6:
+                    return since - t0
+            else:
+                since = None
+            if now - t0 > 120:
+                raise TimeoutError("the Run page did not open")
+            time.sleep(0.05)
+    finally:
+        context.close()
+
+
+def point_clicks(browser, report: Report, work: Path, db: Path, label: str) -> None:
+    """Trends point -> its Run page, median of LOADS fresh sessions in one running dashboard."""
+    with dashboard(db, work / "click.log") as (url, _):
+        measure(browser, url)
+        secs = statistics.median(point_to_run(browser, url) for _ in range(LOADS))
+    report.add(Figure(f"point_to_run_s@{label}", f"a point on Trends' chart to its Run page drawn ({label})", secs,
+                      "s", f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS, f"median of {LOADS} fresh sessions"))
 
 
 def print_figures(label: str, after: dict[str, Load], before: dict[str, Load] | None, rev: str) -> None:

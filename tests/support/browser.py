@@ -58,6 +58,21 @@ MAIN = '[data-testid="stMain"]'
 SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
 
 
+POINT_JS = """(metric) => {
+    // The Trends figure of `metric`: its score trace (named after the metric), and a point of it that is
+    // neither a flagged jump nor a recorded change, so that only the score marker lies under the mouse.
+    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+        g => g.data.some(t => t.name === metric));
+    const k = gd.data.findIndex(t => t.name === metric);
+    const mine = (t) => t.yaxis === gd.data[k].yaxis;   // the same panel (all traces, on a one-metric chart)
+    const busy = new Set(gd.data.filter((t, i) => i !== k && mine(t) && t.customdata)
+        .flatMap(t => Array.from(t.customdata)));
+    const ids = Array.from(gd.data[k].customdata);
+    const i = ids.findIndex((id, n) => n >= 5 && !busy.has(id) && !busy.has(ids[n - 1]) && !busy.has(ids[n + 1]));
+    return {trace: k, point: i, run: ids[i]};
+}"""
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:
