@@ -78,3 +78,21 @@ def test_nothing_to_stack_is_refused() -> None:
 def test_a_clicked_point_gives_its_run_and_its_panels_metric(points: list[dict], expected: object) -> None:
     labels = ["a", "a", "b", "b"]
     assert point_from_selection({"selection": {"points": points}}, labels) == expected
+
+
+@pytest.mark.parametrize("lines", [1, 2, 3])
+def test_a_title_of_several_lines_has_room_above_its_panel(lines: int) -> None:
+    """A thinned chart's title has a second line ('292 of 2,000 runs drawn ...'): it must not be cut off above the
+    first panel nor run into the date labels of the panel above (seen at 2,000 runs)."""
+    def titled(metric: str) -> dict:
+        fig = chart(metric)
+        fig["layout"]["title"]["text"] = "<br>".join([f"{metric} <span>band</span>"] + ["thinned"] * (lines - 1))
+        return fig
+
+    figure, _ = trend_stack.stack({"faithfulness": titled("faithfulness"), "context_recall": titled("context_recall")})
+    layout = figure["layout"]
+    title_px = 28 + 16 * (lines - 1)   # a 15 px first line and its 6 px shift above the panel; 11 px lines below
+    assert layout["margin"]["t"] >= title_px
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    gap_px = (layout["yaxis"]["domain"][0] - layout["yaxis2"]["domain"][1]) * plot_px
+    assert gap_px >= 36 + title_px - 1e-6   # the upper panel's dates (two lines at a year's start), the title

@@ -21,6 +21,7 @@ from typing import Any
 PANEL_PX = 200       # a panel's plotting height (a one-metric chart's 300 px less its title and margins)
 GAP_PX = 76          # between panels: the upper one's date labels (two lines at a year's start), the next title
 TOP_PX = 34          # the first panel's title, in the top margin
+LINE_PX = 16         # each further line of a title (a thinned chart's says how it was thinned): in the margin and gaps
 BOTTOM_PX = 30       # the last panel's date labels
 
 
@@ -60,19 +61,22 @@ def stack(figures: Mapping[str, dict[str, Any]]) -> tuple[dict[str, Any], list[s
     names = list(figures)
     if not names:
         raise ValueError("nothing to stack")
-    plot_px = PANEL_PX * len(names) + GAP_PX * (len(names) - 1)
+    extra = LINE_PX * max(str((figures[m]["layout"].get("title") or {}).get("text") or "").count("<br>")
+                          for m in names)
+    top_px, gap_px = TOP_PX + extra, GAP_PX + extra
+    plot_px = PANEL_PX * len(names) + gap_px * (len(names) - 1)
     first = figures[names[0]]["layout"]
     layout: dict[str, Any] = {
-        "height": TOP_PX + plot_px + BOTTOM_PX, "showlegend": False,
+        "height": top_px + plot_px + BOTTOM_PX, "showlegend": False,
         "hovermode": first.get("hovermode", "closest"), "clickmode": first.get("clickmode", "event+select"),
-        "margin": {**first.get("margin", {}), "t": TOP_PX, "b": BOTTOM_PX}, "template": first.get("template"),
+        "margin": {**first.get("margin", {}), "t": top_px, "b": BOTTOM_PX}, "template": first.get("template"),
         "shapes": [], "annotations": []}
     data: list[dict[str, Any]] = []
     trace_metrics: list[str] = []
     for i, m in enumerate(names):
         fig, suffix = figures[m], _axis_suffix(i)
         own = fig["layout"]
-        top = plot_px - i * (PANEL_PX + GAP_PX)
+        top = plot_px - i * (PANEL_PX + gap_px)
         domain = [(top - PANEL_PX) / plot_px, top / plot_px]
         layout[f"xaxis{suffix}"] = {**own.get("xaxis", {}), "anchor": f"y{suffix}",
                                     **({"matches": "x"} if i else {})}
@@ -87,5 +91,5 @@ def stack(figures: Mapping[str, dict[str, Any]]) -> tuple[dict[str, Any], list[s
         if title.get("text"):
             layout["annotations"].append({
                 "text": title["text"], "font": title.get("font", {}), "showarrow": False, "xref": "paper", "x": 0,
-                "xanchor": "left", "yref": "paper", "y": domain[1], "yanchor": "bottom", "yshift": 6})
+                "xanchor": "left", "align": "left", "yref": "paper", "y": domain[1], "yanchor": "bottom", "yshift": 6})
     return {"data": data, "layout": layout}, trace_metrics
