@@ -75,7 +75,7 @@ metrics = st.multiselect("Metrics", METRIC_NAMES, key="abl_metrics")
 has = loaders.run_fields(ctx.db_path, version, run_id)
 offered = [f for f in FIELDS if f in has]   # a field the run's file lacked has no arm
 st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", []) if f in offered]
-c3, c4 = st.columns([1, 3], vertical_alignment="center")
+c3, c4 = st.columns([1, 2], vertical_alignment="center")   # "Whole matrix" whole at 1024 px
 whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
 blanks = c4.multiselect("Fields to blank", offered, key="abl_blanks", disabled=whole)
 repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats",

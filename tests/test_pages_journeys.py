@@ -329,6 +329,17 @@ def test_five_metric_chips_fit_their_box_on_a_small_screen(dashboard: Dashboard,
         assert chip["y"] + chip["height"] <= box["y"] + box["height"] + 1, f"chip {i} overflows: {chip} vs {box}"
 
 
+def test_the_whole_matrix_toggle_reads_whole_on_a_small_screen(dashboard: Dashboard, page: Page) -> None:
+    """Item 11 (truncated text): at 1024 px the toggle's label read 'Whole m...' in its narrow column."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}"))
+    wait_for_app(page)
+    label = page.locator('.st-key-abl_matrix [data-testid="stMarkdownContainer"]').first   # it clips, with "..."
+    assert label.inner_text() == "Whole matrix"
+    clipped = label.evaluate("box => box.scrollWidth - box.clientWidth")
+    assert clipped <= 0, f"the label is cut by {clipped} px"
+
+
 # -- item 18: the Review's and Trends' tables read at 1024 px without scrolling sideways ----------------------
 _GRIDS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')).map(g => {
     const s = g.querySelector('.dvn-scroller');
