@@ -27,9 +27,13 @@ JUMP_COLUMNS = {
 EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
                  "metric": st.column_config.TextColumn(help="A pipeline change concerns every metric"),
                  "text": st.column_config.TextColumn("what changed", width=260)}
-JUMP_ORDER = ("started_at", "metric", "delta", "x_threshold", "first_suspect", "before", "after", "run_id",
-              "across_instruments")
+JUMP_ORDER = ("started_at", "metric", "after", "delta", "x_threshold", "first_suspect", "run_id")
+# (after and delta say before; a jump across instruments says so at the start of its first suspect)
 EVENT_ORDER = ("started_at", "kind", "metric", "text", "run_id")   # short columns first: all but run_id fit 1024 px
+LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "first suspect",
+          "text": "what changed"}   # a static table's headers
+FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "before": "{:.3f}", "after": "{:.3f}", "delta": "{:+.3f}",
+           "x_threshold": "{:.1f}"}
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 
@@ -89,18 +93,18 @@ if picked:
     run_id, picked_metric = picked
     st.switch_page(views.PAGE_RUN, query_params={"run": run_id, "metric": picked_metric or shown[0]})
 
-st.subheader("Jumps beyond noise in this range")
+st.subheader("Jumps beyond noise in this range", help=glossary.help_for("jump threshold"))
 shown_jumps = jumps[jumps["metric"].isin(shown)]
 if shown_jumps.empty:
     st.success("None.")
 else:
-    st.dataframe(shown_jumps, hide_index=True, column_config=JUMP_COLUMNS, key="trends_jumps", row_height=WRAPPED_ROW,
-                 column_order=JUMP_ORDER)
+    ui.short_table(shown_jumps, order=JUMP_ORDER, labels=LABELS, formats=FORMATS, key="trends_jumps",
+                   column_config=JUMP_COLUMNS, row_height=WRAPPED_ROW)
 
-st.subheader("Recorded changes in this range")
+st.subheader("Recorded changes in this range", help="A pipeline change concerns every metric.")
 shown_events = views.events_for(events, shown)
 if shown_events.empty:
     st.success("None.")
 else:
-    st.dataframe(views.events_table(shown_events), hide_index=True, column_config=EVENT_COLUMNS,
-                 key="trends_events", row_height=WRAPPED_ROW, column_order=EVENT_ORDER)
+    ui.short_table(views.events_table(shown_events), order=EVENT_ORDER, labels=LABELS, formats=FORMATS,
+                   key="trends_events", column_config=EVENT_COLUMNS, row_height=WRAPPED_ROW)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import runpy
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from lib.app import demo_start, gate, trust
@@ -314,6 +315,23 @@ def show_run_changes(changes: RunChanges) -> None:
                          "blanked", icon=":material/science:",
                          query_params={"run": changes.run_id, "metric": t.metric, "blank": f})
         st.code(t.diff or "(no textual difference)", language="diff")
+
+
+STATIC_ROWS = 20   # a table this short is drawn static; a longer one scrolls in place in a grid
+
+
+def short_table(frame: pd.DataFrame, *, order: Sequence[str], labels: Mapping[str, str], formats: Mapping[str, str],
+                key: str, **grid: object) -> None:
+    """A table of our own records (jumps, recorded changes): static when it has at most STATIC_ROWS rows (HTML,
+    wrapping; no data grid for the browser to load, about 0.2 s of Trends' first draw), else a grid (`grid`:
+    st.dataframe's column_config, row_height, ...). Columns in `order`, headed by `labels`; numbers and times
+    by `formats` (column -> format spec)."""
+    if len(frame) > STATIC_ROWS:
+        st.dataframe(frame, hide_index=True, key=key, column_order=list(order), **grid)
+        return
+    shown = frame[[c for c in order if c in frame.columns]]
+    st.table(static_tables.styled(shown.rename(columns=dict(labels)),
+                                  formats={labels.get(c, c): f for c, f in formats.items() if c in shown.columns}))
 
 
 def query_list(name: str) -> list[str]:

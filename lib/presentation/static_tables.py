@@ -37,6 +37,8 @@ def styled(frame: pd.DataFrame, *, formats: Mapping[str, str] | None = None, ind
     """`frame` for st.table: numbers in `formats` (column -> format spec such as "{:.3f}"), every other cell as
     escaped text (a bool as yes/no), a missing value as MISSING; the index (escaped) only when `index`."""
     formats = dict(formats or {})
+    if not index:   # Streamlit draws any index but a plain range as a column of its own
+        frame = frame.reset_index(drop=True)
     style = frame.style.format(_cell, na_rep=MISSING).set_table_styles(WRAP)
     for column, spec in formats.items():
         if column in frame.columns:
