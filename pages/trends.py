@@ -27,8 +27,9 @@ JUMP_COLUMNS = {
 EVENT_COLUMNS = {"started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
                  "metric": st.column_config.TextColumn(help="A pipeline change concerns every metric"),
                  "text": st.column_config.TextColumn("what changed", width=260)}
-JUMP_ORDER = ("started_at", "metric", "after", "delta", "x_threshold", "first_suspect", "run_id")
-# (after and delta say before; a jump across instruments says so at the start of its first suspect)
+JUMP_ORDER = ("started_at", "metric", "after", "delta", "x_threshold", "first_suspect")
+# what fits 1024 px: after and delta say before, a jump across instruments says so in its first suspect, and its
+# run opens from its ring on the chart
 EVENT_ORDER = ("started_at", "kind", "metric", "text", "run_id")   # short columns first: all but run_id fit 1024 px
 LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "first suspect",
           "text": "what changed"}   # a static table's headers
