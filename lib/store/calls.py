@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -13,13 +15,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import CACHE_BATCH, StoreBase, _now
+from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _now
 
 
 class CallCacheMixin(StoreBase):
     """The judge call cache (a lib.judging CallCache): replies by request key, written in batches."""
 
     _pending_replies: dict[str, tuple[object, ...]]
+    _replies_written: float = -math.inf   # when held replies were last written (time.monotonic)
 
     def get(self, key: str) -> JudgeReply | None:
         held = self._pending_replies.get(key)
@@ -54,15 +57,19 @@ class CallCacheMixin(StoreBase):
         return out
 
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
-        """Keep a valid reply. Held in memory (get() sees it at once) and written CACHE_BATCH at a time, with
-        each stored batch of ablation results, by flush_cache() and on close(): one commit per call would
-        cost more than a model call. A crash loses at most the held replies: they are called again."""
+        """Keep a valid reply. Held in memory (get() sees it at once) and written with each stored batch of
+        ablation results, by flush_cache() and on close(), and by put() itself once CACHE_BATCH are held and
+        CACHE_SECONDS have passed since the last write (or CACHE_MAX are held): one commit per call would cost
+        more than a model call. A crash loses at most the held replies (at most CACHE_MAX, about CACHE_SECONDS'
+        worth or CACHE_BATCH, whichever is more): they are called again."""
         key = request.key
         row = (key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
                reply.usage.completion_tokens, reply.fingerprint, _now())
         with self._write_lock:
             self._pending_replies[key] = row
-            if len(self._pending_replies) >= CACHE_BATCH:
+            held = len(self._pending_replies)
+            if held >= CACHE_MAX or (
+                    held >= CACHE_BATCH and time.monotonic() - self._replies_written >= CACHE_SECONDS):
                 self.flush_cache()
 
     def flush_cache(self) -> None:
@@ -83,3 +90,4 @@ class CallCacheMixin(StoreBase):
             cur.execute("INSERT OR IGNORE INTO judge_cache SELECT * FROM _replies")
         finally:
             cur.unregister("_replies")
+        self._replies_written = time.monotonic()

@@ -1,0 +1,76 @@
+"""When the store writes the judge replies it holds (lib/store/calls.py put): the rule, a row per branch.
+
+A reply is held in memory (the store's get() answers from it at once) and written to the file in batches: a
+commit per reply would cost more than the call. What is written survives a crash; what is held is called again.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.core.calls import JudgeReply, JudgeRequest, Message, Usage
+from lib.store import Store
+from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS
+
+
+def _request(i: int) -> JudgeRequest:
+    return JudgeRequest("judge-model", (Message("system", "judge"), Message("user", f"prompt {i}")), 0.0, 0,
+                        endpoint="http://127.0.0.1:9/v1")
+
+
+def _written(db: Path) -> int:
+    """Replies in the file, as another process opening it after a crash would find them."""
+    import duckdb
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM judge_cache").fetchone()[0]
+
+
+@pytest.mark.parametrize(("held_before", "last_write_age", "written"), [
+    (CACHE_BATCH - 2, None, False),                   # fewer than a batch, never written: held
+    (CACHE_BATCH - 1, None, True),                    # a batch, never written before: written
+    (CACHE_BATCH - 1, CACHE_SECONDS / 5, False),      # a batch, but the last write was just now: held
+    (CACHE_BATCH - 1, CACHE_SECONDS * 1.2, True),     # a batch, and the last write a while ago: written
+    (CACHE_MAX - 1, 0.0, True),                       # the most ever held, however recent the last write
+], ids=["under-a-batch", "first-batch", "batch-written-recently", "batch-after-interval", "at-the-cap"])
+def test_held_replies_are_written_by_batch_at_most_so_often(tmp_path: Path, held_before: int,
+                                                           last_write_age: float | None, written: bool) -> None:
+    db = tmp_path / "cache.duckdb"
+    reply = JudgeReply(text='{"verdicts": ["yes"]}', usage=Usage(), fingerprint=None)
+    store = Store(db)
+    try:
+        store._pending_replies.update(   # the held replies before this put, as earlier puts would leave them
+            {r.key: (r.key, r.model, r.to_json(), reply.text, 0, 0, None, None)
+             for r in map(_request, range(held_before))})
+        if last_write_age is not None:
+            store._replies_written = time.monotonic() - last_write_age
+        store.put(_request(held_before), reply)
+        assert store.get(_request(held_before).key) is not None   # held or written, get() answers at once
+        in_file = store._rows("SELECT count(*) FROM judge_cache", [])[0][0]
+        assert in_file == (held_before + 1 if written else 0)
+        assert len(store._pending_replies) == (0 if written else held_before + 1)
+    finally:
+        store.close()
+    assert _written(db) == held_before + 1   # closing writes whatever is still held
+
+
+def test_a_steady_stream_of_replies_makes_a_few_writes_not_one_per_batch(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten batches' worth put within one interval: the first batch is written, the rest wait for the interval
+    (or close); before, every batch of CACHE_BATCH was a commit of its own."""
+    commits = []
+    store = Store(tmp_path / "cache.duckdb")
+    real = store._write_replies
+    monkeypatch.setattr(store, "_write_replies", lambda cur: (commits.append(len(store._pending_replies)),
+                                                              real(cur)))
+    reply = JudgeReply(text='{"verdicts": ["yes"]}', usage=Usage(), fingerprint=None)
+    start = time.monotonic()
+    for i in range(10 * CACHE_BATCH):
+        store.put(_request(i), reply)
+    within_interval = time.monotonic() - start < CACHE_SECONDS
+    store.close()
+    if within_interval:   # a slow machine may cross an interval; the rule's rows above hold regardless
+        assert commits == [CACHE_BATCH, 9 * CACHE_BATCH]
+    assert sum(commits) == 10 * CACHE_BATCH
