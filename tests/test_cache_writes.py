@@ -63,8 +63,13 @@ def test_a_steady_stream_of_replies_makes_a_few_writes_not_one_per_batch(tmp_pat
     commits = []
     store = Store(tmp_path / "cache.duckdb")
     real = store._write_replies
-    monkeypatch.setattr(store, "_write_replies", lambda cur: (commits.append(len(store._pending_replies)),
-                                                              real(cur)))
+
+    def counted(cur):
+        written = real(cur)
+        commits.append(len(written))
+        return written
+
+    monkeypatch.setattr(store, "_write_replies", counted)
     reply = JudgeReply(text='{"verdicts": ["yes"]}', usage=Usage(), fingerprint=None)
     start = time.monotonic()
     for i in range(10 * CACHE_BATCH):
@@ -74,3 +79,26 @@ def test_a_steady_stream_of_replies_makes_a_few_writes_not_one_per_batch(tmp_pat
     if within_interval:   # a slow machine may cross an interval; the rule's rows above hold regardless
         assert commits == [CACHE_BATCH, 9 * CACHE_BATCH]
     assert sum(commits) == 10 * CACHE_BATCH
+
+
+def test_putting_a_reply_does_not_wait_for_a_write_in_progress(tmp_path: Path) -> None:
+    """A judging thread hands its reply over and goes on judging while another thread commits a batch (the
+    ablation stores results with the replies they cost); before, every put waited for the commit to end."""
+    import threading
+
+    reply = JudgeReply(text='{"verdicts": ["yes"]}', usage=Usage(), fingerprint=None)
+    store = Store(tmp_path / "cache.duckdb")
+    try:
+        store.put(_request(0), reply)   # below a batch: held
+        done = threading.Event()
+        with store._write_lock:   # a write transaction in progress on another thread's behalf
+            worker = threading.Thread(target=lambda: (store.put(_request(1), reply), done.set()))
+            worker.start()
+            finished = done.wait(timeout=5)
+        worker.join()
+        assert finished, "put() waited for the write in progress"
+        assert store.get(_request(1).key) is not None
+        store.flush_cache()
+        assert store._rows("SELECT count(*) FROM judge_cache", [])[0][0] == 2
+    finally:
+        store.close()

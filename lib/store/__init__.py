@@ -47,6 +47,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
         self._pending_replies: dict[str, tuple[object, ...]] = {}
+        self._pending_lock = threading.Lock()
         with self.transaction() as cur:
             migrate(cur, self.path)
         self._drop_stale_staging()

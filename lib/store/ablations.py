@@ -75,7 +75,6 @@ class AblationsMixin(StoreBase):
             columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
                      "calls", "cached"])
         with self._write_lock:
-            held = bool(self._pending_replies)  # the calls these results cost go in the same commit
             with self.transaction() as cur:
                 cur.register("_incoming", frame)
                 try:
@@ -85,10 +84,8 @@ class AblationsMixin(StoreBase):
                 cur.execute("""UPDATE ablations SET updated_at = ?,
                                done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
                                WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
-                if held:
-                    self._write_replies(cur)
-            if held:
-                self._pending_replies.clear()
+                written = self._write_replies(cur)   # the calls these results cost go in the same commit
+            self._forget_written(written)
 
     def ablation_results(self, ablation_id: str) -> pd.DataFrame:
         return self._df("""SELECT metric, arm, rep, sample_id, status, score, reason, verdicts, calls, cached

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,15 @@ from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _no
 
 
 class CallCacheMixin(StoreBase):
-    """The judge call cache (a lib.judging CallCache): replies by request key, written in batches."""
+    """The judge call cache (a lib.judging CallCache): replies by request key, written in batches.
+
+    The held replies have a lock of their own (`_pending_lock`), taken only to read or change the dict: a
+    judging thread that puts a reply never waits for a write transaction (a batch of results and replies
+    being committed), and a reply stays held until its write has committed, so get() always finds it.
+    """
 
     _pending_replies: dict[str, tuple[object, ...]]
+    _pending_lock: threading.Lock
     _replies_written: float = -math.inf   # when held replies were last written (time.monotonic)
 
     def get(self, key: str) -> JudgeReply | None:
@@ -35,7 +42,7 @@ class CallCacheMixin(StoreBase):
 
     def held(self, keys: list[str]) -> set[str]:
         """Which of these keys hold a reply (written or held in memory), in one query."""
-        with self._write_lock:
+        with self._pending_lock:
             pending = {k for k in keys if k in self._pending_replies}
         if not keys:
             return pending
@@ -45,7 +52,7 @@ class CallCacheMixin(StoreBase):
     def replies(self, keys: list[str]) -> dict[str, JudgeReply]:
         """The replies held for these keys (written or held in memory), in one query: a job reads its cached
         replies up front instead of one query per call."""
-        with self._write_lock:
+        with self._pending_lock:
             pending = {k: self._pending_replies[k] for k in keys if k in self._pending_replies}
         out = {k: JudgeReply(text=str(row[3]), usage=Usage(), fingerprint=row[6], cached=True)  # type: ignore[arg-type]
                for k, row in pending.items()}
@@ -65,24 +72,34 @@ class CallCacheMixin(StoreBase):
         key = request.key
         row = (key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
                reply.usage.completion_tokens, reply.fingerprint, _now())
-        with self._write_lock:
+        with self._pending_lock:
             self._pending_replies[key] = row
             held = len(self._pending_replies)
-            if held >= CACHE_MAX or (
-                    held >= CACHE_BATCH and time.monotonic() - self._replies_written >= CACHE_SECONDS):
-                self.flush_cache()
+            due = held >= CACHE_MAX or (
+                held >= CACHE_BATCH and time.monotonic() - self._replies_written >= CACHE_SECONDS)
+            if due:
+                self._replies_written = time.monotonic()   # this thread writes: the others go on judging
+        if due:
+            self.flush_cache()
 
     def flush_cache(self) -> None:
         """Write the replies put() holds, in one transaction."""
         with self._write_lock:
-            if not self._pending_replies:
-                return
+            with self._pending_lock:
+                if not self._pending_replies:
+                    return
             with self.transaction() as cur:
-                self._write_replies(cur)
-            self._pending_replies.clear()
+                written = self._write_replies(cur)
+            self._forget_written(written)
 
-    def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> None:
-        frame = pd.DataFrame(list(self._pending_replies.values()),
+    def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> dict[str, tuple[object, ...]]:
+        """Insert the replies held now within the transaction `cur`; returns them, to be forgotten
+        (_forget_written) once the transaction has committed."""
+        with self._pending_lock:
+            rows = dict(self._pending_replies)
+        if not rows:
+            return rows
+        frame = pd.DataFrame(list(rows.values()),
                              columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
                                       "fingerprint", "created_at"])
         cur.register("_replies", frame)
@@ -91,3 +108,11 @@ class CallCacheMixin(StoreBase):
         finally:
             cur.unregister("_replies")
         self._replies_written = time.monotonic()
+        return rows
+
+    def _forget_written(self, written: dict[str, tuple[object, ...]]) -> None:
+        """Stop holding replies whose write has committed (the file answers for them now)."""
+        with self._pending_lock:
+            for key, row in written.items():
+                if self._pending_replies.get(key) is row:
+                    del self._pending_replies[key]

@@ -230,6 +230,7 @@ class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
         self._con = duckdb.connect(":memory:")
         self._write_lock = threading.RLock()
         self._pending_replies = {}
+        self._pending_lock = threading.Lock()
         if setup is not None:
             setup(self._con)
         if remote:
