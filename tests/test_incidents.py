@@ -54,6 +54,23 @@ def test_a_later_jump_reverses_an_earlier_one_only_when_every_condition_holds(fi
     assert incidents.reverses(first, later) is expected
 
 
+def _with(kinds: tuple[str, ...], *, across: bool = False) -> Jump:
+    return Jump("faithfulness", "r9", "r8", T0, 0.8, 0.7, -0.1, 0.02, 0.005,
+                tuple(Suspect(k, f"{k} changed", "split the jump") for k in kinds), across)
+
+
+# -- how a baseline names the move that opened the incident: a row per branch --------------------------
+@pytest.mark.parametrize(("jump_", "words"), [
+    (_with(("prompt", "binding"), across=True), "instrument change"),
+    (_with(("pipeline",), across=True), "instrument change"),      # the instrument changed too: it leads
+    (_with(("pipeline",)), "pipeline change"),
+    (_with(("judge model",)), "change"),                           # recorded, yet the same instrument
+    (_with(("none",)), "jump, with no recorded change"),
+], ids=["instrument", "instrument-and-pipeline", "pipeline", "other-recorded", "nothing-recorded"])
+def test_the_baseline_names_what_moved_the_metric(jump_: Jump, words: str) -> None:
+    assert standing.change_words(jump_) == words
+
+
 def test_a_leak_and_its_fix_group_into_one_episode_and_a_system_change_stays_apart() -> None:
     leak, dip, system, fix = (jump(3, +0.14, across=True), jump(18, -0.03, across=True), jump(31, -0.05),
                               jump(48, -0.19, across=True))
@@ -151,6 +168,11 @@ def test_the_demo_reads_as_one_leak_episode_and_an_open_system_change(db: Path) 
     assert f"before the {PLANS[30].started_at:%Y-%m-%d} instrument change" in faithfulness.sentence
     assert "lost 0.14" in faithfulness.sentence and f"on {PLANS[58].started_at:%Y-%m-%d}" in faithfulness.sentence
     assert faithfulness.same_instrument is not None and faithfulness.same_instrument[0] == PLANS[-2].run_id
+    # a metric moved by the pipeline says so; one that moved with nothing recorded is not called a change
+    by_metric = {s.metric: s for s in standing.standing(store_history(db), found, series)}
+    assert f"before the {PLANS[58].started_at:%Y-%m-%d} pipeline change" in by_metric["context_precision"].sentence
+    # the demo's one jump with nothing recorded (judge noise at 1.02x the threshold)
+    assert "jump, with no recorded change" in by_metric["answer_relevance"].sentence
 
 
 def store_history(db: Path):

@@ -17,6 +17,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from lib.diagnosis.diagnose import Jump
 from lib.diagnosis.incidents import ACCEPTED, Incident
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.segments import last_same_instrument, segment_index
@@ -60,8 +61,20 @@ def _baseline(history: pd.DataFrame, metric: str, incident: Incident) -> tuple[f
         return None
     seg = int(prev["_seg"].iloc[0])
     before = h[(h["_seg"] == seg) & (h["started_at"] <= prev["started_at"].iloc[0])]
-    what = "instrument change" if first.across_instruments else "change"
-    return float(before["score"].median()), f"before the {first.started_at:%Y-%m-%d} {what}"
+    return float(before["score"].median()), f"before the {first.started_at:%Y-%m-%d} {change_words(first)}"
+
+
+def change_words(jump: Jump) -> str:
+    """What the move that opened an incident was, as its baseline names it: 'instrument change', 'pipeline
+    change', 'change' (another recorded change) or 'jump, with no recorded change'."""
+    if jump.across_instruments:
+        return "instrument change"
+    kinds = {s.kind for s in jump.suspects}
+    if "pipeline" in kinds:
+        return "pipeline change"
+    if kinds - {"none"}:
+        return "change"
+    return "jump, with no recorded change"
 
 
 def _series_words(s: Series) -> list[str]:
