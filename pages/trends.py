@@ -17,7 +17,6 @@ ctx = ui.sidebar()
 ALL = "all metrics"
 JUMP_COLUMNS = {
     "started_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm"),
-    "before": st.column_config.NumberColumn(format="%.3f"),
     "after": st.column_config.NumberColumn(format="%.3f"),
     "delta": st.column_config.NumberColumn(format="%+.3f"),
     "x_threshold": st.column_config.NumberColumn("x threshold", format="%.1f",
@@ -33,7 +32,7 @@ JUMP_ORDER = ("started_at", "metric", "after", "delta", "x_threshold", "first_su
 EVENT_ORDER = ("started_at", "kind", "metric", "text", "run_id")   # short columns first: all but run_id fit 1024 px
 LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "first suspect",
           "text": "what changed"}   # a static table's headers
-FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "before": "{:.3f}", "after": "{:.3f}", "delta": "{:+.3f}",
+FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "after": "{:.3f}", "delta": "{:+.3f}",
            "x_threshold": "{:.1f}"}
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 

@@ -6,9 +6,11 @@ commit per reply would cost more than the call. What is written survives a crash
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from lib.core.calls import JudgeReply, JudgeRequest, Message, Usage
@@ -23,7 +25,6 @@ def _request(i: int) -> JudgeRequest:
 
 def _written(db: Path) -> int:
     """Replies in the file, as another process opening it after a crash would find them."""
-    import duckdb
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute("SELECT count(*) FROM judge_cache").fetchone()[0]
 
@@ -84,8 +85,6 @@ def test_a_steady_stream_of_replies_makes_a_few_writes_not_one_per_batch(tmp_pat
 def test_putting_a_reply_does_not_wait_for_a_write_in_progress(tmp_path: Path) -> None:
     """A judging thread hands its reply over and goes on judging while another thread commits a batch (the
     ablation stores results with the replies they cost); before, every put waited for the commit to end."""
-    import threading
-
     reply = JudgeReply(text='{"verdicts": ["yes"]}', usage=Usage(), fingerprint=None)
     store = Store(tmp_path / "cache.duckdb")
     try:

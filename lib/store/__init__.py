@@ -46,8 +46,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
                 raise StoreBusyError(str(self.path)) from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
-        self._pending_replies: dict[str, tuple[object, ...]] = {}
-        self._pending_lock = threading.Lock()
+        self._hold_replies()
         with self.transaction() as cur:
             migrate(cur, self.path)
         self._drop_stale_staging()

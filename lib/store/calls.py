@@ -31,6 +31,11 @@ class CallCacheMixin(StoreBase):
     _pending_lock: threading.Lock
     _replies_written: float = -math.inf   # when held replies were last written (time.monotonic)
 
+    def _hold_replies(self) -> None:
+        """Start with no reply held (each store's constructor calls this)."""
+        self._pending_replies = {}
+        self._pending_lock = threading.Lock()
+
     def get(self, key: str) -> JudgeReply | None:
         held = self._pending_replies.get(key)
         if held is not None:

@@ -229,8 +229,7 @@ class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
             raise StoreError(f"no Parquet dataset at {self.location}")
         self._con = duckdb.connect(":memory:")
         self._write_lock = threading.RLock()
-        self._pending_replies = {}
-        self._pending_lock = threading.Lock()
+        self._hold_replies()
         if setup is not None:
             setup(self._con)
         if remote:
