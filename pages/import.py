@@ -12,12 +12,11 @@ from datetime import datetime
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, gate
+from lib.app import access, gate, imports
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
 from lib.intake.uploads import SUFFIXES, column_mapping, read_upload
 from lib.judging.build import settings_judge
-from lib.judging.scoring import record_frame
 
 PREVIEW_ROWS = 20
 SHOW_ERRORS = 10     # as lines of text; the table below holds them all
@@ -76,9 +75,9 @@ if not st.button("Record run", type="primary", key="imp_record",
 try:
     judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge) if score_here else None
     bar = st.progress(0.0, text="Scoring...") if score_here else None
-    run = record_frame(ctx.store, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted, judge=judge,
-                       progress=(lambda done, total: bar.progress(done / total, text=f"Scored {done} of {total}"))
-                       if bar is not None else None)
+    run = imports.record_upload(ctx, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted,
+                                judge=judge, progress=(lambda done, total: bar.progress(
+                                    done / total, text=f"Scored {done} of {total}")) if bar is not None else None)
 except EvaldriftError as exc:
     st.error(str(exc))
     st.stop()

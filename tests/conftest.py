@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
 import pytest
 
 from lib.app.demo import build_demo
@@ -19,6 +25,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 ENV_PREFIXES = ("OPENAI_", "EVALDRIFT_")
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("EVALDRIFT_TEST_CACHE") or Path(tempfile.gettempdir()) / "evaldrift-test-cache")
 
 
 @pytest.fixture(autouse=True)
@@ -44,31 +52,70 @@ def _fresh_output_modes() -> Iterator[None]:
     LIMITS.clear()
 
 
-@pytest.fixture(scope="session")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The full demo database, built once per session. Read-only: open with Store, close after."""
-    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo(path)
+def _code_key() -> str:
+    """A hash of what builds the databases below (lib/ and the DuckDB version): same key, same files."""
+    digest = hashlib.sha256(duckdb.__version__.encode())
+    for path in sorted((ROOT / "lib").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def built_once(name: str, build: Callable[[Path], None]) -> Path:
+    """`build(path)`'s database, made once for this code and shared: by every test session on this machine and
+    every xdist worker (a file lock: one builds, the others wait and copy). Never open the returned file: copy it.
+
+    The cache lives in EVALDRIFT_TEST_CACHE (default: <tmp>/evaldrift-test-cache); entries unused for a day go.
+    """
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / f"{name}-{_code_key()}.duckdb"
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not target.exists():
+                for stale in CACHE.glob("*.duckdb"):
+                    if time.time() - stale.stat().st_mtime > 86_400:
+                        stale.unlink(missing_ok=True)
+                building = target.with_suffix(f".building-{os.getpid()}")
+                building.unlink(missing_ok=True)
+                build(building)
+                building.rename(target)
+            os.utime(target)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target
+
+
+def _private_copy(source: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    path = tmp_path_factory.mktemp(name) / "demo.duckdb"
+    shutil.copy(source, path)
     return path
 
 
-@pytest.fixture(scope="session")
-def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,
-    projected template), built once per session. Read-only: copy it before writing."""
-    import shutil
-
+def _rejudge_all(path: Path, demo: Path) -> None:
     from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
     from lib.store import Store
 
-    path = tmp_path_factory.mktemp("rejudged") / "demo.duckdb"
-    shutil.copy(demo_db, path)
+    shutil.copy(demo, path)
     with Store(path) as store:
         trusted = trusted_instrument(store, "faithfulness")
         spec = RejudgeSpec("faithfulness", tuple(store.run_ids()), trusted.template, trusted.binding,
                            label=trusted.source)
         run_rejudge(store, spec, OfflineJudge("offline-lexical-v2", noise=0.03))
-    return path
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The full demo database, built once (built_once) and copied for this session. Read-only: open with Store,
+    close after."""
+    return _private_copy(built_once("demo", build_demo), tmp_path_factory, "demo")
+
+
+@pytest.fixture(scope="session")
+def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,
+    projected template), built once like the demo. Read-only: copy it before writing."""
+    source = built_once("rejudged", lambda path: _rejudge_all(path, built_once("demo", build_demo)))
+    return _private_copy(source, tmp_path_factory, "rejudged")
 
 
 @pytest.fixture

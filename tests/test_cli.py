@@ -1,4 +1,5 @@
-"""The command line as a user and a CI job run it: real subprocesses on copies of the demo database."""
+"""The command line as a user and a CI job run it, on copies of the demo database: `lib.cli.main` in this process,
+and a real `python -m lib` where the process is what a test checks."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.store import Store
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ("--limit", "120", "--repeats", "2")   # a few seconds per ablation
@@ -20,7 +22,12 @@ CLEAN_RUN, LEAK_RUN = 10, 40                   # demo run indexes: before the le
 
 
 def cli(*args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """Run `python -m lib ...` the way a user does, with the (cleaned) test environment."""
+    """Run `python -m lib ...` in this process (tests/support/cli.py), with the (cleaned) test environment."""
+    return run_cli(*args)
+
+
+def cli_process(*args: object, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """Run `python -m lib ...` the way a user does, for what only a real process shows."""
     return subprocess.run([sys.executable, "-m", "lib", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ))
 
@@ -205,13 +212,13 @@ def test_a_file_that_is_not_a_database_is_a_clean_error(tmp_path: Path) -> None:
 
 def test_a_database_held_by_another_process_is_a_clean_error(db: Path) -> None:
     with Store(db):  # this process owns the file, as the dashboard would
-        line = assert_usage_error(cli("ablate", "--db", db, "--run", "latest", "--metric", "faithfulness",
-                                      "--blank", "ground_truth", *QUICK))
+        line = assert_usage_error(cli_process("ablate", "--db", db, "--run", "latest", "--metric", "faithfulness",
+                                              "--blank", "ground_truth", *QUICK))
     assert "held by another process" in line
 
 
 def test_help_exits_0() -> None:
-    proc = cli("ablate", "--help")
+    proc = cli_process("ablate", "--help")   # and `python -m lib` itself starts and exits with main's code
     assert proc.returncode == 0
     assert "--blank FIELD" in proc.stdout
 

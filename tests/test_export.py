@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from lib.app import job_log
 from lib.core.calls import JudgeReply, JudgeRequest, Message
 from lib.core.errors import InputError, StoreError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
@@ -17,9 +18,12 @@ from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.checks import canary_status, lint_status
 from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import RunBatch, Store
+from lib.store import batches as bs
+from lib.store import history as hs
 from lib.store.parquet import TABLES, ParquetStore, export_parquet, history_batch, open_store
 
 KEYS = {
@@ -27,6 +31,10 @@ KEYS = {
     "samples": ["run_id", "suite", "sample_id"], "sample_scores": ["run_id", "suite", "metric", "sample_id"],
     "judge_cache": ["key"], "ablations": ["ablation_id"],
     "ablation_results": ["ablation_id", "metric", "arm", "rep", "sample_id"],
+    "rejudges": ["series_id"], "rejudge_scores": ["series_id", "run_id", "sample_id"],
+    "rejudge_runs": ["series_id", "run_id"], "incident_states": ["incident_id", "seq"], "job_log": ["ablation_id"],
+    "batch_jobs": ["batch_id"], "batch_requests": ["batch_id", "key"], "batch_replies": ["batch_id", "key"],
+    "batch_faults": ["batch_id", "key"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -63,7 +71,24 @@ def small_store(tmp_path: Path) -> Path:
                      OfflineJudge(noise=0.03))
         store.put(JudgeRequest("some-model", (Message("user", "a question"),), 0.0, 1),
                   JudgeReply('{"verdicts": []}', fingerprint="fp"))
+        _team_records(store)
     return path
+
+
+def _team_records(store: Store) -> None:
+    """What a team writes beside the runs: a re-judged series, incident states with notes, a job's note, a batch."""
+    run_rejudge(store, RejudgeSpec("faithfulness", ("run-1", "run-2"), DEFAULT_TEMPLATES["faithfulness"]),
+                OfflineJudge())
+    hs.add_incident_state(store, "jump:faithfulness:run-2", "investigating", "the retriever's top_k moved", "ana")
+    hs.add_incident_state(store, "jump:faithfulness:run-2", "explained", "top_k 4 -> 5 on purpose", "ben")
+    job_log.record(store, store.ablations()["ablation_id"][0], job_log.JobNote(job_log.STOPPED, "breaker opened"))
+    requests = pd.DataFrame({"key": ["k1", "k2"], "request": ['{"a": 1}', '{"a": 2}'], "items": [1, 2],
+                             "labels": ['["yes"]', '["yes", "no"]']})
+    bs.add_job(store, {"batch_id": "batch-1", "kind": "rejudge", "job_id": "job-1", "spec": {"metric": "x"},
+                       "model": "m", "endpoint": "http://127.0.0.1:1/v1", "status": "in_progress", "total": 2,
+                       "input_file_id": "file-1"}, requests)
+    bs.add_replies(store, "batch-1", [("k1", '{"verdicts": []}', 10, 2, "fp")])
+    bs.add_faults(store, "batch-1", {"k2": "unreadable reply"})
 
 
 def _table(store: Store, table: str) -> pd.DataFrame:
@@ -96,6 +121,29 @@ def test_every_table_round_trips_with_its_columns_and_types(small_store: Path, t
         for table in TABLES:
             pd.testing.assert_frame_equal(_table(pq, table), expected[table], check_exact=True, obj=table)
         assert pq.ablation(pq.ablations()["ablation_id"][0])["result"] is not None
+
+
+def test_the_export_carries_every_table_the_migrations_make(fresh_db: Path) -> None:
+    """A table a new migration adds goes to the dataset (and the round trip above) without being listed."""
+    with Store(fresh_db) as store:
+        tables = {r[0] for r in store.cursor().execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert set(TABLES) == tables
+    assert set(KEYS) == tables, "every table has its key here, so the round trip compares it row by row"
+
+
+def test_incident_states_and_notes_travel_and_read_from_a_dataset(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        export_parquet(store, tmp_path / "ds")
+        states, version = hs.incident_states(store), hs.version(store)
+        note = job_log.read(store, store.ablations()["ablation_id"][0])
+    with ParquetStore(tmp_path / "ds") as pq:
+        got = hs.incident_states(pq)
+        assert got["note"].tolist() == ["the retriever's top_k moved", "top_k 4 -> 5 on purpose"]
+        pd.testing.assert_frame_equal(got, states, check_exact=True)
+        assert hs.version(pq) == version
+        assert job_log.read(pq, pq.ablations()["ablation_id"][0]) == note
+        assert hs.series_list(pq)["metric"].tolist() == ["faithfulness"]
+        assert bs.faults(pq, "batch-1") == {"k2": "unreadable reply"}
 
 
 def test_the_layout_is_partitioned_by_run_date(small_store: Path, tmp_path: Path) -> None:

@@ -164,6 +164,19 @@ def test_a_refused_request_is_not_retried(openai_server: OpenAIServer) -> None:
     assert judge.attempts == 1
 
 
+def test_a_bug_of_ours_in_the_call_is_raised_not_retried_as_an_unreadable_reply(
+        openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    judge = make_judge(openai_server)
+
+    async def broken_post(kwargs: dict[str, object]) -> object:
+        raise AttributeError("'NoneType' object has no attribute 'post'")   # e.g. a client not made yet
+
+    monkeypatch.setattr(judge, "_post", broken_post)
+    with pytest.raises(AttributeError, match="no attribute 'post'"):
+        judge.complete(JudgeRequest(MODEL, (Message("user", "hello"),)))
+    assert judge.attempts == 1 and judge.retries == []
+
+
 def test_repeated_malformed_json_marks_the_sample_failed_after_parse_attempts(
         openai_server: OpenAIServer, samples: list[EvalSample]) -> None:
     openai_server.fail_always(Fault("malformed"))

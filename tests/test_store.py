@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from lib.core.errors import InputError, NotFoundError
+from lib.app import job_log
+from lib.core.errors import InputError, NotFoundError, StoreError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
 from lib.store import SCHEMA_VERSION, Store
+from lib.store import batches as bs
+from lib.store import history as hs
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = DEFAULT_TEMPLATES["faithfulness"]
@@ -140,6 +145,46 @@ def test_schema_version_is_kept_in_meta(fresh_db: Path) -> None:
     with Store(fresh_db) as store:
         rows = store.cursor().execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     assert rows == [(str(SCHEMA_VERSION),)]
+
+
+def test_a_schema_2_database_made_by_the_old_code_migrates_with_its_records(tmp_path: Path) -> None:
+    """tests/fixtures/schema2.duckdb.gz was written by evaldrift c49410d (make_schema2.py there): schema 2, with the
+    side tables (re-judged series, incident states, the job log, batch jobs) made lazily by the modules using them."""
+    path = tmp_path / "old.duckdb"
+    path.write_bytes(gzip.decompress((FIXTURES / "schema2.duckdb.gz").read_bytes()))
+    before = {t: _rows_of(path, t) for t in MIGRATED}
+    for _ in range(2):   # and opening it again changes nothing
+        with Store(path) as store:
+            assert store.cursor().execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [
+                (str(SCHEMA_VERSION),)]
+            assert store.run_ids() == ["run-0", "run-1"]
+            assert hs.incident_states(store)["note"].tolist() == ["top_k moved on purpose"]
+            assert job_log.read(store, store.ablations()["ablation_id"][0]) == job_log.JobNote(job_log.DONE)
+            assert bs.faults(store, "batch-1") == {"k1": "unreadable reply"}
+            assert hs.series_list(store)["done"].tolist() == [8]
+        assert {t: _rows_of(path, t) for t in MIGRATED} == before
+
+
+MIGRATED = ("runs", "sample_scores", "ablation_results", "rejudges", "rejudge_scores", "rejudge_runs",
+            "incident_states", "job_log", "batch_jobs", "batch_requests", "batch_faults")
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _rows_of(path: Path, table: str) -> list[tuple]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+
+
+def test_a_migration_that_raises_leaves_the_file_closed(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        store.cursor().execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer than this evaldrift") as err:
+        Store(fresh_db)
+    # the refused store's connection is closed: this process can open the file again (a leaked read-write
+    # connection would hold it, and DuckDB refuses a read-only one beside it)
+    with duckdb.connect(str(fresh_db), read_only=True) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [("99",)]
+    assert err.value is not None
 
 
 def test_reopening_a_file_keeps_its_runs(fresh_db: Path) -> None:

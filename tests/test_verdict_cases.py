@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from lib.core.calls import JudgeReply, JudgeRequest
-from lib.core.degenerate import chance_scores
 from lib.core.errors import JudgeError
 from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.records import MAIN, MetricRecord, RunRecord
@@ -377,7 +376,7 @@ def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db:
                                   "acme-judge-1", FAITH, PROJECTED)])
     with Store(fresh_db) as store:
         store.record_run(run)
-        frame = chance_scores(store)
+        frame = store.chance_scores()
     assert frame[["run_id", "metric", "sample_id", "score"]].values.tolist() == [["imported-1", "faithfulness",
                                                                                    "s1", 1.0]]
     proc = cli("lint", "--db", fresh_db)

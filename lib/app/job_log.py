@@ -2,16 +2,13 @@
 
 Beside the ablations table, never in it: a job's note is written when the job
 ends (done, or stopped by its breaker or deadline) and read by the CLI and the
-Ablation page. The table is created on first use, as lib.store.history's are,
-so an older database gains it without a schema version. Statements take
-parameters only.
+Ablation page. Its table is the store's (lib.store.schema's job log migration).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 
 from lib.core.results import CALL_FAILED, FAILED
 from lib.judging.pacing import PacingReport
@@ -19,10 +16,6 @@ from lib.store import Store
 
 DONE = "done"
 STOPPED = "stopped"
-
-_TABLE = """CREATE TABLE IF NOT EXISTS job_log (
-    ablation_id VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, reason VARCHAR, output_mode VARCHAR,
-    pacing VARCHAR, updated_at TIMESTAMP NOT NULL)"""
 
 
 @dataclass(frozen=True)
@@ -59,27 +52,19 @@ def judge_info(judge: object) -> JudgeInfo:
     return JudgeInfo(str(mode) if mode else None, pacing if isinstance(pacing, PacingReport) else None)
 
 
-def _ensure(store: Store) -> Store:
-    """Create this module's tables once per open store; returns the store."""
-    return store.ensure_tables("job_log", (_TABLE,))
-
-
 def record(store: Store, ablation_id: str, note: JobNote) -> None:
     """Write (or replace) the job's note."""
     pacing = json.dumps(asdict(note.judge.pacing)) if note.judge.pacing is not None else None
-    with _ensure(store).transaction() as cur:
-        cur.execute("INSERT OR REPLACE INTO job_log VALUES (?, ?, ?, ?, ?, ?)",
-                    [ablation_id, note.state, note.reason, note.judge.output_mode, pacing,
-                     datetime.now().replace(microsecond=0)])
+    store.record_job_note(ablation_id, state=note.state, reason=note.reason, output_mode=note.judge.output_mode,
+                          pacing=pacing)
 
 
 def read(store: Store, ablation_id: str) -> JobNote | None:
     """The job's note (None: the job has not ended since job notes exist)."""
-    rows = _ensure(store).cursor().execute(
-        "SELECT state, reason, output_mode, pacing FROM job_log WHERE ablation_id = ?", [ablation_id]).fetchall()
-    if not rows:
+    row = store.job_note(ablation_id)
+    if row is None:
         return None
-    state, reason, mode, pacing = rows[0]
+    state, reason, mode, pacing = row
     report = None
     if pacing:
         d = json.loads(pacing)
@@ -92,11 +77,4 @@ def reopen_faults(store: Store, ablation_id: str) -> int:
 
     A reply that could not be read stays: the judge answered, unreadably. Returns how many were forgotten.
     """
-    with _ensure(store).transaction() as cur:
-        n = cur.execute("""SELECT count(*) FROM ablation_results WHERE ablation_id = ? AND status = ?
-                           AND starts_with(reason, ?)""", [ablation_id, FAILED, CALL_FAILED]).fetchone()[0]
-        cur.execute("""DELETE FROM ablation_results WHERE ablation_id = ? AND status = ? AND starts_with(reason, ?)""",
-                    [ablation_id, FAILED, CALL_FAILED])
-        cur.execute("""UPDATE ablations SET done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
-                       WHERE ablation_id = ?""", [ablation_id, ablation_id])
-    return int(n)
+    return store.forget_results(ablation_id, FAILED, CALL_FAILED)

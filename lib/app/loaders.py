@@ -220,7 +220,7 @@ def one_sample(db_path: str, version: str, run_id: str, metric: str,
 
 @st.cache_data(show_spinner=False)
 def chance(db_path: str, version: str, run_id: str) -> list[str]:
-    return degenerate.chance_summary(degenerate.chance_scores(open_store(db_path), run_id))
+    return degenerate.chance_summary(open_store(db_path).chance_scores(run_id))
 
 
 @st.cache_data(show_spinner=False)

@@ -117,7 +117,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from lib.core.degenerate import chance_scores, chance_summary
+    from lib.core.degenerate import chance_summary
     from lib.core.prompts import fields_read, lint, prompt_hash
     from lib.diagnosis.checks import lint_status
 
@@ -148,7 +148,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         db = _db_path(args, must_exist=True)
         with inbox.open_drained(db, _inbox_for(db)) as store:
             table = lint_status(store)
-            chance = chance_summary(chance_scores(store))
+            chance = chance_summary(store.chance_scores())
         for r in table.itertuples(index=False):
             checked += 1
             plural = "" if r.runs == 1 else "s"

@@ -29,8 +29,6 @@ from lib.core.samples import CONTEXTS, EvalSample
 if TYPE_CHECKING:
     import pandas as pd
 
-    from lib.store import Store
-
 REFUSAL = re.compile(
     r"^(?:sorry,? )?(?:i (?:do not|don't|dont) know|i (?:cannot|can't|can not) (?:answer|say|tell|help)"
     r"|i (?:am|'m) not sure|i have no (?:idea|answer|information)|there is not enough information"
@@ -61,16 +59,6 @@ def exclusion_reason(sample: EvalSample, metric: str) -> str | None:
 
 
 PASSAGE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if CONTEXTS in get_metric(m).receives)
-
-
-def chance_scores(store: Store, run_id: str | None = None, suite: str = "main") -> pd.DataFrame:
-    """Stored scores on samples with no passages, for the metrics judged over or against passages.
-
-    These came from a harness that scored what it should have excluded (an
-    ingested file, an external harness); a 1.0 there is chance, not support.
-    Columns: run_id, metric, sample_id, score.
-    """
-    return store.scores_without_passages(PASSAGE_METRICS, run_id, suite)
 
 
 def chance_summary(frame: pd.DataFrame) -> list[str]:

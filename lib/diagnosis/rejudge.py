@@ -206,9 +206,8 @@ def run_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *,
         hs.start_series(store, sid, metric=spec.metric, suite=spec.suite, spec=spec.to_dict(), judge_model=spec.judge,
                         prompt_hash=spec.prompt_hash, binding=spec.binding, label=spec.label,
                         total=sum(counts.values()))
-        with store.transaction() as cur:  # the series names its template by hash, like a recorded run
-            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)",
-                        [spec.prompt_hash, spec.metric, spec.template])
+        # the series names its template by hash, like a recorded run
+        hs.add_series_prompt(store, spec.prompt_hash, spec.metric, spec.template)
         done_runs = hs.series_done_runs(store, sid)
         done = sum(counts[r] for r in done_runs)
         total = sum(counts.values())

@@ -272,8 +272,7 @@ class OpenAIJudge:
         """One call through the pacer; raises only for a refusal (of the mode, or final)."""
         out = _Outcome()
         try:
-            out.reply = reply_of(self._loop.run(self._post(kwargs)))
-            out.load = OK
+            body = self._loop.run(self._post(kwargs))
         except openai.RateLimitError as exc:
             out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
         except openai.APITimeoutError as exc:
@@ -293,9 +292,16 @@ class OpenAIJudge:
             kind = "server error" if status >= 500 else "retryable status"
             out.reason, out.hint = f"{kind} ({status})", _retry_after(exc)
             out.load = OVERLOAD if status == 503 else OTHER
-        except (openai.APIResponseValidationError, ValueError, KeyError, AttributeError, IndexError, TypeError):
-            # A 200 whose body is no chat completion (a proxy's HTML page, a cut-off body): retried.
+        except (openai.APIResponseValidationError, ValueError):
+            # A 200 whose body is no JSON (a proxy's HTML page, a cut-off body): retried.
             out.reason = "unreadable response (not a chat completion)"
+        else:
+            # Only reading the body can tell a JSON body that is no chat completion: a fault of ours elsewhere (an
+            # AttributeError in the transport) is a bug to see, never an unreadable reply to retry.
+            try:
+                out.reply, out.load = reply_of(body), OK
+            except (ValueError, KeyError, AttributeError, IndexError, TypeError):
+                out.reason = "unreadable response (not a chat completion)"
         finally:
             self.pacer.release(ticket, out.load, out.reason)
         return out

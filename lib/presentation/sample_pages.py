@@ -60,8 +60,7 @@ class SamplePage:
 
 
 def run_size(store: Store, run_id: str, suite: str = MAIN) -> int:
-    return int(store.cursor().execute("SELECT count(*) FROM samples WHERE run_id = ? AND suite = ?",
-                                      [run_id, suite]).fetchone()[0])
+    return store.sample_count(run_id, suite)
 
 
 def sample_page(store: Store, run_id: str, metric: str, filters: SampleFilters = SampleFilters(), *,
@@ -102,36 +101,16 @@ def filtered_ids(store: Store, run_id: str, metric: str, f: SampleFilters, *, su
     pos, neg = get_metric(metric).labels
     lo, hi = f.score_range
     label = True if f.verdict == pos else False if f.verdict == neg else None
-    sql = """
-        SELECT s.sample_id FROM samples s
-        LEFT JOIN sample_scores c ON c.run_id = s.run_id AND c.suite = s.suite AND c.sample_id = s.sample_id
-                                 AND c.metric = $metric
-        WHERE s.run_id = $run AND s.suite = $suite
-          AND ($needle = '' OR contains(lower(s.sample_id), $needle) OR contains(lower(s.question), $needle)
-               OR contains(lower(s.answer), $needle) OR contains(lower(s.ground_truth), $needle)
-               OR contains(lower(array_to_string(s.contexts, chr(10) || chr(10))), $needle))
-          AND ($full_range OR (c.score IS NOT NULL AND c.score BETWEEN $lo AND $hi))
-          AND ($label IS NULL OR len(list_filter(
-                   from_json(coalesce(c.verdicts, '[]'), '[{"label": "BOOLEAN"}]'),
-                   lambda v: coalesce(v.label, false) = $label)) > 0)
-        ORDER BY s.sample_id"""
-    params = {"metric": metric, "run": run_id, "suite": suite, "needle": f.search.strip().lower(),
-              "full_range": (lo, hi) == (0.0, 1.0), "lo": lo, "hi": hi, "label": label}
-    return [r[0] for r in store.cursor().execute(sql, params).fetchall()]
+    return store.filtered_sample_ids(run_id, metric, suite, needle=f.search.strip().lower(),
+                                     score_range=None if (lo, hi) == (0.0, 1.0) else (lo, hi), label=label)
 
 
 def _samples_of(store: Store, run_id: str, suite: str, ids: list[str]) -> pd.DataFrame:
-    return store.cursor().execute(
-        """SELECT sample_id, question, answer, contexts, ground_truth FROM samples
-           WHERE run_id = ? AND suite = ? AND list_contains(?, sample_id) ORDER BY sample_id""",
-        [run_id, suite, ids]).df()
+    return store.samples_frame(run_id, suite, ids)
 
 
 def _scores_of(store: Store, run_id: str, suite: str, ids: list[str]) -> pd.DataFrame:
-    return store.cursor().execute(
-        """SELECT metric, sample_id, status, score, reason, verdicts FROM sample_scores
-           WHERE run_id = ? AND suite = ? AND list_contains(?, sample_id) ORDER BY metric, sample_id""",
-        [run_id, suite, ids]).df()
+    return store.sample_scores(run_id, suite, sample_ids=ids)
 
 
 def _provenance_of(store: Store, run_id: str, metric: str, suite: str, ids: list[str]) -> pd.DataFrame:

@@ -23,9 +23,9 @@ from lib.store.calls import CallCacheMixin
 from lib.store.databases import check_evaldrift
 from lib.store.recording import RecordingMixin, RunBatch
 from lib.store.runs import RunsMixin
-from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
 
-__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "RunBatch", "Store"]
+__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "RunBatch", "Store"]
 
 
 class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
@@ -47,9 +47,13 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
         self._hold_replies()
-        with self.transaction() as cur:
-            migrate(cur, self.path)
-        self._drop_stale_staging()
+        try:
+            with self.transaction() as cur:
+                migrate(cur, self.path)
+            self._drop_stale_staging()
+        except BaseException:
+            self._con.close()   # a refused or failed migration must not keep the file locked in this process
+            raise
 
     def close(self) -> None:
         self.flush_cache()

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import duckdb
 import pandas as pd
 
 from lib.core.results import SampleResult
@@ -81,9 +82,7 @@ class AblationsMixin(StoreBase):
                     cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
                 finally:
                     cur.unregister("_incoming")
-                cur.execute("""UPDATE ablations SET updated_at = ?,
-                               done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
-                               WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])
+                _recount_done(cur, ablation_id)
                 written = self._write_replies(cur)   # the calls these results cost go in the same commit
             self._forget_written(written)
 
@@ -92,7 +91,38 @@ class AblationsMixin(StoreBase):
                            FROM ablation_results WHERE ablation_id = ? ORDER BY metric, arm, rep, sample_id""",
                         [ablation_id])
 
+    def forget_results(self, ablation_id: str, status: str, reason_prefix: str) -> int:
+        """Delete the ablation's results of `status` whose reason starts with `reason_prefix`, and recount its
+        progress, in one transaction; returns how many were deleted."""
+        with self.transaction() as cur:
+            row = cur.execute("""SELECT count(*) FROM ablation_results WHERE ablation_id = ? AND status = ?
+                                 AND starts_with(reason, ?)""", [ablation_id, status, reason_prefix]).fetchone()
+            cur.execute("DELETE FROM ablation_results WHERE ablation_id = ? AND status = ? AND starts_with(reason, ?)",
+                        [ablation_id, status, reason_prefix])
+            _recount_done(cur, ablation_id)
+        return int(row[0]) if row else 0
+
+    def record_job_note(self, ablation_id: str, *, state: str, reason: str, output_mode: str | None,
+                        pacing: str | None) -> None:
+        """Write (or replace) how an ablation job ended (lib.app.job_log); `pacing` is JSON or None."""
+        with self.transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO job_log VALUES (?, ?, ?, ?, ?, ?)",
+                        [ablation_id, state, reason, output_mode, pacing, _now()])
+
+    def job_note(self, ablation_id: str) -> tuple[str, str | None, str | None, str | None] | None:
+        """(state, reason, output mode, pacing JSON) of an ablation job's end, or None if none is recorded."""
+        rows = self._rows("SELECT state, reason, output_mode, pacing FROM job_log WHERE ablation_id = ?",
+                          [ablation_id])
+        return (str(rows[0][0]), rows[0][1], rows[0][2], rows[0][3]) if rows else None
+
     def finish_ablation(self, ablation_id: str, status: str, result: dict[str, object] | None) -> None:
         with self.transaction() as cur:
             cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
                         [status, json.dumps(result) if result is not None else None, _now(), ablation_id])
+
+
+def _recount_done(cur: duckdb.DuckDBPyConnection, ablation_id: str) -> None:
+    """An ablation's progress is the count of its stored results: the one place `ablations.done` is set."""
+    cur.execute("""UPDATE ablations SET updated_at = ?,
+                   done = (SELECT count(*) FROM ablation_results WHERE ablation_id = ?)
+                   WHERE ablation_id = ?""", [_now(), ablation_id, ablation_id])

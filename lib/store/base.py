@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
@@ -31,7 +31,6 @@ def _now() -> datetime:
     return datetime.now().replace(microsecond=0)
 
 
-
 class StoreBase:
     """The connection, cursors and the serialised write transaction every part of the store uses."""
 
@@ -48,17 +47,6 @@ class StoreBase:
 
     def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self.cursor().execute(sql, list(params)).fetchall()
-
-    def ensure_tables(self, name: str, statements: Sequence[str]) -> Self:
-        """Create a module's own tables (`CREATE TABLE IF NOT EXISTS` statements) once per open store."""
-        with self._write_lock:
-            made: set[str] = self.__dict__.setdefault("_tables_made", set())
-            if name not in made:
-                with self.transaction() as cur:
-                    for stmt in statements:
-                        cur.execute(stmt)
-                made.add(name)
-        return self
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

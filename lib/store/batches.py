@@ -7,8 +7,8 @@ reply shape that tells a readable reply), the readable replies it returned in
 `batch_replies` (until the job is run with them, which stores them in the
 call cache as its calls), and the lines that came back failed or unreadable
 in `batch_faults`. So a restarted process polls the same
-batch, and a fault stays recorded, never scored. Tables are created on first
-use; every statement takes parameters.
+batch, and a fault stays recorded, never scored. The tables are made by
+lib.store.schema's migrations; every statement takes parameters.
 """
 
 from __future__ import annotations
@@ -21,40 +21,17 @@ import pandas as pd
 from lib.store import Store
 from lib.store.base import _now
 
-_TABLES = (
-    """CREATE TABLE IF NOT EXISTS batch_jobs (
-        batch_id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, job_id VARCHAR NOT NULL, spec VARCHAR NOT NULL,
-        model VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, status VARCHAR NOT NULL, total INTEGER NOT NULL,
-        completed INTEGER NOT NULL, failed INTEGER NOT NULL, input_file_id VARCHAR NOT NULL,
-        output_file_id VARCHAR, error_file_id VARCHAR, collected BOOLEAN NOT NULL, replies INTEGER NOT NULL,
-        finished BOOLEAN NOT NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS batch_requests (
-        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, request VARCHAR NOT NULL, items INTEGER NOT NULL,
-        labels VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
-    """CREATE TABLE IF NOT EXISTS batch_replies (
-        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reply VARCHAR NOT NULL, prompt_tokens INTEGER NOT NULL,
-        completion_tokens INTEGER NOT NULL, fingerprint VARCHAR, PRIMARY KEY (batch_id, key))""",
-    """CREATE TABLE IF NOT EXISTS batch_faults (
-        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reason VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
-)
 JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
             "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
             "updated_at")
 
 
-
-def ensure(store: Store) -> Store:
-    """Create this module's tables once per open store; returns the store."""
-    return store.ensure_tables("batches", _TABLES)
-
-
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-    return ensure(store).cursor().execute(sql, list(params)).fetchall()
+    return store.cursor().execute(sql, list(params)).fetchall()
 
 
 def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> None:
     """Record a submitted batch and its requests (columns key, request, items, labels) in one transaction."""
-    ensure(store)
     row = {**job, "completed": 0, "failed": 0, "output_file_id": None, "error_file_id": None, "collected": False,
            "replies": 0, "finished": False, "created_at": _now(), "updated_at": _now()}
     frame = requests.assign(batch_id=job["batch_id"])[["batch_id", "key", "request", "items", "labels"]]
@@ -78,7 +55,7 @@ def update_job(store: Store, batch_id: str, **fields: object) -> None:
     if len(names) != len(fields):
         raise ValueError(f"not a batch job column: {sorted(set(fields) - _UPDATABLE)}")
     sets = ", ".join(f"{n} = ?" for n in names)
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         cur.execute(f"UPDATE batch_jobs SET {sets}, updated_at = ? WHERE batch_id = ?",
                     [*(fields[n] for n in names), _now(), batch_id])
 
@@ -109,7 +86,7 @@ def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
     if not faults:
         return
     frame = pd.DataFrame({"batch_id": batch_id, "key": list(faults), "reason": list(faults.values())})
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         cur.register("_faults", frame)
         try:
             cur.execute("INSERT OR REPLACE INTO batch_faults SELECT * FROM _faults")
@@ -123,7 +100,7 @@ def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int
         return
     frame = pd.DataFrame(rows, columns=["key", "reply", "prompt_tokens", "completion_tokens", "fingerprint"])
     frame.insert(0, "batch_id", batch_id)
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         cur.register("_replies_in", frame)
         try:
             cur.execute("INSERT OR REPLACE INTO batch_replies SELECT * FROM _replies_in")

@@ -7,8 +7,7 @@ lint finding) carry a state the team sets; every change of state is kept with
 its time, user and note, so the record survives restarts and every session of
 the dashboard reads the same one.
 
-The tables are created on first use (CREATE IF NOT EXISTS), so a database made
-by an older evaldrift gains them without a schema version of its own. Every
+The tables are made by lib.store.schema's migrations, as every table is. Every
 statement takes parameters; no sample text or note is ever put into SQL text.
 """
 
@@ -23,38 +22,13 @@ from lib.core.results import SampleResult, aggregate
 from lib.store import Store
 from lib.store.base import _now
 
-_TABLES = (
-    """CREATE TABLE IF NOT EXISTS rejudges (
-        series_id VARCHAR PRIMARY KEY, metric VARCHAR NOT NULL, suite VARCHAR NOT NULL, spec VARCHAR NOT NULL,
-        judge_model VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, binding VARCHAR NOT NULL, label VARCHAR,
-        status VARCHAR NOT NULL, total INTEGER NOT NULL, done INTEGER NOT NULL,
-        created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS rejudge_scores (
-        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL,
-        score DOUBLE, reason VARCHAR, verdicts VARCHAR NOT NULL, calls INTEGER NOT NULL, cached BOOLEAN NOT NULL,
-        PRIMARY KEY (series_id, run_id, sample_id))""",
-    """CREATE TABLE IF NOT EXISTS rejudge_runs (
-        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, score DOUBLE, n INTEGER NOT NULL,
-        n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL, calls INTEGER NOT NULL, cached INTEGER NOT NULL,
-        PRIMARY KEY (series_id, run_id))""",
-    """CREATE TABLE IF NOT EXISTS incident_states (
-        incident_id VARCHAR NOT NULL, seq INTEGER NOT NULL, state VARCHAR NOT NULL, note VARCHAR NOT NULL,
-        user_name VARCHAR NOT NULL, set_at TIMESTAMP NOT NULL, PRIMARY KEY (incident_id, seq))""",
-)
-
-
-
-def ensure(store: Store) -> Store:
-    """Create this module's tables once per open store; returns the store."""
-    return store.ensure_tables("history", _TABLES)
-
 
 def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
-    return ensure(store).cursor().execute(sql, list(params)).df()
+    return store.cursor().execute(sql, list(params)).df()
 
 
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-    return ensure(store).cursor().execute(sql, list(params)).fetchall()
+    return store.cursor().execute(sql, list(params)).fetchall()
 
 
 # -- re-judged series ---------------------------------------------------------------------
@@ -65,12 +39,18 @@ _SERIES_COLS = ("series_id", "metric", "suite", "spec", "judge_model", "prompt_h
 def start_series(store: Store, series_id: str, *, metric: str, suite: str, spec: dict[str, object],
                  judge_model: str, prompt_hash: str, binding: str, label: str, total: int) -> None:
     """Create the series row if absent; a resumed series keeps its row and progress."""
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         cur.execute("INSERT OR IGNORE INTO rejudges VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?)",
                     [series_id, metric, suite, json.dumps(spec, sort_keys=True), judge_model, prompt_hash, binding,
                      label, total, _now(), _now()])
         cur.execute("UPDATE rejudges SET status = 'running', updated_at = ? WHERE series_id = ? AND status <> 'done'",
                     [_now(), series_id])
+
+
+def add_series_prompt(store: Store, prompt_hash: str, metric: str, template: str) -> None:
+    """Keep a series' template by its hash, as a recorded run's is (an existing hash is left as it is)."""
+    with store.transaction() as cur:
+        cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", [prompt_hash, metric, template])
 
 
 def series(store: Store, series_id: str) -> dict[str, object] | None:
@@ -105,7 +85,6 @@ def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[
          for r in results],
         columns=["series_id", "run_id", "sample_id", "status", "score", "reason", "verdicts", "calls", "cached"])
     calls, cached = sum(r.calls for r in results), sum(bool(r.cached) for r in results)
-    ensure(store)
     with store._write_lock:  # judge replies held by the call cache go in the same commit
         store.flush_cache()
         with store.transaction() as cur:
@@ -123,7 +102,7 @@ def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[
 
 
 def finish_series(store: Store, series_id: str, status: str) -> None:
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         cur.execute("UPDATE rejudges SET status = ?, updated_at = ? WHERE series_id = ?",
                     [status, _now(), series_id])
 
@@ -170,7 +149,7 @@ def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]
 # -- incidents ----------------------------------------------------------------------------
 def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
     """Append a state change (never overwrite: the log is the record)."""
-    with ensure(store).transaction() as cur:
+    with store.transaction() as cur:
         seq = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM incident_states WHERE incident_id = ?",
                           [incident_id]).fetchone()[0]
         cur.execute("INSERT INTO incident_states VALUES (?, ?, ?, ?, ?, ?)",

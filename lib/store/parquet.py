@@ -18,8 +18,11 @@ query (the trend, jumps, canaries, lint, samples and verdicts) runs over it
 unchanged. The per-run tables (runs, run_metrics, ablations, prompts: a few
 rows a run) are read into memory when it opens, because a query over
 thousands of one-row files pays for opening each; the per-sample tables
-(samples, sample_scores, ablation_results, judge_cache: the bulk) stay views
-read in place. It is read-only: writes raise StoreError. Record runs in a
+(samples, sample_scores, ablation_results, judge_cache, rejudge_scores and
+the batch requests and replies: the bulk) stay views read in place. Every
+table the migrations make is exported, so what a team writes (incident states
+and notes, re-judged series, job notes, batch jobs) travels with the runs.
+It is read-only: writes raise StoreError. Record runs in a
 DuckDB store and export again (a nightly export is seconds per million score
 rows).
 """
@@ -38,11 +41,12 @@ import duckdb
 import pyarrow as pa
 
 from lib.core.errors import StoreError
-from lib.store import MIGRATIONS, SCHEMA_VERSION, RunBatch, Store
+from lib.store import SCHEMA_VERSION, RunBatch, Store
 from lib.store.ablations import AblationsMixin
 from lib.store.calls import CallCacheMixin
 from lib.store.recording import RecordingMixin
 from lib.store.runs import RunsMixin
+from lib.store.schema import statements
 
 Setup = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -51,22 +55,45 @@ GRANULARITIES = ("month", "day")
 _FALLBACK_DATE = "DATE '1970-01-01'"   # rows whose run is gone still land somewhere
 _SHAPE = "_shape"
 
-# Each table and the SQL that gives its rows plus the partition column. `_run_dates`
-# maps run_id -> run_date (a temporary view made per export).
+# The SQL that gives a table's rows plus the partition column, for the tables partitioned other than by their
+# own run_id (`_run_dates` maps run_id -> run_date: a temporary view made per export).
+_BY_RUN = "SELECT t.*, d.run_date FROM {table} t LEFT JOIN _run_dates d ON d.run_id = t.run_id"
 _PARTITIONED: dict[str, str] = {
-    "runs": "SELECT t.*, d.run_date FROM runs t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
-    "run_metrics": "SELECT t.*, d.run_date FROM run_metrics t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
-    "samples": "SELECT t.*, d.run_date FROM samples t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
-    "sample_scores": "SELECT t.*, d.run_date FROM sample_scores t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
-    "ablations": "SELECT t.*, d.run_date FROM ablations t LEFT JOIN _run_dates d ON d.run_id = t.run_id",
     "ablation_results": """SELECT t.*, d.run_date FROM ablation_results t
                            LEFT JOIN ablations a ON a.ablation_id = t.ablation_id
                            LEFT JOIN _run_dates d ON d.run_id = a.run_id""",
     "judge_cache": "SELECT t.*, CAST(date_trunc('{unit}', t.created_at) AS DATE) AS run_date FROM judge_cache t",
 }
-_WHOLE = ("meta", "prompts")
-TABLES: tuple[str, ...] = (*_WHOLE, *_PARTITIONED)
-RESIDENT = frozenset({"meta", "prompts", "runs", "run_metrics", "ablations"})  # read into memory on open
+
+
+def _shapes() -> dict[str, tuple[str, ...]]:
+    """Every table the migrations make, with its columns in order (read from an in-memory database)."""
+    con = duckdb.connect(":memory:")
+    try:
+        for stmt in statements():
+            con.execute(stmt)
+        rows = con.execute("""SELECT c.table_name, c.column_name FROM duckdb_columns() c
+                              JOIN duckdb_tables() t ON t.table_oid = c.table_oid
+                              ORDER BY c.table_oid, c.column_index""").fetchall()
+    finally:
+        con.close()
+    shapes: dict[str, tuple[str, ...]] = {}
+    for table, column in rows:
+        shapes[table] = (*shapes.get(table, ()), column)
+    return shapes
+
+
+_SHAPES = _shapes()
+# Every table of the schema goes to the dataset: one with a run (a run_id column, or a row reached through one)
+# is partitioned by its run's date, any other is written whole. A table a new migration adds is exported as it is.
+for _table, _columns in _SHAPES.items():
+    if _table not in _PARTITIONED and "run_id" in _columns:
+        _PARTITIONED[_table] = _BY_RUN.format(table=_table)
+_WHOLE = tuple(t for t in _SHAPES if t not in _PARTITIONED)
+TABLES: tuple[str, ...] = tuple(_SHAPES)
+# read into memory on open: the per-run and per-job tables (a few rows a run); the per-sample ones stay views
+RESIDENT = frozenset(TABLES) - {"samples", "sample_scores", "ablation_results", "judge_cache", "rejudge_scores",
+                                "batch_requests", "batch_replies"}
 
 
 def _literal(text: str) -> str:
@@ -249,15 +276,12 @@ class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
         con = self._con
         con.execute(f"CREATE SCHEMA {_SHAPE}")
         con.execute(f"SET schema = '{_SHAPE}'")
-        for version in range(1, SCHEMA_VERSION + 1):
-            for stmt in MIGRATIONS[version]:
-                con.execute(stmt)
+        for stmt in statements():
+            con.execute(stmt)
         con.execute("SET schema = 'main'")
         con.execute("SET parquet_metadata_cache = true")
         for table in TABLES:
-            cols = ", ".join(r[0] for r in con.execute(
-                """SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ?
-                   ORDER BY column_index""", [_SHAPE, table]).fetchall())
+            cols = ", ".join(_SHAPES[table])
             pattern = _join(self.location, table, "**", "*.parquet")
             n_files = con.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchall()[0][0]
             source = (f"read_parquet({_literal(pattern)}, hive_partitioning = true)" if n_files

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from lib.core.degenerate import PASSAGE_METRICS
 from lib.core.errors import NotFoundError
 from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
@@ -130,19 +131,63 @@ class RunsMixin(StoreBase):
                              WHERE run_id = ? AND suite = ? ORDER BY sample_id""", [run_id, suite])
         return [EvalSample(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in rows]
 
-    def samples_frame(self, run_id: str, suite: str = MAIN) -> pd.DataFrame:
-        return self._df("""SELECT sample_id, question, answer, contexts, ground_truth FROM samples
-                           WHERE run_id = ? AND suite = ? ORDER BY sample_id""", [run_id, suite])
+    def samples_frame(self, run_id: str, suite: str = MAIN, sample_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """A run's samples as a frame, in sample-id order (only `sample_ids`, when given)."""
+        sql = """SELECT sample_id, question, answer, contexts, ground_truth FROM samples
+                 WHERE run_id = ? AND suite = ?"""
+        params: list[object] = [run_id, suite]
+        if sample_ids is not None:
+            sql += " AND list_contains(?, sample_id)"
+            params.append(list(sample_ids))
+        return self._df(sql + " ORDER BY sample_id", params)
 
-    def sample_scores(self, run_id: str, suite: str = MAIN, metric: str | None = None) -> pd.DataFrame:
-        """Per-sample scores: metric, sample_id, status, score, reason, verdicts (JSON text)."""
+    def sample_count(self, run_id: str, suite: str = MAIN) -> int:
+        """How many samples a run has in `suite`."""
+        return int(self._rows("SELECT count(*) FROM samples WHERE run_id = ? AND suite = ?", [run_id, suite])[0][0])
+
+    def sample_scores(self, run_id: str, suite: str = MAIN, metric: str | None = None, *,
+                      sample_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """Per-sample scores: metric, sample_id, status, score, reason, verdicts (JSON text).
+
+        Only `metric`'s and only `sample_ids`' when given.
+        """
         sql = """SELECT metric, sample_id, status, score, reason, verdicts FROM sample_scores
                  WHERE run_id = ? AND suite = ?"""
         params: list[object] = [run_id, suite]
         if metric is not None:
             sql += " AND metric = ?"
             params.append(metric)
+        if sample_ids is not None:
+            sql += " AND list_contains(?, sample_id)"
+            params.append(list(sample_ids))
         return self._df(sql + " ORDER BY metric, sample_id", params)
+
+    def filtered_sample_ids(self, run_id: str, metric: str, suite: str = MAIN, *, needle: str = "",
+                            score_range: tuple[float, float] | None = None, label: bool | None = None) -> list[str]:
+        """Ids (in id order) of a run's samples matching every filter given, all in SQL with bound values.
+
+        Args:
+            needle: lower-case text found in the id or any one text (passages joined by blank lines); '' for any.
+            score_range: (lo, hi) that `metric`'s stored score lies in; None for any (unscored included).
+            label: a verdict label at least one of `metric`'s verdicts carries; None for any.
+        """
+        lo, hi = score_range if score_range is not None else (0.0, 1.0)
+        sql = """
+            SELECT s.sample_id FROM samples s
+            LEFT JOIN sample_scores c ON c.run_id = s.run_id AND c.suite = s.suite AND c.sample_id = s.sample_id
+                                     AND c.metric = $metric
+            WHERE s.run_id = $run AND s.suite = $suite
+              AND ($needle = '' OR contains(lower(s.sample_id), $needle) OR contains(lower(s.question), $needle)
+                   OR contains(lower(s.answer), $needle) OR contains(lower(s.ground_truth), $needle)
+                   OR contains(lower(array_to_string(s.contexts, chr(10) || chr(10))), $needle))
+              AND ($full_range OR (c.score IS NOT NULL AND c.score BETWEEN $lo AND $hi))
+              AND ($label IS NULL OR len(list_filter(
+                       from_json(coalesce(c.verdicts, '[]'), '[{"label": "BOOLEAN"}]'),
+                       lambda v: coalesce(v.label, false) = $label)) > 0)
+            ORDER BY s.sample_id"""
+        params = {"metric": metric, "run": run_id, "suite": suite, "needle": needle,
+                  "full_range": score_range is None, "lo": lo, "hi": hi, "label": label}
+        return [r[0] for r in self.cursor().execute(sql, params).fetchall()]
 
     def scores_without_passages(self, metrics: Sequence[str], run_id: str | None = None,
                                 suite: str = MAIN) -> pd.DataFrame:
@@ -160,6 +205,15 @@ class RunsMixin(StoreBase):
             sql += " AND s.run_id = ?"
             params.append(run_id)
         return self._df(sql + " ORDER BY s.run_id, s.metric, s.sample_id", params)
+
+    def chance_scores(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
+        """Stored scores on samples with no passages, for the metrics judged over or against passages.
+
+        These came from a harness that scored what it should have excluded (an
+        ingested file, an external harness); a 1.0 there is chance, not support.
+        Columns: run_id, metric, sample_id, score.
+        """
+        return self.scores_without_passages(PASSAGE_METRICS, run_id, suite)
 
     def suites(self, run_id: str) -> list[str]:
         return [r[0] for r in self._rows("SELECT DISTINCT suite FROM samples WHERE run_id = ? ORDER BY suite",

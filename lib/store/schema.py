@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,8 +16,6 @@ if TYPE_CHECKING:
 
     Frame = pd.DataFrame | pa.Table
 
-
-SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -59,7 +58,74 @@ _SCHEMA_V2 = [
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: re-judged series and the incident log (lib.store.history). Made lazily before v3, hence IF NOT EXISTS:
+# a database that already has them keeps them as they are.
+_HISTORY = [
+    """CREATE TABLE IF NOT EXISTS rejudges (
+        series_id VARCHAR PRIMARY KEY, metric VARCHAR NOT NULL, suite VARCHAR NOT NULL, spec VARCHAR NOT NULL,
+        judge_model VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, binding VARCHAR NOT NULL, label VARCHAR,
+        status VARCHAR NOT NULL, total INTEGER NOT NULL, done INTEGER NOT NULL,
+        created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS rejudge_scores (
+        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        score DOUBLE, reason VARCHAR, verdicts VARCHAR NOT NULL, calls INTEGER NOT NULL, cached BOOLEAN NOT NULL,
+        PRIMARY KEY (series_id, run_id, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS rejudge_runs (
+        series_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, score DOUBLE, n INTEGER NOT NULL,
+        n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL, calls INTEGER NOT NULL, cached INTEGER NOT NULL,
+        PRIMARY KEY (series_id, run_id))""",
+    """CREATE TABLE IF NOT EXISTS incident_states (
+        incident_id VARCHAR NOT NULL, seq INTEGER NOT NULL, state VARCHAR NOT NULL, note VARCHAR NOT NULL,
+        user_name VARCHAR NOT NULL, set_at TIMESTAMP NOT NULL, PRIMARY KEY (incident_id, seq))""",
+]
+# v4: how an ablation job ended (stopped and why, output mode, pacing), beside the ablations table.
+_JOB_LOG = [
+    """CREATE TABLE IF NOT EXISTS job_log (
+        ablation_id VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, reason VARCHAR, output_mode VARCHAR,
+        pacing VARCHAR, updated_at TIMESTAMP NOT NULL)""",
+]
+# v5: jobs sent through the OpenAI Batch API (lib.store.batches).
+_BATCHES = [
+    """CREATE TABLE IF NOT EXISTS batch_jobs (
+        batch_id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, job_id VARCHAR NOT NULL, spec VARCHAR NOT NULL,
+        model VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, status VARCHAR NOT NULL, total INTEGER NOT NULL,
+        completed INTEGER NOT NULL, failed INTEGER NOT NULL, input_file_id VARCHAR NOT NULL,
+        output_file_id VARCHAR, error_file_id VARCHAR, collected BOOLEAN NOT NULL, replies INTEGER NOT NULL,
+        finished BOOLEAN NOT NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS batch_requests (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, request VARCHAR NOT NULL, items INTEGER NOT NULL,
+        labels VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
+    """CREATE TABLE IF NOT EXISTS batch_replies (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reply VARCHAR NOT NULL, prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL, fingerprint VARCHAR, PRIMARY KEY (batch_id, key))""",
+    """CREATE TABLE IF NOT EXISTS batch_faults (
+        batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reason VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
+]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One named step of the schema; its version is its place in MIGRATIONS (from 1)."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+# The schema, oldest step first. A new table is a new Migration appended at the end (never an edit of a step a
+# database may already have taken); its version is the list's length.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("core tables", tuple(_SCHEMA_V1)),
+    Migration("run fields, scorer and output mode", tuple(_SCHEMA_V2)),
+    Migration("re-judged series and incident states", tuple(_HISTORY)),
+    Migration("ablation job log", tuple(_JOB_LOG)),
+    Migration("batch jobs", tuple(_BATCHES)),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def statements(upto: int = SCHEMA_VERSION) -> list[str]:
+    """Every statement of the first `upto` migrations, in order (the whole schema by default)."""
+    return [stmt for m in MIGRATIONS[:upto] for stmt in m.statements]
 
 
 def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -68,12 +134,12 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
     Raises:
         StoreError: the file's schema is newer than this evaldrift.
     """
-    cur.execute(MIGRATIONS[1][0])
+    cur.execute(_SCHEMA_V1[0])
     row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     version = int(row[0]) if row else 0
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path} has schema {version}, newer than this evaldrift ({SCHEMA_VERSION})")
-    for v in range(version + 1, SCHEMA_VERSION + 1):
-        for stmt in MIGRATIONS[v]:
+    for step in MIGRATIONS[version:]:
+        for stmt in step.statements:
             cur.execute(stmt)
     cur.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
