@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from lib.diagnosis.diagnose import Jump, find_jumps
-from lib.intake.ingest import ingest_file
+from lib.intake.chunked import ingest_file
 from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store
 from tests.support.browser import StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app

@@ -15,8 +15,8 @@ import pytest
 from lib.core.errors import InputError
 from lib.core.results import aggregate
 from lib.intake import chunked
-from lib.intake.chunked import FileRun, check_file, record_file
-from lib.intake.ingest import ingest_file, run_from_frame
+from lib.intake.chunked import FileRun, check_file, ingest_file, record_file
+from lib.intake.ingest import run_from_frame
 from lib.intake.reading import read_table
 from lib.store import Store
 

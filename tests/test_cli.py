@@ -309,8 +309,8 @@ def test_ingest_of_a_bad_file_names_the_row_and_creates_nothing(fresh_db: Path, 
 
 def test_ingest_hands_over_through_the_inbox_when_the_database_is_held(fresh_db: Path, tmp_path: Path) -> None:
     source = _jsonl(tmp_path / "run.jsonl")
-    with Store(fresh_db):  # the dashboard owns the file
-        proc = cli("ingest", "--db", fresh_db, source, "--run-id", "nightly-1")
+    with Store(fresh_db):  # the dashboard owns the file: the command runs in another process
+        proc = cli_process("ingest", "--db", fresh_db, source, "--run-id", "nightly-1")
         assert proc.returncode == 0, proc.stderr
         assert "handed run nightly-1" in proc.stdout and "inbox" in proc.stdout
         [dropped] = (fresh_db.parent / "inbox").glob("*.run.json")

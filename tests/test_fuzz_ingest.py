@@ -33,7 +33,8 @@ from lib.core.errors import InputError
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
-from lib.intake.ingest import NO_SCORE, ingest_file
+from lib.intake.chunked import ingest_file
+from lib.intake.ingest import NO_SCORE
 from lib.store import Store
 from tests.reliability_cases import BAD_INPUTS, CLI_CASES, README, UPDATE_COMMAND, CliCase, readme_with_section
 from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo

@@ -17,7 +17,8 @@ import pytest
 from lib.core.errors import InputError
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
-from lib.intake.ingest import NO_SCORE, ingest_file, records_from_frame
+from lib.intake.chunked import ingest_file
+from lib.intake.ingest import NO_SCORE, records_from_frame
 from lib.intake.reading import read_table
 from lib.store import Store
 

@@ -1,8 +1,10 @@
 """The packages of lib/ import one way (issue 15): each imports only itself and the packages below it.
 
 core < store < intake < judging < diagnosis < presentation < app, cli. An import
-made only for type checking (under `if TYPE_CHECKING:`) does not count. The
-pages hold no store calls and no SQL: they read through lib.app.loaders.
+made only for type checking (under `if TYPE_CHECKING:`) does not count for the
+layers; relative imports do, and so does the body of `if not TYPE_CHECKING:`.
+Inside a package, no module imports one that imports it back, however lazily.
+The pages hold no store calls and no SQL: they read through lib.app.loaders.
 """
 
 from __future__ import annotations
@@ -19,27 +21,88 @@ ALLOWED = {pkg: set(ORDER[:i + 1]) for i, pkg in enumerate(ORDER)}
 ALLOWED["cli"] = set(ORDER)   # the CLI, like the dashboard, uses the job runner and the job log in lib.app
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """The lib packages a module imports at run time (module level or inside functions)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only: set[int] = set()
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _typing_only(tree: ast.AST) -> set[int]:
+    """The nodes only a type checker runs: the body of `if TYPE_CHECKING:`, the else of `if not TYPE_CHECKING:`."""
+    skip: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            typing_only |= {id(n) for n in ast.walk(node)}
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test).replace("typing.", "")
+            branch = node.body if test == "TYPE_CHECKING" else node.orelse if test == "not TYPE_CHECKING" else []
+            skip |= {id(n) for b in branch for n in ast.walk(b)}
+    return skip
+
+
+def _imported(path: Path, root: Path = ROOT, *, typing: bool = False) -> set[str]:
+    """The modules (dotted names) a module imports, relative imports resolved; with `typing`, type-only ones too.
+
+    `from a.b import c` names a.b.c when that is a module of the tree, else a.b.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = set() if typing else _typing_only(tree)
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
+        if id(node) in skip:
             continue
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + ([f"{node.module}.{a.name}" for a in node.names] if node.module == "lib" else [])
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                is_module = (root / Path(*sub.split("."))).with_suffix(".py").is_file() or \
+                    (root / Path(*sub.split(".")) / "__init__.py").is_file()
+                found.add(sub if is_module else base)
         elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "lib" and len(parts) > 1 and parts[1] in ORDER:
-                found.add(parts[1])
+            found |= {a.name for a in node.names}
+    return found - {name}
+
+
+def _runtime_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """The lib packages a module imports at run time (module level or inside functions)."""
+    found = set()
+    for name in _imported(path, root):
+        parts = name.split(".")
+        if parts[0] == "lib" and len(parts) > 1 and parts[1] in ORDER:
+            found.add(parts[1])
     return found
+
+
+def _circles(root: Path, package: str) -> list[list[str]]:
+    """Import circles among a package's modules, counting lazy and type-only imports (Tarjan's components)."""
+    paths = {_module_name(p, root): p for p in sorted((root / Path(*package.split("."))).rglob("*.py"))}
+    graph = {m: sorted(_imported(p, root, typing=True) & set(paths)) for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return circles
 
 
 @pytest.mark.parametrize("package", ORDER)
@@ -57,11 +120,36 @@ def test_a_page_reads_through_lib_and_never_the_store_itself(page: str) -> None:
     assert re.search(r"\bstore\.\w+\(", text) is None   # no store method called from a page
 
 
+@pytest.mark.parametrize("package", ORDER)
+def test_no_import_circle_inside_a_package(package: str) -> None:
+    """A lazy import or a type-only one does not make a circle acceptable: it hides it."""
+    assert _circles(ROOT, f"lib.{package}") == []
+
+
 def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lib.store import Store\n"
                       "def f():\n    from lib.diagnosis import verdicts\n")
-    assert _runtime_imports(module) == {"diagnosis"}
+    assert _runtime_imports(module, tmp_path) == {"diagnosis"}
+
+
+def test_the_rule_sees_relative_imports_and_not_type_checking(tmp_path: Path) -> None:
+    (tmp_path / "lib" / "store").mkdir(parents=True)
+    module = tmp_path / "lib" / "store" / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nfrom ..app import ui\nif not TYPE_CHECKING:\n"
+                      "    from ..cli import parser\nelse:\n    from ..judging import base\n")
+    assert _runtime_imports(module, tmp_path) == {"app", "cli"}
+
+
+def test_the_rule_catches_a_circle_hidden_by_a_lazy_or_type_only_import(tmp_path: Path) -> None:
+    package = tmp_path / "lib" / "diagnosis"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from lib.diagnosis.b import x\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import y\n")
+    (package / "c.py").write_text("def f():\n    from lib.diagnosis import a\n")
+    (package / "d.py").write_text("from . import a\n")
+    assert _circles(tmp_path, "lib.diagnosis") == [["lib.diagnosis.a", "lib.diagnosis.b", "lib.diagnosis.c"]]
 
 
 _SQL = re.compile(r"\b(?:SELECT\b.*\bFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"

@@ -9,7 +9,8 @@ import pytest
 
 from lib.core.errors import InputError
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.intake.ingest import fields_needed, ingest_file, run_from_frame
+from lib.intake.chunked import ingest_file
+from lib.intake.ingest import fields_needed, run_from_frame
 from lib.intake.reading import read_table
 from lib.intake.runjson import run_from_json, run_to_json
 from lib.judging import OfflineJudge

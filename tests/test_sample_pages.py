@@ -93,7 +93,7 @@ def test_the_run_page_of_a_large_run_shows_a_page_and_finds_a_sample_anywhere_in
 
     from streamlit.testing.v1 import AppTest
 
-    from lib.intake.ingest import ingest_file
+    from lib.intake.chunked import ingest_file
 
     n = sample_pages.WHOLE_RUN_MAX + 1_200
     path = tmp_path / "big.jsonl"

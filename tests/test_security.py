@@ -39,7 +39,7 @@ from lib.diagnosis import diagnose, provenance
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, run_ablation
 from lib.diagnosis.ablation_plan import plan
 from lib.intake import inbox
-from lib.intake.ingest import ingest_file
+from lib.intake.chunked import ingest_file
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store

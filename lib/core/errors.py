@@ -94,6 +94,13 @@ class NotFoundError(EvaldriftError):
     """An unknown run, metric or ablation."""
 
 
+class UnknownNameError(EvaldriftError, KeyError):
+    """A metric or field name the registry does not know (a KeyError too, for lookups that catch one)."""
+
+    def __str__(self) -> str:   # a KeyError's str() quotes its message
+        return str(self.args[0]) if self.args else ""
+
+
 class TrustError(EvaldriftError):
     """What a stored spec, a database or a URL asks for is not what the server's operator configured.
 

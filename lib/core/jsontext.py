@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 MAX_DIGITS = 30  # longer integers are no score, count or id anyone writes on purpose
 
@@ -62,7 +63,7 @@ def loads(text: str | bytes, *, parse_constant: Callable[[str], object] | None =
         json.JSONDecodeError: the text is not JSON (a ValueError too).
     """
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int,
-                          **({"parse_constant": parse_constant} if parse_constant else {}))
+        options: dict[str, Any] = {"parse_constant": parse_constant} if parse_constant else {}
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int, **options)
     except RecursionError:
         raise JsonProblem("nested too deeply to be a record") from None

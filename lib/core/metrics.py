@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from lib.core.errors import WiringError
+from lib.core.errors import UnknownNameError, WiringError
 from lib.core.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
 
 
@@ -110,7 +110,7 @@ def get_metric(name: str) -> MetricSpec:
     try:
         return METRICS[name]
     except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
+        raise UnknownNameError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
 
 
 

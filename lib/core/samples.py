@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from lib.core.errors import UnknownNameError
 
 QUESTION = "question"
 ANSWER = "answer"
@@ -35,16 +38,16 @@ class EvalSample:
     def field(self, name: str) -> str | tuple[str, ...]:
         """Return one artifact by name."""
         if name not in FIELDS:
-            raise KeyError(name)
+            raise UnknownNameError(f"unknown field {name!r}; fields are {', '.join(FIELDS)}")
         return getattr(self, name)
 
 
 def blank(sample: EvalSample, fields: Iterable[str]) -> EvalSample:
     """Return the sample with the named artifacts emptied ("" or no passages)."""
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for name in fields:
         if name not in FIELDS:
-            raise KeyError(f"unknown field {name!r}; blankable fields are {', '.join(FIELDS)}")
+            raise UnknownNameError(f"unknown field {name!r}; blankable fields are {', '.join(FIELDS)}")
         changes[name] = () if name == CONTEXTS else ""
     return dataclasses.replace(sample, **changes)
 
@@ -62,5 +65,5 @@ def arm_fields(arm: str) -> tuple[str, ...]:
     names = tuple(arm.split("+"))
     for n in names:
         if n not in FIELDS:
-            raise KeyError(f"unknown field {n!r} in arm {arm!r}")
+            raise UnknownNameError(f"unknown field {n!r} in arm {arm!r}")
     return names

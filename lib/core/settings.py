@@ -101,7 +101,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
     sec = dict(secrets or {})
 
     def get(name: str) -> str | None:
-        value = env.get(name)
+        value: object = env.get(name)
         if value in (None, ""):
             value = sec.get(name)
         if isinstance(value, list | tuple):  # a TOML list in secrets.toml

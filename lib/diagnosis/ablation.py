@@ -24,7 +24,7 @@ from lib.diagnosis.ablation_plan import BASELINE, Plan
 from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
 from lib.diagnosis.ablation_spec import AblationSpec
-from lib.diagnosis.sequential_run import run_sequential
+from lib.diagnosis.sequential_run import run_sequential, sequential_cell
 from lib.diagnosis.verdicts import (
     AS_EXPECTED,
     CLEAN,
@@ -130,7 +130,7 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
         stopped = _run_judge(store, plan, judge, done, progress, should_stop)  # type: ignore[arg-type]
     if stopped:
         return None
-    result = analyse(store, spec, plan)
+    result = analyse(store, spec, plan, sequential_cell=sequential_cell)
     store.finish_ablation(aid, "done", result.to_dict())
     return result
 
@@ -139,13 +139,13 @@ def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, shou
     """Judge what is left: the probe first; when it shows identical repeats, every other judging once."""
     spec = plan.spec
     units = plan.units(done)
-    probe = [u for u in units if u[1] == BASELINE and u[3].sample_id in plan.probe_ids]
+    probe = [u for u in units if u.arm == BASELINE and u.sample.sample_id in plan.probe_ids]
     judging = Judging(store, plan, judge, len(done), plan.total, progress)
     if judging.run(probe, should_stop):
         return True
     rest = units[len(probe):]
     if plan.repeats_stopped(store.ablation_results(spec.ablation_id)):
-        rest = [u for u in rest if u[2] == 0]
+        rest = [u for u in rest if u.rep == 0]
         judging.total = judging.count + len(rest)
         store.set_ablation_total(spec.ablation_id, judging.total)
     return judging.run(rest, should_stop)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,8 @@ from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
 from lib.diagnosis import verdict_words
+from lib.diagnosis.ablation_plan import Plan
+from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
 from lib.diagnosis.stats import flips, mde, noise_band, paired_bootstrap, run_noise_sd
 from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
@@ -29,9 +31,10 @@ from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidenc
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation import AblationSpec
-    from lib.diagnosis.ablation_plan import Plan
+    from lib.diagnosis.ablation_spec import AblationSpec
     from lib.store import Store
+
+SequentialCell = Callable[..., ArmVerdict]   # lib.diagnosis.sequential_run.sequential_cell
 
 
 @dataclass
@@ -248,15 +251,17 @@ def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
     return FourReadings(wired, a, b, both.ablated if both else None, wired - a, ind, wired - ind, gt.noise, sentence)
 
 
-def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> AblationResult:
+def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
+            sequential_cell: SequentialCell | None = None) -> AblationResult:
     """Classify every (metric, arm) cell of a finished ablation against the wiring table.
 
     `plan` (lib.diagnosis.ablation_plan; read again when None) says which arms were not
-    re-judged because their prompts equal the baseline's.
+    re-judged because their prompts equal the baseline's. A sequential ablation's cells are
+    decided by `sequential_cell` (lib.diagnosis.sequential_run's, which the engine hands in:
+    that module reads this one's arms, so this one does not import it).
     """
-    from lib.diagnosis.ablation_plan import plan as make_plan
-    from lib.diagnosis.sequential_run import sequential_cell
-
+    if spec.sequential and sequential_cell is None:
+        raise ValueError("a sequential ablation is analysed with its sequential_cell")
     plan = plan or make_plan(store, spec)
     frame = store.ablation_results(spec.ablation_id)
     arms = collect(frame)
@@ -281,7 +286,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
             if (m, arm) in plan.unchanged:
                 cells.append(_unchanged_cell(spec, get_metric(m), arm, base, band, _renders(spec, m, inst),
                                              check.mismatch, len(plan.samples)))
-            elif abl is not None and spec.sequential:
+            elif abl is not None and sequential_cell is not None and spec.sequential:
                 cells.append(sequential_cell(spec, plan, get_metric(m), arm, base, abl, _renders(spec, m, inst),
                                              check.mismatch, probe))
             elif abl is not None:

@@ -19,17 +19,16 @@ from lib.core.degenerate import exclusion_reason
 from lib.core.errors import InputError
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
 from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.ablation_plan import Plan, Unit
 from lib.judging.base import Judge, judge_endpoint
 from lib.judging.harness import build_request, score_sample
 from lib.judging.known import KnownCache
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation_plan import Plan
     from lib.store import Store
 
 BATCH = 200              # results per stored batch (a kill loses at most this many per arm)
 
-Unit = tuple[str, str, int, EvalSample]          # (metric, arm, repeat, sample)
 Scorer = Callable[[Sequence[EvalSample]], Sequence[float | None]]
 
 

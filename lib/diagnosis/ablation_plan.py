@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
@@ -34,14 +34,23 @@ from lib.diagnosis.sequential import seeded_order
 from lib.judging.harness import Instrument
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation import AblationSpec
+    from lib.diagnosis.ablation_spec import AblationSpec
     from lib.store import Store
 
 BASELINE = "none"
 PROBE = 20          # samples whose baseline is judged in every repeat before repeats may stop
 MIN_PROBED = 10     # judged (not excluded) probe samples needed to call the judge deterministic
 
-Unit = tuple[str, str, int, str]   # (metric, arm, repeat, sample id)
+Key = tuple[str, str, int, str]   # a stored result's key: (metric, arm, repeat, sample id)
+
+
+class Unit(NamedTuple):
+    """One judging of an ablation: a sample, in one arm of one metric, in one repeat."""
+
+    metric: str
+    arm: str
+    rep: int
+    sample: EvalSample
 
 
 def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fields: Sequence[str]) -> bool:
@@ -111,14 +120,14 @@ class Plan:
     def probe_ids(self) -> tuple[str, ...]:
         return tuple(s.sample_id for s in self.samples[:PROBE]) if self.probes else ()
 
-    def units(self, done: set[Unit]) -> list[tuple[str, str, int, EvalSample]]:
+    def units(self, done: set[Key]) -> list[Unit]:
         """The judgings left, the probe first (the baseline's first PROBE samples in every repeat)."""
         spec = self.spec
         probe = set(self.probe_ids)
-        todo = [(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
+        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
                 for s in self.samples if (m, arm, rep, s.sample_id) not in done]
-        first = [u for u in todo if u[1] == BASELINE and u[3].sample_id in probe]
-        return first + [u for u in todo if not (u[1] == BASELINE and u[3].sample_id in probe)]
+        first = [u for u in todo if u.arm == BASELINE and u.sample.sample_id in probe]
+        return first + [u for u in todo if not (u.arm == BASELINE and u.sample.sample_id in probe)]
 
     def repeats_stopped(self, frame: pd.DataFrame) -> bool:
         """The probe's stored results show identical repeats: the rest is judged once."""

@@ -22,16 +22,15 @@ from lib.core.results import EXCLUDED, FAILED
 from lib.core.samples import arm_fields
 from lib.diagnosis import verdict_words
 from lib.diagnosis.ablation_analysis import ZERO_BAND, _Arm, band_of, cell_verdict, collect, restrict
-from lib.diagnosis.ablation_judging import Judging, Scorer, Unit, score_group
-from lib.diagnosis.ablation_plan import BASELINE
+from lib.diagnosis.ablation_judging import Judging, Scorer, score_group
+from lib.diagnosis.ablation_plan import BASELINE, Plan, Unit
 from lib.diagnosis.sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.stats import noise_band
 from lib.diagnosis.verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation import AblationSpec
-    from lib.diagnosis.ablation_plan import Plan
     from lib.diagnosis.ablation_result import ArmVerdict
+    from lib.diagnosis.ablation_spec import AblationSpec
     from lib.judging.base import Judge
     from lib.store import Store
 
@@ -137,7 +136,7 @@ def chunk_units(plan: Plan, stops: dict[tuple[str, str], Stop], start: int, k: i
         open_ = [a for a in plan.judged_arms(m)[1:] if (m, a) not in stops]
         arms = [BASELINE] if open_ or start < REPLAY_MIN else []
         arms += [] if baseline_only else open_
-        units += [(m, arm, rep, s) for arm in arms for rep in reps for s in plan.samples[start:k]
+        units += [Unit(m, arm, rep, s) for arm in arms for rep in reps for s in plan.samples[start:k]
                   if (m, arm, rep, s.sample_id) not in done]
     return units
 

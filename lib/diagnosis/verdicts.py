@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
 from lib.core.results import MAX_FAILED_SHARE
@@ -146,7 +147,7 @@ class Decision:
     why: str
 
 
-def _real(x: float | None) -> bool:
+def _real(x: float | None) -> TypeGuard[float]:
     return x is not None and not math.isnan(x)
 
 

@@ -194,4 +194,26 @@ def _parquet_frames(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         raise InputError(f"not a readable Parquet file: {exc}", source=source) from None
 
 
-__all__ = ["CHUNK_ROWS", "FileRun", "Recorded", "check_file", "frames", "parts", "record_file"]
+def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,
+                pipeline: dict | None = None, judge_model: str | None = None,
+                templates: dict[str, str] | None = None, binding: str | None = None,
+                suite: str = MAIN) -> Recorded:
+    """Read, validate and record one file as one run, all or nothing.
+
+    Arguments after `path` are as in `run_from_frame`. The file is read,
+    validated and written a chunk at a time (memory bounded by the chunk, not
+    the file) in one transaction that replaces any earlier copy of
+    `run_id`: a bad row anywhere leaves the store as it was, and ingesting the
+    same file twice leaves one copy.
+
+    Returns:
+        The run id, the sample fields the file had, and the number of samples.
+
+    Raises:
+        InputError: the file is unreadable, or a row, field or argument is bad;
+            the store is then unchanged.
+    """
+    return record_file(store, path, FileRun(run_id, started_at, pipeline, judge_model, templates, binding, suite))
+
+
+__all__ = ["CHUNK_ROWS", "FileRun", "Recorded", "check_file", "frames", "ingest_file", "parts", "record_file"]

@@ -73,8 +73,6 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -85,10 +83,6 @@ from lib.core.results import FAILED, OK, SampleResult
 from lib.core.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
 from lib.core.validate import check_run, text_problem
 from lib.intake.reading import ROW_INDEX, describe_value, read_table
-from lib.store import Store
-
-if TYPE_CHECKING:
-    from lib.intake.chunked import Recorded
 
 SAMPLE_ID = "sample_id"
 NO_SCORE = "no score in source"
@@ -339,29 +333,5 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
     return run
 
 
-def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,
-                pipeline: dict | None = None, judge_model: str | None = None,
-                templates: dict[str, str] | None = None, binding: str | None = None,
-                suite: str = MAIN) -> Recorded:
-    """Read, validate and record one file as one run, all or nothing.
-
-    Arguments after `path` are as in `run_from_frame`. The file is read,
-    validated and written a chunk at a time (lib.intake.chunked: memory bounded by the
-    chunk, not the file) in one transaction that replaces any earlier copy of
-    `run_id`: a bad row anywhere leaves the store as it was, and ingesting the
-    same file twice leaves one copy.
-
-    Returns:
-        The run id, the sample fields the file had, and the number of samples.
-
-    Raises:
-        InputError: the file is unreadable, or a row, field or argument is bad;
-            the store is then unchanged.
-    """
-    from lib.intake.chunked import FileRun, record_file
-
-    return record_file(store, path, FileRun(run_id, started_at, pipeline, judge_model, templates, binding, suite))
-
-
-__all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "fields_needed", "ingest_file", "present_fields",
+__all__ = ["FIELD_COLUMNS", "METRIC_COLUMNS", "NO_SCORE", "fields_needed", "present_fields",
            "read_table", "records_from_frame", "run_from_frame"]

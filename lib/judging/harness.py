@@ -182,17 +182,17 @@ def score_samples(samples: Sequence[EvalSample], instrument: Instrument, judge: 
         return score_sample(s, instrument, judge, seed=seed, cache=cache, screen=screen)
 
     if width == 1 or len(samples) < 2:
-        out = []
+        out: list[SampleResult] = []
         for s in samples:
-            r = one(s)
-            out.append(r)
+            result = one(s)
+            out.append(result)
             if progress:
-                progress(r)
+                progress(result)
         return out
     with ThreadPoolExecutor(max_workers=width, thread_name_prefix="judge") as pool:
-        results = []
-        for r in pool.map(one, samples):
-            results.append(r)
+        results: list[SampleResult] = []
+        for result in pool.map(one, samples):
+            results.append(result)
             if progress:
-                progress(r)
+                progress(result)
         return results

@@ -211,7 +211,7 @@ def _decide_cached(contents: tuple[str, ...], template: str | None, support_shar
                     or (share == best_share and best.names & ignored and not s.names & ignored)):
                 best, best_share = s, share
         label = best is not None
-        if label and best.names & ignored and _unit("heed", item) < heed:
+        if best is not None and best.names & ignored and _unit("heed", item) < heed:
             label = False
         decided.append((n, item, label, best.text if label and best else "", positive, negative))
     return decided

@@ -61,7 +61,7 @@ def _row(r: dict, multi: bool, graders: Counter, sources: dict[str, str], defaul
     test_grader = _provider_name((test.get("options") or {}).get("provider")) or default_grader
     for part in (r.get("gradingResult") or {}).get("componentResults") or []:
         assertion = part.get("assertion") or {}
-        kind = assertion.get("type")
+        kind = str(assertion.get("type") or "")
         if kind in REFERENCE_ASSERTIONS and reference is None:
             reference = assertion.get("value")
         metric = ASSERTIONS.get(kind)
@@ -83,7 +83,9 @@ def read_promptfoo(path: str | Path) -> Imported:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not a readable promptfoo results file: {exc}", source=source) from None
     summary = data.get("results") if isinstance(data, dict) else None
-    results = summary.get("results") if isinstance(summary, dict) else None
+    if not isinstance(summary, dict):
+        summary = {}
+    results = summary.get("results")
     if not isinstance(results, list) or not results:
         raise InputError("not a promptfoo results file with results (results.results is missing or empty)",
                          source=source)

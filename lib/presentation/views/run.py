@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
 
@@ -57,7 +59,7 @@ def _passages(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     try:
-        return tuple(str(p) for p in value)  # type: ignore[union-attr]
+        return tuple(str(p) for p in cast("Iterable[object]", value))
     except TypeError:
         return ()
 
