@@ -30,6 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
@@ -51,7 +52,7 @@ FEATURES = [
     "sensor readings",
 ]
 # Attribute sentences; {f} is the feature (capitalised at the start), {v} the value.
-ATTRIBUTES = [
+ATTRIBUTES: list[tuple[str, list[Any]]] = [
     ("are retained for {v} days", [30, 60, 90, 180, 365]),
     ("are delivered daily at {v} UTC", ["01:00", "02:00", "03:30", "04:00", "06:00"]),
     ("allow at most {v} requests per minute", [60, 100, 300, 600, 1200]),

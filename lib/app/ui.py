@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -321,7 +322,7 @@ STATIC_ROWS = 20   # a table this short is drawn static; a longer one scrolls in
 
 
 def short_table(frame: pd.DataFrame, *, order: Sequence[str], labels: Mapping[str, str], formats: Mapping[str, str],
-                key: str, **grid: object) -> None:
+                key: str, **grid: Any) -> None:
     """A table of our own records (jumps, recorded changes): static when it has at most STATIC_ROWS rows (HTML,
     wrapping; no data grid for the browser to load, about 0.2 s of Trends' first draw), else a grid (`grid`:
     st.dataframe's column_config, row_height, ...). Columns in `order`, headed by `labels`; numbers and times

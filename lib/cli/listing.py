@@ -16,7 +16,7 @@ def format_runs(runs: list[dict[str, object]]) -> str:
     header = ["run", "started", "judge", *METRIC_NAMES, "label"]
     rows = []
     for run in runs:
-        metrics = {m["metric"]: m for m in run["metrics"] if m["suite"] == MAIN}  # type: ignore[union-attr,index]
+        metrics = {m["metric"]: m for m in run["metrics"] if m["suite"] == MAIN}  # type: ignore[attr-defined,index]
         judges = sorted({str(m["judge_model"] or "unattributed") for m in metrics.values()})
         cells = []
         for name in METRIC_NAMES:

@@ -211,8 +211,8 @@ class AblationResult:
         # stopped_early 0, and each cell's stop "" and judged 0. New verdict fields take their defaults (_known).
         return cls(
             ablation_id=d["ablation_id"], spec=AblationSpec.from_dict(d["spec"]),  # type: ignore[arg-type]
-            verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[union-attr]
-            replay=[ReplayCheck(**_known(ReplayCheck, r)) for r in d["replay"]],  # type: ignore[union-attr]
+            verdicts=[ArmVerdict(**_known(ArmVerdict, v)) for v in d["verdicts"]],  # type: ignore[attr-defined]
+            replay=[ReplayCheck(**_known(ReplayCheck, r)) for r in d["replay"]],  # type: ignore[attr-defined]
             four=FourReadings(**d["four"]) if d.get("four") else None,  # type: ignore[arg-type]
             summary=d["summary"], calls=d["calls"], cached=d["cached"],  # type: ignore[arg-type]
             failures=d.get("failures", {}), judge_note=d.get("judge_note", ""),  # type: ignore[arg-type]

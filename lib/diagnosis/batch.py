@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Any, Final
 
 import openai
 import pandas as pd
@@ -48,7 +48,7 @@ from lib.store import batches as bs
 from lib.store import history as hs
 
 ABLATION, REJUDGE = "ablation", "rejudge"
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 
 
 def client_for(base_url: str | None, api_key: str | None, *, timeout: float = 120.0) -> openai.OpenAI:

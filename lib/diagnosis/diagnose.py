@@ -230,8 +230,8 @@ def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
     if metric in changes.judge_models:
         j = changes.judge_models[metric]
         out.append(Suspect("judge model", f"judge model {j[0]} -> {j[1]}", split))
-    for k, (a, b) in changes.pipeline.items():
-        out.append(Suspect("pipeline", f"pipeline {k}: {a} -> {b}", split))
+    for k, (old, new) in changes.pipeline.items():
+        out.append(Suspect("pipeline", f"pipeline {k}: {old} -> {new}", split))
     if not out:
         out.append(Suspect("none", "no recorded change at this run",
                            f"{split} (an unrecorded change, or judge noise)"))

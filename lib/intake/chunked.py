@@ -99,7 +99,7 @@ class Recorded:
 
 def check_file(path: str | Path, run: FileRun, *, chunk_rows: int | None = None) -> Recorded:
     """Validate the whole file, keeping nothing; nothing is written."""
-    n, fields = 0, ()
+    n, fields = 0, tuple[str, ...]()
     for part in parts(path, run, chunk_rows=chunk_rows):
         n, fields = n + len(part.samples[run.suite]), part.fields
     return Recorded(run.run_id, tuple(fields), n)

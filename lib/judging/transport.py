@@ -24,7 +24,7 @@ import openai
 try:
     import aiohttp
 except ImportError:   # the SDK's default transport, slower per call but the same behaviour
-    aiohttp = None
+    aiohttp = None  # type: ignore[assignment]
 
 
 def http_client(concurrency: int, base_url: str | None = None) -> httpx2.AsyncClient:

@@ -42,11 +42,11 @@ def form_values(spec: Mapping[str, object], offered: Sequence[str]) -> FormValue
     """The form for a stored spec (AblationSpec.to_dict): its run, metrics, single-field arms (the whole matrix
     when they are every field the run offers), repeats, sample limit and whether every sample was judged (a spec
     stored before sequential ablations was); joint arms are named apart."""
-    blanks = [str(b) for b in spec.get("blanks", ())]   # type: ignore[union-attr]
+    blanks = [str(b) for b in spec.get("blanks", ())]   # type: ignore[attr-defined]
     single = tuple(b for b in blanks if JOINT not in b)
     joint = tuple(b for b in blanks if JOINT in b)
     whole = bool(offered) and set(single) == set(offered) and len(offered) > 1
-    return FormValues(str(spec["run_id"]), tuple(str(m) for m in spec.get("metrics", ())),  # type: ignore[union-attr]
+    return FormValues(str(spec["run_id"]), tuple(str(m) for m in spec.get("metrics", ())),  # type: ignore[attr-defined]
                       tuple(b for b in single if b in offered), whole, int(spec.get("repeats") or 1),  # type: ignore[call-overload]
                       int(spec.get("limit") or 0), joint,  # type: ignore[call-overload]
                       not bool(spec.get("sequential", False)))

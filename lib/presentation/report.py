@@ -57,7 +57,7 @@ def md_fence(text: str, lang: str = "") -> str:
 def _num(x: object, fmt: str = ".3f", signed: bool = False) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
         return "n/a"
-    return f"{float(x):{'+' if signed else ''}{fmt}}"
+    return f"{float(x):{'+' if signed else ''}{fmt}}"  # type: ignore[arg-type]   # a number, or a frame's cell
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

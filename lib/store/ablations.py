@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
@@ -21,7 +21,7 @@ from lib.store.base import StoreBase, _now
 class AblationsMixin(StoreBase):
     """Ablation records: spec, progress, per-sample results and the stored result."""
 
-    def ablation(self, ablation_id: str) -> dict[str, object] | None:
+    def ablation(self, ablation_id: str) -> dict[str, Any] | None:
         rows = self._rows("""SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done,
                                     created_at, updated_at, result FROM ablations WHERE ablation_id = ?""",
                           [ablation_id])

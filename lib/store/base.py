@@ -38,6 +38,16 @@ class StoreBase:
     _con: duckdb.DuckDBPyConnection
     _write_lock: threading.RLock
 
+    # The call cache's (CallCacheMixin): the other parts write the replies it holds in their own commits.
+    def flush_cache(self) -> None:
+        raise NotImplementedError
+
+    def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> dict[str, tuple[object, ...]]:
+        raise NotImplementedError
+
+    def _forget_written(self, written: dict[str, tuple[object, ...]]) -> None:
+        raise NotImplementedError
+
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for one use (one per thread, fetched before reuse)."""
         return self._con.cursor()

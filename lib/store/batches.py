@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -60,7 +61,7 @@ def update_job(store: Store, batch_id: str, **fields: object) -> None:
                     [*(fields[n] for n in names), _now(), batch_id])
 
 
-def job(store: Store, batch_id: str) -> dict[str, object] | None:
+def job(store: Store, batch_id: str) -> dict[str, Any] | None:
     rows = _rows(store, f"SELECT {', '.join(JOB_COLS)} FROM batch_jobs WHERE batch_id = ?", [batch_id])
     if not rows:
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def add_series_prompt(store: Store, prompt_hash: str, metric: str, template: str
         cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", [prompt_hash, metric, template])
 
 
-def series(store: Store, series_id: str) -> dict[str, object] | None:
+def series(store: Store, series_id: str) -> dict[str, Any] | None:
     """One series' header (spec as a dict), or None."""
     rows = _rows(store, f"SELECT {', '.join(_SERIES_COLS)} FROM rejudges WHERE series_id = ?", [series_id])
     if not rows:
@@ -151,7 +152,7 @@ def add_incident_state(store: Store, incident_id: str, state: str, note: str, us
     """Append a state change (never overwrite: the log is the record)."""
     with store.transaction() as cur:
         seq = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM incident_states WHERE incident_id = ?",
-                          [incident_id]).fetchone()[0]
+                          [incident_id]).fetchall()[0][0]
         cur.execute("INSERT INTO incident_states VALUES (?, ?, ?, ?, ?, ?)",
                     [incident_id, seq, state, note, user, _now()])
 

@@ -332,6 +332,6 @@ def is_dataset(location: str | Path) -> bool:
     return is_remote(location) or (Path(location) / "meta").is_dir()
 
 
-def open_store(location: str | Path) -> Store:
+def open_store(location: str | Path) -> Store | ParquetStore:
     """A DuckDB file as a Store (read-write), an exported dataset as a read-only ParquetStore."""
     return ParquetStore(location) if is_dataset(location) else Store(location)

@@ -23,9 +23,11 @@ from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.validate import EARLIEST, LATEST, check_run
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import pyarrow as pa
 
-    Frame = pd.DataFrame | pa.Table
+    Frame: TypeAlias = pd.DataFrame | pa.Table
 from lib.store.base import STATUSES, StoreBase, _now
 
 

@@ -261,7 +261,7 @@ class RunsMixin(StoreBase):
             FROM e JOIN s USING (run_id, suite, sample_id)
             ORDER BY e.run_id, e.sample_id
         """
-        run_filter, extra = "", []   # the same filter on the verdicts and on the samples
+        run_filter, extra = "", list[object]()   # the same filter on the verdicts and on the samples
         if run_id is not None:
             run_filter, extra = "AND run_id = ?", [run_id]
         if sample_ids is not None:   # only these samples (one page of the Run page)
