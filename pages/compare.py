@@ -82,7 +82,6 @@ aligned = views.aligned_verdicts(scores_base, scores_run, metric) if metric else
 flipped = views.flipped_verdicts(aligned) if len(aligned) else pd.DataFrame()
 flip_counts = views.flip_summary(aligned) if len(aligned) else None
 figure = charts.paired_delta_figure(deltas, metric=metric) if summary is not None else None
-metrics_base = loaders.run_metrics(ctx.db_path, ctx.version, baseline)
 
 # -- render ------------------------------------------------------------------------------------
 if run_id == baseline:

@@ -37,7 +37,6 @@ from lib.presentation import linkparams, static_tables, views
 from lib.presentation.report import md_escape as md_literal
 from lib.store import Store, databases
 
-QUERY_KEYS = ("run", "metric", "view", "ablation", "run_b")
 BUSY_RETRY_SECONDS = 2.0  # while another process holds the database, a page tries again this often
 
 

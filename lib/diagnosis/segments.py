@@ -86,19 +86,6 @@ def boundary_runs(history: pd.DataFrame) -> dict[str, set[str]]:
     return out
 
 
-def crosses_instrument(history: pd.DataFrame, metric: str, run_id: str) -> bool:
-    """Was `metric` at `run_id` measured with another instrument than at the scored run before it?"""
-    return run_id in boundary_runs(history).get(metric, set())
-
-
-def segment_of(segs: list[Segment], metric: str, run_id: str, started_at: datetime) -> Segment | None:
-    """The segment of `metric` holding the run (by time)."""
-    for s in segs:
-        if s.metric == metric and s.start <= started_at <= s.end:
-            return s
-    return None
-
-
 def last_same_instrument(history: pd.DataFrame, metric: str) -> tuple[str, float] | None:
     """The scored run before the latest that used the latest's instrument, with its score (None: there is none)."""
     g = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])

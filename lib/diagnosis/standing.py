@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 import pandas as pd
 
@@ -105,8 +104,3 @@ def standing(history: pd.DataFrame, incidents: Sequence[Incident], series: Seque
                             last_same_instrument(history, m), base[0] if base else None,
                             base[1] if base else "", tuple(words)))
     return out
-
-
-def as_of(incidents: Sequence[Incident], when: datetime) -> list[Incident]:
-    """The incidents that had started by `when` and are open now (what a review carries forward)."""
-    return [i for i in incidents if i.is_open and i.started_at <= when]

@@ -117,12 +117,6 @@ def series_history(store: Store, series_id: str) -> pd.DataFrame:
         WHERE x.series_id = ? ORDER BY r.started_at, r.run_id""", [series_id])
 
 
-def series_scores(store: Store, series_id: str, run_id: str) -> pd.DataFrame:
-    """One run's re-judged per-sample results."""
-    return _df(store, """SELECT sample_id, status, score, reason, verdicts, calls, cached FROM rejudge_scores
-                         WHERE series_id = ? AND run_id = ? ORDER BY sample_id""", [series_id, run_id])
-
-
 def sample_counts(store: Store, run_ids: Sequence[str], suite: str) -> dict[str, int]:
     """Samples per run (the work a re-judge of those runs holds)."""
     rows = _rows(store, """SELECT run_id, count(*) FROM samples WHERE suite = ?
