@@ -4,6 +4,7 @@ refused with a sentence, not a traceback."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from lib.core.errors import InputError
 from lib.diagnosis.ablation import LEAK, AblationResult
-from lib.diagnosis.ablation_result import RESULT_FORMAT
+from lib.diagnosis.ablation_result import RESULT_FORMAT, ArmVerdict
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ablation_result_format2.json"
 
@@ -73,3 +74,11 @@ def test_a_format_1_result_loads_and_its_accounting_claims_no_judgings_it_never_
 def test_a_result_this_version_cannot_read_is_refused_with_a_sentence(change: dict[str, object], says: str) -> None:
     with pytest.raises(InputError, match=says):
         AblationResult.from_dict({**stored(), **change})
+
+
+def test_an_arm_verdict_is_built_by_keyword_only() -> None:
+    """27 fields, most of them numbers or None: two swapped by position would pass every type check."""
+    fields = {f.name: None for f in dataclasses.fields(ArmVerdict)}
+    with pytest.raises(TypeError):
+        ArmVerdict(*fields.values())
+    assert ArmVerdict(**fields).metric is None

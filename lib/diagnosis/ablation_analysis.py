@@ -115,10 +115,13 @@ def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm,
     e = CellEvidence(mspec.name, fields, expected, renders, 0, None, None, None, band, _mean_scores(base),
                      replay_mismatch=mismatch, min_effect=spec.min_effect, unchanged=n_samples)
     d = classify(e)
-    return ArmVerdict(mspec.name, arm, d.kind, expected, e.baseline, None, None, None, None, band, None, 0, 0, 0,
-                      0, 0, None, None, verdict_words.sentence(e, d, repeats=spec.repeats), d.why,
-                      tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
-                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+    return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=expected, baseline=e.baseline, ablated=None,
+                      delta=None, lo=None, hi=None, noise=band, ratio=None, n=0, n_failed=0, n_units=0,
+                      flips_to_positive=0, flips_to_negative=0, flips_p=None, mde=None,
+                      sentence=verdict_words.sentence(e, d, repeats=spec.repeats), why=d.why,
+                      renders=tuple(sorted(renders)) if renders is not None else None, headroom=e.headroom,
+                      min_effect=e.min_effect, rule_out=e.rule_out,
+                      joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
 def band_of(spec: AblationSpec, base: _Arm) -> tuple[float, float | None]:
@@ -168,12 +171,15 @@ def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, ab
     fl = _item_flips(base, abl, common) if common else None
     d = classify(e)
     top = ", ".join(f"{k} ({n})" for k, n in (base.reasons + abl.reasons).most_common(2))
-    return ArmVerdict(mspec.name, arm, d.kind, e.expected, e.baseline, float(np.mean(b)) if b else None,
-                      e.mean, e.lo, e.hi, band, verdict_words.ratio(band, e.mean), e.n, e.n_failed, e.n_units,
-                      fl.to_positive if fl else 0, fl.to_negative if fl else 0, fl.p_value if fl else None, md,
-                      verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe), d.why,
-                      tuple(sorted(renders)) if renders is not None else None, e.headroom, e.min_effect,
-                      e.rule_out, arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+    return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=e.expected, baseline=e.baseline,
+                      ablated=float(np.mean(b)) if b else None, delta=e.mean, lo=e.lo, hi=e.hi, noise=band,
+                      ratio=verdict_words.ratio(band, e.mean), n=e.n, n_failed=e.n_failed, n_units=e.n_units,
+                      flips_to_positive=fl.to_positive if fl else 0, flips_to_negative=fl.to_negative if fl else 0,
+                      flips_p=fl.p_value if fl else None, mde=md,
+                      sentence=verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe),
+                      why=d.why, renders=tuple(sorted(renders)) if renders is not None else None,
+                      headroom=e.headroom, min_effect=e.min_effect, rule_out=e.rule_out,
+                      joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
 def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:

@@ -21,7 +21,7 @@ from lib.diagnosis.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK,
 RESULT_FORMAT = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)   # 27 fields: two swapped by position would pass unseen
 class ArmVerdict:
     """The verdict on one (metric, blanked field(s)) cell, with every input that decided it.
 
