@@ -144,6 +144,29 @@ class RunsMixin(StoreBase):
             params.append(metric)
         return self._df(sql + " ORDER BY metric, sample_id", params)
 
+    def paired_steps(self, steps: Sequence[tuple[str, str, str]], suite: str = MAIN) -> pd.DataFrame:
+        """Per (metric, earlier run, later run): the per-sample change between the two runs, paired by sample id.
+
+        Columns: metric, prev_run_id, run_id, n (samples scored in both), mean and sd of (later - earlier),
+        over samples whose score is ok in both runs (as Compare pairs them). A step with no pair is absent.
+        """
+        cols = ["metric", "prev_run_id", "run_id", "n", "mean", "sd"]
+        if not steps:
+            return pd.DataFrame(columns=cols)
+        metrics, prevs, runs = (list(x) for x in zip(*steps, strict=True))
+        return self._df("""
+            WITH p AS (SELECT unnest(?::VARCHAR[]) AS metric, unnest(?::VARCHAR[]) AS prev_run_id,
+                              unnest(?::VARCHAR[]) AS run_id)
+            SELECT p.metric, p.prev_run_id, p.run_id, count(*) AS n, avg(b.score - a.score) AS mean,
+                   coalesce(stddev_samp(b.score - a.score), 0.0) AS sd
+            FROM p
+            JOIN sample_scores a ON a.run_id = p.prev_run_id AND a.metric = p.metric AND a.suite = ?
+            JOIN sample_scores b ON b.run_id = p.run_id AND b.metric = p.metric AND b.suite = ?
+                                AND b.sample_id = a.sample_id
+            WHERE a.status = 'ok' AND b.status = 'ok' AND a.score IS NOT NULL AND b.score IS NOT NULL
+              AND NOT isnan(a.score) AND NOT isnan(b.score)
+            GROUP BY p.metric, p.prev_run_id, p.run_id""", [metrics, prevs, runs, suite, suite])[cols]
+
     def scores_without_passages(self, metrics: Sequence[str], run_id: str | None = None,
                                 suite: str = MAIN) -> pd.DataFrame:
         """Stored scores of `metrics` on samples with no passage text (chance scores: see lib.core.degenerate).
