@@ -23,7 +23,7 @@ from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
 from lib.diagnosis import verdict_words
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.stats import flips, mde, noise_band, paired_bootstrap, run_noise_sd
+from lib.diagnosis.stats import flips, mde, noise_band, paired_interval, run_noise_sd
 from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
@@ -146,7 +146,7 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _
         mean = float(np.mean(np.asarray(b) - np.asarray(a))) if common else None
         lo, hi = interval if common else (None, None)
     else:
-        pd_ = paired_bootstrap(a, b, seed=len(common)) if common else None
+        pd_ = paired_interval(a, b, seed=len(common)) if common else None
         mean, lo, hi = (pd_.mean, pd_.lo, pd_.hi) if pd_ else (None, None, None)
     e = CellEvidence(mspec.name, fields, expected, renders, len(common), mean, lo, hi, band, _mean_scores(base),
                      base.failed + abl.failed, base.units + abl.units,

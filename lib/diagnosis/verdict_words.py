@@ -95,6 +95,36 @@ def _static_note(e: CellEvidence) -> str:
     return f" The run's wiring renders {fields_words(shown)}."
 
 
+def _measured(e: CellEvidence) -> str:
+    """', moves -0.300 (95% CI ...)' when anything was measured, else ''."""
+    if e.mean is None or math.isnan(e.mean):
+        return ""
+    return f" (it moves {_num(e.mean)}, 95% CI {_num(e.lo)} to {_num(e.hi)})"
+
+
+def _static_measured(e: CellEvidence, failures: str) -> str:
+    """What was measured beside a static LEAK: the move, the failures, too few samples, or nothing."""
+    parts = []
+    if e.mean is not None and not math.isnan(e.mean) and not e.beyond_effect:
+        parts.append(f"no effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]})")
+    elif e.mean is not None and not math.isnan(e.mean):
+        parts.append(f"measured beside it on {e.n} samples: {_move(e)[len(e.metric) + 1:]}")
+    else:
+        parts.append("nothing measured beside it")
+    if e.n_units and e.n_failed / e.n_units > v.MAX_FAILED_SHARE:
+        parts.append(f"{e.n_failed} of {e.n_units} judgings failed{f' ({failures})' if failures else ''}")
+    elif 0 < e.n < v.MIN_PAIRED:
+        parts.append(f"only {e.n} samples")
+    return "; ".join(parts)
+
+
+def _floor_words(e: CellEvidence) -> str:
+    if e.floor is None or math.isnan(e.floor):
+        return ""
+    return (f", {_num(e.headroom, False)} above the judge's floor ({_num(e.floor, False)}, its score with all "
+            f"of {e.metric}'s inputs blanked)")
+
+
 def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", probe: int = 0) -> str:
     """The one sentence a user reads for a cell (`probe`: as for noise_words)."""
     if d.why == v.UNCHANGED:
@@ -114,23 +144,26 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
                                       f"{f' ({failures})' if failures else ''}; too few scores to say whether "
                                       f"blanking {words} moves it.{rendered}",
         (v.INCONCLUSIVE, v.TOO_FEW): f"INCONCLUSIVE: only {e.n} samples scored in both arms of {e.metric} with "
-                                     f"{words} blanked; at least {v.MIN_PAIRED} are needed.{rendered}",
+                                     f"{words} blanked{_measured(e)}; a move that clears {e.min_effect:.2f} is "
+                                     f"decided at any n, but a null needs at least {v.MIN_PAIRED}.{rendered}",
+        (v.INCONCLUSIVE, v.SMALL_FALL): f"INCONCLUSIVE: {_move(e)}, {noise}, {n}: a fall (the interval excludes "
+                                        f"zero), smaller than the {e.min_effect:.2f} worth naming; {e.metric} "
+                                        f"receives {received}, and a fall is not a sign that it ignores it.",
         (v.LEAK, v.MEASURED): f"LEAK: {_move(e)}, {noise}, {n}. A correctly wired {e.metric} judge never sees "
                               f"{words}; on these samples this one depends on {pronoun}.",
         (v.SENSITIVE, v.MEASURED): f"SENSITIVE: {_move(e)}, {noise}, {n}, as it should: {e.metric} receives "
                                    f"{received}.",
-        (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; no "
-                            f"effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]}). A wiring "
-                            f"that renders it is not cleared by a small move: another field can supply the same "
-                            f"support.",
+        (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; "
+                            f"{_static_measured(e, failures)}. A wiring that renders it is not cleared by a small "
+                            f"move: another field can supply the same support.",
         (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n}, but re-judging the unblanked run does "
                                        f"not reproduce its stored {e.metric} score, so this ablation measured "
                                        f"another instrument and cannot clear the run.",
         (v.INCONCLUSIVE, v.WITHIN_NOISE): f"INCONCLUSIVE: {_move(e)}, {n}: beyond its interval but within "
                                           f"{noise}.",
-        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} is already at {_num(e.baseline, False)}: blanking "
-                                   f"{words} cannot lower it by the {e.rule_out:.2f} a null must rule out "
-                                   f"({_move(e)[len(e.metric) + 1:]}, {n}).",
+        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} is already at {_num(e.baseline, False)}"
+                                   f"{_floor_words(e)}: blanking {words} cannot lower it by the "
+                                   f"{e.null_bound:.3f} a null must rule out ({_move(e)[len(e.metric) + 1:]}, {n}).",
         (v.CLEAN, v.NULL): f"CLEAN: no dependence of {e.metric} on {words} measured on these {e.n} samples: "
                            f"{_move(e)[len(e.metric) + 1:]} ({noise}); {_rules_out(e)}.{_static_note(e)}",
         (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; {_rules_out(e)} although {e.metric} "
