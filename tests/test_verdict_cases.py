@@ -149,6 +149,27 @@ def test_a_metric_at_its_floor_is_inconclusive_not_insensitive(fresh_db: Path) -
     assert v.why == FLOOR and v.headroom is not None and v.headroom < 0.05
 
 
+# -- issue 24 item 9 / 26 item 2: a move decides at any n, the wiring before any count --------------------------
+
+def test_a_ten_sample_leak_is_decided_on_its_exact_interval(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, 10), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        result = ablate(store, "r1", ("ground_truth",), repeats=1)
+    v = cell(result, "ground_truth")
+    assert (v.kind, v.why, v.n) == (LEAK, MEASURED, 10)
+    assert v.hi is not None and v.hi < -0.02 and v.lo is not None and v.lo >= -1.0
+    assert result.exit_code == 1
+
+
+def test_a_ten_sample_wiring_that_renders_the_reference_is_a_leak_with_the_count_beside_it(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(coinciding, 10), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        result = ablate(store, "r1", ("ground_truth",), repeats=1)
+    v = cell(result, "ground_truth")
+    assert (v.kind, v.why) == (LEAK, STATIC) and result.exit_code == 1
+    assert "no effect measured on these 10 samples" in v.sentence and "only 10 samples" in v.sentence
+
+
 # -- 5. a deterministic judge: noise band 0, no ratio to it --------------------------------------------------
 
 def test_identical_repeats_give_a_zero_band_and_the_interval_decides(fresh_db: Path) -> None:
