@@ -407,6 +407,25 @@ def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db:
             in proc.stdout)
 
 
+@pytest.mark.parametrize("blank", [" ", "   \n\t ", "\r\n", "\x0b\x0c", "\u00a0", "\u3000\u2009", "\x1c\x85", ""],
+                         ids=["space", "spaces tab newline", "crlf", "vtab formfeed", "nbsp", "ideographic thin",
+                              "separators nel", "empty"])
+def test_a_passage_of_any_whitespace_is_no_passage_in_python_and_in_sql(fresh_db: Path, blank: str) -> None:
+    [f, g] = syn.facts(2)
+    items = [EvalSample("s1", f.question, f.fact1, (blank, blank), f.fact1),
+             EvalSample("s2", g.question, g.fact1, (g.fact1,), g.fact1)]
+    run = RunRecord("imported-1", datetime(2026, 10, 1), {}, {MAIN: items},
+                    [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0), SampleResult("s2", OK, 1.0)],
+                                  "acme-judge-1", FAITH, PROJECTED)])
+    with Store(fresh_db) as store:
+        store.record_run(run)
+        frame = chance_scores(store)
+    assert frame["sample_id"].tolist() == ["s1"]          # the lint's SQL
+    sample = items[0]
+    result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), NoCallJudge())
+    assert result.status == EXCLUDED and result.reason.startswith("no passages")   # the harness's Python
+
+
 @contextmanager
 def page(db: Path, path: str, monkeypatch: pytest.MonkeyPatch, **params: str) -> Iterator[object]:
     """A dashboard page on `db`, opened as a deep link; the store and caches are released after."""

@@ -39,9 +39,20 @@ REFUSAL = re.compile(
 MAX_REFUSAL_WORDS = 14
 
 
+# What "blank" means, in Python and in SQL alike (store.scores_without_passages trims these): every character
+# str.isspace() calls whitespace. DuckDB's trim() with no characters strips spaces only.
+WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+              "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def is_blank(text: str) -> bool:
+    """No character but WHITESPACE."""
+    return not text.strip(WHITESPACE)
+
+
 def has_passages(contexts: tuple[str, ...] | list[str]) -> bool:
     """At least one passage with text in it."""
-    return any(p.strip() for p in contexts)
+    return any(not is_blank(p) for p in contexts)
 
 
 def is_refusal(answer: str) -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from lib.core.degenerate import WHITESPACE
 from lib.core.errors import NotFoundError
 from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
@@ -177,8 +178,8 @@ class RunsMixin(StoreBase):
         sql = f"""SELECT s.run_id, s.metric, s.sample_id, s.score FROM sample_scores s
                   JOIN samples p USING (run_id, suite, sample_id)
                   WHERE s.status = 'ok' AND s.suite = ? AND s.metric IN ({marks})
-                    AND len(list_filter(p.contexts, lambda x: trim(x) <> '')) = 0"""
-        params: list[object] = [suite, *metrics]
+                    AND len(list_filter(p.contexts, lambda x: trim(x, ?) <> '')) = 0"""
+        params: list[object] = [suite, *metrics, WHITESPACE]
         if run_id is not None:
             sql += " AND s.run_id = ?"
             params.append(run_id)
