@@ -364,6 +364,40 @@ def test_a_refusal_is_excluded_from_faithfulness_and_judged_for_relevance(answer
     assert relevance.status == OK
 
 
+@pytest.mark.parametrize("answer", ["...", "?", "It is.", "Yes.", "  it, is  "])
+@pytest.mark.parametrize("judge", ["offline", "offline noisy", "scorer"])
+def test_an_answer_with_no_claim_is_excluded_from_faithfulness_on_every_path(answer: str, judge: str) -> None:
+    from lib.diagnosis.ablation_judging import score_group
+    from tests.support.scorers import whole_sample_faithfulness
+
+    [f] = syn.facts(1)
+    sample = EvalSample("s1", f.question, answer, (f.fact1,), f.fact1)
+    if judge == "scorer":
+        [result] = score_group(whole_sample_faithfulness, "faithfulness", "ground_truth", [sample])
+    else:
+        result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED),
+                              OfflineJudge(noise=0.5 if judge == "offline noisy" else 0.0))
+    assert result.status == EXCLUDED and result.reason.startswith("no claim"), result
+    relevance = score_sample(sample, Instrument("answer_relevance", DEFAULT_TEMPLATES["answer_relevance"],
+                                                PROJECTED), OfflineJudge())
+    assert relevance.status == OK   # "It is." does not address the question: relevance judges that
+
+
+def test_an_empty_answer_is_excluded_for_an_external_scorer_as_for_the_judge(fresh_db: Path) -> None:
+    def case(i: int, f: syn.Facts) -> EvalSample:
+        return EvalSample(f"s{i:03d}", f.question, "" if i % 4 == 0 else f"{f.fact1} {f.fact2}", (f.fact1, f.fact2),
+                          f.fact1)
+
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(case), "faithfulness", FAITH, PROJECTED)
+        result = ablate(store, "r1", ("ground_truth",), scorer="tests.support.scorers:whole_sample_faithfulness")
+        frame = store.ablation_results(result.ablation_id)
+    assert "failed" not in set(frame["status"])
+    empty = frame[frame["sample_id"].isin([f"s{i:03d}" for i in range(0, 40, 4)])]
+    assert set(empty["status"]) == {EXCLUDED} and empty["reason"].str.startswith("no claims to judge").all()
+    assert cell(result, "ground_truth").kind != INCONCLUSIVE and cell(result, "ground_truth").n == 30
+
+
 def test_an_answer_that_only_starts_like_a_refusal_is_judged() -> None:
     [f] = syn.facts(1)
     sample = EvalSample("s1", f.question, f"I don't know the exact figure, but {f.fact1} {f.fact2}", (f.fact1,),
