@@ -128,7 +128,7 @@ def test_a_sample_template_is_never_cleared_and_its_joint_arm_measures_the_leak(
     assert result.exit_code == 1
     assert (cell(result, "question").kind, cell(result, "question").why) == (LEAK, STATIC)
     assert (cell(result, "question+ground_truth").kind, cell(result, "question+ground_truth").why) == (LEAK, MEASURED)
-    assert result.summary.startswith("wiring leak: faithfulness moves 0.50 when question and ground_truth are")
+    assert result.summary.startswith("wiring leak: faithfulness moves -0.50 when question and ground_truth are")
 
 
 # -- 4. no room to move is inconclusive, not miswired -----------------------------------------------------------

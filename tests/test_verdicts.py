@@ -232,3 +232,54 @@ def test_evidence_is_a_value() -> None:
     e = cell()
     with pytest.raises(dataclasses.FrozenInstanceError):
         e.n = 3  # type: ignore[misc]
+
+
+# -- issue 25 item 6: each sentence reads its own cell's numbers ---------------------------------------------------
+def arm(**kw: object) -> object:
+    from types import SimpleNamespace
+
+    base = {"metric": "faithfulness", "arm": "ground_truth", "kind": v.CLEAN, "why": v.NULL, "expected": v.INVARIANT,
+            "n": 200, "min_effect": 0.02, "delta": 0.0, "lo": -0.01, "hi": 0.01, "ratio": None, "renders": None,
+            "interval_words": "95% CI", "stop": ""}
+    return SimpleNamespace(**{**base, **kw})
+
+
+HEADLINES = [
+    ("nulls on different n say the range", [arm(n=20), arm(arm="question", n=200)],
+     "no dependence measured: on these 20 to 200 samples"),
+    ("nulls on one n say it", [arm(n=200), arm(arm="question", n=200)], "no dependence measured: on these 200 samples"),
+    ("a cell with nothing to judge does not make n=0", [arm(arm="contexts", kind=v.SENSITIVE, why=v.MEASURED,
+                                                            expected=v.EXPECT_SENSITIVE, n=400),
+                                                        arm(arm="answer", kind=v.SENSITIVE, why=v.NOTHING_TO_JUDGE,
+                                                            expected=v.EXPECT_SENSITIVE, n=0)],
+     "as expected: every metric tested moves when its own inputs are blanked (n=400 samples)"),
+    ("a leak keeps its sign", [arm(kind=v.LEAK, why=v.MEASURED, delta=-0.942, lo=-0.96, hi=-0.92, n=40)],
+     "wiring leak: faithfulness moves -0.94 when ground_truth is blanked"),
+]
+
+
+@pytest.mark.parametrize(("cells", "start"), [r[1:] for r in HEADLINES], ids=[r[0] for r in HEADLINES])
+def test_each_headline_reads_its_own_cells(cells: list[object], start: str) -> None:
+    assert verdict_words.headline(cells, []).startswith(start)  # type: ignore[arg-type]
+
+
+def test_a_sequential_ablation_whose_arms_all_stopped_leaves_no_rest() -> None:
+    from lib.diagnosis import sequential
+
+    both = [arm(stop=sequential.NULL), arm(arm="question", stop=sequential.NULL)]
+    assert "the rest judged" not in verdict_words.sequential_words(both, 400)  # type: ignore[arg-type]
+    one = [arm(stop=sequential.NULL), arm(arm="question", stop=sequential.EXHAUSTED)]
+    assert "the rest judged on all 400 samples" in verdict_words.sequential_words(one, 400)  # type: ignore[arg-type]
+
+
+def test_a_cs_is_said_to_be_a_confidence_sequence() -> None:
+    e = cell(sequence=True, **MOVE)
+    assert "95% CS -0.200 to -0.100, a confidence sequence" in verdict_words.sentence(e, classify(e), repeats=3)
+
+
+def test_a_split_with_no_move_gives_no_side() -> None:
+    from lib.diagnosis.diagnose import Split
+
+    s = Split("faithfulness", "a", "b", 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 40)
+    assert "neither the instrument (+0.000) nor the outputs (+0.000) moved it" in s.sentence
+    assert "mostly" not in s.sentence and "% instrument" not in s.sentence

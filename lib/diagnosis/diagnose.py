@@ -381,8 +381,10 @@ class Split:
         if self.instrument is None or self.outputs is None:
             return (f"{self.metric} {self.run_a} -> {self.run_b}: not split. {self.unscored} An unscored cell is "
                     f"not a zero, so no share can be given to the instrument or the outputs.")
-        share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs)) if (
-            self.instrument or self.outputs) else 0.0
+        if abs(self.instrument) < 0.0005 and abs(self.outputs) < 0.0005:
+            return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged; neither the "
+                    f"instrument ({self.instrument:+.3f}) nor the outputs ({self.outputs:+.3f}) moved it, n={self.n}.")
+        share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs))
         side = "the measurement (instrument)" if share >= 0.5 else "the system's outputs"
         return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged, of which the instrument "
                 f"accounts for {self.instrument:+.3f} and the outputs for {self.outputs:+.3f}: mostly {side} "

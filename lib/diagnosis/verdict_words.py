@@ -66,7 +66,8 @@ def ratio(noise: float | None, mean: float | None) -> float | None:
 
 def _move(e: CellEvidence) -> str:
     kind = "CS" if e.sequence else "CI"
-    return (f"{e.metric} moves {_num(e.mean)} (95% {kind} {_num(e.lo)} to {_num(e.hi)}) when "
+    what = ", a confidence sequence: valid at whichever look judging stopped" if e.sequence else ""
+    return (f"{e.metric} moves {_num(e.mean)} (95% {kind} {_num(e.lo)} to {_num(e.hi)}{what}) when "
             f"{fields_words(e.fields)} {_is(e.fields)} blanked")
 
 
@@ -215,7 +216,7 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
                 f"(no effect measured on these {c.n} samples){extra}.")
     times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
-    return (f"wiring leak: {c.metric} moves {abs(c.delta or 0):.2f} when {fields_words(fields)} {_is(fields)} "
+    return (f"wiring leak: {c.metric} moves {c.delta or 0:+.2f} when {fields_words(fields)} {_is(fields)} "
             f"blanked{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
 
 
@@ -233,9 +234,9 @@ def sequential_words(cells: Sequence[ArmVerdict], total: int) -> str:
     early = [c for c in judged if c.stop != sequential.EXHAUSTED]
     if not judged:
         return ""
+    rest = f", the rest judged on all {total} samples" if len(early) < len(judged) else ""
     return (f" Judged sequentially (seeded order, a look every {sequential.CHUNK} samples): {len(early)} of "
-            f"{len(judged)} measured arms stopped once decided by a 95% confidence sequence, the rest judged on all "
-            f"{total} samples.")
+            f"{len(judged)} measured arms stopped once decided by a 95% confidence sequence{rest}.")
 
 
 def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:
@@ -285,11 +286,20 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
                          "never shown them. Whether a jump between two runs came from the instrument or the outputs "
                          "is the split of that jump (Compare).")
     cells = measured
-    n = min((c.n for c in cells), default=0)
     if any(c.expected == v.INVARIANT for c in cells):
         effect = max((c.min_effect or v.MIN_EFFECT) for c in cells)
+        n = _n_words([c for c in cells if c.expected == v.INVARIANT])
         return (prefix + f"no dependence measured: on these {n} samples no metric tested moves by {effect:.2f} or "
                 f"more when the fields it must never receive are blanked, alone or together. This describes the "
                 f"run's wiring on these samples; whether a jump between two runs came from the instrument or the "
                 f"outputs is the split of that jump (Compare).")
-    return prefix + f"as expected: every metric tested moves when its own inputs are blanked (n={n} samples)."
+    return (prefix + f"as expected: every metric tested moves when its own inputs are blanked (n={_n_words(cells)} "
+            f"samples).")
+
+
+def _n_words(cells: Sequence[ArmVerdict]) -> str:
+    """The samples the cells measured: '200', or '20 to 200' when they differ (cells that judged none left out)."""
+    ns = [c.n for c in cells if c.n > 0]
+    if not ns:
+        return "0"
+    return f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)} to {max(ns)}"
