@@ -520,3 +520,27 @@ def test_the_demo_latest_run_passes_the_gate_with_its_own_judge(demo_db: Path, t
     assert out["spec"]["judge"] == own and out["judge_note"] == ""
     assert proc.returncode == out["exit_code"] == 0, out["summary"]
     assert {c["kind"] for c in out["verdicts"]} == {"CLEAN"}
+
+
+@pytest.mark.parametrize(("judge", "generator", "said"), [
+    ("offline-lexical-v2", "acme-rag", True),      # the stand-in on a team's own data says what it cannot tell
+    ("offline-lexical-v1", None, True),
+    ("offline-lexical-v2", "gen-model-a", False),  # the demo's pipeline: the stand-in is what the demo is built for
+    ("acme-judge-1", "acme-rag", False),           # a model judge
+    (None, "acme-rag", False),                     # an external scorer
+])
+def test_a_verdict_of_the_offline_judge_on_other_data_says_what_it_cannot_tell(judge: str | None,
+                                                                              generator: str | None,
+                                                                              said: bool) -> None:
+    from lib.diagnosis.verdict_words import OFFLINE_REACH, reach_note
+
+    assert (reach_note(judge, generator == "gen-model-a") == OFFLINE_REACH) is said
+
+
+def test_an_ablation_of_a_teams_run_with_the_offline_judge_ends_with_its_reach(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(coinciding, 20), "faithfulness", FAITH, PROJECTED,
+                   pipeline={"generator": {"model": "acme-rag"}})
+        result = ablate(store, "r1", ("contexts",))
+    assert result.summary.endswith("its CLEAN is not a model judge's CLEAN.")
+    assert "sees word overlap, not meaning" in result.summary

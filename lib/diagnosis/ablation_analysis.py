@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from lib.core.endpoints import DEMO_GENERATOR
 from lib.core.metrics import MetricSpec, expectation, get_metric
 from lib.core.prompts import fields_rendered
 from lib.core.records import RecordedInstrument
@@ -294,6 +295,9 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None) -> Ablat
     summary = verdict_words.headline(cells, replay, note, repeats=spec.repeats, probe=probe)
     if spec.sequential:
         summary += verdict_words.sequential_words(cells, len(plan.samples))
+    generator = store.run(spec.run_id).pipeline.get("generator")
+    summary += verdict_words.reach_note(spec.judge if spec.scorer is None else None,
+                                        isinstance(generator, dict) and generator.get("model") == DEMO_GENERATOR)
     skipped = _repeats_skipped(frame, spec.repeats) if spec.sequential else max(0, plan.total - len(frame))
     skipped = skipped if probe else 0
     return AblationResult(spec.ablation_id, spec, cells, replay, _four_readings(cells), summary, calls,

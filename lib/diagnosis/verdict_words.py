@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lib.core.endpoints import OFFLINE_PREFIX
 from lib.core.metrics import get_metric
 from lib.diagnosis import sequential
 from lib.diagnosis import verdicts as v
@@ -194,6 +195,16 @@ def _unchanged_sentence(e: CellEvidence, d: Decision) -> str:
                         f"there is nothing to measure; not cleared.",
     }
     return table[d.kind]
+
+
+OFFLINE_REACH = (" The offline judge decided this: a lexical stand-in that sees word overlap, not meaning (at chance "
+                 "on long-form answers with expert claim labels, AUC 0.47; 0.90-0.92 on HaluEval). It shows what "
+                 "the wiring renders; its CLEAN is not a model judge's CLEAN.")
+
+
+def reach_note(judge: str | None, on_demo: bool) -> str:
+    """OFFLINE_REACH when the offline judge decided an ablation on data other than the demo, else ''."""
+    return OFFLINE_REACH if judge is not None and judge.startswith(OFFLINE_PREFIX) and not on_demo else ""
 
 
 def judge_note(judge: str | None, recorded: dict[str, str | None]) -> str:
