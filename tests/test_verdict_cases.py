@@ -544,3 +544,39 @@ def test_an_ablation_of_a_teams_run_with_the_offline_judge_ends_with_its_reach(f
         result = ablate(store, "r1", ("contexts",))
     assert result.summary.endswith("its CLEAN is not a model judge's CLEAN.")
     assert "sees word overlap, not meaning" in result.summary
+
+
+# -- issue 25 item 5: the replay check compares like with like -------------------------------------------------
+def _deltas(*pairs: tuple[float, int]) -> list[float]:
+    return [d for d, k in pairs for _ in range(k)]
+
+
+REPLAYS = [
+    # (id, per-sample re-run minus stored, mismatch)
+    ("a deterministic judge reproduces exactly", _deltas((0.0, 40)), False),
+    ("0.020 stored, 0.051 re-judged: 2.5x is not a replay", _deltas((0.25, 5), (0.0, 35)), True),
+    ("a noisy judge's changes around zero", _deltas((0.25, 6), (-0.25, 6), (0.0, 28)), False),
+    ("a consistent shift below the smallest effect", _deltas((0.01, 40)), False),
+    ("twenty noisy samples: beyond the effect but the interval holds zero", _deltas((0.5, 3), (-0.25, 2), (0.0, 15)),
+     False),
+    ("a small baseline with a clear shift is still a mismatch", _deltas((0.5, 8)), True),
+]
+
+
+@pytest.mark.parametrize(("deltas", "mismatch"), [r[1:] for r in REPLAYS], ids=[r[0] for r in REPLAYS])
+def test_each_branch_of_the_replay_check(deltas: list[float], mismatch: bool) -> None:
+    from lib.diagnosis.ablation_analysis import replay_mismatch
+
+    assert replay_mismatch(deltas, min_effect=0.02)[0] is mismatch
+
+
+def test_a_replay_with_another_judge_is_named_as_such(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, 20), "faithfulness", FAITH, PROJECTED,
+                   judge=OfflineJudge("offline-lexical-v1"))
+        result = run_ablation(store, AblationSpec("r1", ("faithfulness",), ("question",), repeats=2,
+                                                  judge="offline-lexical-v2"), OfflineJudge())
+    assert result is not None
+    (check,) = result.replay
+    assert "by offline-lexical-v2, not the run's own judge (offline-lexical-v1), so not a replay" in check.sentence
+    assert "95% CI" in check.sentence and "over 20 samples" in check.sentence
