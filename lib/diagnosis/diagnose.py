@@ -217,17 +217,15 @@ def _asof_spreads(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Exact while fewer than 64 came before; past that it is refreshed whenever their number has grown by an
     eighth (a 20,000-run history costs about a hundred medians, not 20,000).
     """
-    spreads, counts = np.full(len(steps), np.nan), np.zeros(len(steps), dtype=int)
-    earlier: list[float] = []
-    last_n, last = -1, math.nan
-    for i, d in enumerate(steps):
-        n = len(earlier)
-        if n != last_n and (n <= 64 or n >= last_n * 1.125):
-            last, last_n = spread_of(np.asarray(earlier, dtype=float)), n
-        spreads[i], counts[i] = last, n
-        if not math.isnan(d):
-            earlier.append(float(d))
-    return spreads, counts
+    valid = ~np.isnan(steps)
+    counts = np.concatenate(([0], np.cumsum(valid)[:-1])).astype(int) if len(steps) else np.zeros(0, dtype=int)
+    diffs = steps[valid]
+    marks = list(range(min(len(diffs), 64) + 1))
+    while marks[-1] < len(diffs):
+        marks.append(min(len(diffs), max(marks[-1] + 1, int(marks[-1] * 1.125))))
+    values = np.array([spread_of(diffs[:c]) for c in marks])
+    at = np.searchsorted(np.asarray(marks), counts, side="right") - 1
+    return values[at], counts
 
 
 def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
@@ -309,14 +307,14 @@ def steps_beyond(store: Store, *, suite: str = MAIN, metrics: list[str] | None =
         steps = within_steps(scores, g["_seg"].tolist())
         whole, whole_n = spread_without(steps, None)
         asof, asof_n = _asof_spreads(steps)
-        delta = np.diff(scores, prepend=np.nan)
-        for i in np.flatnonzero(np.abs(np.nan_to_num(delta)) > FLOOR):
+        delta = np.abs(np.nan_to_num(np.diff(scores, prepend=np.nan)))
+        # a step can be a jump only beyond k·√2 of the smaller of the two spreads (paired evidence only adds)
+        smaller = np.minimum(np.full(len(steps), whole), asof)   # nan where either is not measured: no filter
+        limit = np.maximum(FLOOR, np.where(np.isnan(smaller) | (whole_n <= 64), 0.0, k * math.sqrt(2) * smaller))
+        for i in np.flatnonzero(delta > limit):
             now, now_n = spread_without(steps, i if not math.isnan(steps[i]) else None) if whole_n <= 64 else (
                 whole, whole_n - (0 if math.isnan(steps[i]) else 1))
-            limit = min(x for x in (k * math.sqrt(2) * now if not math.isnan(now) else 0.0,
-                                    k * math.sqrt(2) * asof[i] if not math.isnan(asof[i]) else 0.0))
-            if abs(delta[i]) > max(FLOOR, limit):
-                found.append((str(m), g, int(i), now, now_n, float(asof[i]), int(asof_n[i])))
+            found.append((str(m), g, int(i), now, now_n, float(asof[i]), int(asof_n[i])))
     pairs = store.paired_steps([(m, str(g.loc[i - 1, "run_id"]), str(g.loc[i, "run_id"])) for m, g, i, *_ in found],
                                suite)
     paired = {(r.metric, r.prev_run_id, r.run_id): PairedStep(int(r.n), float(r.mean), float(r.sd))
