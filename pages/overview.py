@@ -69,14 +69,16 @@ for card in cards:
             f"{card.score:.3f}" if card.score is not None else "—",
             f"{round(card.delta, 3) + 0.0:+.3f}" if card.delta is not None else None,  # no "-0.000"
             delta_color="normal" if card.beyond_noise else "off",
-            delta_description=("beyond threshold" if card.beyond_noise else "within threshold")
+            delta_description=("beyond threshold" if card.beyond_noise else "within threshold"
+                               if card.decided else "not decided: too few runs")
             if card.previous_run else "new instrument",
             chart_data=list(card.spark), chart_type="line", border=True, width=CARD_WIDTH,
             help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
                   f"n={card.n}, {card.n_failed} failed. Change against "
                   f"{ui.md_literal(card.previous_run or 'no earlier run')}, the last run measured with the same "
                   f"instrument. {noise.label(noise.RUN_SPREAD, card.noise_sd)}: {noise.HELP[noise.RUN_SPREAD]} "
-                  f"{noise.label(noise.JUMP_THRESHOLD, card.threshold)}: {noise.HELP[noise.JUMP_THRESHOLD]} "
+                  f"{noise.label(noise.JUMP_THRESHOLD, card.threshold)}"
+                  f"{f' ({card.basis})' if card.basis else ''}: {noise.HELP[noise.JUMP_THRESHOLD]} "
                   f"Sparkline: the last {len(card.spark)} runs."),
         )
 

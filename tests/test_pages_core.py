@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -224,16 +225,19 @@ def history_frame(scores: dict[str, list[float]]) -> pd.DataFrame:
 
 
 def test_metric_cards_give_latest_score_delta_and_sparkline_in_registry_order() -> None:
-    cards = views.metric_cards(history_frame({"context_recall": [0.5, 0.5, 0.5, 0.5, 0.6],
-                                              "faithfulness": [0.5, 0.5, 0.5, 0.5, 0.503]}), spark_runs=3)
+    cards = views.metric_cards(history_frame({"context_recall": [0.5] * 9 + [0.6],
+                                              "faithfulness": [0.5] * 9 + [0.503]}), spark_runs=3)
     assert [c.metric for c in cards] == ["faithfulness", "context_recall"]
     faith, recall = cards
-    assert (faith.run_id, faith.score, faith.previous) == ("r4", 0.503, 0.5)
+    assert (faith.run_id, faith.score, faith.previous) == ("r9", 0.503, 0.5)
     assert faith.delta == pytest.approx(0.003) and faith.spark == (0.5, 0.5, 0.503)
-    # consecutive differences are 0 but for the last: the robust sd is 0, so the threshold is the 0.005 floor
+    # eight differences of 0 besides the last: the robust sd is 0, so the threshold is the 0.005 floor
     assert faith.noise_sd == 0 and faith.threshold == pytest.approx(0.005)
     assert not faith.beyond_noise
     assert recall.delta == pytest.approx(0.1) and recall.beyond_noise
+    # five runs with no per-sample scores: too few differences for a spread, no pairs: not decided either way
+    (short,) = views.metric_cards(history_frame({"faithfulness": [0.5, 0.5, 0.5, 0.5, 0.9]}))
+    assert not short.decided and not short.beyond_noise and math.isnan(short.noise_sd)
 
 
 def make_jump(metric: str, day: int, *suspects: Suspect) -> Jump:

@@ -74,13 +74,16 @@ def test_the_demo_faithfulness_has_five_segments_and_its_jumps_say_which_cross_o
 
 # -- one noise vocabulary ---------------------------------------------------------------------------------
 def test_the_run_to_run_spread_leaves_out_the_step_between_instruments() -> None:
-    wobble = [0.0, 0.01, -0.01, 0.005, -0.005, 0.01, 0.0, -0.01]
+    wobble = [0.0, 0.01, -0.01, 0.005, -0.005, 0.01, 0.0, -0.01] * 2
     calm = [0.5 + w for w in wobble]
-    stepped = [0.5 + w for w in wobble[:4]] + [0.9 + w for w in wobble[4:]]
-    segs = [0, 0, 0, 0, 1, 1, 1, 1]
-    assert noise.run_spread(stepped, segs) == pytest.approx(noise.run_spread(calm[:4] + calm[4:], segs))
+    stepped = [0.5 + w for w in wobble[:8]] + [0.9 + w for w in wobble[8:]]
+    segs = [0] * 8 + [1] * 8
+    assert noise.run_spread(stepped, segs) == pytest.approx(noise.run_spread(calm, segs))
+    assert not math.isnan(noise.run_spread(calm, segs))
+    assert math.isnan(noise.run_spread(stepped[:8], segs[:8]))   # seven differences: not yet measured
     assert noise.jump_threshold(0.005) == pytest.approx(4 * math.sqrt(2) * 0.005)
     assert noise.jump_threshold(0.0) == 0.005
+    assert math.isnan(noise.jump_threshold(math.nan))
     assert noise.band(0.005) == 0.01
     assert noise.judge_spread([[0.5, 0.7], [0.2, 0.2]]) == run_noise_sd([[0.5, 0.7], [0.2, 0.2]])
 
@@ -94,8 +97,14 @@ def test_every_page_figure_of_a_metric_comes_from_one_place(demo_db: Path) -> No
     assert faith.threshold == pytest.approx(noise.jump_threshold(faith.spread))
     assert diagnose.trend_noise(h)["faithfulness"] == faith.spread                     # the Trends band's sd
     (card,) = [c for c in views.metric_cards(h) if c.metric == "faithfulness"]          # the Overview's card
-    assert (card.noise_sd, card.threshold) == (faith.spread, faith.threshold)
-    assert {j.threshold for j in jumps if j.metric == "faithfulness"} == {faith.threshold}
+    # the card's step is left out of its spread (spread_without), and without pairs the spread alone decides
+    steps = noise.within_steps(h[h["metric"] == "faithfulness"]["score"].tolist(),
+                               segments.segment_index(h[h["metric"] == "faithfulness"]).tolist())
+    assert card.noise_sd == noise.spread_without(steps, len(steps) - 1)[0]
+    assert card.threshold == pytest.approx(noise.jump_threshold(card.noise_sd))
+    # each jump's threshold: the larger of its paired interval and the spread's part
+    assert all(j.threshold >= faith.threshold * 0.95 and "paired change over 398 samples" in j.basis
+               for j in jumps if j.metric == "faithfulness")
     for name in (noise.RUN_SPREAD, noise.JUMP_THRESHOLD, noise.JUDGE_SPREAD):
         assert noise.HELP[name].lower().startswith(name)
     assert noise.label(noise.RUN_SPREAD, 0.0044) == "run-to-run spread ±0.004"

@@ -172,3 +172,31 @@ def test_step_flags_floor_keeps_a_flat_series_from_flagging_rounding() -> None:
 def test_step_flags_do_not_flag_across_a_missing_value() -> None:
     flags, _ = step_flags([*QUIET[:6], math.nan, *SHIFTED[7:]])
     assert not any(flags)
+
+
+# -- small samples: an interval that holds its level at any n (issue 24 item 9) -------------------------------------
+@pytest.mark.parametrize(("changes", "lo", "hi"), [
+    ([-1.0] * 5, -1.0, 1.0),            # 2/32 > 5%: five pairs can reject nothing
+    ([-1.0] * 6, -1.0, -1.0),           # 2/64 < 5%: six identical changes pin the mean
+    ([-0.5, -0.2, -0.8, -0.3, -0.6, -0.4, -0.7, -0.5, -0.2, -0.6], -0.6333, -0.3333),
+])
+def test_the_sign_flip_interval_of_a_few_pairs(changes: list[float], lo: float, hi: float) -> None:
+    from lib.diagnosis.stats import sign_flip_interval
+
+    got = sign_flip_interval(changes)
+    assert got == pytest.approx((lo, hi), abs=1e-3)
+
+
+def test_below_twenty_pairs_the_interval_holds_its_level_where_the_bootstrap_does_not() -> None:
+    from lib.diagnosis.stats import paired_interval
+
+    rng = np.random.default_rng(3)
+    exact = boot = 0
+    for _ in range(300):
+        a = np.zeros(8)
+        b = rng.normal(0.0, 0.2, 8)
+        exact += paired_interval(a, b).lo <= 0 <= paired_interval(a, b).hi
+        boot += paired_bootstrap(a, b, n_boot=500).lo <= 0 <= paired_bootstrap(a, b, n_boot=500).hi
+    assert exact / 300 >= 0.93 and boot / 300 < exact / 300
+    big = paired_interval(np.zeros(20), np.full(20, 0.1))
+    assert big == paired_bootstrap(np.zeros(20), np.full(20, 0.1))   # 20 pairs on: the bootstrap, as before

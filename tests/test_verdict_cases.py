@@ -127,7 +127,7 @@ def test_a_sample_template_is_never_cleared_and_its_joint_arm_measures_the_leak(
     assert result.exit_code == 1
     assert (cell(result, "question").kind, cell(result, "question").why) == (LEAK, STATIC)
     assert (cell(result, "question+ground_truth").kind, cell(result, "question+ground_truth").why) == (LEAK, MEASURED)
-    assert result.summary.startswith("wiring leak: faithfulness moves 0.50 when question and ground_truth are")
+    assert result.summary.startswith("wiring leak: faithfulness moves -0.50 when question and ground_truth are")
 
 
 # -- 4. no room to move is inconclusive, not miswired -----------------------------------------------------------
@@ -146,6 +146,27 @@ def test_a_metric_at_its_floor_is_inconclusive_not_insensitive(fresh_db: Path) -
     assert v.kind == INCONCLUSIVE
     assert f"already at {v.baseline:.3f}: blanking contexts cannot lower it" in v.sentence
     assert v.why == FLOOR and v.headroom is not None and v.headroom < 0.05
+
+
+# -- issue 24 item 9 / 26 item 2: a move decides at any n, the wiring before any count --------------------------
+
+def test_a_ten_sample_leak_is_decided_on_its_exact_interval(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, 10), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        result = ablate(store, "r1", ("ground_truth",), repeats=1)
+    v = cell(result, "ground_truth")
+    assert (v.kind, v.why, v.n) == (LEAK, MEASURED, 10)
+    assert v.hi is not None and v.hi < -0.02 and v.lo is not None and v.lo >= -1.0
+    assert result.exit_code == 1
+
+
+def test_a_ten_sample_wiring_that_renders_the_reference_is_a_leak_with_the_count_beside_it(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(coinciding, 10), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        result = ablate(store, "r1", ("ground_truth",), repeats=1)
+    v = cell(result, "ground_truth")
+    assert (v.kind, v.why) == (LEAK, STATIC) and result.exit_code == 1
+    assert "no effect measured on these 10 samples" in v.sentence and "only 10 samples" in v.sentence
 
 
 # -- 5. a deterministic judge: noise band 0, no ratio to it --------------------------------------------------
@@ -342,6 +363,40 @@ def test_a_refusal_is_excluded_from_faithfulness_and_judged_for_relevance(answer
     assert relevance.status == OK
 
 
+@pytest.mark.parametrize("answer", ["...", "?", "It is.", "Yes.", "  it, is  "])
+@pytest.mark.parametrize("judge", ["offline", "offline noisy", "scorer"])
+def test_an_answer_with_no_claim_is_excluded_from_faithfulness_on_every_path(answer: str, judge: str) -> None:
+    from lib.diagnosis.ablation_judging import score_group
+    from tests.support.scorers import whole_sample_faithfulness
+
+    [f] = syn.facts(1)
+    sample = EvalSample("s1", f.question, answer, (f.fact1,), f.fact1)
+    if judge == "scorer":
+        [result] = score_group(whole_sample_faithfulness, "faithfulness", "ground_truth", [sample])
+    else:
+        result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED),
+                              OfflineJudge(noise=0.5 if judge == "offline noisy" else 0.0))
+    assert result.status == EXCLUDED and result.reason.startswith("no claim"), result
+    relevance = score_sample(sample, Instrument("answer_relevance", DEFAULT_TEMPLATES["answer_relevance"],
+                                                PROJECTED), OfflineJudge())
+    assert relevance.status == OK   # "It is." does not address the question: relevance judges that
+
+
+def test_an_empty_answer_is_excluded_for_an_external_scorer_as_for_the_judge(fresh_db: Path) -> None:
+    def case(i: int, f: syn.Facts) -> EvalSample:
+        return EvalSample(f"s{i:03d}", f.question, "" if i % 4 == 0 else f"{f.fact1} {f.fact2}", (f.fact1, f.fact2),
+                          f.fact1)
+
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(case), "faithfulness", FAITH, PROJECTED)
+        result = ablate(store, "r1", ("ground_truth",), scorer="tests.support.scorers:whole_sample_faithfulness")
+        frame = store.ablation_results(result.ablation_id)
+    assert "failed" not in set(frame["status"])
+    empty = frame[frame["sample_id"].isin([f"s{i:03d}" for i in range(0, 40, 4)])]
+    assert set(empty["status"]) == {EXCLUDED} and empty["reason"].str.startswith("no claims to judge").all()
+    assert cell(result, "ground_truth").kind != INCONCLUSIVE and cell(result, "ground_truth").n == 30
+
+
 def test_an_answer_that_only_starts_like_a_refusal_is_judged() -> None:
     [f] = syn.facts(1)
     sample = EvalSample("s1", f.question, f"I don't know the exact figure, but {f.fact1} {f.fact2}", (f.fact1,),
@@ -383,6 +438,25 @@ def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db:
     assert proc.returncode == 1
     assert ("run imported-1: 1 faithfulness score(s) on samples with no passages (1 of them 1.0), e.g. s1"
             in proc.stdout)
+
+
+@pytest.mark.parametrize("blank", [" ", "   \n\t ", "\r\n", "\x0b\x0c", "\u00a0", "\u3000\u2009", "\x1c\x85", ""],
+                         ids=["space", "spaces tab newline", "crlf", "vtab formfeed", "nbsp", "ideographic thin",
+                              "separators nel", "empty"])
+def test_a_passage_of_any_whitespace_is_no_passage_in_python_and_in_sql(fresh_db: Path, blank: str) -> None:
+    [f, g] = syn.facts(2)
+    items = [EvalSample("s1", f.question, f.fact1, (blank, blank), f.fact1),
+             EvalSample("s2", g.question, g.fact1, (g.fact1,), g.fact1)]
+    run = RunRecord("imported-1", datetime(2026, 10, 1), {}, {MAIN: items},
+                    [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0), SampleResult("s2", OK, 1.0)],
+                                  "acme-judge-1", FAITH, PROJECTED)])
+    with Store(fresh_db) as store:
+        store.record_run(run)
+        frame = chance_scores(store)
+    assert frame["sample_id"].tolist() == ["s1"]          # the lint's SQL
+    sample = items[0]
+    result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), NoCallJudge())
+    assert result.status == EXCLUDED and result.reason.startswith("no passages")   # the harness's Python
 
 
 @contextmanager
@@ -445,3 +519,63 @@ def test_the_demo_latest_run_passes_the_gate_with_its_own_judge(demo_db: Path, t
     assert out["spec"]["judge"] == own and out["judge_note"] == ""
     assert proc.returncode == out["exit_code"] == 0, out["summary"]
     assert {c["kind"] for c in out["verdicts"]} == {"CLEAN"}
+
+
+@pytest.mark.parametrize(("judge", "generator", "said"), [
+    ("offline-lexical-v2", "acme-rag", True),      # the stand-in on a team's own data says what it cannot tell
+    ("offline-lexical-v1", None, True),
+    ("offline-lexical-v2", "gen-model-a", False),  # the demo's pipeline: the stand-in is what the demo is built for
+    ("acme-judge-1", "acme-rag", False),           # a model judge
+    (None, "acme-rag", False),                     # an external scorer
+])
+def test_a_verdict_of_the_offline_judge_on_other_data_says_what_it_cannot_tell(judge: str | None,
+                                                                              generator: str | None,
+                                                                              said: bool) -> None:
+    from lib.diagnosis.verdict_words import OFFLINE_REACH, reach_note
+
+    assert (reach_note(judge, generator == "gen-model-a") == OFFLINE_REACH) is said
+
+
+def test_an_ablation_of_a_teams_run_with_the_offline_judge_ends_with_its_reach(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(coinciding, 20), "faithfulness", FAITH, PROJECTED,
+                   pipeline={"generator": {"model": "acme-rag"}})
+        result = ablate(store, "r1", ("contexts",))
+    assert result.summary.endswith("its CLEAN is not a model judge's CLEAN.")
+    assert "sees word overlap, not meaning" in result.summary
+
+
+# -- issue 25 item 5: the replay check compares like with like -------------------------------------------------
+def _deltas(*pairs: tuple[float, int]) -> list[float]:
+    return [d for d, k in pairs for _ in range(k)]
+
+
+REPLAYS = [
+    # (id, per-sample re-run minus stored, mismatch)
+    ("a deterministic judge reproduces exactly", _deltas((0.0, 40)), False),
+    ("0.020 stored, 0.051 re-judged: 2.5x is not a replay", _deltas((0.25, 5), (0.0, 35)), True),
+    ("a noisy judge's changes around zero", _deltas((0.25, 6), (-0.25, 6), (0.0, 28)), False),
+    ("a consistent shift below the smallest effect", _deltas((0.01, 40)), False),
+    ("twenty noisy samples: beyond the effect but the interval holds zero", _deltas((0.5, 3), (-0.25, 2), (0.0, 15)),
+     False),
+    ("a small baseline with a clear shift is still a mismatch", _deltas((0.5, 8)), True),
+]
+
+
+@pytest.mark.parametrize(("deltas", "mismatch"), [r[1:] for r in REPLAYS], ids=[r[0] for r in REPLAYS])
+def test_each_branch_of_the_replay_check(deltas: list[float], mismatch: bool) -> None:
+    from lib.diagnosis.ablation_analysis import replay_mismatch
+
+    assert replay_mismatch(deltas, min_effect=0.02)[0] is mismatch
+
+
+def test_a_replay_with_another_judge_is_named_as_such(fresh_db: Path) -> None:
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", syn.samples(reference_only, 20), "faithfulness", FAITH, PROJECTED,
+                   judge=OfflineJudge("offline-lexical-v1"))
+        result = run_ablation(store, AblationSpec("r1", ("faithfulness",), ("question",), repeats=2,
+                                                  judge="offline-lexical-v2"), OfflineJudge())
+    assert result is not None
+    (check,) = result.replay
+    assert "by offline-lexical-v2, not the run's own judge (offline-lexical-v1), so not a replay" in check.sentence
+    assert "95% CI" in check.sentence and "over 20 samples" in check.sentence

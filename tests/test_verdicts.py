@@ -47,12 +47,17 @@ ROWS = [
     ("nothing to judge counts only for a received field", cell(nothing_to_judge=True), v.CLEAN, v.NULL),
     ("over a fifth of judgings failed", cell(n_failed=121, n_units=600), v.INCONCLUSIVE, v.FAILURES),
     ("exactly a fifth failed still decides", cell(n_failed=120, n_units=600), v.CLEAN, v.NULL),
-    ("failures, and the wiring renders the field: still nothing measured",
-     cell(n_failed=400, n_units=600, renders=RENDERS_GT), v.INCONCLUSIVE, v.FAILURES),
+    ("failures, and the wiring renders the field: the wiring decides", cell(n_failed=400, n_units=600,
+                                                                            renders=RENDERS_GT), v.LEAK, v.STATIC),
+    ("failures, the wiring renders the field and it moved: the move is not trusted",
+     cell(n_failed=400, n_units=600, renders=RENDERS_GT, **MOVE), v.LEAK, v.STATIC),
     ("too few paired samples", cell(n=19), v.INCONCLUSIVE, v.TOO_FEW),
     ("twenty paired samples decide", cell(n=20), v.CLEAN, v.NULL),
     ("no interval at all", cell(mean=None, lo=None, hi=None), v.INCONCLUSIVE, v.TOO_FEW),
-    ("too few samples, and the wiring renders the field", cell(n=5, renders=RENDERS_GT), v.INCONCLUSIVE, v.TOO_FEW),
+    ("too few samples, and the wiring renders the field: the wiring decides", cell(n=5, renders=RENDERS_GT),
+     v.LEAK, v.STATIC),
+    ("nothing measured, and the wiring renders the field", cell(renders=RENDERS_GT, n=0, mean=None, lo=None,
+                                                                hi=None), v.LEAK, v.STATIC),
     ("forbidden field moves it down beyond effect and noise", cell(**MOVE), v.LEAK, v.MEASURED),
     ("forbidden field moves it up beyond effect and noise", cell(mean=0.15, lo=0.1, hi=0.2), v.LEAK, v.MEASURED),
     ("deterministic judge: zero noise band, the interval decides", cell(noise=0.0, **MOVE), v.LEAK, v.MEASURED),
@@ -88,6 +93,46 @@ ROWS = [
     ("own input: too wide to rule out or in", sensitive(**WIDE), v.INCONCLUSIVE, v.WIDE),
     ("joint arm of both forbidden fields moves", cell(fields=("question", "ground_truth"), **MOVE), v.LEAK,
      v.MEASURED),
+    # issue 25 item 7: the wiring decides before "beyond the effect but within the noise band"
+    ("rendered, and a move beyond the effect within the noise band", cell(renders=RENDERS_GT, mean=-0.04,
+                                                                          lo=-0.045, hi=-0.03, noise=0.05),
+     v.LEAK, v.STATIC),
+    ("rendered, and it moved beyond effect and noise", cell(renders=RENDERS_GT, **MOVE), v.LEAK, v.MEASURED),
+    # issue 24 item 9: a move is decided at any n; only a null needs MIN_PAIRED
+    ("ten samples, a forbidden field moves it", cell(n=10, mean=0.5, lo=0.2, hi=0.8), v.LEAK, v.MEASURED),
+    ("ten samples, own input moves it", sensitive(n=10, **MOVE), v.SENSITIVE, v.MEASURED),
+    ("ten samples, a move within the noise band", cell(n=10, mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
+     v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("ten samples, over a fifth failed, it moved", cell(n=10, n_failed=121, n_units=600, **MOVE), v.INCONCLUSIVE,
+     v.FAILURES),
+    ("nineteen samples, a tight null: too few", sensitive(n=19, mean=0.0, lo=-0.01, hi=0.01), v.INCONCLUSIVE,
+     v.TOO_FEW),
+    # issue 25 item 2: a null about a received field must rule out a fall of half its room above the floor
+    ("own input, a fall that excludes zero below the effect: never INSENSITIVE",
+     sensitive(n=250, baseline=0.053, mean=-0.024, lo=-0.047, hi=-0.001), v.INCONCLUSIVE, v.SMALL_FALL),
+    ("own input near the floor: the interval allows half the headroom",
+     sensitive(baseline=0.053, floor=0.0, mean=-0.019, lo=-0.039, hi=0.001), v.INCONCLUSIVE, v.FLOOR),
+    ("own input, room above a measured floor, a null within half of it",
+     sensitive(baseline=0.13, floor=0.06, mean=0.0, lo=-0.03, hi=0.01), v.INSENSITIVE, v.NULL),
+    ("own input, room above a measured floor, a null beyond half of it",
+     sensitive(baseline=0.13, floor=0.06, mean=0.0, lo=-0.04, hi=0.01), v.INCONCLUSIVE, v.FLOOR),
+    ("a measured floor leaves less room than the move ruled out",
+     sensitive(baseline=0.09, floor=0.05, mean=0.0, lo=-0.01, hi=0.01), v.INCONCLUSIVE, v.FLOOR),
+    ("forbidden field near the floor: CLEAN needs the room too", cell(renders=None, baseline=0.08, mean=0.0,
+                                                                      lo=-0.045, hi=0.0), v.INCONCLUSIVE, v.FLOOR),
+    ("forbidden field with room: the interval's far end exactly half the headroom",
+     cell(baseline=0.08, mean=0.0, lo=-0.04, hi=0.0), v.CLEAN, v.NULL),
+    # rows the mutation pass asked for (an order or a guard no other row pins down)
+    ("ten samples, own input falls below the effect: a fall, at any n",
+     sensitive(n=10, mean=-0.012, lo=-0.018, hi=-0.006), v.INCONCLUSIVE, v.SMALL_FALL),
+    ("over a fifth failed and nothing paired: the failures are the reason",
+     cell(n=0, mean=None, lo=None, hi=None, n_failed=600, n_units=600), v.INCONCLUSIVE, v.FAILURES),
+    ("no baseline score: no headroom to read, the null stands", cell(baseline=None), v.CLEAN, v.NULL),
+    ("own input falls beyond the effect, within the noise band: the band is the reason",
+     sensitive(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05), v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("ten samples at the floor: too few is the reason", cell(n=10, baseline=0.03), v.INCONCLUSIVE, v.TOO_FEW),
+    ("prompt unchanged decides before nothing to judge", sensitive(nothing_to_judge=True, **SAME), v.INSENSITIVE,
+     v.UNCHANGED),
     ("prompt unchanged, forbidden field not rendered: clean by the template alone", cell(**SAME), v.CLEAN,
      v.UNCHANGED),
     ("prompt unchanged, but the replay did not reproduce", cell(replay_mismatch=True, **SAME), v.REPLAY_MISMATCH,
@@ -106,7 +151,7 @@ def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why:
 def test_the_table_reaches_every_branch() -> None:
     reached = {(r[2], r[3]) for r in ROWS}
     assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC, v.REPLAY,
-                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED}
+                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED, v.SMALL_FALL}
     assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
                                       v.REPLAY_MISMATCH}
 
@@ -135,10 +180,20 @@ def test_a_rendered_forbidden_field_is_named_with_no_effect_measured() -> None:
 
 
 def test_an_unmeasured_cell_still_names_the_forbidden_field_its_wiring_renders() -> None:
-    e = cell(n=5, renders=RENDERS_GT)
+    e = cell(n=5, renders=RENDERS_GT, mean=None, lo=None, hi=None)
     text = verdict_words.sentence(e, classify(e), repeats=3)
-    assert text.startswith("INCONCLUSIVE: only 5 samples")
-    assert "renders ground_truth, which faithfulness must never receive: not cleared" in text
+    assert text.startswith("LEAK: the run's wiring renders ground_truth, which faithfulness must never receive; "
+                           "nothing measured beside it; only 5 samples.")
+    e = cell(n=5, renders=frozenset({"answer", "contexts"}), mean=0.0, lo=-0.3, hi=0.3)
+    text = verdict_words.sentence(e, classify(e), repeats=3)
+    assert text.startswith("INCONCLUSIVE: only 5 samples") and "a null needs at least 20" in text
+
+
+def test_a_static_leak_says_what_was_measured_beside_it() -> None:
+    e = cell(n_failed=400, n_units=600, renders=RENDERS_GT, **MOVE)
+    text = verdict_words.sentence(e, classify(e), repeats=3, failures="bad shape (15)")
+    assert ("measured beside it on 100 samples: moves -0.150 (95% CI -0.200 to -0.100) when ground_truth is "
+            "blanked; 400 of 600 judgings failed (bad shape (15))") in text
 
 
 def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
@@ -177,3 +232,54 @@ def test_evidence_is_a_value() -> None:
     e = cell()
     with pytest.raises(dataclasses.FrozenInstanceError):
         e.n = 3  # type: ignore[misc]
+
+
+# -- issue 25 item 6: each sentence reads its own cell's numbers ---------------------------------------------------
+def arm(**kw: object) -> object:
+    from types import SimpleNamespace
+
+    base = {"metric": "faithfulness", "arm": "ground_truth", "kind": v.CLEAN, "why": v.NULL, "expected": v.INVARIANT,
+            "n": 200, "min_effect": 0.02, "delta": 0.0, "lo": -0.01, "hi": 0.01, "ratio": None, "renders": None,
+            "interval_words": "95% CI", "stop": ""}
+    return SimpleNamespace(**{**base, **kw})
+
+
+HEADLINES = [
+    ("nulls on different n say the range", [arm(n=20), arm(arm="question", n=200)],
+     "no dependence measured: on these 20 to 200 samples"),
+    ("nulls on one n say it", [arm(n=200), arm(arm="question", n=200)], "no dependence measured: on these 200 samples"),
+    ("a cell with nothing to judge does not make n=0", [arm(arm="contexts", kind=v.SENSITIVE, why=v.MEASURED,
+                                                            expected=v.EXPECT_SENSITIVE, n=400),
+                                                        arm(arm="answer", kind=v.SENSITIVE, why=v.NOTHING_TO_JUDGE,
+                                                            expected=v.EXPECT_SENSITIVE, n=0)],
+     "as expected: every metric tested moves when its own inputs are blanked (n=400 samples)"),
+    ("a leak keeps its sign", [arm(kind=v.LEAK, why=v.MEASURED, delta=-0.942, lo=-0.96, hi=-0.92, n=40)],
+     "wiring leak: faithfulness moves -0.94 when ground_truth is blanked"),
+]
+
+
+@pytest.mark.parametrize(("cells", "start"), [r[1:] for r in HEADLINES], ids=[r[0] for r in HEADLINES])
+def test_each_headline_reads_its_own_cells(cells: list[object], start: str) -> None:
+    assert verdict_words.headline(cells, []).startswith(start)  # type: ignore[arg-type]
+
+
+def test_a_sequential_ablation_whose_arms_all_stopped_leaves_no_rest() -> None:
+    from lib.diagnosis import sequential
+
+    both = [arm(stop=sequential.NULL), arm(arm="question", stop=sequential.NULL)]
+    assert "the rest judged" not in verdict_words.sequential_words(both, 400)  # type: ignore[arg-type]
+    one = [arm(stop=sequential.NULL), arm(arm="question", stop=sequential.EXHAUSTED)]
+    assert "the rest judged on all 400 samples" in verdict_words.sequential_words(one, 400)  # type: ignore[arg-type]
+
+
+def test_a_cs_is_said_to_be_a_confidence_sequence() -> None:
+    e = cell(sequence=True, **MOVE)
+    assert "95% CS -0.200 to -0.100, a confidence sequence" in verdict_words.sentence(e, classify(e), repeats=3)
+
+
+def test_a_split_with_no_move_gives_no_side() -> None:
+    from lib.diagnosis.diagnose import Split
+
+    s = Split("faithfulness", "a", "b", 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 40)
+    assert "neither the instrument (+0.000) nor the outputs (+0.000) moved it" in s.sentence
+    assert "mostly" not in s.sentence and "% instrument" not in s.sentence

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lib.core.endpoints import DEMO_GENERATOR
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
@@ -207,7 +208,7 @@ class RunPlan:
         return {
             "retriever": {"embedding_model": "e5-small-v2-int8" if self.regressed else "e5-base-v2",
                           "top_k": 3, "index": "docs-2026-08"},
-            "generator": {"model": "gen-model-a", "prompt": "rag-answer-v7", "temperature": 0.2},
+            "generator": {"model": DEMO_GENERATOR, "prompt": "rag-answer-v7", "temperature": 0.2},
         }
 
 

@@ -80,7 +80,8 @@ def incidents(db_path: str, version: str):
 @st.cache_data(show_spinner=False)
 def metric_cards(db_path: str, version: str) -> list[views.MetricCard]:
     """The Overview's card per metric (latest score, change within its instrument, noise, sparkline)."""
-    return views.metric_cards(history(db_path, version, MAIN))
+    h = history(db_path, version, MAIN)
+    return views.metric_cards(h, paired=open_store(db_path).paired_steps(views.card_steps(h), MAIN))
 
 
 @st.cache_data(show_spinner=False)

@@ -159,7 +159,7 @@ def incident_panel(ctx: Context, standings: list[standing.Standing], found: list
         _incident(ctx, inc, user)
     closed = [i for i in found if not i.is_open]
     if closed:
-        with st.expander(f"Explained or accepted ({len(closed)})"):
+        with st.expander(f"Explained, accepted or no longer beyond the threshold ({len(closed)})"):
             for inc in closed:
                 _incident(ctx, inc, user)
 
@@ -175,7 +175,8 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
                 st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
         with st.form(f"form_{inc.incident_id}", border=False):
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
-            state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state),
+            state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state)
+                                 if inc.state in incidents.STATES else 0,
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")
             if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):

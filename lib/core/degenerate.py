@@ -11,8 +11,10 @@
   faithfulness only. Answer relevance and answer correctness still judge it:
   a refusal does not address the question and does not state the reference's
   answer, and a low score there is what a user expects.
-- An empty answer has no claims: the harness already excludes it from every
-  metric whose items are the answer's claims.
+- An empty answer (or reference) has no items: excluded from every metric
+  whose items it gives, for the built-in judge and an external scorer alike.
+- An answer with no word that states anything ("...", "?", "It is.") has no
+  claim for faithfulness to check: excluded from faithfulness, like a refusal.
 
 An ablation screens the unblanked sample, never the blanked one: blanking
 contexts is the measurement, not a degenerate input.
@@ -37,9 +39,37 @@ REFUSAL = re.compile(
 MAX_REFUSAL_WORDS = 14
 
 
+# What "blank" means, in Python and in SQL alike (store.scores_without_passages trims these): every character
+# str.isspace() calls whitespace. DuckDB's trim() with no characters strips spaces only.
+WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+              "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def is_blank(text: str) -> bool:
+    """No character but WHITESPACE."""
+    return not text.strip(WHITESPACE)
+
+
 def has_passages(contexts: tuple[str, ...] | list[str]) -> bool:
     """At least one passage with text in it."""
-    return any(p.strip() for p in contexts)
+    return any(not is_blank(p) for p in contexts)
+
+
+# Words that state nothing on their own (the offline judge's stop words too: lib.judging.offline).
+FUNCTION_WORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as is are was were be been being it its
+    this that these those there their they them we our you your he she his her not no yes do does did
+    can could may might will would shall should must than then so such into onto over under about per
+    each every any all some more most less also only just very which who whom whose what when where why
+    how has have had up out off via one""".split()
+)
+_TOKEN = re.compile(r"[^\W\d_][\w\-']*|\d+")
+
+
+def has_claim(answer: str) -> bool:
+    """At least one word that could carry a claim: a number, or a word of three or more letters that is not a
+    function word. "...", "?", "It is." and "Yes." have none."""
+    return any(t[0].isdigit() or (len(t) > 2 and t.lower() not in FUNCTION_WORDS) for t in _TOKEN.findall(answer))
 
 
 def is_refusal(answer: str) -> bool:
@@ -53,8 +83,12 @@ def exclusion_reason(sample: EvalSample, metric: str) -> str | None:
     spec = get_metric(metric)
     if CONTEXTS in spec.receives and not has_passages(sample.contexts):
         return f"no passages: {metric} is judged over or against contexts, and this sample has none"
+    if spec.items_from != CONTEXTS and is_blank(getattr(sample, spec.items_from)):
+        return f"no {spec.item_kind}s to judge: {spec.items_from} is empty"
     if metric == "faithfulness" and is_refusal(sample.answer):
         return "refusal: the answer states no claim for faithfulness to check"
+    if metric == "faithfulness" and not has_claim(sample.answer):
+        return "no claim: the answer has no word that states anything for faithfulness to check"
     return None
 
 

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 OFFLINE = "offline"
 OFFLINE_MODEL = "offline-lexical-v2"   # the embedded judge the settings name when nothing else is set
+OFFLINE_PREFIX = "offline-lexical"     # every variant of the embedded judge
+DEMO_GENERATOR = "gen-model-a"         # the demo's pipeline generator: how a verdict knows it is on the demo
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")

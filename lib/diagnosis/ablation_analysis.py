@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from lib.core.endpoints import DEMO_GENERATOR
 from lib.core.metrics import MetricSpec, expectation, get_metric
 from lib.core.prompts import fields_rendered
 from lib.core.records import RecordedInstrument
@@ -25,7 +26,7 @@ from lib.diagnosis import verdict_words
 from lib.diagnosis.ablation_plan import Plan
 from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.stats import flips, mde, noise_band, paired_bootstrap, run_noise_sd
+from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd
 from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
@@ -152,7 +153,7 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _
         mean = float(np.mean(np.asarray(b) - np.asarray(a))) if common else None
         lo, hi = interval if common else (None, None)
     else:
-        pd_ = paired_bootstrap(a, b, seed=len(common)) if common else None
+        pd_ = paired_interval(a, b, seed=len(common)) if common else None
         mean, lo, hi = (pd_.mean, pd_.lo, pd_.hi) if pd_ else (None, None, None)
     e = CellEvidence(mspec.name, fields, expected, renders, len(common), mean, lo, hi, band, _mean_scores(base),
                      base.failed + abl.failed, base.units + abl.units,
@@ -201,8 +202,20 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
     return out
 
 
-def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, sd: float,
-                  band: float | None) -> ReplayCheck:
+def replay_mismatch(deltas: Sequence[float], *, min_effect: float, seed: int = 0) -> tuple[bool, PairedDiff]:
+    """Does a re-run fail to reproduce the stored score? `deltas`: per sample, re-run minus stored.
+
+    The tolerance is the paired interval itself, over every sample the baseline judged (stats.paired_interval:
+    exact below 20): a mismatch is an interval that excludes zero with a mean beyond the smallest effect worth
+    naming. A judge's repeat noise is inside the per-sample changes already, so no band is added to it, and a
+    deterministic judge that reproduces exactly shows an interval of [0, 0].
+    """
+    d = paired_interval([0.0] * len(deltas), list(deltas), seed=seed)
+    return bool(d.excludes_zero and abs(d.mean) > min_effect), d
+
+
+def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, band: float | None,
+                  recorded: str | None) -> ReplayCheck:
     stored_frame = store.sample_scores(spec.run_id, spec.suite, metric)
     stored = {r.sample_id: float(r.score) for r in stored_frame.itertuples(index=False) if r.status == OK}
     common = sorted(set(stored) & set(base.scores))
@@ -211,16 +224,19 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, sd:
                            f"{metric}: no stored per-sample scores to compare the re-run with.")
     s_mean = float(np.mean([stored[s] for s in common]))
     r_mean = float(np.mean([np.mean(base.scores[s]) for s in common]))
-    delta = r_mean - s_mean
-    allowed = max(3 * (sd if not math.isnan(sd) else 0.0) * math.sqrt(1 + 1 / spec.repeats), spec.min_effect)
-    if abs(delta) > allowed:
-        sentence = (f"REPLAY MISMATCH: {metric} re-judged reads {r_mean:.3f} against the stored {s_mean:.3f} "
-                    f"({delta:+.3f}, allowed ±{allowed:.3f}): this ablation did not reproduce the instrument that "
-                    f"produced the run's score, so nothing in it can clear the run.")
+    mismatch, d = replay_mismatch([float(np.mean(base.scores[s])) - stored[s] for s in common],
+                                  min_effect=spec.min_effect, seed=len(common))
+    other = spec.scorer is None and spec.judge is not None and recorded is not None and spec.judge != recorded
+    who = f" by {spec.judge}, not the run's own judge ({recorded}), so not a replay," if other else ""
+    measured = (f"{metric} re-judged{who} reads {r_mean:.3f} against the stored {s_mean:.3f} ({d.mean:+.3f}, 95% CI "
+                f"{d.lo:+.3f} to {d.hi:+.3f} over {d.n} samples; a mismatch is an interval that excludes 0 and a "
+                f"move beyond {spec.min_effect:.2f})")
+    if mismatch:
+        sentence = (f"REPLAY MISMATCH: {measured}: this ablation did not reproduce the instrument that produced the "
+                    f"run's score, so nothing in it can clear the run.")
     else:
-        sentence = (f"{metric} re-judged reads {r_mean:.3f} against the stored {s_mean:.3f} ({delta:+.3f}, allowed "
-                    f"±{allowed:.3f}): the run's score reproduces.")
-    return ReplayCheck(metric, s_mean, r_mean, delta, band, abs(delta) > allowed, sentence, allowed)
+        sentence = f"{measured}: the run's score reproduces."
+    return ReplayCheck(metric, s_mean, r_mean, r_mean - s_mean, band, mismatch, sentence, spec.min_effect)
 
 
 def _renders(spec: AblationSpec, metric: str, inst: RecordedInstrument) -> frozenset[str] | None:
@@ -284,8 +300,8 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
             continue
         inst = store.instrument(spec.run_id, m, spec.suite)
         judges[m] = inst.judge_model
-        sd, band = band_of(spec, base)
-        check = _replay_check(store, spec, m, base, sd, band)
+        _, band = band_of(spec, base)
+        check = _replay_check(store, spec, m, base, band, inst.judge_model)
         replay.append(check)
         for arm in plan.arms_for(m)[1:]:
             abl = arms.get((m, arm))
@@ -305,6 +321,9 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
     summary = verdict_words.headline(cells, replay, note, repeats=spec.repeats, probe=probe)
     if spec.sequential:
         summary += verdict_words.sequential_words(cells, len(plan.samples))
+    generator = store.run(spec.run_id).pipeline.get("generator")
+    summary += verdict_words.reach_note(spec.judge if spec.scorer is None else None,
+                                        isinstance(generator, dict) and generator.get("model") == DEMO_GENERATOR)
     skipped = _repeats_skipped(frame, spec.repeats) if spec.sequential else max(0, plan.total - len(frame))
     skipped = skipped if probe else 0
     return AblationResult(spec.ablation_id, spec, cells, replay, _four_readings(cells), summary, calls,

@@ -13,15 +13,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 
 from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.prompts import fields_read, template_diff
 from lib.core.records import MAIN
 from lib.core.results import Aggregate, aggregate
-from lib.diagnosis.noise import metric_noise
-from lib.diagnosis.segments import boundary_runs
-from lib.diagnosis.stats import robust_step_sd, step_flags
+from lib.diagnosis.noise import (
+    FLOOR,
+    PairedStep,
+    call_step,
+    metric_noise,
+    spread_of,
+    spread_without,
+    within_steps,
+)
+from lib.diagnosis.segments import boundary_runs, segment_index
 from lib.judging.base import CallCache, Judge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
@@ -189,6 +197,8 @@ class Jump:
     noise_sd: float
     suspects: tuple[Suspect, ...]
     across_instruments: bool = False   # the instrument differs from the run before: a step between segments
+    basis: str = ""                    # what the threshold rests on (noise.StepCall.basis)
+    lapsed: str = ""                   # why a step once beyond its threshold no longer is ('' : it is a jump)
 
     @property
     def ratio(self) -> float:
@@ -199,6 +209,23 @@ class Jump:
         top = self.suspects[0].description if self.suspects else "no recorded change"
         return (f"{self.metric} {self.before:.3f} -> {self.after:.3f} ({self.delta:+.3f}) at {self.run_id}, "
                 f"{self.ratio:.1f}x the jump threshold ±{self.threshold:.3f}; first suspect: {top}.")
+
+
+def _asof_spreads(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step, the run-to-run spread from the within-instrument differences before it, and how many.
+
+    Exact while fewer than 64 came before; past that it is refreshed whenever their number has grown by an
+    eighth (a 20,000-run history costs about a hundred medians, not 20,000).
+    """
+    valid = ~np.isnan(steps)
+    counts = np.concatenate(([0], np.cumsum(valid)[:-1])).astype(int) if len(steps) else np.zeros(0, dtype=int)
+    diffs = steps[valid]
+    marks = list(range(min(len(diffs), 64) + 1))
+    while marks[-1] < len(diffs):
+        marks.append(min(len(diffs), max(marks[-1] + 1, int(marks[-1] * 1.125))))
+    values = np.array([spread_of(diffs[:c]) for c in marks])
+    at = np.searchsorted(np.asarray(marks), counts, side="right") - 1
+    return values[at], counts
 
 
 def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
@@ -251,33 +278,71 @@ def trend_noise(history: pd.DataFrame) -> dict[str, float]:
 
 def find_jumps(store: Store, *, suite: str = MAIN, metrics: list[str] | None = None, k: float = JUMP_K,
                history: pd.DataFrame | None = None) -> list[Jump]:
-    """Consecutive-run changes beyond k noise sds of a difference, each with its suspects.
+    """Steps between consecutive runs beyond their jump threshold (noise.call_step), each with its suspects.
 
-    Method: stats.step_flags on each metric's series. The noise sd comes from
-    the median absolute deviation of consecutive differences, which a handful
-    of genuine level shifts cannot inflate; that matters because the runs we
-    most need to flag are exactly the ones that would widen a plain sd.
+    A step is decided by its own paired per-sample change (the samples scored
+    in both runs) and, once noise.MIN_SPREAD_STEPS within-instrument
+    differences besides it exist, by the run-to-run spread measured without
+    it (the median absolute deviation, which a handful of genuine level shifts
+    cannot inflate). See `steps_beyond` for the steps no longer beyond.
     """
+    return steps_beyond(store, suite=suite, metrics=metrics, k=k, history=history)[0]
+
+
+def steps_beyond(store: Store, *, suite: str = MAIN, metrics: list[str] | None = None, k: float = JUMP_K,
+                 history: pd.DataFrame | None = None) -> tuple[list[Jump], list[Jump]]:
+    """(jumps, lapsed): the steps beyond their threshold now, and those that were beyond it as of their own run
+    (the run-to-run spread measured from the runs before them) but are within the threshold measured now; each
+    lapsed step says why (`Jump.lapsed`), so an incident it opened is marked, never dropped."""
     h = history if history is not None else store.metric_history(suite=suite, metrics=metrics)
-    jumps: list[Jump] = []
-    changes_cache: dict[str, RunChanges] = {}
-    spreads = metric_noise(h)
+    if h.empty:
+        return [], []
+    h = h.dropna(subset=["score"]).sort_values(["started_at", "run_id"]).copy()
+    h["_seg"] = segment_index(h)
     boundaries = boundary_runs(h)
+    found: list[tuple[str, pd.DataFrame, int, float, int, float, int]] = []
     for m, g in h.groupby("metric", sort=False):
-        g = g.dropna(subset=["score"]).reset_index(drop=True)
-        scores = g["score"].tolist()
-        sd = spreads[str(m)].spread if str(m) in spreads else robust_step_sd(scores)
-        flags, threshold = step_flags(scores, k=k, sd=sd)
-        for i, flagged in enumerate(flags):
-            if not flagged:
-                continue
-            rid, prev = g.loc[i, "run_id"], g.loc[i - 1, "run_id"]
-            if rid not in changes_cache:
-                changes_cache[rid] = run_changes(store, rid, prev, suite=suite)
-            jumps.append(Jump(m, rid, prev, g.loc[i, "started_at"], scores[i - 1], scores[i],
-                              scores[i] - scores[i - 1], threshold, sd, suspects_for(changes_cache[rid], m),
-                              rid in boundaries.get(str(m), set())))
-    return sorted(jumps, key=lambda j: (j.started_at, j.metric))
+        g = g.reset_index(drop=True)
+        scores = g["score"].to_numpy(dtype=float)
+        steps = within_steps(scores, g["_seg"].tolist())
+        whole, whole_n = spread_without(steps, None)
+        asof, asof_n = _asof_spreads(steps)
+        delta = np.abs(np.nan_to_num(np.diff(scores, prepend=np.nan)))
+        # a step can be a jump only beyond k·√2 of the smaller of the two spreads (paired evidence only adds)
+        smaller = np.minimum(np.full(len(steps), whole), asof)   # nan where either is not measured: no filter
+        limit = np.maximum(FLOOR, np.where(np.isnan(smaller) | (whole_n <= 64), 0.0, k * math.sqrt(2) * smaller))
+        for i in np.flatnonzero(delta > limit):
+            now, now_n = spread_without(steps, i if not math.isnan(steps[i]) else None) if whole_n <= 64 else (
+                whole, whole_n - (0 if math.isnan(steps[i]) else 1))
+            found.append((str(m), g, int(i), now, now_n, float(asof[i]), int(asof_n[i])))
+    pairs = store.paired_steps([(m, str(g.loc[i - 1, "run_id"]), str(g.loc[i, "run_id"])) for m, g, i, *_ in found],
+                               suite)
+    paired = {(r.metric, r.prev_run_id, r.run_id): PairedStep(int(r.n), float(r.mean), float(r.sd))
+              for r in pairs.itertuples(index=False)}
+    jumps: list[Jump] = []
+    lapsed: list[Jump] = []
+    changes_cache: dict[str, RunChanges] = {}
+    for m, g, i, now, now_n, then, then_n in found:
+        rid, prev = str(g.loc[i, "run_id"]), str(g.loc[i - 1, "run_id"])
+        before, after = float(g.loc[i - 1, "score"]), float(g.loc[i, "score"])
+        pair = paired.get((m, prev, rid))
+        call = call_step(after - before, pair, now, now_n, k=k, m_steps=len(g) - 1)
+        was = call_step(after - before, pair, then, then_n, k=k, m_steps=i)
+        if not (call.beyond or was.beyond):
+            continue
+        if rid not in changes_cache:
+            changes_cache[rid] = run_changes(store, rid, prev, suite=suite)
+        lapse = "" if call.beyond else (
+            f"beyond its threshold ±{was.threshold:.3f} as of its run ({was.basis}); within the threshold "
+            f"±{call.threshold:.3f} measured now ({call.basis})" if call.decided else
+            f"beyond its threshold ±{was.threshold:.3f} as of its run; not decided now ({call.basis})")
+        shown = call if call.beyond else was
+        jump = Jump(m, rid, prev, g.loc[i, "started_at"], before, after, after - before, shown.threshold,
+                    now if not math.isnan(now) else then, suspects_for(changes_cache[rid], m),
+                    rid in boundaries.get(m, set()), shown.basis, lapse)
+        (jumps if call.beyond else lapsed).append(jump)
+    order = lambda j: (j.started_at, j.metric)  # noqa: E731
+    return sorted(jumps, key=order), sorted(lapsed, key=order)
 
 
 # -- instrument versus outputs ----------------------------------------------------------------
@@ -314,8 +379,10 @@ class Split:
         if self.instrument is None or self.outputs is None:
             return (f"{self.metric} {self.run_a} -> {self.run_b}: not split. {self.unscored} An unscored cell is "
                     f"not a zero, so no share can be given to the instrument or the outputs.")
-        share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs)) if (
-            self.instrument or self.outputs) else 0.0
+        if abs(self.instrument) < 0.0005 and abs(self.outputs) < 0.0005:
+            return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged; neither the "
+                    f"instrument ({self.instrument:+.3f}) nor the outputs ({self.outputs:+.3f}) moved it, n={self.n}.")
+        share = abs(self.instrument) / (abs(self.instrument) + abs(self.outputs))
         side = "the measurement (instrument)" if share >= 0.5 else "the system's outputs"
         return (f"{self.metric} {self.run_a} -> {self.run_b}: {self.total:+.3f} re-judged, of which the instrument "
                 f"accounts for {self.instrument:+.3f} and the outputs for {self.outputs:+.3f}: mostly {side} "

@@ -31,6 +31,8 @@ INSTRUMENT = "explained as instrument"
 SYSTEM = "explained as system change"
 ACCEPTED = "accepted"
 STATES = (OPEN, INSTRUMENT, SYSTEM, ACCEPTED)
+LAPSED = "no longer beyond the threshold"   # set by evaldrift, with the reason, when a threshold moved past a jump
+AUTO_USER = "evaldrift"
 REVERSAL_SHARE = 0.5   # a later opposite jump at least this share of the first one's size reverses it
 MAX_NOTE = 2000
 
@@ -194,11 +196,16 @@ def lint_incidents(lint: pd.DataFrame, history: pd.DataFrame) -> list[Incident]:
 def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd.DataFrame | None = None,
           history: pd.DataFrame | None = None, ablations: pd.DataFrame | None = None,
           series: dict[str, tuple[pd.DataFrame, float]] | None = None, series_labels: dict[str, str] | None = None,
-          states: pd.DataFrame | None = None) -> list[Incident]:
+          states: pd.DataFrame | None = None, lapsed: Sequence[Jump] = ()) -> list[Incident]:
     """Every incident, oldest first, each with its recorded state changes.
+
+    An incident never disappears because a threshold moved: a step that was beyond its threshold as of its own
+    run and is within the one measured now (`lapsed`) stays an incident, marked LAPSED by evaldrift with the
+    reason, and a person's state set on it (before or after) still counts.
 
     Args:
         jumps: diagnose.find_jumps of the recorded history.
+        lapsed: the lapsed steps of diagnose.steps_beyond.
         canary, lint, history: the canary status, diagnose.lint_status and the metric history.
         ablations: store.ablations() (their verdicts become evidence).
         series: re-judged series id -> (its history, its jump threshold), of the same metric as the jumps.
@@ -210,6 +217,12 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
     for group in group_episodes(jumps):
         own = {k: v for k, v in (series or {}).items() if v[0]["metric"].eq(group[0].metric).any()}
         out.append(_jump_incident(group, abl, own, series_labels or {}))
+    auto: dict[str, StateChange] = {}
+    for j in lapsed:
+        inc = _jump_incident((j,), abl, {}, series_labels or {})
+        out.append(Incident(**{**inc.__dict__, "evidence": (*inc.evidence, f"no longer beyond the threshold: "
+                                                                            f"{j.lapsed}")}))
+        auto[inc.incident_id] = StateChange(LAPSED, j.lapsed, AUTO_USER, j.started_at)
     if canary is not None:
         out += canary_incidents(canary)
     if lint is not None and history is not None:
@@ -219,21 +232,24 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         for r in states.itertuples(index=False):
             changes.setdefault(r.incident_id, []).append(
                 StateChange(r.state, r.note, r.user_name, pd.Timestamp(r.set_at).to_pydatetime()))
-    out = [Incident(**{**i.__dict__, "changes": tuple(changes.get(i.incident_id, ()))}) for i in out]
+    out = [Incident(**{**i.__dict__, "changes": (*((auto[i.incident_id],) if i.incident_id in auto else ()),
+                                                 *changes.get(i.incident_id, ()))}) for i in out]
     return sorted(out, key=lambda i: (i.started_at, i.kind, i.metric))
 
 
 def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Series]]:
     """Every incident of a store (with their states), and its finished re-judged series."""
     from lib.diagnosis.checks import canary_status, lint_status
-    from lib.diagnosis.diagnose import find_jumps
+    from lib.diagnosis.diagnose import steps_beyond
 
     history = store.metric_history(suite=suite)
     series = finished_series(store)
-    found = build(find_jumps(store, history=history), canary=canary_status(store), lint=lint_status(store),
+    jumps, lapsed = steps_beyond(store, history=history)
+    found = build(jumps, canary=canary_status(store), lint=lint_status(store),
                   history=history, ablations=store.ablations(),
                   series={s.series_id: (s.frame, s.threshold) for s in series},
-                  series_labels={s.series_id: s.name for s in series}, states=hs.incident_states(store))
+                  series_labels={s.series_id: s.name for s in series}, states=hs.incident_states(store),
+                  lapsed=lapsed)
     return found, series
 
 

@@ -153,9 +153,11 @@ def stop_reason(e: CellEvidence) -> str | None:
         return None
     if e.beyond_effect:
         return MOVE if e.beyond_noise else None   # within the noise band: more samples narrow the band
+    if e.expected == EXPECT_SENSITIVE and e.falls:
+        return None          # a fall below the effect is no null; more samples may show the effect
     if e.headroom is not None and e.headroom < e.rule_out:
         return None          # no room to fall by the margin: nothing a null could rule out yet
-    if e.far is not None and e.far <= e.rule_out:
+    if e.far is not None and e.far <= e.null_bound:
         return NULL
     return None
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lib.diagnosis.diagnose import Jump
-from lib.diagnosis.incidents import ACCEPTED, Incident
+from lib.diagnosis.incidents import ACCEPTED, LAPSED, Incident
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.segments import last_same_instrument, segment_index
 
@@ -97,7 +97,7 @@ def standing(history: pd.DataFrame, incidents: Sequence[Incident], series: Seque
         g = history[history["metric"] == m].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
         if g.empty:
             continue
-        mine = [i for i in incidents if i.metric == m and i.jumps and i.state != ACCEPTED]
+        mine = [i for i in incidents if i.metric == m and i.jumps and i.state not in (ACCEPTED, LAPSED)]
         base = _baseline(history, m, min(mine, key=lambda i: i.started_at)) if mine else None
         words = [w for s in series if s.metric == m for w in _series_words(s)]
         out.append(Standing(m, float(g["score"].iloc[-1]), str(g["run_id"].iloc[-1]),

@@ -52,6 +52,63 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, n_boot: int = 20
     return PairedDiff(float(x.mean()), float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)), n)
 
 
+SMALL_N = 20   # below this many pairs a percentile bootstrap is too narrow: paired_interval inverts a sign-flip test
+
+
+def _sign_flip_p(x: np.ndarray, signs: np.ndarray, delta: float) -> float:
+    """Two-sided p of H0 'the mean paired change is delta', by flipping the signs of (x - delta)."""
+    y = x - delta
+    observed = abs(float(y.mean()))
+    flipped = np.abs((signs * y).mean(axis=1))
+    return float(np.mean(flipped >= observed - 1e-12))
+
+
+def sign_flip_interval(x: Sequence[float], *, level: float = 0.95, seed: int = 0, exact_up_to: int = 14,
+                       n_flips: int = 20000, bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float]:
+    """The interval of mean(x) a paired sign-flip (permutation) test does not reject at 1 - level.
+
+    Exact (all 2^n sign patterns) up to `exact_up_to` pairs, else `n_flips` seeded random patterns. Assumes the
+    paired changes are symmetric about their mean under the null (exchangeable arms). With too few pairs to
+    reject anything (n <= 5 at 95%), the interval is the whole range `bounds` of a change of two [0, 1] scores.
+    """
+    a = np.asarray(x, dtype=float)
+    n = len(a)
+    if n == 0:
+        return bounds
+    if n <= exact_up_to:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+    else:
+        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_flips, n))
+    alpha = 1 - level
+    centre = float(a.mean())
+
+    def accepted(d: float) -> bool:
+        return _sign_flip_p(a, signs, d) > alpha
+
+    def edge(far: float) -> float:
+        if accepted(far):
+            return far
+        inside, outside = centre, far
+        for _ in range(40):
+            mid = (inside + outside) / 2
+            inside, outside = (mid, outside) if accepted(mid) else (inside, mid)
+        return inside
+
+    return edge(bounds[0]), edge(bounds[1])
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float], *, seed: int = 0, level: float = 0.95) -> PairedDiff:
+    """The paired change mean(b - a) with a 95% interval: the bootstrap's from SMALL_N pairs on, below that the
+    sign-flip test's (sign_flip_interval), which holds its level at any n where a bootstrap does not."""
+    if len(a) >= SMALL_N:
+        return paired_bootstrap(a, b, seed=seed, level=level)
+    x = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(x) == 0:
+        return PairedDiff(math.nan, math.nan, math.nan, 0)
+    lo, hi = sign_flip_interval(x, level=level, seed=seed)
+    return PairedDiff(float(x.mean()), lo, hi, len(x))
+
+
 @dataclass(frozen=True)
 class Flips:
     """Per-item verdict flips between two conditions, with McNemar's exact test."""

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lib.core.endpoints import OFFLINE_PREFIX
 from lib.core.metrics import get_metric
 from lib.diagnosis import sequential
 from lib.diagnosis import verdicts as v
@@ -66,7 +67,8 @@ def ratio(noise: float | None, mean: float | None) -> float | None:
 
 def _move(e: CellEvidence) -> str:
     kind = "CS" if e.sequence else "CI"
-    return (f"{e.metric} moves {_num(e.mean)} (95% {kind} {_num(e.lo)} to {_num(e.hi)}) when "
+    what = ", a confidence sequence: valid at whichever look judging stopped" if e.sequence else ""
+    return (f"{e.metric} moves {_num(e.mean)} (95% {kind} {_num(e.lo)} to {_num(e.hi)}{what}) when "
             f"{fields_words(e.fields)} {_is(e.fields)} blanked")
 
 
@@ -95,6 +97,36 @@ def _static_note(e: CellEvidence) -> str:
     return f" The run's wiring renders {fields_words(shown)}."
 
 
+def _measured(e: CellEvidence) -> str:
+    """', moves -0.300 (95% CI ...)' when anything was measured, else ''."""
+    if e.mean is None or math.isnan(e.mean):
+        return ""
+    return f" (it moves {_num(e.mean)}, 95% CI {_num(e.lo)} to {_num(e.hi)})"
+
+
+def _static_measured(e: CellEvidence, failures: str) -> str:
+    """What was measured beside a static LEAK: the move, the failures, too few samples, or nothing."""
+    parts = []
+    if e.mean is not None and not math.isnan(e.mean) and not e.beyond_effect:
+        parts.append(f"no effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]})")
+    elif e.mean is not None and not math.isnan(e.mean):
+        parts.append(f"measured beside it on {e.n} samples: {_move(e)[len(e.metric) + 1:]}")
+    else:
+        parts.append("nothing measured beside it")
+    if e.n_units and e.n_failed / e.n_units > v.MAX_FAILED_SHARE:
+        parts.append(f"{e.n_failed} of {e.n_units} judgings failed{f' ({failures})' if failures else ''}")
+    elif 0 < e.n < v.MIN_PAIRED:
+        parts.append(f"only {e.n} samples")
+    return "; ".join(parts)
+
+
+def _floor_words(e: CellEvidence) -> str:
+    if e.floor is None or math.isnan(e.floor):
+        return ""
+    return (f", {_num(e.headroom, False)} above the judge's floor ({_num(e.floor, False)}, its score with all "
+            f"of {e.metric}'s inputs blanked)")
+
+
 def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", probe: int = 0) -> str:
     """The one sentence a user reads for a cell (`probe`: as for noise_words)."""
     if d.why == v.UNCHANGED:
@@ -114,23 +146,26 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
                                       f"{f' ({failures})' if failures else ''}; too few scores to say whether "
                                       f"blanking {words} moves it.{rendered}",
         (v.INCONCLUSIVE, v.TOO_FEW): f"INCONCLUSIVE: only {e.n} samples scored in both arms of {e.metric} with "
-                                     f"{words} blanked; at least {v.MIN_PAIRED} are needed.{rendered}",
+                                     f"{words} blanked{_measured(e)}; a move that clears {e.min_effect:.2f} is "
+                                     f"decided at any n, but a null needs at least {v.MIN_PAIRED}.{rendered}",
+        (v.INCONCLUSIVE, v.SMALL_FALL): f"INCONCLUSIVE: {_move(e)}, {noise}, {n}: a fall (the interval excludes "
+                                        f"zero), smaller than the {e.min_effect:.2f} worth naming; {e.metric} "
+                                        f"receives {received}, and a fall is not a sign that it ignores it.",
         (v.LEAK, v.MEASURED): f"LEAK: {_move(e)}, {noise}, {n}. A correctly wired {e.metric} judge never sees "
                               f"{words}; on these samples this one depends on {pronoun}.",
         (v.SENSITIVE, v.MEASURED): f"SENSITIVE: {_move(e)}, {noise}, {n}, as it should: {e.metric} receives "
                                    f"{received}.",
-        (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; no "
-                            f"effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]}). A wiring "
-                            f"that renders it is not cleared by a small move: another field can supply the same "
-                            f"support.",
+        (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; "
+                            f"{_static_measured(e, failures)}. A wiring that renders it is not cleared by a small "
+                            f"move: another field can supply the same support.",
         (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n}, but re-judging the unblanked run does "
                                        f"not reproduce its stored {e.metric} score, so this ablation measured "
                                        f"another instrument and cannot clear the run.",
         (v.INCONCLUSIVE, v.WITHIN_NOISE): f"INCONCLUSIVE: {_move(e)}, {n}: beyond its interval but within "
                                           f"{noise}.",
-        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} is already at {_num(e.baseline, False)}: blanking "
-                                   f"{words} cannot lower it by the {e.rule_out:.2f} a null must rule out "
-                                   f"({_move(e)[len(e.metric) + 1:]}, {n}).",
+        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} is already at {_num(e.baseline, False)}"
+                                   f"{_floor_words(e)}: blanking {words} cannot lower it by the "
+                                   f"{e.null_bound:.3f} a null must rule out ({_move(e)[len(e.metric) + 1:]}, {n}).",
         (v.CLEAN, v.NULL): f"CLEAN: no dependence of {e.metric} on {words} measured on these {e.n} samples: "
                            f"{_move(e)[len(e.metric) + 1:]} ({noise}); {_rules_out(e)}.{_static_note(e)}",
         (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; {_rules_out(e)} although {e.metric} "
@@ -162,6 +197,16 @@ def _unchanged_sentence(e: CellEvidence, d: Decision) -> str:
     return table[d.kind]
 
 
+OFFLINE_REACH = (" The offline judge decided this: a lexical stand-in that sees word overlap, not meaning (at chance "
+                 "on long-form answers with expert claim labels, AUC 0.47; 0.90-0.92 on HaluEval). It shows what "
+                 "the wiring renders; its CLEAN is not a model judge's CLEAN.")
+
+
+def reach_note(judge: str | None, on_demo: bool) -> str:
+    """OFFLINE_REACH when the offline judge decided an ablation on data other than the demo, else ''."""
+    return OFFLINE_REACH if judge is not None and judge.startswith(OFFLINE_PREFIX) and not on_demo else ""
+
+
 def judge_note(judge: str | None, recorded: dict[str, str | None]) -> str:
     """Names the judge when it is not the one that recorded the run ('' when it is, or for a scorer)."""
     if judge is None:
@@ -182,7 +227,7 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
                 f"(no effect measured on these {c.n} samples){extra}.")
     times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
-    return (f"wiring leak: {c.metric} moves {abs(c.delta or 0):.2f} when {fields_words(fields)} {_is(fields)} "
+    return (f"wiring leak: {c.metric} moves {c.delta or 0:+.2f} when {fields_words(fields)} {_is(fields)} "
             f"blanked{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
 
 
@@ -200,9 +245,9 @@ def sequential_words(cells: Sequence[ArmVerdict], total: int) -> str:
     early = [c for c in judged if c.stop != sequential.EXHAUSTED]
     if not judged:
         return ""
+    rest = f", the rest judged on all {total} samples" if len(early) < len(judged) else ""
     return (f" Judged sequentially (seeded order, a look every {sequential.CHUNK} samples): {len(early)} of "
-            f"{len(judged)} measured arms stopped once decided by a 95% confidence sequence, the rest judged on all "
-            f"{total} samples.")
+            f"{len(judged)} measured arms stopped once decided by a 95% confidence sequence{rest}.")
 
 
 def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:
@@ -252,11 +297,20 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
                          "never shown them. Whether a jump between two runs came from the instrument or the outputs "
                          "is the split of that jump (Compare).")
     cells = measured
-    n = min((c.n for c in cells), default=0)
     if any(c.expected == v.INVARIANT for c in cells):
         effect = max((c.min_effect or v.MIN_EFFECT) for c in cells)
+        n = _n_words([c for c in cells if c.expected == v.INVARIANT])
         return (prefix + f"no dependence measured: on these {n} samples no metric tested moves by {effect:.2f} or "
                 f"more when the fields it must never receive are blanked, alone or together. This describes the "
                 f"run's wiring on these samples; whether a jump between two runs came from the instrument or the "
                 f"outputs is the split of that jump (Compare).")
-    return prefix + f"as expected: every metric tested moves when its own inputs are blanked (n={n} samples)."
+    return (prefix + f"as expected: every metric tested moves when its own inputs are blanked (n={_n_words(cells)} "
+            f"samples).")
+
+
+def _n_words(cells: Sequence[ArmVerdict]) -> str:
+    """The samples the cells measured: '200', or '20 to 200' when they differ (cells that judged none left out)."""
+    ns = [c.n for c in cells if c.n > 0]
+    if not ns:
+        return "0"
+    return f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)} to {max(ns)}"

@@ -19,11 +19,13 @@ and nothing else:
 
 A move counts when its interval lies wholly beyond the smallest effect worth
 naming (so it excludes zero too) and its mean exceeds the noise band when the
-band is not zero. A null counts when the interval lies within `rule_out` and
-does not exclude the smallest effect worth naming. A wiring that renders a
-must-never-receive field is never cleared (when nothing could be measured,
-the cell is INCONCLUSIVE and its sentence names the field rendered: the
-ablation speaks about measurements, lint about templates), and nothing clears a run whose
+band is not zero, at any number of samples (a small n's interval is exact). A
+null needs MIN_PAIRED samples and an interval within `null_bound`: `rule_out`,
+or HEADROOM_SHARE of the room the score has above the judge's floor when that
+is smaller; a received field whose interval excludes zero on the side of a
+fall is never INSENSITIVE. A wiring that renders a must-never-receive field is
+a LEAK whatever was measured (the measurement, failures included, is said
+beside it), and nothing clears a run whose
 instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
 REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
 the branch that decided it; `lib.diagnosis.verdict_words` turns both into a sentence.
@@ -63,6 +65,8 @@ FLOOR = "no room to fall"
 NULL = "null measured"
 WIDE = "interval too wide"
 UNCHANGED = "prompt unchanged"
+SMALL_FALL = "a fall below the effect"
+HEADROOM_SHARE = 0.5     # a null must rule out a fall of this share of the room above the judge's floor
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ class CellEvidence:
             prompt changed, and the cell was judged).
         sequence: (lo, hi) is a confidence sequence at the look that stopped a sequential ablation's arm,
             not a fixed-n interval (the words say so; the decision reads the interval the same way).
+        floor: the judge's floor for the metric: its mean score with all of the metric's inputs blanked,
+            measured in the same ablation (None: not measured, and 0 is used).
     """
 
     metric: str
@@ -108,11 +114,26 @@ class CellEvidence:
     rule_out: float = RULE_OUT
     unchanged: int = 0
     sequence: bool = False
+    floor: float | None = None
 
     @property
     def headroom(self) -> float | None:
-        """How far the score can fall when the fields are blanked."""
-        return self.baseline
+        """How far the score can fall when the fields are blanked: the baseline above the judge's floor for the
+        metric (its score with all the metric's inputs blanked, when the ablation measured it; else 0)."""
+        if self.baseline is None:
+            return None
+        return self.baseline - (self.floor if _real(self.floor) else 0.0)
+
+    @property
+    def null_bound(self) -> float:
+        """The move a null must rule out: rule_out, or HEADROOM_SHARE of the headroom when that is smaller."""
+        room = self.headroom
+        return self.rule_out if room is None else min(self.rule_out, HEADROOM_SHARE * max(room, 0.0))
+
+    @property
+    def falls(self) -> bool:
+        """The interval excludes zero on the side of a fall (blanking a received field removes support)."""
+        return _real(self.hi) and self.hi < 0
 
     @property
     def rendered_forbidden(self) -> tuple[str, ...]:
@@ -152,7 +173,13 @@ def _real(x: float | None) -> TypeGuard[float]:
 
 
 def classify(e: CellEvidence) -> Decision:
-    """The verdict on one cell. Pure: the same evidence always gives the same decision."""
+    """The verdict on one cell. Pure: the same evidence always gives the same decision.
+
+    The order is the rule: what the wiring shows decides before any count (a rendered forbidden field is a
+    LEAK whatever the failures or the number of samples, with the measurement beside it); a move whose
+    interval clears the smallest effect decides at any n (a small n's interval is exact: stats.paired_interval);
+    only a null (CLEAN, INSENSITIVE) needs MIN_PAIRED samples and room to fall.
+    """
     static = bool(e.rendered_forbidden)
     if e.unchanged:  # the judge was asked nothing new: what that proves depends only on the wiring
         if static:   # rendered, yet empty in every sample: nothing to measure, and never cleared
@@ -162,21 +189,28 @@ def classify(e: CellEvidence) -> Decision:
         return Decision(REPLAY_MISMATCH, UNCHANGED) if e.replay_mismatch else Decision(CLEAN, UNCHANGED)
     if e.nothing_to_judge and e.expected == EXPECT_SENSITIVE:
         return Decision(SENSITIVE, NOTHING_TO_JUDGE)
-    if e.n_units and e.n_failed / e.n_units > MAX_FAILED_SHARE:
+    failed = bool(e.n_units) and e.n_failed / e.n_units > MAX_FAILED_SHARE
+    moved = _real(e.mean) and e.beyond_effect and e.beyond_noise
+    if static:
+        return Decision(LEAK, MEASURED) if moved and not failed else Decision(LEAK, STATIC)
+    if failed:
         return Decision(INCONCLUSIVE, FAILURES)
-    if e.n < MIN_PAIRED or not _real(e.mean):
+    if not _real(e.mean):
         return Decision(INCONCLUSIVE, TOO_FEW)
-    if e.beyond_effect and e.beyond_noise:
+    if moved:
         if e.expected == INVARIANT:
             return Decision(LEAK, MEASURED)
         return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(SENSITIVE, MEASURED)
-    if static:
-        return Decision(LEAK, STATIC)
     if e.beyond_effect:
         return Decision(INCONCLUSIVE, WITHIN_NOISE)
-    if e.headroom is not None and e.headroom < e.rule_out:
+    if e.expected != INVARIANT and e.falls:
+        return Decision(INCONCLUSIVE, SMALL_FALL)
+    if e.n < MIN_PAIRED:
+        return Decision(INCONCLUSIVE, TOO_FEW)
+    if e.headroom is not None and (e.headroom < e.rule_out or (e.far is not None and e.far > e.null_bound
+                                                               and e.far <= e.rule_out)):
         return Decision(INCONCLUSIVE, FLOOR)
-    if e.far is not None and e.far <= e.rule_out:
+    if e.far is not None and e.far <= e.null_bound:
         if e.expected != INVARIANT:
             return Decision(INSENSITIVE, NULL)
         return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(CLEAN, NULL)

@@ -41,17 +41,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
+from lib.core.degenerate import FUNCTION_WORDS
 from lib.core.endpoints import OFFLINE_MODEL
 from lib.core.metrics import split_sentences
 from lib.judging.reading import Reading, read
 
-STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from as is are was were be been being it its
-    this that these those there their they them we our you your he she his her not no yes do does did
-    can could may might will would shall should must than then so such into onto over under about per
-    each every any all some more most less also only just very which who whom whose what when where why
-    how has have had up out off via one""".split()
-)
+STOPWORDS = FUNCTION_WORDS   # one list: a word the degenerate screen reads as stating nothing
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-']*|\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|\d+(?::\d+)?(?:\.\d+)?%?")
 _NUMBER = re.compile(r"^\d")
 _CITATION = re.compile(r"\[\s*\d+(?:\s*[,;\-\u2013]\s*\d+)*\s*\]")

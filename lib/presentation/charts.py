@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from lib.diagnosis.noise import SCORE_RANGE
 from lib.presentation.thin import MAX_POINTS, thin
 
 
@@ -62,7 +63,9 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
     if band is not None and band == band and len(s):
         # one closed outline (along the top, back along the bottom): a trace fewer per chart than two filled lines
         fig.add_trace(go.Scatter(x=pd.concat([x, x[::-1]], ignore_index=True),
-                                 y=pd.concat([y + band, (y - band)[::-1]], ignore_index=True), mode="lines",
+                                 y=pd.concat([(y + band).clip(upper=SCORE_RANGE[1]),
+                                              (y - band).clip(lower=SCORE_RANGE[0])[::-1]], ignore_index=True),
+                                 mode="lines",
                                  line=dict(width=0), fill="toself", fillcolor="rgba(96,125,139,0.18)",
                                  hoverinfo="skip", hoveron="points",   # a click inside the band is the score's
                                  name=f"band ±{band:.3f} (2 × run-to-run spread)"))
@@ -73,7 +76,7 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
     fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=metric, customdata=ids, text=hover,
                              line=dict(color=SCORE_COLOUR, width=1.5), marker=dict(size=5, color=SCORE_COLOUR),
                              hovertemplate="%{text}<br>%{x|%Y-%m-%d %H:%M}<br>score %{y:.3f}<extra></extra>"))
-    top = float((y + (band if band and band == band else 0)).max()) + 0.02 if len(s) else 1.0
+    top = min(float((y + (band if band and band == band else 0)).max()), SCORE_RANGE[1]) + 0.02 if len(s) else 1.0
     if events is not None and not events.empty:
         by_run = events.groupby("run_id", sort=False)
         ex, ey, eid, etext, ecolour = [], [], [], [], []

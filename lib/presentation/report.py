@@ -122,8 +122,8 @@ def _metrics(store: Store, run_id: str, prev: str | None, suite: str) -> list[st
 def _jumps(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[str]:
     out = ["## Jumps at this run", ""]
     if not jumps:
-        return [*out, "No metric moved beyond its jump threshold (4 noise sds of a run-to-run difference) "
-                      "at this run.", ""]
+        return [*out, "No metric moved beyond its jump threshold (its paired per-sample change, and the "
+                      "run-to-run spread once measured) at this run.", ""]
     tested: dict[tuple[str, str], str] = {}
     for res in results:
         for v in res.verdicts:
@@ -131,7 +131,7 @@ def _jumps(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[st
     for j in jumps:
         out += [f"### {md_text(j.metric)}: {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f})", "",
                 f"From {md_text(j.prev_run_id)} to this run: {j.ratio:.1f}x the jump threshold "
-                f"±{j.threshold:.3f} (4 noise sds of a run-to-run difference; noise sd {j.noise_sd:.4f}).", "",
+                f"±{j.threshold:.3f} ({md_text(j.basis or 'the run-to-run spread')}).", "",
                 "Suspects, most likely first:", ""]
         for k, s in enumerate(j.suspects, start=1):
             line = f"{k}. **{md_text(s.kind)}**: {md_text(s.description)}. Test: {md_text(s.test)}."

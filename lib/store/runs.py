@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from lib.core.degenerate import PASSAGE_METRICS
+from lib.core.degenerate import PASSAGE_METRICS, WHITESPACE
 from lib.core.errors import NotFoundError
 from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
@@ -189,6 +189,29 @@ class RunsMixin(StoreBase):
                   "full_range": score_range is None, "lo": lo, "hi": hi, "label": label}
         return [r[0] for r in self.cursor().execute(sql, params).fetchall()]
 
+    def paired_steps(self, steps: Sequence[tuple[str, str, str]], suite: str = MAIN) -> pd.DataFrame:
+        """Per (metric, earlier run, later run): the per-sample change between the two runs, paired by sample id.
+
+        Columns: metric, prev_run_id, run_id, n (samples scored in both), mean and sd of (later - earlier),
+        over samples whose score is ok in both runs (as Compare pairs them). A step with no pair is absent.
+        """
+        cols = ["metric", "prev_run_id", "run_id", "n", "mean", "sd"]
+        if not steps:
+            return pd.DataFrame(columns=cols)
+        metrics, prevs, runs = (list(x) for x in zip(*steps, strict=True))
+        return self._df("""
+            WITH p AS (SELECT unnest(?::VARCHAR[]) AS metric, unnest(?::VARCHAR[]) AS prev_run_id,
+                              unnest(?::VARCHAR[]) AS run_id)
+            SELECT p.metric, p.prev_run_id, p.run_id, count(*) AS n, avg(b.score - a.score) AS mean,
+                   coalesce(stddev_samp(b.score - a.score), 0.0) AS sd
+            FROM p
+            JOIN sample_scores a ON a.run_id = p.prev_run_id AND a.metric = p.metric AND a.suite = ?
+            JOIN sample_scores b ON b.run_id = p.run_id AND b.metric = p.metric AND b.suite = ?
+                                AND b.sample_id = a.sample_id
+            WHERE a.status = 'ok' AND b.status = 'ok' AND a.score IS NOT NULL AND b.score IS NOT NULL
+              AND NOT isnan(a.score) AND NOT isnan(b.score)
+            GROUP BY p.metric, p.prev_run_id, p.run_id""", [metrics, prevs, runs, suite, suite])[cols]
+
     def scores_without_passages(self, metrics: Sequence[str], run_id: str | None = None,
                                 suite: str = MAIN) -> pd.DataFrame:
         """Stored scores of `metrics` on samples with no passage text (chance scores: see lib.core.degenerate).
@@ -199,8 +222,8 @@ class RunsMixin(StoreBase):
         sql = f"""SELECT s.run_id, s.metric, s.sample_id, s.score FROM sample_scores s
                   JOIN samples p USING (run_id, suite, sample_id)
                   WHERE s.status = 'ok' AND s.suite = ? AND s.metric IN ({marks})
-                    AND len(list_filter(p.contexts, lambda x: trim(x) <> '')) = 0"""
-        params: list[object] = [suite, *metrics]
+                    AND len(list_filter(p.contexts, lambda x: trim(x, ?) <> '')) = 0"""
+        params: list[object] = [suite, *metrics, WHITESPACE]
         if run_id is not None:
             sql += " AND s.run_id = ?"
             params.append(run_id)

@@ -34,6 +34,7 @@ from lib.presentation.views.overview import (
     LintSummary,
     MetricCard,
     SuspectAction,
+    card_steps,
     history_summary,
     lint_findings,
     lint_summary,
@@ -70,7 +71,7 @@ from lib.presentation.views.trends import (
 
 __all__ = ["ALL_METRICS", "NOT_RECORDED", "PAGE_ABLATION", "PAGE_COMPARE", "PAGE_RUN", "PAGE_TRENDS",
            "PROVENANCE_LOCATIONS", "SPARK_RUNS", "EvidenceSummary", "HistorySummary", "LintSummary", "MetricCard",
-           "SuspectAction", "aligned_verdicts", "change_rows", "config_rows", "day_bounds", "events_for",
+           "SuspectAction", "aligned_verdicts", "card_steps", "change_rows", "config_rows", "day_bounds", "events_for",
            "events_table", "evidence_summary", "filter_samples", "flip_rows", "flip_summary", "flipped_verdicts",
            "history_summary", "in_range", "jumps_frame", "lint_findings", "lint_summary", "location_column",
            "metric_cards", "metric_display", "metric_sides", "metric_table", "ordered_metrics", "other_scores",

@@ -9,8 +9,8 @@ from datetime import datetime
 import pandas as pd
 
 from lib.diagnosis.diagnose import Jump
-from lib.diagnosis.noise import metric_noise
-from lib.diagnosis.segments import last_same_instrument
+from lib.diagnosis.noise import PairedStep, call_step, spread_without, within_steps
+from lib.diagnosis.segments import last_same_instrument, segment_index
 from lib.presentation.views.common import PAGE_COMPARE, SPARK_RUNS, ordered_metrics
 
 
@@ -23,37 +23,64 @@ class MetricCard:
     score: float | None
     previous: float | None    # the last earlier run measured with the same instrument (None: there is none)
     delta: float | None
-    threshold: float          # the jump threshold (lib.diagnosis.noise)
-    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.diagnosis.noise)
+    threshold: float          # the step's jump threshold (lib.diagnosis.noise.call_step; nan: not decided)
+    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.diagnosis.noise; nan: not measured)
     spark: tuple[float, ...]  # the last SPARK_RUNS scores, oldest first
     judge_model: str | None
     n: int
     n_failed: int
     previous_run: str | None = None
+    basis: str = ""           # what the threshold rests on (noise.StepCall.basis)
 
     @property
     def beyond_noise(self) -> bool:
-        return self.delta is not None and abs(self.delta) > self.threshold
+        return self.delta is not None and abs(self.delta) > self.threshold   # nan threshold: never
+
+    @property
+    def decided(self) -> bool:
+        return self.threshold == self.threshold
 
 
-def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS) -> list[MetricCard]:
+def card_steps(history: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The step each metric's card decides: (metric, the last earlier run of the latest's instrument, the latest),
+    as store.paired_steps takes them."""
+    out = []
+    for metric in history["metric"].unique().tolist() if not history.empty else []:
+        g = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+        same = last_same_instrument(g, metric)
+        if same is not None:
+            out.append((str(metric), same[0], str(g["run_id"].iloc[-1])))
+    return out
+
+
+def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS,
+                 paired: pd.DataFrame | None = None) -> list[MetricCard]:
     """Per metric (registry order): latest score, its change since the last run measured with the same
-    instrument (lib.diagnosis.segments), the run-to-run spread and jump threshold
-    (lib.diagnosis.noise), sparkline values."""
+    instrument (lib.diagnosis.segments), decided as a jump is (lib.diagnosis.noise.call_step: the paired
+    per-sample change from `paired`, store.paired_steps of card_steps, and the run-to-run spread once measured,
+    the step left out), and sparkline values."""
     cards = []
-    spreads = metric_noise(history)
+    pairs = {(r.metric, r.prev_run_id, r.run_id): PairedStep(int(r.n), float(r.mean), float(r.sd))
+             for r in (paired.itertuples(index=False) if paired is not None else ())}
     for metric in ordered_metrics(history["metric"].unique().tolist() if not history.empty else []):
-        g = history[history["metric"] == metric].dropna(subset=["score"]).reset_index(drop=True)
+        g = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+        g = g.reset_index(drop=True)
         if g.empty:
             continue
         scores = g["score"].astype(float).tolist()
         last = g.iloc[-1]
         same = last_same_instrument(g, metric)
         prev = same[1] if same else None
+        steps = within_steps(scores, segment_index(g).tolist())
+        spread, n_steps = spread_without(steps, len(steps) - 1 if prev is not None else None)
+        call = call_step(scores[-1] - prev, pairs.get((metric, same[0], str(last["run_id"]))), spread, n_steps,
+                         m_steps=len(g) - 1) \
+            if same is not None and prev is not None else None
         cards.append(MetricCard(
             metric=metric, run_id=str(last["run_id"]), score=scores[-1], previous=prev,
-            delta=scores[-1] - prev if prev is not None else None, threshold=spreads[metric].threshold,
-            noise_sd=spreads[metric].spread, spark=tuple(scores[-spark_runs:]),
+            delta=scores[-1] - prev if prev is not None else None,
+            threshold=call.threshold if call is not None else float("nan"),
+            noise_sd=spread, spark=tuple(scores[-spark_runs:]), basis=call.basis if call is not None else "",
             judge_model=last["judge_model"] if isinstance(last["judge_model"], str) else None,
             n=int(last["n"]), n_failed=int(last["n_failed"]), previous_run=same[0] if same else None))
     return cards
