@@ -7,8 +7,9 @@ replies whose body is no chat completion are retried with exponential backoff
 and full jitter; other 4xx are final.
 
 Verdicts are asked for as a strict JSON schema built from the request
-(lib.judging.structured); a server that refuses it is asked for a JSON object,
-then for plain text, and the refusal is remembered for its endpoint. Every
+(lib.judging.structured); a server that refuses it is asked for the schema in
+the other forms servers honour, then for a JSON object, then for plain text,
+and the refusals are remembered for its endpoint. Every
 attempt passes through a Pacer (lib.judging.pacing), which keeps as many calls
 in flight as the server sustains. `stop()` ends waits and refuses new
 attempts: a job's circuit breaker or deadline (lib.judging.breaker) calls it.
@@ -43,7 +44,7 @@ from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
 from lib.judging.loop import LoopThread
 from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
-from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, body_fields, is_refusal, next_mode
 from lib.judging.transport import dropped_connection, http_client
 
 
@@ -107,9 +108,7 @@ def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
     }
     if request.seed is not None:
         body["seed"] = request.seed
-    fmt = response_format(mode, request.shape)
-    if fmt is not None:
-        body["response_format"] = fmt
+    body.update(body_fields(mode, request.shape))
     return body
 
 
