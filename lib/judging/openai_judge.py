@@ -137,7 +137,8 @@ class OpenAIJudge:
         model: the model name the server knows.
         base_url: the server's /v1 URL (OpenAI, vLLM, Ollama, LM Studio, ...).
         api_key: the key; never logged, stored or shown.
-        timeout: seconds for one attempt.
+        timeout: seconds for one attempt, at least (raised to a few median calls when calls get that slow:
+            lib.judging.pacing.Pacer.timeout_for).
         max_attempts: attempts per call, first included.
         backoff: base of the exponential backoff, seconds.
         max_backoff: cap on one wait, seconds (Retry-After is capped too).
@@ -260,11 +261,21 @@ class OpenAIJudge:
                 self.retries.append(last)
             if attempt + 1 < self.max_attempts:
                 self._wait(attempt, out.hint)
-        raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
+        raise JudgeError(f"{last}, after {self.max_attempts} attempts{self._timeout_advice(last)}", retryable=True)
+
+    def _timeout_advice(self, reason: str) -> str:
+        """For calls that timed out: the setting to raise, with what the calls measured."""
+        if reason != "timed out":
+            return ""
+        report = self.pacer.report()
+        median = f"; the median call took {report.median:.2g} s" if report.median is not None else ""
+        return (f" (each waited {self.pacer.timeout_for():g} s at {report.final} in flight{median}): raise "
+                f"EVALDRIFT_JUDGE_TIMEOUT, or lower EVALDRIFT_JUDGE_CONCURRENCY if the server queues calls")
 
     async def _post(self, kwargs: dict[str, object]) -> Any:
         client: openai.AsyncOpenAI = self._loop.state
-        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs)
+        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs,
+                                     options={"timeout": self.pacer.timeout_for()})
         return response.json()
 
     def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
