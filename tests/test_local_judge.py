@@ -20,7 +20,7 @@ import pytest
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationResult, AblationSpec, run_ablation
-from lib.diagnosis.cost import estimate_ablation
+from lib.diagnosis.cost import estimate_ablation, needs_confirmation
 from lib.diagnosis.verdicts import LEAK
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
@@ -121,3 +121,33 @@ def test_calls_that_time_out_name_the_setting_to_raise() -> None:
     assert result.status == FAILED
     assert result.reason.startswith("judge call failed: timed out, after 2 attempts (each waited 0.2 s at 1 in "
                                     "flight): raise EVALDRIFT_JUDGE_TIMEOUT"), result.reason
+
+
+def test_the_cli_says_what_it_measured_and_a_rerun_costs_nothing_and_says_so(
+        leaky_db: Path, llama_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal (a CI log) `ablate` prints progress lines; its text says the repeats stopped, as --json says;
+    a re-run is answered from the store and says it made no call (the issue's re-run reprinted '147 judge calls')."""
+    from tests.test_cli import cli
+
+    for name, value in {"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": "local",
+                        "EVALDRIFT_JUDGE_TIMEOUT": str(TIMEOUT)}.items():
+        monkeypatch.setenv(name, value)
+    args = ("ablate", "--db", leaky_db, "--run", "leaky", "--metric", "faithfulness", "--blank", "ground_truth",
+            "--yes")
+    first = cli(*args)
+    assert first.returncode in (1, 3), first.stderr
+    calls = llama_server.n_calls
+    progress = [x for x in first.stderr.splitlines() if x.startswith("ablating leaky: ")]
+    assert progress and progress[-1].endswith("(100%)"), first.stderr
+    assert "Repeats stopped: the judge gave identical verdicts in all 3 repeats of the first 3 samples" in \
+        first.stdout
+    assert "verdicts asked as json_object_schema" in first.stdout
+    again = cli(*args)
+    assert again.returncode == first.returncode and llama_server.n_calls == calls
+    assert "answered from the store: no judge call now (when it ran: 42 judgings:" in again.stdout
+    # the Ablation page's estimate for it (the issue's page offered "Launch up to 2 calls to the paid judge")
+    spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=llama_server.base_url)
+    with Store(leaky_db) as store:
+        estimate = estimate_ablation(store, spec, cacheable=True)
+    assert estimate.calls == 0 and not needs_confirmation(estimate, None)
+    assert estimate.sentence.startswith("108 judgings, already made: this ablation is done")

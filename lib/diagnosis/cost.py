@@ -118,12 +118,16 @@ class AblationCost:
     paid: bool
     scorer: bool = False
     rate_source: str = ""
+    done: bool = False            # the ablation is stored done: launching it reads the result, no call
     requests: int | None = None   # of `calls`: the requests themselves (None: all of them)
     repairs: int = 0              # of `calls`: repairs of unreadable replies the job may ask
     probes: int = 0               # of `calls`: refusals finding the endpoint's output form
 
     @property
     def sentence(self) -> str:
+        if self.done:
+            return (f"{self.judgings} judgings, already made: this ablation is done and its result is read from the "
+                    f"store, with no call to the judge.")
         if self.scorer:
             return (f"{self.judgings} scorings by the external scorer ({self.calls} left, {self.stored} already "
                     f"stored); its model calls are its own and not counted here.")
@@ -162,6 +166,11 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
     from lib.diagnosis.ablation_plan import plan as make_plan
 
     plan = make_plan(store, spec)
+    row = store.ablation(spec.ablation_id)
+    if row and row["status"] == "done" and row["result"]:   # launching it reads the stored result (run_ablation)
+        paid = spec.scorer is None and spec.endpoint != OFFLINE
+        return AblationCost(plan.planned, plan.planned, 0, 0, 0, 0, 0, 0, paid, scorer=spec.scorer is not None,
+                            done=True)
     probe = set(plan.probe_ids)
     done = store.ablation_done_keys(spec.ablation_id)
     units = plan.units(done)
