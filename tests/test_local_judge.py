@@ -151,3 +151,24 @@ def test_the_cli_says_what_it_measured_and_a_rerun_costs_nothing_and_says_so(
         estimate = estimate_ablation(store, spec, cacheable=True)
     assert estimate.calls == 0 and not needs_confirmation(estimate, None)
     assert estimate.sentence.startswith("108 judgings, already made: this ablation is done")
+
+
+def test_unreadable_replies_cost_at_most_the_estimate_and_are_kept_with_their_failures(leaky_db: Path) -> None:
+    """A judge whose every reply is unreadable (the issue's 90 of 147 calls produced nothing): each request is
+    asked once, repairs stop at the job's allowance, the estimate holds, and what the judge wrote is stored with
+    each failure for the Ablation page to show."""
+    with OpenAIServer(lambda body: "I cannot judge ITEM 1 without more context.") as srv:
+        spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=srv.base_url)
+        judge = OpenAIJudge(MODEL, base_url=srv.base_url, api_key="local", timeout=5.0, concurrency=4)
+        with Store(leaky_db) as store:
+            estimate = estimate_ablation(store, spec, cacheable=True)
+            result = run_ablation(store, spec, judge)
+            failed = store.ablation_failures(spec.ablation_id)
+        asked = srv.n_calls
+    assert result is not None and sum(result.failures.values()) == result.judgings
+    assert asked <= estimate.calls, (asked, estimate.sentence)
+    # every distinct request once (the joint arm asks what the ground_truth arm asked: answered by its failure),
+    # and no more repairs than the allowance
+    assert asked <= estimate.requests + estimate.repairs and result.calls == asked   # type: ignore[operator]
+    assert not failed.empty and set(failed["raw"]) == {"I cannot judge ITEM 1 without more context."}
+    assert all(r.startswith("judge reply is not JSON: 'I cannot judge ITEM 1") for r in failed["reason"])

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -59,7 +59,11 @@ _SCHEMA_V2 = [
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: a failed ablation judging keeps what the judge wrote (truncated), so the page can show it beside the reason.
+_SCHEMA_V3 = [
+    "ALTER TABLE ablation_results ADD COLUMN IF NOT EXISTS raw VARCHAR",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
