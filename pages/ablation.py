@@ -204,6 +204,11 @@ def _verdicts(result: AblationResult) -> None:
     if result.failures:
         st.warning("Some judgings failed (not scored, not counted as 0 or 1). Reasons:")
         st.dataframe([{"reason": k, "count": n} for k, n in result.failures.items()], width="content")
+        failed = loaders.ablation_failures(ctx.db_path, version, result.ablation_id)
+        if not failed.empty:   # shown as data, never rendered: the reply is the judge's text
+            st.caption("What the judge wrote, for the first failed judgings (truncated):")
+            st.dataframe(failed.rename(columns={"raw": "the judge wrote"}), width="stretch", hide_index=True,
+                         key="abl_failed_replies")
 
 
 def _per_sample_changes(result: AblationResult) -> None:

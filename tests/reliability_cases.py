@@ -114,21 +114,21 @@ JUDGE_FAULTS: tuple[JudgeFault, ...] = (
                RawReply(401, "application/json", b'{"error": {"message": "invalid api key"}}'), TRANSPORT,
                "refused the request (401)", "none: not retried, a bad key stays bad", final=True),
     JudgeFault("malformed", "200 with prose instead of JSON", Fault("malformed"), PARSE, "not JSON",
-               "asked again at once"),
+               "asked again once, with a repair message naming the error"),
     JudgeFault("truncated", "200 with the JSON cut in half", Fault("truncated"), PARSE, "not JSON",
-               "asked again at once"),
+               "asked again once, with a repair message naming the error"),
     JudgeFault("empty", "200 with an empty message", Fault("text", text=""), PARSE, "not JSON",
-               "asked again at once"),
+               "asked again once, with a repair message naming the error"),
     JudgeFault("too-few-verdicts", "200 with 1 verdict for 3 claims", Fault("text", text=FEW_VERDICTS), PARSE,
-               "verdicts for", "asked again at once"),
+               "verdicts for", "asked again once, with a repair message naming the error"),
     JudgeFault("too-many-verdicts", "200 with 40 verdicts for 3 claims", Fault("text", text=MANY_VERDICTS),
-               PARSE, "40 verdicts for", "asked again at once"),
+               PARSE, "40 verdicts for", "asked again once, with a repair message naming the error"),
     JudgeFault("unknown-label", "200 with the verdict \"maybe\"",
                Fault("text", text='{"verdicts": [' + ", ".join(
                    f'{{"item": {i}, "verdict": "maybe"}}' for i in range(1, FAULT_SAMPLE_CLAIMS + 1)) + "]}"),
-               PARSE, "is 'maybe'", "asked again at once"),
+               PARSE, "is 'maybe'", "asked again once, with a repair message naming the error"),
     JudgeFault("wrong-shape", "200 with a JSON list, not an object", Fault("text", text='["supported"]'), PARSE,
-               "bad shape", "asked again at once"),
+               "bad shape", "asked again once, with a repair message naming the error"),
 )
 
 

@@ -17,7 +17,7 @@ from lib.core.calls import JudgeRequest, Message
 from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationResult, AblationSpec, per_sample_deltas, run_ablation
-from lib.diagnosis.ablation_plan import MIN_PROBED, PROBE, identical_repeats
+from lib.diagnosis.ablation_plan import MIN_PROBED, PROBE, identical_repeats, probe_size
 from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
@@ -73,8 +73,9 @@ def test_an_arm_the_template_does_not_render_costs_no_call(fresh_db: Path, serve
     # the projected faithfulness template renders answer and contexts: blanking question changes no prompt
     result = ablate(fresh_db, server, ("question",), n=20)
     assert cells(result) == {"question": (CLEAN, UNCHANGED), "question+ground_truth": (CLEAN, UNCHANGED)}
-    assert server.n_calls == 2 * 20                      # the baseline's two repeats, nothing else
-    assert result.calls == 40 and result.cached == 0 and result.judgings == 40
+    baseline = probe_size(20) * 2 + (20 - probe_size(20))   # repeats stop after the probe: the rest once
+    assert server.n_calls == baseline                    # the baseline, nothing else
+    assert result.calls == baseline and result.cached == 0 and result.judgings == baseline
     assert result.not_rejudged == 2 * 2 * 20 and result.planned == 3 * 2 * 20
     assert "80 judgings not re-judged (prompt unchanged)" in result.accounting
     assert all("prompt unchanged: not re-judged" in v.sentence for v in result.verdicts)
@@ -91,11 +92,13 @@ def test_only_the_arms_whose_prompts_change_are_judged(fresh_db: Path, server: O
                              "question+ground_truth": (LEAK, MEASURED)}
     # baseline, ground_truth, the joint arm; the last asks what the ground_truth arm asked (question is not
     # rendered), so the call cache answers it
-    assert server.n_calls + result.cached == 3 * 2 * 20 and result.cached >= 2 * 20 - 4
-    assert result.judgings == 3 * 2 * 20 and result.calls == server.n_calls
+    # (the judge repeats itself: the probe's repeats stopped the rest, so each arm is judged once past it)
+    baseline = probe_size(20) * 2 + (20 - probe_size(20))
+    assert server.n_calls + result.cached == baseline + 2 * 20 and result.cached >= 20 - 4
+    assert result.judgings == baseline + 2 * 20 and result.calls == server.n_calls
     assert result.not_rejudged == 2 * 20
-    assert result.summary.endswith("Not re-judged (prompt unchanged, nothing measured): faithfulness with question "
-                                   "blanked.")
+    assert ("Not re-judged (prompt unchanged, nothing measured): faithfulness with question blanked."
+            in result.summary)
 
 
 # -- repeats of a deterministic judge ------------------------------------------------------------------------
@@ -103,11 +106,13 @@ def test_only_the_arms_whose_prompts_change_are_judged(fresh_db: Path, server: O
 def test_a_deterministic_judge_is_repeated_only_on_the_probe(fresh_db: Path, server: OpenAIServer) -> None:
     n, repeats = 50, 3
     result = ablate(fresh_db, server, ("contexts",), n=n, repeats=repeats)
-    probe_calls = PROBE * repeats + (n - PROBE)          # the baseline: the probe in every repeat, the rest once
+    probe = probe_size(n)
+    assert probe == 13                                   # a quarter of the samples, at most PROBE
+    probe_calls = probe * repeats + (n - probe)          # the baseline: the probe in every repeat, the rest once
     assert server.n_calls == probe_calls + n             # the contexts arm: once per sample
-    assert result.probe == PROBE and result.calls == server.n_calls
+    assert result.probe == probe and result.calls == server.n_calls
     assert result.repeats_skipped == 2 * repeats * n - server.n_calls
-    assert "Repeats stopped: the judge gave identical verdicts in all 3 repeats of the first 20 samples" in \
+    assert "Repeats stopped: the judge gave identical verdicts in all 3 repeats of the first 13 samples" in \
         result.summary
     [v] = [v for v in result.verdicts if v.arm == "contexts"]
     assert v.noise == 0.0 and "repeats stopped" in v.sentence and v.n == n

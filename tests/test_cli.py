@@ -77,8 +77,9 @@ def test_ablate_exits_0_when_every_verdict_is_as_the_wiring_table_expects(db: Pa
     assert proc.stdout.startswith("as expected: every metric tested moves when its own inputs are blanked")
     # this run's template never renders the reference: "the reference alone supports ..." would be noise
     assert "Faithfulness reads" not in proc.stdout
-    [line] = proc.stderr.splitlines()            # the cost, and no progress line when stderr is not a terminal
+    line, *progress = proc.stderr.splitlines()   # the cost, then progress lines (a few seconds apart) and the end
     assert line.startswith("cost: ") and "offline judge, no API cost" in line
+    assert progress and progress[-1].startswith(f"ablating {run_ids[CLEAN_RUN]}: ") and progress[-1].endswith("(100%)")
 
 
 def test_ablate_exits_1_on_a_leak(db: Path, run_ids: list[str]) -> None:

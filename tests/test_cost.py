@@ -12,9 +12,10 @@ from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.diagnosis import cost
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.ablation_plan import PROBE
+from lib.diagnosis.ablation_plan import probe_size
 from lib.diagnosis.cost import AblationCost, estimate_ablation, needs_confirmation
 from lib.judging import OpenAIJudge
+from lib.judging.harness import repair_allowance
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn
@@ -52,7 +53,11 @@ def test_the_estimate_is_the_calls_the_ablation_then_makes(db: Path) -> None:
     with OpenAIServer(noisy_responder) as srv, Store(db) as store:   # replies vary: every repeat runs
         before = estimate_ablation(store, spec(srv), cacheable=True)
         run_ablation(store, spec(srv), judge(srv))
-        assert before.calls == srv.n_calls == 2 * 3 * N                 # baseline and contexts; question needs none
+        assert before.requests == srv.n_calls == 2 * 3 * N              # baseline and contexts; question needs none
+        # the upper bound adds what the job may also send: repairs of unreadable replies, and the refusals an
+        # endpoint not asked before may answer while its output form is found (this one refuses nothing)
+        assert before.repairs == repair_allowance(2 * 3 * N) and before.probes == 5
+        assert before.calls == before.requests + before.repairs + before.probes >= srv.n_calls
         assert before.not_rejudged == 2 * 3 * N                         # question alone, and with ground_truth
         assert before.judgings == 4 * 3 * N and before.from_cache == before.stored == 0 and before.paid
         assert "no usage of this judge recorded" in before.sentence    # nothing recorded yet: 4 characters a token
@@ -64,8 +69,9 @@ def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path
     with Store(db) as store:
         before = estimate_ablation(store, spec(server), cacheable=True)
         run_ablation(store, spec(server), judge(server))
-    assert before.calls_if_identical == server.n_calls == PROBE * 3 + (N - PROBE) + N
-    assert f"at most {before.calls} calls to the judge, about" in before.sentence
+    assert before.calls_if_identical == server.n_calls == probe_size(N) * 3 + (N - probe_size(N)) + N
+    assert f"at most {before.calls} calls to the judge (240 requests; up to 48 to repair" in before.sentence
+    assert "form is found), about " in before.sentence
     assert f"; {server.n_calls} calls if the judge repeats itself exactly" in before.sentence
 
 
@@ -80,7 +86,8 @@ def test_what_the_cache_holds_is_counted_and_tokens_come_from_recorded_usage(db:
     assert est.from_cache == N and est.not_rejudged == 2 * N and est.calls == 0   # gt is not rendered either
     with Store(db) as store:
         est = estimate_ablation(store, spec(server, ("contexts",), repeats=2), cacheable=True)
-    assert est.from_cache == 2 * N and est.calls == 2 * N   # repeat 0 is cached; repeat 1 has new seeds
+    assert est.from_cache == 2 * N and est.requests == 2 * N   # repeat 0 is cached; repeat 1 has new seeds
+    assert est.probes == 0 and est.calls == 2 * N + est.repairs   # the endpoint's output form is known now
     assert "from the usage of" in est.rate_source
     # the server counts a prompt token per word; the calls left ask what the recorded ones asked (new seeds),
     # so the recorded rate (tokens per character) gives back the words the server will count
@@ -122,11 +129,16 @@ def test_rejudge_and_ablation_share_one_request_key() -> None:
 
 # -- the CLI: the cost first; a paid judge's calls only with --yes or within the budget ------------------------
 
+CLI_CALLS = 160 + repair_allowance(160) + 5   # requests, repairs, refusals finding the output form (a new process)
+
+
 def refused(proc) -> str:
     """Exit 2 with the cost printed first and the refusal as the last line (no traceback)."""
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     cost_line, error = proc.stderr.strip().splitlines()
-    assert cost_line.startswith("cost: 240 judgings: at most 160 calls to the judge") and error.startswith("error: ")
+    assert cost_line.startswith(f"cost: 240 judgings: at most {CLI_CALLS} calls to the judge (160 requests; up to "
+                                f"32 to repair unreadable replies; up to 5 the server may refuse while its output "
+                                f"form is found)") and error.startswith("error: ")
     return error
 
 
@@ -140,16 +152,18 @@ def test_a_paid_ablation_without_yes_prints_the_cost_and_makes_no_call(db: Path,
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     line = refused(cli(*ablate_cli(db)))
-    assert "up to 160 calls to a paid judge" in line and "--yes" in line and "EVALDRIFT_CALL_BUDGET" in line
+    assert f"up to {CLI_CALLS} calls to a paid judge" in line and "--yes" in line and "EVALDRIFT_CALL_BUDGET" in line
     assert server.n_calls == 0
-    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", "159")
-    assert "(EVALDRIFT_CALL_BUDGET is 159)" in refused(cli(*ablate_cli(db)))
+    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", str(CLI_CALLS - 1))
+    assert f"(EVALDRIFT_CALL_BUDGET is {CLI_CALLS - 1})" in refused(cli(*ablate_cli(db)))
     assert server.n_calls == 0
-    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", "160")
+    monkeypatch.setenv("EVALDRIFT_CALL_BUDGET", str(CLI_CALLS))
     proc = cli(*ablate_cli(db))
     assert proc.returncode in (0, 1, 3), proc.stderr
-    deterministic = PROBE * 2 + (N - PROBE) + N   # the offline model repeats itself: repeats stop after the probe
-    assert "cost: 240 judgings: at most 160 calls to the judge" in proc.stderr and server.n_calls == deterministic
+    probe = probe_size(N)
+    deterministic = probe * 2 + (N - probe) + N   # the offline model repeats itself: repeats stop after the probe
+    assert f"cost: 240 judgings: at most {CLI_CALLS} calls to the judge" in proc.stderr
+    assert server.n_calls == deterministic
 
 
 def test_yes_launches_a_paid_ablation(db: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,7 +171,7 @@ def test_yes_launches_a_paid_ablation(db: Path, server: OpenAIServer, monkeypatc
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     proc = cli(*ablate_cli(db, "--yes"))
     assert proc.returncode in (0, 1, 3), proc.stderr
-    assert server.n_calls == PROBE * 2 + (N - PROBE) + N
+    assert server.n_calls == probe_size(N) * 2 + (N - probe_size(N)) + N
 
 
 def test_the_offline_judge_launches_without_asking(db: Path) -> None:

@@ -48,7 +48,23 @@ class ScriptedJudge:
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
         self.calls += 1
+        self.requests = [*getattr(self, "requests", []), request]
         return JudgeReply(self._answer(self.calls), Usage(10, 2))
+
+
+class DeterministicJudge(ScriptedJudge):
+    """A model at temperature 0: the same request gets the same reply; a reply is unreadable until the request
+    carries a repair message (the issue's judge, which wrote "item": "ITEM one" to the same prompt 45 times)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda n: "")
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        self.calls += 1
+        self.requests = [*getattr(self, "requests", []), request]
+        if request.messages[-1].role == "user" and request.messages[-1].content.startswith("Your reply could not"):
+            return JudgeReply(reply_json("supported", "unsupported"), Usage(10, 2))
+        return JudgeReply(json.dumps({"verdicts": [{"item": "ITEM one", "verdict": "supported"}]}), Usage(10, 2))
 
 
 # -- parse_verdicts ----------------------------------------------------------------
@@ -180,6 +196,45 @@ def test_a_malformed_reply_is_retried_and_a_readable_one_scores() -> None:
     assert (result.status, result.score, result.calls) == (OK, 0.5, 2)
 
 
+def test_an_unreadable_reply_is_asked_again_only_with_a_repair_message_naming_the_error() -> None:
+    judge = DeterministicJudge()
+    result = score_sample(SAMPLE, FAITHFULNESS, judge)
+    assert (result.status, result.score, result.calls) == (OK, 0.5, 2)
+    first, second = judge.requests
+    assert second.key != first.key and second.messages[:len(first.messages)] == first.messages
+    assert second.messages[-2].role == "assistant" and "ITEM one" in second.messages[-2].content
+    assert "verdicts[0].item is 'ITEM one'" in second.messages[-1].content   # the error, named
+    assert "exactly 2 verdicts" in second.messages[-1].content
+
+
+def test_a_failure_is_kept_for_the_job_so_an_identical_request_is_not_sent_again() -> None:
+    """The issue's joint arm re-asked the failed prompts of the ground_truth arm: same prompt, same seed."""
+    from lib.judging.harness import Repairs
+    from lib.judging.known import KnownCache
+
+    judge = DeterministicJudge()
+    cache = KnownCache(MemoryCache(), [], repairs=Repairs(10))
+    results = [score_sample(SAMPLE, FAITHFULNESS, judge, cache=cache) for _ in range(3)]
+    assert [r.status for r in results] == [OK] * 3
+    assert judge.calls == 2                                 # the unreadable reply once, its repair once
+    assert [r.calls for r in results] == [2, 0, 0] and results[1].cached
+
+
+def test_repairs_stop_at_the_jobs_allowance_and_the_sample_fails_with_what_the_judge_wrote() -> None:
+    from lib.judging.harness import Repairs, repair_allowance
+
+    judge = ScriptedJudge(lambda n: '{"verdicts": [{"item": "first", "verdict": "supported"}]}')
+    samples = [EvalSample(f"s-{i}", "q", f"Claim {i} holds. Claim {i} ends.", ("Claim holds.",), "r")
+               for i in range(10)]
+    results = score_samples(samples, FAITHFULNESS, judge, cache=MemoryCache())
+    assert repair_allowance(10) == 2
+    assert judge.calls == 10 + 2 and {r.status for r in results} == {FAILED}
+    spent = [r for r in results if "repairs are spent" in r.reason]
+    assert len(spent) == 8 and all("verdicts[0].item is 'first'" in r.reason for r in results)
+    assert all(r.raw.startswith('{"verdicts"') for r in results)   # the reply is kept with the failure
+    assert Repairs(0).take() is False
+
+
 def test_a_judge_call_that_fails_for_good_fails_the_sample() -> None:
     class Refusing(ScriptedJudge):
         def complete(self, request: JudgeRequest) -> JudgeReply:
@@ -195,7 +250,7 @@ def test_a_cache_answers_an_identical_request_and_never_keeps_an_unreadable_repl
     cache = MemoryCache()
     bad = ScriptedJudge(lambda n: "not json")
     assert score_sample(SAMPLE, FAITHFULNESS, bad, cache=cache, parse_attempts=2).status == FAILED
-    assert len(cache) == 0
+    assert len(cache) == 0                                   # the store's cache keeps valid replies only
     good = ScriptedJudge(lambda n: reply_json("supported", "unsupported"))
     first = score_sample(SAMPLE, FAITHFULNESS, good, cache=cache)
     second = score_sample(SAMPLE, FAITHFULNESS, good, cache=cache)

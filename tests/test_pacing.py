@@ -125,3 +125,30 @@ def test_rate_limits_lower_the_concurrency_and_successes_grow_it_back(samples: l
     assert all(r.status == OK for r in results)
     assert judge.pacing.backoffs.get("rate limited (429)", 0) >= 1
     assert judge.pacer.limit >= 2           # grown back while the calls after the burst succeeded
+
+
+def test_a_single_slot_is_found_by_its_flat_throughput_and_served_one_at_a_time() -> None:
+    """One slot answers the calls in flight one after another: doubling them doubles their latency and buys no
+    throughput (issue 26 item 4: the pacer had climbed to 8 against one slot)."""
+    clock = Clock()
+    pacer = Pacer(8, timeout=100.0, clock=clock)
+    for _ in range(6):
+        tickets = [pacer.acquire() for _ in range(pacer.limit)]
+        for t in tickets:
+            assert t is not None
+            clock.now += 1.0   # each call ends one service time after the one before it
+            pacer.release(t, CALL_OK)
+    report = pacer.report()
+    assert (pacer.limit, report.peak, report.backoffs) == (1, 2, {"queued": 1})
+    assert pacer.timeout_for() == 100.0   # calls of 1 s: the configured timeout stands
+
+
+def test_an_attempts_timeout_grows_with_the_calls_it_measured() -> None:
+    clock = Clock()
+    pacer = Pacer(1, timeout=10.0, clock=clock)
+    for _ in range(3):
+        t = pacer.acquire()
+        assert t is not None
+        clock.now += 8.0
+        pacer.release(t, CALL_OK)
+    assert pacer.timeout_for() == 32.0    # TIMEOUT_FACTOR median calls, above the configured 10 s

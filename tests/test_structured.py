@@ -26,10 +26,15 @@ from lib.judging.harness import Instrument, score_samples
 from lib.judging.scoring import evaluate_run
 from lib.judging.structured import (
     BOOK,
+    GUIDED_JSON,
     JSON_OBJECT,
+    JSON_OBJECT_SCHEMA,
     JSON_SCHEMA,
+    MODES,
+    OLLAMA_FORMAT,
     TEXT,
     ModeBook,
+    body_fields,
     is_refusal,
     response_format,
     verdict_schema,
@@ -37,7 +42,15 @@ from lib.judging.structured import (
 from lib.presentation import views
 from lib.store import Store
 from tests.conftest import offline_responder
-from tests.support.openai_server import Fault, OpenAIServer, response_format_type
+from tests.support.openai_server import (
+    LLAMA_CPP_FORMATS,
+    LLAMA_CPP_REFUSAL,
+    Fault,
+    OpenAIServer,
+    request_mode,
+    response_format_type,
+    schema_of,
+)
 
 MODEL = "small-local-model"
 FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
@@ -100,10 +113,24 @@ def test_the_schema_fixes_the_count_the_item_numbers_and_the_verdict_words() -> 
     assert response_format(TEXT, None) is None
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_each_form_carries_the_schema_where_its_servers_read_it(mode: str) -> None:
+    shape = ReplyShape(3, ("supported", "unsupported"))
+    body = {"model": MODEL, "messages": [], **body_fields(mode, shape)}
+    assert request_mode(body) == mode                                   # the loopback server reads it back
+    assert schema_of(body) == (verdict_schema(shape) if mode in SCHEMA_FORMS else None)
+
+
+SCHEMA_FORMS = (JSON_SCHEMA, JSON_OBJECT_SCHEMA, GUIDED_JSON, OLLAMA_FORMAT)
+
+
 @pytest.mark.parametrize(("refused", "shape", "start", "first"), [
     ((), ReplyShape(2, ("a", "b")), JSON_SCHEMA, JSON_SCHEMA),        # nothing refused: the schema
-    ((JSON_SCHEMA,), ReplyShape(2, ("a", "b")), JSON_SCHEMA, JSON_OBJECT),
-    ((JSON_SCHEMA, JSON_OBJECT), ReplyShape(2, ("a", "b")), JSON_SCHEMA, TEXT),
+    ((JSON_SCHEMA,), ReplyShape(2, ("a", "b")), JSON_SCHEMA, JSON_OBJECT_SCHEMA),   # llama-cpp-python's form
+    ((JSON_SCHEMA, JSON_OBJECT_SCHEMA), ReplyShape(2, ("a", "b")), JSON_SCHEMA, GUIDED_JSON),   # vLLM's
+    ((JSON_SCHEMA, JSON_OBJECT_SCHEMA, GUIDED_JSON), ReplyShape(2, ("a", "b")), JSON_SCHEMA, OLLAMA_FORMAT),
+    (SCHEMA_FORMS, ReplyShape(2, ("a", "b")), JSON_SCHEMA, JSON_OBJECT),
+    ((*SCHEMA_FORMS, JSON_OBJECT), ReplyShape(2, ("a", "b")), JSON_SCHEMA, TEXT),
     ((), None, JSON_SCHEMA, JSON_OBJECT),                             # no shape: no schema to send
     ((), ReplyShape(2, ("a", "b")), TEXT, TEXT),                      # json_mode off
 ])
@@ -140,14 +167,14 @@ def test_a_server_refusing_the_schema_is_asked_for_json_once_refused(samples: li
         judge = judge_on(server, concurrency=4)
         results = score_samples(samples, FAITHFULNESS, judge)
         assert [r.status for r in results] == [OK] * len(samples)
-        assert server.refused == [JSON_SCHEMA]                  # probed once for the endpoint...
+        assert server.refused == list(SCHEMA_FORMS)             # probed once for the endpoint...
         again = judge_on(server)                                # ...and remembered for every judge of it
         assert score_samples(samples[:2], FAITHFULNESS, again)[0].status == OK
-        assert server.refused == [JSON_SCHEMA]
-        kinds = [response_format_type(b) for b in server.requests]
-    assert kinds == [JSON_SCHEMA] + [JSON_OBJECT] * (len(samples) + 2)
+        assert server.refused == list(SCHEMA_FORMS)
+        kinds = [request_mode(b) for b in server.requests]
+    assert kinds == [*SCHEMA_FORMS] + [JSON_OBJECT] * (len(samples) + 2)
     assert judge.output_mode == again.output_mode == JSON_OBJECT
-    assert BOOK.refused(judge.endpoint, MODEL) == {JSON_SCHEMA}
+    assert BOOK.refused(judge.endpoint, MODEL) == set(SCHEMA_FORMS)
 
 
 def test_a_server_refusing_both_json_modes_is_asked_in_plain_text(samples: list[EvalSample]) -> None:
@@ -155,8 +182,8 @@ def test_a_server_refusing_both_json_modes_is_asked_in_plain_text(samples: list[
         judge = judge_on(server)
         results = score_samples(samples[:4], FAITHFULNESS, judge)
         assert [r.status for r in results] == [OK] * 4
-        assert server.refused == [JSON_SCHEMA, JSON_OBJECT]
-        assert "response_format" not in server.requests[-1]
+        assert server.refused == [*SCHEMA_FORMS, JSON_OBJECT]
+        assert request_mode(server.requests[-1]) == TEXT
     assert judge.output_mode == TEXT
 
 
@@ -170,7 +197,7 @@ def test_a_request_refused_in_every_mode_fails_and_refuses_no_mode() -> None:
         judge = judge_on(server)
         with pytest.raises(JudgeError, match=r"refused the request \(400\)"):
             judge.complete(request)
-        assert [response_format_type(b) for b in server.requests] == [JSON_SCHEMA, JSON_OBJECT, TEXT]
+        assert [request_mode(b) for b in server.requests] == list(MODES)
         assert BOOK.refused(judge.endpoint, MODEL) == frozenset()
         server.fail_always(None)
         assert judge.complete(request).text and response_format_type(server.requests[-1]) == JSON_SCHEMA
@@ -186,3 +213,51 @@ def test_the_mode_used_is_recorded_with_the_runs_scores(samples: list[EvalSample
         metrics = store.run_metrics("structured")
     assert metrics.iloc[0]["output_mode"] == JSON_OBJECT
     assert views.metric_table(metrics).iloc[0]["output_mode"] == JSON_OBJECT   # the Run page's metric table
+
+
+# -- llama-cpp-python's server (issue 26 item 1) -------------------------------------------------------------
+def item_words_model(body: dict) -> str:
+    """The issue's small model: with a schema enforced as a grammar it writes item numbers; with bare JSON it
+    copies the prompt's labels and writes "ITEM 1"."""
+    verdicts = json.loads(offline_responder(body))["verdicts"]
+    if schema_of(body) is None:
+        verdicts = [{**v, "item": f"ITEM {v['item']}"} for v in verdicts]
+    return json.dumps({"verdicts": verdicts})
+
+
+def test_a_llama_cpp_server_gets_the_schema_inside_json_object_and_the_mode_is_recorded(
+        samples: list[EvalSample], tmp_path: Path) -> None:
+    """It refuses json_schema with a 500 naming the type and enforces a schema sent in json_object: the judge
+    steps to that form once, keeps the schema, and every reply is read."""
+    with OpenAIServer(item_words_model, formats=LLAMA_CPP_FORMATS, refusal=LLAMA_CPP_REFUSAL) as server:
+        judge = judge_on(server, concurrency=4)
+        run = evaluate_run("llama", samples, judge, metrics=["faithfulness"], started_at=datetime(2026, 12, 1))
+        assert server.refused == [JSON_SCHEMA]
+        kinds = [request_mode(b) for b in server.requests]
+        assert kinds == [JSON_SCHEMA] + [JSON_OBJECT_SCHEMA] * len(samples)
+        assert all(schema_of(b) is not None for b in server.requests)
+    with Store(tmp_path / "runs.duckdb") as store:
+        store.record_run(run)
+        metrics = store.run_metrics("llama")
+    assert metrics.iloc[0]["output_mode"] == JSON_OBJECT_SCHEMA and int(metrics.iloc[0]["n_failed"]) == 0
+
+
+@pytest.mark.parametrize(("item", "read"), [
+    (1, 1), ("1", 1), ("ITEM 1", 1), ("item 1", 1), (" ITEM  1 ", 1),
+    ("ITEM one", None), ("first", None), ("1.5", None), (None, None),
+])
+def test_an_item_written_as_its_label_is_that_item_anything_else_fails_naming_field_and_value(
+        item: object, read: int | None) -> None:
+    from lib.judging.harness import parse_verdicts
+
+    text = json.dumps({"verdicts": [{"item": item, "verdict": "supported", "evidence": ""}]})
+    if read is not None:
+        assert [v.label for v in parse_verdicts(text, ["a claim"], ("supported", "unsupported"))] == [True]
+        return
+    with pytest.raises(ValueError) as caught:
+        parse_verdicts(text, ["a claim"], ("supported", "unsupported"))
+    reason = str(caught.value)
+    if item is None:
+        assert reason == "judge returned a verdict without an item number"
+    else:
+        assert f"verdicts[0].item is {item!r}" in reason

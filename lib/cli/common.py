@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -68,10 +69,26 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _progress(label: str) -> Callable[[int, int], None] | None:
-    """A one-line progress display on stderr, only when stderr is a terminal."""
+PROGRESS_SECONDS = 5.0   # off a terminal (a CI log, a redirected file): a progress line at most this often
+
+
+def _progress(label: str, *, every: float = PROGRESS_SECONDS) -> Callable[[int, int], None]:
+    """Progress on stderr: a line redrawn in place on a terminal; off one (a CI job's log), a line at most every
+    `every` seconds and at the end, so a long job is seen working."""
     if not _is_tty(sys.stderr):
-        return None
+        shown: list[float] = []
+
+        def line(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done < total and shown and now - shown[-1] < every:
+                return
+            if done >= total and shown and shown[-1] == math.inf:   # the final flush reports 100% twice
+                return
+            shown[:] = [math.inf if done >= total else now]
+            share = done / total if total else 1.0
+            print(f"{label}: {done}/{total} ({share:.0%})", file=sys.stderr, flush=True)
+
+        return line
 
     last: list[tuple[int, int]] = []
 

@@ -10,6 +10,7 @@ where it stopped, and a finished one is answered from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Sequence
 
@@ -114,7 +115,7 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
     if existing and existing["status"] == "done" and existing["result"]:
         if progress:
             progress(int(existing["total"]), int(existing["total"]))
-        return AblationResult.from_dict(existing["result"])  # type: ignore[arg-type]
+        return dataclasses.replace(AblationResult.from_dict(existing["result"]), from_store=True)  # type: ignore[arg-type]
     plan = make_plan(store, spec)
     # Refuse bad input before the ablation row exists, so it never shows as a stalled ablation.
     scorer = load_scorer(spec.scorer) if spec.scorer is not None else None

@@ -15,13 +15,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING
 
+from lib.core.calls import JudgeReply
 from lib.core.degenerate import exclusion_reason
 from lib.core.errors import InputError
+from lib.core.metrics import get_metric
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
 from lib.core.samples import EvalSample, arm_fields, blank
 from lib.diagnosis.ablation_plan import Plan, Unit
 from lib.judging.base import Judge, judge_endpoint
-from lib.judging.harness import build_request, score_sample
+from lib.judging.harness import Repairs, build_request, repair_allowance, score_sample
 from lib.judging.known import KnownCache
 
 if TYPE_CHECKING:
@@ -43,6 +45,11 @@ class Judging:
         self._buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
         self._last_flush = time.monotonic()
         self._cache: KnownCache | None = None
+        # Kept for the whole ablation, across its chunks: the unreadable replies (an identical request in another
+        # arm or chunk gets the same failure without a call) and the repairs allowed, as its estimate counts them.
+        self._unreadable: dict[str, JudgeReply] = {}
+        self._repairs = Repairs(repair_allowance(len(judgings_to_call(plan, plan.units(
+            store.ablation_done_keys(plan.spec.ablation_id))))))
 
     def flush(self) -> None:
         for (m, arm, rep), results in list(self._buffer.items()):
@@ -74,7 +81,7 @@ class Judging:
                                        self.plan.spec.seed + rep)
             if request is not None:
                 keys.append(request.key)
-        return KnownCache(self.store, keys)
+        return KnownCache(self.store, keys, unreadable=self._unreadable, repairs=self._repairs)
 
     def collect(self, key: tuple[str, str, int], r: SampleResult) -> None:
         self._buffer[key].append(r)
@@ -88,6 +95,12 @@ class Judging:
         stopped = judge_units(units, self.judge, self.work, self.collect, should_stop)
         self.flush()
         return stopped
+
+
+def judgings_to_call(plan: Plan, units: Sequence[Unit]) -> list[Unit]:
+    """The units that need the judge: not a degenerate sample, not an arm blanking what the items come from."""
+    return [u for u in units if not exclusion_reason(u[3], u[0])
+            and get_metric(u[0]).items_from not in arm_fields(u[1])]
 
 
 def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> bool:

@@ -11,15 +11,17 @@ it judges, never guessed:
   equality as a measurement.
 - A judge that answers the same request the same way every time (a model at
   temperature 0, whose seed changes nothing) makes repeats cost calls and
-  measure nothing. The baseline's first `PROBE` samples are judged in every
-  repeat first; when every one of them gives identical verdicts in every
-  repeat (`identical_repeats`), the rest of the ablation is judged once, and
-  the verdict rests on the paired interval over samples.
+  measure nothing. The baseline's first samples (`probe_size`: a quarter of
+  them, at least 3 and at most `PROBE`, so a 12-sample ablation probes 3) are
+  judged in every repeat first; when every one of them gives identical
+  verdicts in every repeat (`identical_repeats`), the rest of the ablation is
+  judged once, and the verdict rests on the paired interval over samples.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,8 +40,19 @@ if TYPE_CHECKING:
     from lib.store import Store
 
 BASELINE = "none"
-PROBE = 20          # samples whose baseline is judged in every repeat before repeats may stop
-MIN_PROBED = 10     # judged (not excluded) probe samples needed to call the judge deterministic
+PROBE = 20          # the most samples whose baseline is judged in every repeat before repeats may stop
+SMALL_PROBE = 3     # the fewest (a probe costs its size x (repeats - 1) calls more than one pass)
+MIN_PROBED = 10     # judged (not excluded) probe samples needed to call the judge deterministic, at most
+
+
+def probe_size(n: int) -> int:
+    """The samples probed for identical repeats among n: a quarter, at least SMALL_PROBE, at most PROBE."""
+    return min(PROBE, max(SMALL_PROBE, math.ceil(n / 4)))
+
+
+def min_probed(probe: int) -> int:
+    """Judged samples a probe of this size needs to call the judge deterministic: half, at most MIN_PROBED."""
+    return min(MIN_PROBED, math.ceil(probe / 2))
 
 Key = tuple[str, str, int, str]   # a stored result's key: (metric, arm, repeat, sample id)
 
@@ -114,14 +127,15 @@ class Plan:
     @property
     def probes(self) -> bool:
         """Repeats can stop: there are repeats, and samples beyond the probe to save them on."""
-        return self.spec.scorer is None and self.spec.repeats >= 2 and len(self.samples) > PROBE
+        n = len(self.samples)
+        return self.spec.scorer is None and self.spec.repeats >= 2 and n > probe_size(n)
 
     @property
     def probe_ids(self) -> tuple[str, ...]:
-        return tuple(s.sample_id for s in self.samples[:PROBE]) if self.probes else ()
+        return tuple(s.sample_id for s in self.samples[:probe_size(len(self.samples))]) if self.probes else ()
 
     def units(self, done: set[Key]) -> list[Unit]:
-        """The judgings left, the probe first (the baseline's first PROBE samples in every repeat)."""
+        """The judgings left, the probe first (the baseline's first probe_size samples in every repeat)."""
         spec = self.spec
         probe = set(self.probe_ids)
         todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
@@ -170,7 +184,7 @@ def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Se
     """True when the baseline's probe samples gave identical verdicts in every repeat, for every metric.
 
     Needs every probe judging stored, none failed (a failure says nothing
-    about determinism), at least MIN_PROBED judged (not excluded) samples per
+    about determinism), at least min_probed judged (not excluded) samples per
     metric, and per sample the same item labels and score in all `repeats`.
     """
     if repeats < 2:
@@ -191,6 +205,6 @@ def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Se
             if len(answers) != 1:
                 return False
             judged += 1
-        if judged < MIN_PROBED:
+        if judged < min_probed(len(probe_ids)):
             return False
     return True

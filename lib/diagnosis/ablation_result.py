@@ -145,6 +145,7 @@ class AblationResult:
     probe: int = 0
     sequential: bool = False
     stopped_early: int = 0
+    from_store: bool = False   # this answer was read from the store: no judging, no call now (never stored)
 
     @property
     def planned(self) -> int:
@@ -168,7 +169,8 @@ class AblationResult:
         """The cost line: judgings, calls, cache, not re-judged, repeats skipped."""
         calls = f"{self.calls} judge calls, {self.cached} answered from the call cache"
         head = f"{self.judgings} judgings: {calls}" if self.judgings else calls   # format 1 did not count them
-        return f"{head}; {self.saved[:-1]}" if self.saved else head
+        line = f"{head}; {self.saved[:-1]}" if self.saved else head
+        return f"answered from the store: no judge call now (when it ran: {line})" if self.from_store else line
 
     @property
     def exit_code(self) -> int:
@@ -185,7 +187,9 @@ class AblationResult:
         return 0
 
     def to_dict(self) -> dict[str, object]:
-        return {"format": RESULT_FORMAT, **asdict(self), "spec": self.spec.to_dict()}
+        d = {"format": RESULT_FORMAT, **asdict(self), "spec": self.spec.to_dict()}
+        del d["from_store"]   # how this answer was reached, not what the ablation found
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationResult:

@@ -8,6 +8,14 @@ work, is counted as answered, not called. Prompt tokens are estimated from the
 usage the store recorded for this judge's earlier calls (tokens per character
 of their prompts), else at about CHARS_PER_TOKEN characters a token.
 
+`calls` is an upper bound on the requests the job can send: the requests
+themselves, the repairs its unreadable replies may be asked again with (at
+most lib.judging.harness.repair_allowance of its judgings, and never more than
+its requests), and, for an endpoint whose output form is not known yet, the
+requests it may refuse while it is found (lib.judging.structured). A reply is
+never asked again identically (lib.judging.harness), so nothing else is sent
+(a retried timeout or 429 is an attempt of the same request).
+
 A paid judge (any judge not offline) needs one confirmation before launch,
 unless its calls fit the operator's budget (EVALDRIFT_CALL_BUDGET):
 `needs_confirmation`. An external scorer's model calls are its own: they are
@@ -27,6 +35,8 @@ from lib.core.endpoints import OFFLINE, normalise
 from lib.core.metrics import get_metric
 from lib.core.prompts import SYSTEM_MESSAGE, build_prompt
 from lib.core.samples import arm_fields, blank
+from lib.judging.harness import repair_allowance
+from lib.judging.structured import BOOK
 from lib.store import history as hs
 
 if TYPE_CHECKING:
@@ -108,9 +118,16 @@ class AblationCost:
     paid: bool
     scorer: bool = False
     rate_source: str = ""
+    done: bool = False            # the ablation is stored done: launching it reads the result, no call
+    requests: int | None = None   # of `calls`: the requests themselves (None: all of them)
+    repairs: int = 0              # of `calls`: repairs of unreadable replies the job may ask
+    probes: int = 0               # of `calls`: refusals finding the endpoint's output form
 
     @property
     def sentence(self) -> str:
+        if self.done:
+            return (f"{self.judgings} judgings, already made: this ablation is done and its result is read from the "
+                    f"store, with no call to the judge.")
         if self.scorer:
             return (f"{self.judgings} scorings by the external scorer ({self.calls} left, {self.stored} already "
                     f"stored); its model calls are its own and not counted here.")
@@ -123,7 +140,11 @@ class AblationCost:
                  f", about {self.prompt_tokens:,} prompt tokens {self.rate_source}" if self.rate_source else "")
         fewer = (f"; {self.calls_if_identical} calls if the judge repeats itself exactly (repeats then stop)"
                  if self.calls_if_identical < self.calls else "")
-        return head + f"at most {self.calls} calls to the judge{where}{fewer}. " + rest[0].upper() + rest[1:]
+        extra = [f"up to {self.repairs} to repair unreadable replies" if self.repairs else "",
+                 f"up to {self.probes} the server may refuse while its output form is found" if self.probes else ""]
+        parts = "; ".join(x for x in extra if x)
+        of = f" ({self.requests} requests; {parts})" if parts else ""
+        return head + f"at most {self.calls} calls to the judge{of}{where}{fewer}. " + rest[0].upper() + rest[1:]
 
 
 def needs_confirmation(cost: AblationCost, budget: int | None) -> bool:
@@ -145,6 +166,11 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
     from lib.diagnosis.ablation_plan import plan as make_plan
 
     plan = make_plan(store, spec)
+    row = store.ablation(spec.ablation_id)
+    if row and row["status"] == "done" and row["result"]:   # launching it reads the stored result (run_ablation)
+        paid = spec.scorer is None and spec.endpoint != OFFLINE
+        return AblationCost(plan.planned, plan.planned, 0, 0, 0, 0, 0, 0, paid, scorer=spec.scorer is not None,
+                            done=True)
     probe = set(plan.probe_ids)
     done = store.ablation_done_keys(spec.ablation_id)
     units = plan.units(done)
@@ -169,5 +195,8 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
                             cheap if plan.probes else left, 0, paid)
     calls = calls_left(store, requests, model=spec.judge, endpoint=spec.endpoint)
     if_identical = min(calls.calls, cheap) if plan.probes else calls.calls
-    return AblationCost(plan.planned, len(done), plan.not_rejudged, calls.from_cache, excluded, calls.calls,
-                        if_identical, calls.prompt_tokens, paid, rate_source=calls.rate_source)
+    repairs = min(repair_allowance(left), calls.calls)   # a repair follows a request made by this job
+    probes = BOOK.probes_left(normalise(spec.endpoint), spec.judge) if calls.calls and paid else 0
+    return AblationCost(plan.planned, len(done), plan.not_rejudged, calls.from_cache, excluded,
+                        calls.calls + repairs + probes, if_identical, calls.prompt_tokens, paid,
+                        rate_source=calls.rate_source, requests=calls.calls, repairs=repairs, probes=probes)

@@ -157,8 +157,11 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
     judging = Judging(store, plan, judge, len(done), plan.total, progress) if judge is not None else None
     start = 0
     for k in looks(len(plan.samples)):
-        if start == 0 and plan.probes and judging is not None:   # the probe: the first chunk's baseline, every repeat
-            if judging.run(chunk_units(plan, stops, 0, k, reps, done, baseline_only=True), should_stop):
+        if start == 0 and plan.probes and judging is not None:   # the probe: its samples' baseline, every repeat
+            probe = set(plan.probe_ids)
+            units = [u for u in chunk_units(plan, stops, 0, k, reps, done, baseline_only=True)
+                     if u[3].sample_id in probe]
+            if judging.run(units, should_stop):
                 return True
             if plan.repeats_stopped(store.ablation_results(aid)):
                 reps = [0]

@@ -7,6 +7,11 @@ knows its requests up front, so one query finds which of them the cache holds;
 job (by this job's own calls, e.g. an identical request answered first). A
 cache that can hand over the replies themselves in one query (the store's
 `replies`) is not asked again for the ones it held.
+
+It also keeps, for the job only, the replies that could not be read: an
+identical request (another arm whose prompt blanking left unchanged, the
+same prompt twice) is answered by the same failure, not sent again; and the
+job's allowance of repair requests (lib.judging.harness.Repairs).
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ class KnownCache:
     read once up front: its held replies are then answered from memory, with no query per call.
     """
 
-    def __init__(self, cache: CallCache, keys: Iterable[str]) -> None:
+    def __init__(self, cache: CallCache, keys: Iterable[str], *, unreadable: dict[str, JudgeReply] | None = None,
+                 repairs: object | None = None) -> None:
         self._cache = cache
+        self._unreadable = unreadable if unreadable is not None else {}
+        self.repairs = repairs   # the job's allowance of repair requests (lib.judging.harness.Repairs)
         wanted = list(dict.fromkeys(keys))
         replies, held = getattr(cache, "replies", None), getattr(cache, "held", None)
         self._read: dict[str, JudgeReply] = dict(replies(wanted)) if callable(replies) else {}
@@ -45,6 +53,19 @@ class KnownCache:
                 if key not in self._held:
                     return None
         return self._cache.get(key)
+
+    def unreadable(self, key: str) -> JudgeReply | None:
+        """The unreadable reply this job already got for an identical request (None: none), marked cached."""
+        with self._lock:
+            bad = self._unreadable.get(key)
+        return None if bad is None else JudgeReply(text=bad.text, fingerprint=bad.fingerprint, cached=True)
+
+    def put_unreadable(self, request: JudgeRequest, reply: JudgeReply) -> None:
+        """Keep an unreadable reply for the rest of the job: an identical request is answered by the same failure
+        (a model at temperature 0 would write it again), never sent. Not written to the store: a later job asks
+        afresh."""
+        with self._lock:
+            self._unreadable[request.key] = reply
 
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
         self._cache.put(request, reply)

@@ -7,8 +7,9 @@ replies whose body is no chat completion are retried with exponential backoff
 and full jitter; other 4xx are final.
 
 Verdicts are asked for as a strict JSON schema built from the request
-(lib.judging.structured); a server that refuses it is asked for a JSON object,
-then for plain text, and the refusal is remembered for its endpoint. Every
+(lib.judging.structured); a server that refuses it is asked for the schema in
+the other forms servers honour, then for a JSON object, then for plain text,
+and the refusals are remembered for its endpoint. Every
 attempt passes through a Pacer (lib.judging.pacing), which keeps as many calls
 in flight as the server sustains. `stop()` ends waits and refuses new
 attempts: a job's circuit breaker or deadline (lib.judging.breaker) calls it.
@@ -43,7 +44,7 @@ from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
 from lib.judging.loop import LoopThread
 from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
-from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, is_refusal, next_mode, response_format
+from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, body_fields, is_refusal, next_mode
 from lib.judging.transport import dropped_connection, http_client
 
 
@@ -107,9 +108,7 @@ def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
     }
     if request.seed is not None:
         body["seed"] = request.seed
-    fmt = response_format(mode, request.shape)
-    if fmt is not None:
-        body["response_format"] = fmt
+    body.update(body_fields(mode, request.shape))
     return body
 
 
@@ -138,7 +137,8 @@ class OpenAIJudge:
         model: the model name the server knows.
         base_url: the server's /v1 URL (OpenAI, vLLM, Ollama, LM Studio, ...).
         api_key: the key; never logged, stored or shown.
-        timeout: seconds for one attempt.
+        timeout: seconds for one attempt, at least (raised to a few median calls when calls get that slow:
+            lib.judging.pacing.Pacer.timeout_for).
         max_attempts: attempts per call, first included.
         backoff: base of the exponential backoff, seconds.
         max_backoff: cap on one wait, seconds (Retry-After is capped too).
@@ -261,11 +261,21 @@ class OpenAIJudge:
                 self.retries.append(last)
             if attempt + 1 < self.max_attempts:
                 self._wait(attempt, out.hint)
-        raise JudgeError(f"{last}, after {self.max_attempts} attempts", retryable=True)
+        raise JudgeError(f"{last}, after {self.max_attempts} attempts{self._timeout_advice(last)}", retryable=True)
+
+    def _timeout_advice(self, reason: str) -> str:
+        """For calls that timed out: the setting to raise, with what the calls measured."""
+        if reason != "timed out":
+            return ""
+        report = self.pacer.report()
+        median = f"; the median call took {report.median:.2g} s" if report.median is not None else ""
+        return (f" (each waited {self.pacer.timeout_for():g} s at {report.final} in flight{median}): raise "
+                f"EVALDRIFT_JUDGE_TIMEOUT, or lower EVALDRIFT_JUDGE_CONCURRENCY if the server queues calls")
 
     async def _post(self, kwargs: dict[str, object]) -> Any:
         client: openai.AsyncOpenAI = self._loop.state
-        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs)
+        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs,
+                                     options={"timeout": self.pacer.timeout_for()})
         return response.json()
 
     def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:

@@ -8,6 +8,16 @@ slot time out in the queue and fail. The Pacer gates every attempt:
   then adds one per window of successes, up to the ceiling; only calls made
   while the limit was in full use count (a job's last few calls, or a caller
   with fewer threads than the limit, say nothing about more);
+- a server that queues is found by what more calls in flight buy: at every
+  window of successes the pacer measures the throughput at the limit
+  (successes a second since the limit was set) and compares it with the best
+  throughput measured at a lower limit. A server with one slot (llama.cpp)
+  serves one call at a time whatever the client sends, so its client latency
+  rises with the calls in flight while its own time stays the same: more
+  calls in flight gain less than QUEUE_GAIN, and the limit goes back to the
+  lower one that did best and stays at most there ("queued"). Against one slot the pacer
+  settles at 1. Calls faster than QUEUE_FLOOR on average are not judged so:
+  there the client's own CPU, not the server, sets the pace;
 - a timeout, a 429 or a 503 halves the limit; a success that took at least half
   the timeout while clearly queued (1.5x the fastest call seen) takes one off,
   before the queue grows into a timeout;
@@ -36,6 +46,9 @@ OVERLOAD = "overload"     # timed out, 429 or 503: the server has more than it c
 OTHER = "other"           # any other failure: says nothing about load
 SLOW_SHARE = 0.5          # a success this close to the timeout (share of it) is a warning...
 QUEUED_RATIO = 1.5        # ...when it also took this much longer than the fastest call: it queued
+QUEUE_GAIN = 1.3          # more calls in flight must raise throughput by this factor, else they only queue
+QUEUE_FLOOR = 0.1         # s: windows of faster calls are not judged for queueing (the client's own CPU dominates)
+TIMEOUT_FACTOR = 4        # an attempt's timeout is at least this many median calls (see Pacer.timeout_for)
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,7 @@ class Ticket:
 
     started: float
     epoch: int
+    in_flight: int = 1    # calls in flight once this one started, itself included
 
 
 @dataclass(frozen=True)
@@ -139,6 +153,9 @@ class Pacer:
         self._calls = 0
         self._backoffs: Counter[str] = Counter()
         self._closed = False
+        self._window: list[tuple[float, float]] = []   # (started, latency) of this epoch's successes
+        self._rates: dict[int, float] = {}           # throughput measured at each limit (calls a second)
+        self._cap = self.ceiling                     # the most the server was found to serve (queued above)
 
     @property
     def limit(self) -> int:
@@ -154,7 +171,7 @@ class Pacer:
                 return None
             self._in_flight += 1
             self._saturated = self._saturated or self._in_flight >= self._limit
-            return Ticket(self._clock(), self._epoch)
+            return Ticket(self._clock(), self._epoch, self._in_flight)
 
     def release(self, ticket: Ticket, outcome: str, reason: str = "") -> None:
         """End an attempt: OK (its latency counts), OVERLOAD (halve the limit) or OTHER (no change)."""
@@ -164,12 +181,12 @@ class Pacer:
             self._calls += 1
             current = ticket.epoch == self._epoch
             if outcome == OK:
-                self._success(elapsed, current)
+                self._success(elapsed, current, ticket.started)
             elif outcome == OVERLOAD and current:
                 self._lower(max(1, self._limit // 2), reason or "overloaded")
             self._cond.notify_all()
 
-    def _success(self, elapsed: float, current: bool) -> None:
+    def _success(self, elapsed: float, current: bool, started: float = 0.0) -> None:
         self._latencies.append(elapsed)
         if self._fastest is None or elapsed < self._fastest:
             self._fastest = elapsed
@@ -181,9 +198,25 @@ class Pacer:
         if not current:
             return
         self._streak += 1
-        if self._streak >= self._limit and self._saturated and self._limit < self.ceiling:
+        self._window.append((started, elapsed))
+        if len(self._window) < self._limit or not self._saturated:
+            return
+        # throughput: the window's successes over the time from the first one's start to the last one's end
+        window, self._window = self._window, []
+        span = max(s + t for s, t in window) - min(s for s, _ in window)
+        rate = len(window) / max(span, 1e-9)
+        self._rates[self._limit] = max(rate, self._rates.get(self._limit, 0.0))
+        below = {k: r for k, r in self._rates.items() if k < self._limit}
+        best = max(below, key=below.__getitem__) if below else None
+        slow_enough = sum(t for _, t in window) >= QUEUE_FLOOR * len(window)
+        if best is not None and slow_enough and rate < QUEUE_GAIN * below[best]:
+            # more calls in flight bought no throughput: the server queues them; serve at the lower limit
+            self._cap = best
+            self._lower(best, "queued")
+            return
+        if self._limit < min(self.ceiling, self._cap):
             grown = self._limit * 2 if self._slow_start else self._limit + 1
-            self._change(min(self.ceiling, grown))
+            self._change(min(self.ceiling, self._cap, grown))
 
     def _lower(self, to: int, reason: str) -> None:
         self._slow_start = False
@@ -199,7 +232,17 @@ class Pacer:
         self._peak = max(self._peak, to)
         self._epoch += 1
         self._streak = 0
+        self._window = []
         self._saturated = self._in_flight >= to
+
+    def timeout_for(self) -> float:
+        """An attempt's timeout: the configured one, or TIMEOUT_FACTOR median calls when calls got that slow
+        (a busy machine's model): a call the server is still computing is not abandoned for the queue's sake."""
+        with self._cond:
+            lat = list(self._latencies)
+        if len(lat) < 3:
+            return self.timeout
+        return max(self.timeout, TIMEOUT_FACTOR * statistics.median(lat))
 
     def close(self) -> None:
         """Wake every waiting caller with None (the job is stopping)."""

@@ -1,12 +1,24 @@
-"""How a model judge is asked for its verdicts: a JSON schema, a JSON object, or plain text.
+"""How a model judge is asked for its verdicts: a JSON schema (in one of the forms servers honour), a JSON
+object, or plain text.
 
 A strict JSON schema built from the request (exactly N verdict objects, item
 numbers 1..N, the metric's two verdict words) makes a small model's replies
-readable: it can no longer copy a one-item example or invent a third verdict
-word. Not every OpenAI-compatible server takes a schema, so the judge asks
-for the strongest mode first and steps down on a refusal:
+readable: it can no longer copy a one-item example, invent a third verdict
+word or write "ITEM 1" for an item number. Servers take a schema in different
+forms, so the judge asks in the strongest form first and steps down on a
+refusal:
 
-    json_schema  ->  json_object  ->  text
+    json_schema          response_format {"type": "json_schema", ...} (OpenAI, vLLM, Ollama, LM Studio)
+    json_object_schema   response_format {"type": "json_object", "schema": ...} (llama-cpp-python: a grammar)
+    guided_json          the body's "guided_json" (vLLM before response_format took a schema)
+    ollama_format        the body's "format" (Ollama)
+    json_object          response_format {"type": "json_object"}: JSON, no schema
+    text                 nothing asked
+
+A server that ignores a field it does not know (rather than refusing it) is
+recorded in the mode that was sent; its replies are read the same way either
+way (lib.judging.harness), and a reply the schema would have excluded fails
+with what the judge wrote.
 
 A refusal is remembered per (normalised endpoint, model) in a ModeBook, so an
 endpoint is probed once per process, not once per call. Pure values and
@@ -22,13 +34,19 @@ from collections.abc import Iterator
 from lib.core.calls import ReplyShape
 
 JSON_SCHEMA = "json_schema"
+JSON_OBJECT_SCHEMA = "json_object_schema"
+GUIDED_JSON = "guided_json"
+OLLAMA_FORMAT = "ollama_format"
 JSON_OBJECT = "json_object"
 TEXT = "text"
-MODES: tuple[str, ...] = (JSON_SCHEMA, JSON_OBJECT, TEXT)   # strongest first
+MODES: tuple[str, ...] = (JSON_SCHEMA, JSON_OBJECT_SCHEMA, GUIDED_JSON, OLLAMA_FORMAT, JSON_OBJECT,
+                          TEXT)   # strongest first
+SCHEMA_MODES = frozenset({JSON_SCHEMA, JSON_OBJECT_SCHEMA, GUIDED_JSON, OLLAMA_FORMAT})   # these need the shape
 SCHEMA_NAME = "evaldrift_verdicts"
 
 # Words a server's refusal uses when it cannot honour response_format (vLLM, llama.cpp, LM Studio, proxies).
-_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "structured")
+_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "structured", "guided",
+                  "format")
 
 
 def verdict_schema(shape: ReplyShape) -> dict[str, object]:
@@ -57,21 +75,33 @@ def verdict_schema(shape: ReplyShape) -> dict[str, object]:
 
 
 def response_format(mode: str, shape: ReplyShape | None) -> dict[str, object] | None:
-    """The `response_format` argument for a mode (None: plain text, nothing sent)."""
+    """The `response_format` argument for a mode (None: none sent; see `body_fields` for every field)."""
+    fmt = body_fields(mode, shape).get("response_format")
+    return fmt if isinstance(fmt, dict) else None
+
+
+def body_fields(mode: str, shape: ReplyShape | None) -> dict[str, object]:
+    """The fields a chat.completions body gets for a mode ({}: plain text, nothing sent)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown output mode {mode!r}; known: {', '.join(MODES)}")
+    if mode in SCHEMA_MODES and shape is None:
+        raise ValueError("a JSON schema needs the reply's shape")
     if mode == JSON_SCHEMA:
-        if shape is None:
-            raise ValueError("a JSON schema needs the reply's shape")
-        return {"type": JSON_SCHEMA,
-                "json_schema": {"name": SCHEMA_NAME, "schema": verdict_schema(shape), "strict": True}}
+        return {"response_format": {"type": JSON_SCHEMA, "json_schema": {
+            "name": SCHEMA_NAME, "schema": verdict_schema(shape), "strict": True}}}  # type: ignore[arg-type]
+    if mode == JSON_OBJECT_SCHEMA:
+        return {"response_format": {"type": JSON_OBJECT, "schema": verdict_schema(shape)}}  # type: ignore[arg-type]
+    if mode == GUIDED_JSON:
+        return {"guided_json": verdict_schema(shape)}  # type: ignore[arg-type]
+    if mode == OLLAMA_FORMAT:
+        return {"format": verdict_schema(shape)}  # type: ignore[arg-type]
     if mode == JSON_OBJECT:
-        return {"type": JSON_OBJECT}
-    if mode == TEXT:
-        return None
-    raise ValueError(f"unknown output mode {mode!r}; known: {', '.join(MODES)}")
+        return {"response_format": {"type": JSON_OBJECT}}
+    return {}
 
 
 def is_refusal(status: int, message: str) -> bool:
-    """Whether an HTTP error answering a request with response_format refuses that format.
+    """Whether an HTTP error answering a request in a structured mode refuses that mode.
 
     400 and 422 are how servers reject a request they cannot parse or honour;
     501 says "not implemented"; some servers answer 500 naming the format.
@@ -128,7 +158,7 @@ class ModeBook:
         with self._lock:
             refused = set(self._refused.get((endpoint, model), ()))
         for mode in MODES[MODES.index(start):]:
-            if mode == JSON_SCHEMA and shape is None:
+            if mode in SCHEMA_MODES and shape is None:
                 continue
             if mode not in refused:
                 return mode
@@ -140,6 +170,14 @@ class ModeBook:
             return
         with self._lock:
             self._refused.setdefault((endpoint, model), set()).update(m for m in modes if m != TEXT)
+
+    def probes_left(self, endpoint: str, model: str) -> int:
+        """The refused requests finding this endpoint's output mode can still cost: 0 once it has answered, else
+        one per mode above plain text not yet refused (what a cost estimate adds)."""
+        with self._lock:
+            if (endpoint, model) in self._settled:
+                return 0
+            return len([m for m in MODES[:-1] if m not in self._refused.get((endpoint, model), ())])
 
     def refused(self, endpoint: str, model: str) -> frozenset[str]:
         with self._lock:

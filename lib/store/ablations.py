@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pandas as pd
 
-from lib.core.results import SampleResult
+from lib.core.results import FAILED, SampleResult
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
 from lib.store.base import StoreBase, _now
+
+RAW_KEPT = 2000   # characters of an unreadable reply kept with its failed judging
 
 
 class AblationsMixin(StoreBase):
@@ -72,19 +74,25 @@ class AblationsMixin(StoreBase):
             return
         frame = pd.DataFrame(
             [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
-              r.calls, r.cached) for r in results],
+              r.calls, r.cached, r.raw[:RAW_KEPT] if r.status == FAILED and r.raw else None) for r in results],
             columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
-                     "calls", "cached"])
+                     "calls", "cached", "raw"])
         with self._write_lock:
             with self.transaction() as cur:
                 cur.register("_incoming", frame)
                 try:
-                    cur.execute("""INSERT OR IGNORE INTO ablation_results SELECT * FROM _incoming""")
+                    cur.execute("""INSERT OR IGNORE INTO ablation_results BY NAME SELECT * FROM _incoming""")
                 finally:
                     cur.unregister("_incoming")
                 _recount_done(cur, ablation_id)
                 written = self._write_replies(cur)   # the calls these results cost go in the same commit
             self._forget_written(written)
+
+    def ablation_failures(self, ablation_id: str, limit: int = 50) -> pd.DataFrame:
+        """The failed judgings of an ablation: where, why, and what the judge wrote (truncated), first `limit`."""
+        return self._df("""SELECT metric, arm, rep, sample_id, reason, raw FROM ablation_results
+                           WHERE ablation_id = ? AND status = 'failed' ORDER BY metric, arm, rep, sample_id
+                           LIMIT ?""", [ablation_id, limit])
 
     def ablation_results(self, ablation_id: str) -> pd.DataFrame:
         return self._df("""SELECT metric, arm, rep, sample_id, status, score, reason, verdicts, calls, cached

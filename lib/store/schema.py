@@ -119,6 +119,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("re-judged series and incident states", tuple(_HISTORY)),
     Migration("ablation job log", tuple(_JOB_LOG)),
     Migration("batch jobs", tuple(_BATCHES)),
+    # A failed ablation judging keeps what the judge wrote (truncated), so the page can show it beside the reason.
+    Migration("raw reply of a failed ablation judging",
+              ("ALTER TABLE ablation_results ADD COLUMN IF NOT EXISTS raw VARCHAR",)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -12,11 +12,10 @@ reference states (so a leaky template can lend it support). The same samples
 are recorded twice, scored by the model: once with the demo's leaky
 faithfulness template (the reference rendered, replay binding) and once with
 the fixed one (projected binding). Each run is then ablated with the same
-model (blank ground_truth, --repeats repeats, which stop when the model is
-deterministic). Fewer than 20 samples leave every verdict INCONCLUSIVE, by
-design: the per-sample scores still show the leak. Printed per run: the score, the ablation's verdicts, judge
-calls, failures by reason, the output mode and concurrency reached, and wall
-time.
+model (blank ground_truth, --repeats repeats, the README's default 3, which stop once the first samples
+repeat identically). Printed per run: the score, the ablation's cost estimate (an upper bound), its verdicts,
+judge calls, failures by reason, the output mode and concurrency reached, and wall time. Issue 26's run:
+`--samples 12 --timeout 60`.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from lib.core.prompts import PROJECTED, REPLAY  # noqa: E402
 from lib.core.records import MAIN, MetricRecord, RunRecord  # noqa: E402
 from lib.core.results import aggregate  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
+from lib.diagnosis.cost import estimate_ablation  # noqa: E402
 from lib.judging import OfflineJudge, OpenAIJudge  # noqa: E402
 from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.store import Store  # noqa: E402
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--api-key", default="local")
     parser.add_argument("--samples", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=2, help="ablation repeats (stop early when deterministic)")
+    parser.add_argument("--repeats", type=int, default=3, help="ablation repeats (stop early when deterministic)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one call (a CPU model is slow)")
     args = parser.parse_args(argv)
     samples = leak_prone(args.samples)
@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             spec = AblationSpec(name, ("faithfulness",), ("ground_truth",), repeats=args.repeats, judge=args.model,
                                 endpoint=args.base_url)
+            estimate = estimate_ablation(store, spec, cacheable=True)
+            print(f"ablation estimate: {estimate.sentence}")
             result = run_ablation(store, spec, judge)
             took = time.perf_counter() - t0
             assert result is not None

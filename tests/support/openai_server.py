@@ -44,7 +44,8 @@ from typing import Any, Self
 
 from tests.support.batch_api import BatchAPI
 
-__all__ = ["FAULT_KINDS", "MODEL_ID", "Fault", "OpenAIServer", "Responder", "response_format_type"]
+__all__ = ["FAULT_KINDS", "LLAMA_CPP_FORMATS", "LLAMA_CPP_REFUSAL", "MODEL_ID", "Fault", "OpenAIServer", "Responder",
+           "request_mode", "response_format_type", "schema_of"]
 
 Responder = Callable[[dict], str]
 """Gets the parsed request JSON body, returns the assistant message content."""
@@ -56,6 +57,12 @@ FAULT_KINDS: frozenset[str] = frozenset(
 
 MODEL_ID = "evaldrift-test-model"
 """The single model id listed by ``GET /v1/models``."""
+
+LLAMA_CPP_FORMATS = frozenset({"json_object", "json_object_schema"})
+"""The output modes llama-cpp-python's server takes (it answers the others with a 500)."""
+
+LLAMA_CPP_REFUSAL = (500, "1 validation error: response_format.type: Input should be 'text' or 'json_object'")
+"""How llama-cpp-python's server refuses ``json_schema`` (a 500 naming the type)."""
 
 MALFORMED_CONTENT = "Sure! Here are the verdicts: supported, supported"
 """Assistant content returned for a ``"malformed"`` fault (not JSON)."""
@@ -159,6 +166,50 @@ def response_format_type(body: dict) -> str:
     if not isinstance(fmt, dict):
         return "text"
     return str(fmt.get("type") or "text")
+
+
+def request_mode(body: dict) -> str:
+    """The structured-output form a chat request asks in, named as lib.judging.structured names its modes.
+
+    Args:
+        body: The parsed request JSON body.
+
+    Returns:
+        ``"json_schema"``, ``"json_object_schema"`` (a ``json_object`` response_format carrying a ``schema``, as
+        llama-cpp-python takes it), ``"json_object"``, ``"guided_json"`` (vLLM's body field), ``"ollama_format"``
+        (Ollama's ``format`` body field) or ``"text"``.
+    """
+    kind = response_format_type(body)
+    if kind == "json_object" and isinstance(body["response_format"].get("schema"), dict):
+        return "json_object_schema"
+    if kind != "text":
+        return kind
+    if "guided_json" in body:
+        return "guided_json"
+    if "format" in body:
+        return "ollama_format"
+    return "text"
+
+
+def schema_of(body: dict) -> dict | None:
+    """The JSON schema a chat request carries, in whichever form it asks (None: no schema).
+
+    Args:
+        body: The parsed request JSON body.
+
+    Returns:
+        The schema, or ``None``.
+    """
+    mode = request_mode(body)
+    if mode == "json_schema":
+        return body["response_format"]["json_schema"]["schema"]
+    if mode == "json_object_schema":
+        return body["response_format"]["schema"]
+    if mode == "guided_json":
+        return body["guided_json"]
+    if mode == "ollama_format":
+        return body["format"]
+    return None
 
 
 def _error_body(message: str, error_type: str) -> dict[str, Any]:
@@ -369,23 +420,27 @@ class _Handler(BaseHTTPRequestHandler):
         """
         owner = self.owner
         fault = owner._register(body, dict(self.headers.items()))
-        kind = response_format_type(body)
+        kind = request_mode(body)
         if owner.formats is not None and kind != "text" and kind not in owner.formats:
             with owner._lock:
                 owner.refused.append(kind)
+            status, message = owner.refusal
             self._send_error_json(
-                400,
-                f"response_format type {kind!r} is not supported by this server",
+                status,
+                message or f"output mode {kind!r} is not supported by this server",
                 "invalid_request_error",
             )
             return
         if not owner._enter():
             self._drop()  # server is stopping
             return
+        began = time.monotonic()
         try:
             self._serve(body, fault)
         finally:
             owner._leave()
+            with owner._lock:
+                owner.served.append(time.monotonic() - began)
 
     def _serve(self, body: dict, fault: Fault | None) -> None:
         """Answers one chat request (inside a slot when the server has few).
@@ -527,9 +582,18 @@ class OpenAIServer:
     its queue (and a client's timeout counts that wait). A request whose
     client gave up is still served when its turn comes.
 
-    Formats: with ``formats`` set, a request asking for a ``response_format``
-    type not in it is refused with a 400, as servers without structured
-    output do (plain text, no ``response_format``, is always accepted).
+    Formats: with ``formats`` set, a request asking in a structured form
+    (:func:`request_mode`) not in it is refused, with ``refusal``'s status and
+    message (default a 400), as servers without that form do (plain text is
+    always accepted). ``formats=LLAMA_CPP_FORMATS, refusal=LLAMA_CPP_REFUSAL``
+    is llama-cpp-python's server: a 500 for ``json_schema``, a schema honoured
+    inside ``json_object``.
+
+    Queueing: with ``slots=1`` and ``latency``, every request takes
+    ``latency`` seconds of server time, one at a time: a client's latency
+    rises with the calls it has in flight while the server's stays constant.
+    ``served`` records each request's server time and ``peak_held`` the most
+    requests held at once.
 
     Attributes:
         responder: Produces the assistant content from the request body.
@@ -541,7 +605,8 @@ class OpenAIServer:
             ``requests``.
         errors: Exceptions raised by the responder or by request handlers
             (for debugging; never printed).
-        refused: The ``response_format`` types refused (one per refusal).
+        refused: The output modes refused (one per refusal; :func:`request_mode`).
+        served: Seconds each answered request held its slot (server time, queueing excluded).
         peak_held: The most requests held at once (served and queued; slots only).
     """
 
@@ -554,6 +619,7 @@ class OpenAIServer:
         slots: int | None = None,
         formats: frozenset[str] | None = None,
         keep_alive: bool = False,
+        refusal: tuple[int, str] = (400, ""),
     ) -> None:
         """Creates a server; call :meth:`start` (or use ``with``) to serve.
 
@@ -563,7 +629,8 @@ class OpenAIServer:
             latency: Simulated model latency in seconds per chat request.
             model_fingerprint: ``system_fingerprint`` reported in completions.
             slots: Requests served at once (``None``: no limit).
-            formats: ``response_format`` types accepted (``None``: any).
+            formats: Output modes accepted (:func:`request_mode`; ``None``: any).
+            refusal: Status and message of a refused mode (``""``: a message naming it).
             keep_alive: Speak HTTP/1.1 and keep connections open between
                 requests (the default, HTTP/1.0, closes each after one).
         """
@@ -574,7 +641,9 @@ class OpenAIServer:
         self.formats = formats
         self.keep_alive = keep_alive
         self.batch_api = BatchAPI(self)   # /v1/files and /v1/batches (tests/support/batch_api.py)
+        self.refusal = refusal
         self.refused: list[str] = []
+        self.served: list[float] = []
         self.peak_held = 0
         self._slot_cond = threading.Condition()
         self._queue: deque[int] = deque()
