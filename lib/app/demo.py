@@ -26,7 +26,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,7 +37,7 @@ from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.offline import STAND_IN_NOISE, OfflineJudge
-from lib.store import Store
+from lib.store import PreparedRun, Store, prepare_run
 
 FEATURES = [
     "audit log exports", "single sign-on sessions", "webhook deliveries", "backup snapshots",
@@ -255,6 +255,11 @@ def _score_plan(args: tuple[RunPlan, int]) -> RunRecord:
     return score_run(plan, [d.regressed if plan.regressed else d.sample for d in main], canary)
 
 
+def _prepare_plan(args: tuple[RunPlan, int]) -> PreparedRun:
+    """A worker's whole share of one run: judged, checked and laid out as rows (the owner of the file only writes)."""
+    return prepare_run(_score_plan(args))
+
+
 _SAMPLES: dict[int, tuple[list[DemoSample], list[EvalSample]]] = {}
 
 
@@ -265,13 +270,15 @@ def _cached_samples(seed: int) -> tuple[list[DemoSample], list[EvalSample]]:
 
 
 def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers: int | None = None,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
-    """Build the demo database at `path`, scoring runs on every core.
+               progress: Callable[[int, int], None] | None = None, start_method: str = "spawn") -> dict[str, float]:
+    """Build the demo database at `path`, judging runs on every core.
 
-    The runs are scored in worker processes (spawned, so this is safe from a
-    threaded server) and recorded in order by this process; the file appears
-    whole or not at all. Returns timings: seconds, runs, judged samples,
-    samples per second.
+    The runs are judged, checked and laid out in worker processes (spawned by
+    default, so this is safe from a threaded server; "fork" from a process of
+    one thread skips each worker's imports) and written by this process as they
+    finish; the file appears whole or not at all. `progress(done, total)` is
+    called once before any run is judged and after each run is written.
+    Returns timings: seconds, runs, judged samples, samples per second.
     """
     t0 = time.perf_counter()
     main, canary = _cached_samples(seed)
@@ -280,17 +287,22 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
     tmp = Path(f"{path}.building")
     tmp.unlink(missing_ok=True)
     width = workers if workers is not None else min(4, os.cpu_count() or 1)
-    with Store(tmp) as store:
-        if width > 1:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
-                for k, record in enumerate(pool.map(_score_plan, [(p, seed) for p in plans], chunksize=4)):
-                    store.record_run(record)
+    if progress:
+        progress(0, len(plans))
+    if width > 1:
+        ctx = multiprocessing.get_context(start_method)
+        # The pool starts before the file is opened: a forked worker holds no copy of the connection.
+        with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
+            futures = [pool.submit(_prepare_plan, (p, seed)) for p in plans]
+            with Store(tmp) as store:
+                for k, future in enumerate(as_completed(futures)):
+                    store.record_prepared([future.result()])
                     if progress:
                         progress(k + 1, len(plans))
-        else:
+    else:
+        with Store(tmp) as store:
             for k, plan in enumerate(plans):
-                store.record_run(_score_plan((plan, seed)))
+                store.record_prepared([_prepare_plan((plan, seed))])
                 if progress:
                     progress(k + 1, len(plans))
     Path(tmp).replace(path)

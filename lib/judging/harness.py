@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import BaseModel, ValidationError
 
@@ -57,6 +58,13 @@ def parse_verdicts(text: str, items: Sequence[str], labels: tuple[str, str]) -> 
     Verdicts are matched to items by their item numbers, never by their order
     in the reply: a duplicate, missing or out-of-range number is unreadable.
     """
+    return _parse_verdicts(text, tuple(items), labels)
+
+
+# A history re-judges the same samples run after run, and a judge that repeats itself (every model at
+# temperature 0, the offline judge on most items) sends the same reply for the same items: read it once.
+@lru_cache(maxsize=8192)
+def _parse_verdicts(text: str, items: tuple[str, ...], labels: tuple[str, str]) -> tuple[Verdict, ...]:
     cleaned = text.strip()
     if cleaned.startswith("```"):
         cleaned = cleaned.strip("`")
@@ -95,12 +103,27 @@ def build_request(sample: EvalSample, instrument: Instrument, model: str, endpoi
     `endpoint` is the judge's normalised endpoint (lib.judging.base.judge_endpoint): part of the cache key.
     """
     spec = get_metric(instrument.metric)
-    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
+    prompt, items = _prompt(instrument.template, instrument.metric, sample, instrument.binding)
     if not items:
         return None, []
     return JudgeRequest(model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
                         endpoint=endpoint, shape=ReplyShape(len(items), spec.labels),
                         template=instrument.template), list(items)
+
+
+def _prompt(template: str, metric: str, sample: EvalSample, binding: str) -> tuple[str, tuple[str, ...]]:
+    try:
+        return _prompt_cached(template, metric, sample, binding)
+    except TypeError:   # a sample built with a list of passages is not hashable: rendered each time
+        prompt, items = build_prompt(template, metric, sample, binding)
+        return prompt, tuple(items)
+
+
+# The same sample is rendered by the same template for every seed of a noise band and every run of a history.
+@lru_cache(maxsize=8192)
+def _prompt_cached(template: str, metric: str, sample: EvalSample, binding: str) -> tuple[str, tuple[str, ...]]:
+    prompt, items = build_prompt(template, metric, sample, binding)
+    return prompt, tuple(items)
 
 
 def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, seed: int | None = 0,

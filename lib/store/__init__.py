@@ -21,11 +21,11 @@ from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
 from lib.store.databases import check_evaldrift
-from lib.store.recording import RecordingMixin, RunBatch
+from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
 from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
-__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "RunBatch", "Store"]
+__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "PreparedRun", "RunBatch", "Store", "prepare_run"]
 
 
 class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
