@@ -31,10 +31,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from lib.core.endpoints import OFFLINE
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
+from lib.diagnosis.episodes import rejudge_open_episodes
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.offline import STAND_IN_NOISE, OfflineJudge
 from lib.store import PreparedRun, Store, prepare_run
@@ -270,7 +272,8 @@ def _cached_samples(seed: int) -> tuple[list[DemoSample], list[EvalSample]]:
 
 
 def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers: int | None = None,
-               progress: Callable[[int, int], None] | None = None, start_method: str = "spawn") -> dict[str, float]:
+               progress: Callable[[int, int], None] | None = None, start_method: str = "spawn",
+               rejudge_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
     """Build the demo database at `path`, judging runs on every core.
 
     The runs are judged, checked and laid out in worker processes (spawned by
@@ -278,6 +281,10 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
     one thread skips each worker's imports) and written by this process as they
     finish; the file appears whole or not at all. `progress(done, total)` is
     called once before any run is judged and after each run is written.
+    Then every open episode that crosses an instrument change is re-judged
+    with its trusted instrument by the demo's own free judge (lib.diagnosis.
+    episodes), so the Overview opens with what one instrument says about it;
+    `rejudge_progress(runs done, runs to re-judge)` follows that.
     Returns timings: seconds, runs, judged samples, samples per second.
     """
     t0 = time.perf_counter()
@@ -305,6 +312,9 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
                 store.record_prepared([_prepare_plan((plan, seed))])
                 if progress:
                     progress(k + 1, len(plans))
+    with Store(tmp) as store:
+        judge = OfflineJudge(plans[-1].judge_model, noise=STAND_IN_NOISE)
+        rejudge_open_episodes(store, judge, endpoint=OFFLINE, progress=rejudge_progress)
     Path(tmp).replace(path)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "runs": len(plans), "judged": judged, "per_second": judged / seconds}

@@ -174,6 +174,12 @@ def _demo_progress(path: Path) -> None:
             st.error(f"Building the demo database failed: {md_literal(build.error)}. Reload the page to try again, "
                      "or build it with `python -m lib demo`.")
             return
+        done, total = build.rejudged
+        if total:
+            st.progress(done / total, text=f"First start: all {build.total} nightly runs judged; re-judging the "
+                                           f"episode that crosses instrument changes with one instrument, {done} of "
+                                           f"{total} runs. The dashboard opens on the demo when it is done.")
+            return
         st.progress(build.done / build.total if build.total else 0.0,
                     text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
                          "judged. The dashboard opens on it when the last one is recorded.")
@@ -209,6 +215,14 @@ def query_param(name: str, default: str | None = None) -> str | None:
     linkparams.registered(name)
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
+
+
+def follow_alias(param: str, alias: str, value: str) -> None:
+    """A link's `param=alias` (e.g. run=latest) becomes `value` in the URL before any widget is seeded from it,
+    so the widget follows the link to that value as to any other."""
+    linkparams.registered(param)
+    if st.query_params.get(param) == alias:
+        st.query_params[param] = value
 
 
 def set_query(**params: str | None) -> None:
