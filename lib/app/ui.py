@@ -23,6 +23,7 @@ import streamlit as st
 from lib.app import demo_start, gate, trust
 from lib.app.demo import ensure_demo
 from lib.app.jobs import JobRunner
+from lib.app.snapshots import SnapshotKeeper
 from lib.core import settings
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import StoreBusyError, StoreError
@@ -53,7 +54,9 @@ def open_store(path: str) -> Store:
     """The process's one connection to a database file (DuckDB: one owning process)."""
     if settings.is_demo_path(path):
         ensure_demo(path)
-    return Store(path)
+    store = Store(path)
+    SnapshotKeeper(store)   # the CLI's reading commands read its snapshot while this process holds the file
+    return store
 
 
 def endpoint_for(judge: str, s: settings.Settings | None = None) -> str:
