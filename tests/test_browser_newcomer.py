@@ -76,3 +76,21 @@ def test_ablation_run_latest_opens_the_latest_run(server: StreamlitServer, page:
     open_page(page, server, "ablation?run=latest")
     assert selected(page, "abl_run") == "nightly-20261201"   # the demo's last night (it opened 10-28, an incident's)
     assert "No run" not in main_text(page)
+
+
+def test_recording_a_state_without_a_name_asks_for_it_beside_the_button(server: StreamlitServer, page: Page) -> None:
+    open_page(page, server, "")
+    form = page.locator(MAIN).locator('[data-testid="stForm"]').first
+    assert form.get_by_label("Your name").count() == 1   # the box is in the form, beside the state and the button
+    form.get_by_role("button", name="Record").click()
+    wait_for_app(page)
+    assert "Type your name in “Your name” beside the state" in main_text(page)
+    assert "field 'user'" not in main_text(page)
+
+
+def test_the_pipeline_config_keeps_each_line_whole_at_1024_px(server: StreamlitServer, page: Page) -> None:
+    page.set_viewport_size({"width": 1024, "height": 900})
+    open_page(page, server, "run?run=nightly-20261201")
+    code = page.locator(MAIN).locator('[data-testid="stCode"]').filter(has_text="embedding_model").first
+    lines = code.inner_text().splitlines()
+    assert '    "embedding_model": "e5-small-v2-int8",' in lines, lines
