@@ -302,10 +302,17 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
         with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
             futures = [pool.submit(_prepare_plan, (p, seed)) for p in plans]
             with Store(tmp) as store:
-                for k, future in enumerate(as_completed(futures)):
-                    store.record_prepared([future.result()])
-                    if progress:
-                        progress(k + 1, len(plans))
+                done = 0
+                pending = set(futures)
+                while pending:   # every run finished by now in one transaction: fewer commits for the one writer
+                    ready = next(as_completed(pending))
+                    batch = [f for f in pending if f.done()] or [ready]
+                    pending.difference_update(batch)
+                    store.record_prepared([f.result() for f in batch])
+                    for _ in batch:
+                        done += 1
+                        if progress:
+                            progress(done, len(plans))
     else:
         with Store(tmp) as store:
             for k, plan in enumerate(plans):

@@ -260,8 +260,11 @@ class RecordingMixin(StoreBase):
                     self.cursor().execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
-        for table in ("sample_scores", "run_metrics", "samples", "runs"):
-            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        # A run's rows are written and deleted with its runs row, in one transaction: with no runs row there is
+        # nothing to replace, and the deletes (each a scan of a table that grows with every run) are skipped.
+        if cur.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchall()[0][0]:
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
         cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
