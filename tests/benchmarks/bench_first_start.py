@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.browser import chromium, free_port, new_page, wait_for_app  # noqa: E402
+from tests.support.browser import chromium, free_port, new_page, screenshot, wait_for_app  # noqa: E402
 
 TARGET_S = 30.0
 
@@ -90,8 +91,9 @@ def first_start(work: Path, shots: Path | None = None) -> dict[str, float]:
                 shots.mkdir(parents=True, exist_ok=True)
                 for width in (1024, 1440):
                     page.set_viewport_size({"width": width, "height": 1000})
-                    time.sleep(1.5)
-                    page.screenshot(path=str(shots / f"overview-first-start-{width}.png"), full_page=True)
+                    wait_for_app(page, timeout=120)
+                    shot = screenshot(page, f"overview-first-start-{width}")   # the whole page, not one viewport
+                    shutil.copy(shot, shots / shot.name)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
