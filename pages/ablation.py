@@ -21,6 +21,7 @@ from lib.diagnosis.ablation import (
     AblationSpec,
     four_readings_spec,
 )
+from lib.diagnosis.ablation_analysis import four_readings_gap
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
@@ -51,7 +52,8 @@ shown_row = loaders.ablation_record(ctx.db_path, shown_id) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
 start_run, start_metric = ablation_form.start_at(loaders.incidents(ctx.db_path, ui_history.version(ctx))[0], run_ids)
-if lib.app.ui.query_param("run") not in (None, "latest", *run_ids):
+lib.app.ui.follow_alias("run", "latest", newest_first[0])   # the link table's promise: the newest run
+if lib.app.ui.query_param("run") not in (None, *run_ids):
     st.warning(f"No run {md(lib.app.ui.query_param('run'))} in this database; showing {md(start_run)}.")
 lib.app.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
 lib.app.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
@@ -235,8 +237,8 @@ def _four_readings(result: AblationResult) -> None:
     st.subheader("The four readings", help=glossary.help_for("four readings"))
     four = result.four
     if four is None:
-        st.caption("Faithfulness as wired, without the reference, without the passages and without both: this "
-                   "needs faithfulness with ground_truth and contexts blanked.")
+        st.caption("Faithfulness as wired, without the reference, without the passages and without both: "
+                   + md(four_readings_gap(result.verdicts)))
         spec = result.spec
         four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge, endpoint=spec.endpoint,
                                        limit=spec.limit)

@@ -8,8 +8,9 @@ import streamlit as st
 
 from lib.app import loaders, ui, ui_history
 from lib.core.metrics import wiring_table
+from lib.core.numbers import signed
 from lib.core.records import CANARY, MAIN
-from lib.diagnosis import noise
+from lib.diagnosis import episodes, noise
 from lib.intake import inbox
 from lib.presentation import glossary, views
 
@@ -58,7 +59,8 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
 show_rejected(rejected)
 
 ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
-                          loaders.incidents(ctx.db_path, ui_history.version(ctx))[0])
+                          loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
+                          loaders.jumps(ctx.db_path, ctx.version))
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
@@ -67,7 +69,7 @@ for card in cards:
         st.metric(
             card.metric,
             f"{card.score:.3f}" if card.score is not None else "—",
-            f"{round(card.delta, 3) + 0.0:+.3f}" if card.delta is not None else None,  # no "-0.000"
+            signed(card.delta) if card.delta is not None else None,   # as the lead line writes it
             delta_color="normal" if card.beyond_noise else "off",
             delta_description=("beyond threshold" if card.beyond_noise else "within threshold"
                                if card.decided else "not decided: too few runs")
@@ -90,10 +92,13 @@ with left:
     for j in recent:
         with st.container(border=True):
             arrow = "up" if j.delta > 0 else "down"
-            st.markdown(f":{'red' if j.ratio >= 2 else 'orange'}[**{ui.md_literal(j.metric)}** {arrow} "
+            noisy = episodes.likely_noise(j)
+            colour = "gray" if noisy else "red" if j.ratio >= 2 else "orange"
+            st.markdown(f":{colour}[**{ui.md_literal(j.metric)}** {arrow} "
                         f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
-                        + (", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
+                        + (": about 1x the threshold, likely noise." if noisy else
+                           ", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
                         help=noise.HELP[noise.JUMP_THRESHOLD])
             st.caption("Suspects, most likely first:",
                        help=glossary.help_for("instrument", "binding", "split"))

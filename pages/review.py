@@ -81,6 +81,18 @@ m6.metric("Ablations", len(rev.ablations))
 with st.container(border=True):
     st.markdown("\n".join(f"- {md(line)}" for line in rev.headline))
 
+st.subheader("Re-judged conclusions")
+if rev.conclusions:
+    st.markdown("\n".join(f"- {md(line)}" for line in rev.conclusions))
+else:
+    st.caption("No history of these metrics has been re-judged with one instrument.")
+
+st.subheader(f"Incidents: state, note and who set it ({len(rev.incidents)})")
+if rev.incidents:
+    st.markdown("\n".join(f"- {md(n.line)}" for n in rev.incidents))
+else:
+    st.caption("No incident by the end of this range.")
+
 st.subheader(f"Still open ({len(rev.still_open)})")
 if rev.still_open:
     st.markdown("\n".join(f"- {md(line)}" for line in rev.still_open))
@@ -149,9 +161,9 @@ markdown = review.review_markdown(rev)
 d1, d2 = st.columns(2)
 d1.download_button("Download the review as Markdown", markdown, file_name=f"evaldrift-review-{start}-{end}.md",
                    mime="text/markdown", key="rev_download", on_click="ignore", icon=":material/download:")
-d2.download_button("Download as plain text", mdtext.plain_text(markdown), key="rev_download_text",
+d2.download_button("Download as plain text", mdtext.markdown_text(markdown), key="rev_download_text",
                    file_name=f"evaldrift-review-{start}-{end}.txt", mime="text/plain", on_click="ignore",
                    icon=":material/notes:", help="For a chat or a ticket that shows text as typed: the same review "
-                                                 "without Markdown's backslash escapes.")
+                                                 "without Markdown: no heading marks, table pipes, bold or escapes.")
 with st.expander("Preview the Markdown"):
     st.code(markdown, language="markdown")

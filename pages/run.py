@@ -8,6 +8,8 @@ q=<search>&score=<lo>-<hi>&verdict=<verdict word>&found=<artifact>, and page=<n>
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
@@ -78,7 +80,8 @@ for line in loaders.chance(ctx.db_path, ctx.version, run_id):
 left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader("Pipeline config")
-    st.json(header.pipeline, expanded=2)
+    # as code, not st.json: at 1024 px st.json broke a value mid-word; code keeps each line whole and scrolls
+    st.code(json.dumps(header.pipeline, indent=2, sort_keys=True, ensure_ascii=False), language="json")
 with right:
     st.subheader("What changed since the run before")
     if changes.prev_run_id is None:

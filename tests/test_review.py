@@ -200,3 +200,35 @@ def test_alarm_spells_group_consecutive_alarm_runs() -> None:
     spells = review.alarm_spells(frame)
     assert [(s.first_run, s.last_run, s.runs, s.peak) for s in spells] == [("b", "c", 2, 0.95), ("e", "e", 1, 0.8)]
     assert spells[1].sentence == "alarmed at e (0.80)"
+
+
+# -- the meeting's conclusions (issue 28 item 3) and plain text (item 4) ----------------------------------------
+def test_the_export_carries_every_incidents_state_note_and_who_and_the_rejudged_finding_above_the_tables(
+        demo_db: Path, tmp_path: Path) -> None:
+    from lib.diagnosis import incidents
+
+    with Store(copy_db(demo_db, tmp_path / "demo.duckdb")) as store:
+        found, _ = incidents.load(store)
+        episode = next(i for i in found if i.kind == "episode")
+        incidents.set_state(store, episode.incident_id, incidents.INSTRUMENT, user="Ada",
+                            note="the leak, in and out; the retriever loss inside it is real")
+        end = review.data_range(store)[1]
+        text = review.review_markdown(review.review(store, end - timedelta(days=6), end))
+    tables = text.index("## What moved beyond noise")
+    finding = text.index("says the system lost 0.145 on 2026-10-31")
+    noted = text.index("explained as instrument, set by Ada on ")
+    assert finding < tables and noted < tables
+    assert "the leak, in and out; the retriever loss inside it is real" in text[noted:tables]
+    assert text[:tables].count("(nobody has set its state)") == len(found) - 1   # every other incident, still open
+
+
+def test_the_plain_text_export_has_no_markdown_left() -> None:
+    markdown = ("# evaldrift review: 2026-11-25 to 2026-12-01\n\n## Summary\n\n- faithfulness moved \\*a lot\\*\n\n"
+                "| metric | run | change |\n|---|---|---|\n| faithfulness | nightly\\|1 | -0.194 |\n"
+                "| context\\_recall | r2 |  |\n\n_Nothing else._\n\n**LEAK: faithfulness moves**\n\n"
+                "```\nraw `code` kept\n```\n")
+    assert review.markdown_text(markdown) == (
+        "evaldrift review: 2026-11-25 to 2026-12-01\n==========================================\n\n"
+        "Summary\n-------\n\n- faithfulness moved *a lot*\n\n"
+        "- metric: faithfulness; run: nightly|1; change: -0.194\n- metric: context_recall; run: r2\n\n"
+        "Nothing else.\n\nLEAK: faithfulness moves\n\nraw `code` kept\n")

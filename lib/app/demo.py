@@ -26,20 +26,21 @@ import os
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lib.core.endpoints import DEMO_GENERATOR
+from lib.core.endpoints import DEMO_GENERATOR, OFFLINE
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
+from lib.diagnosis.episodes import rejudge_open_episodes
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.offline import STAND_IN_NOISE, OfflineJudge
-from lib.store import Store
+from lib.store import PreparedRun, Store, prepare_run
 
 FEATURES = [
     "audit log exports", "single sign-on sessions", "webhook deliveries", "backup snapshots",
@@ -257,6 +258,11 @@ def _score_plan(args: tuple[RunPlan, int]) -> RunRecord:
     return score_run(plan, [d.regressed if plan.regressed else d.sample for d in main], canary)
 
 
+def _prepare_plan(args: tuple[RunPlan, int]) -> PreparedRun:
+    """A worker's whole share of one run: judged, checked and laid out as rows (the owner of the file only writes)."""
+    return prepare_run(_score_plan(args))
+
+
 _SAMPLES: dict[int, tuple[list[DemoSample], list[EvalSample]]] = {}
 
 
@@ -267,13 +273,20 @@ def _cached_samples(seed: int) -> tuple[list[DemoSample], list[EvalSample]]:
 
 
 def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers: int | None = None,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
-    """Build the demo database at `path`, scoring runs on every core.
+               progress: Callable[[int, int], None] | None = None, start_method: str = "spawn",
+               rejudge_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
+    """Build the demo database at `path`, judging runs on every core.
 
-    The runs are scored in worker processes (spawned, so this is safe from a
-    threaded server) and recorded in order by this process; the file appears
-    whole or not at all. Returns timings: seconds, runs, judged samples,
-    samples per second.
+    The runs are judged, checked and laid out in worker processes (spawned by
+    default, so this is safe from a threaded server; "fork" from a process of
+    one thread skips each worker's imports) and written by this process as they
+    finish; the file appears whole or not at all. `progress(done, total)` is
+    called once before any run is judged and after each run is written.
+    Then every open episode that crosses an instrument change is re-judged
+    with its trusted instrument by the demo's own free judge (lib.diagnosis.
+    episodes), so the Overview opens with what one instrument says about it;
+    `rejudge_progress(runs done, runs to re-judge)` follows that.
+    Returns timings: seconds, runs, judged samples, samples per second.
     """
     t0 = time.perf_counter()
     main, canary = _cached_samples(seed)
@@ -282,19 +295,34 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
     tmp = Path(f"{path}.building")
     tmp.unlink(missing_ok=True)
     width = workers if workers is not None else min(4, os.cpu_count() or 1)
-    with Store(tmp) as store:
-        if width > 1:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
-                for k, record in enumerate(pool.map(_score_plan, [(p, seed) for p in plans], chunksize=4)):
-                    store.record_run(record)
-                    if progress:
-                        progress(k + 1, len(plans))
-        else:
+    if progress:
+        progress(0, len(plans))
+    if width > 1:
+        ctx = multiprocessing.get_context(start_method)
+        # The pool starts before the file is opened: a forked worker holds no copy of the connection.
+        with ProcessPoolExecutor(max_workers=width, mp_context=ctx) as pool:
+            futures = [pool.submit(_prepare_plan, (p, seed)) for p in plans]
+            with Store(tmp) as store:
+                done = 0
+                pending = set(futures)
+                while pending:   # every run finished by now in one transaction: fewer commits for the one writer
+                    ready = next(as_completed(pending))
+                    batch = [f for f in pending if f.done()] or [ready]
+                    pending.difference_update(batch)
+                    store.record_prepared([f.result() for f in batch])
+                    for _ in batch:
+                        done += 1
+                        if progress:
+                            progress(done, len(plans))
+    else:
+        with Store(tmp) as store:
             for k, plan in enumerate(plans):
-                store.record_run(_score_plan((plan, seed)))
+                store.record_prepared([_prepare_plan((plan, seed))])
                 if progress:
                     progress(k + 1, len(plans))
+    with Store(tmp) as store:
+        judge = OfflineJudge(plans[-1].judge_model, noise=STAND_IN_NOISE)
+        rejudge_open_episodes(store, judge, endpoint=OFFLINE, progress=rejudge_progress)
     Path(tmp).replace(path)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "runs": len(plans), "judged": judged, "per_second": judged / seconds}

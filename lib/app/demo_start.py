@@ -29,6 +29,7 @@ class DemoBuild:
         self.done = 0
         self.total = N_RUNS
         self.error = ""
+        self.rejudged = (0, 0)   # runs re-judged of those to re-judge, once every run is judged
         self._thread = threading.Thread(target=self._run, name="evaldrift-demo-build", daemon=True)
 
     def _run(self) -> None:
@@ -40,6 +41,8 @@ class DemoBuild:
             parts = line.split()
             if len(parts) == 3 and parts[0] == "progress":
                 self.done, self.total = int(parts[1]), int(parts[2])
+            elif len(parts) == 3 and parts[0] == "rejudge":
+                self.rejudged = (int(parts[1]), int(parts[2]))
         err = child.stderr.read() if child.stderr else ""
         if child.wait() != 0:   # shown on the page; the next start tries again
             self.error = err.strip().splitlines()[-1] if err.strip() else f"exit code {child.returncode}"
@@ -69,8 +72,12 @@ def demo_build(path: str | Path) -> DemoBuild:
 
 
 def main(argv: list[str]) -> int:
-    """Build the demo at argv[0], printing 'progress DONE TOTAL' after each run."""
-    build_demo(argv[0], progress=lambda done, total: print(f"progress {done} {total}", flush=True))
+    """Build the demo at argv[0], printing 'progress DONE TOTAL' at the start and after each run, then
+    'rejudge DONE TOTAL' as the open episodes are re-judged."""
+    # This process is ours and runs one thread: its workers fork, with the imports and the eval set already made.
+    build_demo(argv[0], progress=lambda done, total: print(f"progress {done} {total}", flush=True),
+               start_method="fork",
+               rejudge_progress=lambda done, total: print(f"rejudge {done} {total}", flush=True))
     return 0
 
 

@@ -24,6 +24,7 @@ import streamlit as st
 from lib.app import demo_start, gate, trust
 from lib.app.demo import ensure_demo
 from lib.app.jobs import JobRunner
+from lib.app.snapshots import SnapshotKeeper
 from lib.core import settings
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import StoreBusyError, StoreError
@@ -53,7 +54,9 @@ def open_store(path: str) -> Store:
     """The process's one connection to a database file (DuckDB: one owning process)."""
     if settings.is_demo_path(path):
         ensure_demo(path)
-    return Store(path)
+    store = Store(path)
+    SnapshotKeeper(store)   # the CLI's reading commands read its snapshot while this process holds the file
+    return store
 
 
 def endpoint_for(judge: str, s: settings.Settings | None = None) -> str:
@@ -174,6 +177,12 @@ def _demo_progress(path: Path) -> None:
             st.error(f"Building the demo database failed: {md_literal(build.error)}. Reload the page to try again, "
                      "or build it with `python -m lib demo`.")
             return
+        done, total = build.rejudged
+        if total:
+            st.progress(done / total, text=f"First start: all {build.total} nightly runs judged; re-judging the "
+                                           f"episode that crosses instrument changes with one instrument, {done} of "
+                                           f"{total} runs. The dashboard opens on the demo when it is done.")
+            return
         st.progress(build.done / build.total if build.total else 0.0,
                     text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
                          "judged. The dashboard opens on it when the last one is recorded.")
@@ -209,6 +218,14 @@ def query_param(name: str, default: str | None = None) -> str | None:
     linkparams.registered(name)
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
+
+
+def follow_alias(param: str, alias: str, value: str) -> None:
+    """A link's `param=alias` (e.g. run=latest) becomes `value` in the URL before any widget is seeded from it,
+    so the widget follows the link to that value as to any other."""
+    linkparams.registered(param)
+    if st.query_params.get(param) == alias:
+        st.query_params[param] = value
 
 
 def set_query(**params: str | None) -> None:

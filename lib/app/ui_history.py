@@ -20,11 +20,13 @@ from lib.app.ui import Context, load_settings, open_store
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import EvaldriftError
 from lib.core.prompts import BINDINGS
-from lib.diagnosis import incidents, rejudge, standing
+from lib.diagnosis import episodes, incidents, noise, rejudge, standing
+from lib.diagnosis.diagnose import Jump
 from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.presentation import glossary
 from lib.presentation.report import md_escape as md
+from lib.presentation.views.common import PAGE_TRENDS
 from lib.store import history as hs
 
 TRUSTED = "trusted (default)"
@@ -144,9 +146,11 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
     return incidents.load(open_store(db_path))
 
 
-def incident_panel(ctx: Context, standings: list[standing.Standing], found: list[incidents.Incident]) -> None:
+def incident_panel(ctx: Context, standings: list[standing.Standing], found: list[incidents.Incident],
+                   jumps: Sequence[Jump] = ()) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
-    lib.diagnosis.standing), then the closed ones."""
+    lib.diagnosis.standing), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
+    jump inside it, largest first."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
     for s in standings:
@@ -156,7 +160,7 @@ def incident_panel(ctx: Context, standings: list[standing.Standing], found: list
         st.success("Nothing is open: every incident has been explained or accepted.")
     user = current_user(ctx, "incident_user") if found else ""
     for inc in still:
-        _incident(ctx, inc, user)
+        _incident(ctx, inc, user, jumps)
     closed = [i for i in found if not i.is_open]
     if closed:
         with st.expander(f"Explained, accepted or no longer beyond the threshold ({len(closed)})"):
@@ -164,25 +168,74 @@ def incident_panel(ctx: Context, standings: list[standing.Standing], found: list
                 _incident(ctx, inc, user)
 
 
-def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
+def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[Jump] = ()) -> None:
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
         st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
+        inside = episodes.episode_jumps(inc, jumps) if inc.is_open and inc.kind == "episode" else []
+        if inside:
+            st.caption(f"Every {md(inc.metric)} jump in this episode, largest first:",
+                       help=noise.HELP[noise.JUMP_THRESHOLD])
+            for j in inside:
+                st.text(episodes.jump_line(j))
+        if episodes.needs_rejudge(inc):
+            _episode_rejudge(ctx, inc)
         with st.expander("Evidence"):
             for line in inc.evidence:
                 st.text(line)
             for c in inc.changes:
                 st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
         with st.form(f"form_{inc.incident_id}", border=False):
-            c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
+            if user or ctx.user:
+                c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
+                here = ""
+            else:   # the name box above may be out of sight: one beside the button, where the question is asked
+                c0, c1, c2, c3 = st.columns([2, 2, 3, 1], vertical_alignment="bottom")
+                here = c0.text_input("Your name", key=f"user_{inc.incident_id}",
+                                     help="Recorded with the state change (login is off).")
             state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state)
                                  if inc.state in incidents.STATES else 0,
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")
             if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):
+                who = user or here
+                if not who.strip():
+                    st.error("Type your name in “Your name” beside the state: it is recorded with the change.")
+                    return
                 try:
-                    incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=user)
+                    incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=who)
                 except EvaldriftError as exc:
                     st.error(md(exc))
                 else:
                     st.rerun()
+
+
+def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
+    """The re-judge that reads an episode across instrument changes with one instrument: one click, or its
+    progress, or where its finding is."""
+    try:
+        spec = episodes.rejudge_spec(ctx.store, inc, judge=ctx.judge, endpoint=ctx.endpoint)
+    except EvaldriftError as exc:
+        st.caption(md(exc))
+        return
+    row = hs.series(ctx.store, spec.series_id)
+    if row is not None and row["status"] == "done":
+        st.caption(f"Re-judged with one instrument ({md(spec.label)}), {len(spec.run_ids)} runs: what it says is in "
+                   "the line above and in the evidence, and the series is drawn on Trends.")
+        st.page_link(PAGE_TRENDS, label="See the re-judged series on Trends", icon=":material/show_chart:",
+                     query_params={"metric": inc.metric})
+        return
+    key = f"rj_{inc.incident_id}"
+    if row is not None or st.session_state.get(key):
+        _show_status(ctx.db_path, spec.series_id)
+        return
+    allowed = access.may_launch(ctx.user, ctx.endpoint, load_settings(), login=gate.login_configured())
+    free = ctx.endpoint == OFFLINE
+    if st.button(f"Re-judge these {len(spec.run_ids)} runs with one instrument", key=f"rj_btn_{inc.incident_id}",
+                 icon=":material/replay:", disabled=not allowed,
+                 help=f"{inc.metric} from {spec.run_ids[0]} to {spec.run_ids[-1]}, judged again by {ctx.judge} with "
+                      f"the trusted instrument ({spec.label}), so every step of the new line is the system's own"
+                      + (" (the offline judge costs nothing)." if free else
+                         ". Count the cost first on Trends if this judge is paid.")):
+        st.session_state[key] = rejudge_runner(ctx.db_path).submit(spec)
+        st.rerun()

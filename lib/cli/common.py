@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from lib.core import settings
+from lib.core.errors import StoreBusyError
 from lib.diagnosis.ablation import recorded_judge
 from lib.intake import inbox
 from lib.judging.base import Judge
@@ -20,6 +21,7 @@ from lib.judging.build import build_judge
 from lib.judging.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judging.offline import VARIANTS
 from lib.store import Store
+from lib.store.snapshot import snapshot_path, snapshot_time
 
 PROG = "python -m lib"
 OFFLINE = "offline"
@@ -60,6 +62,26 @@ def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path:
 def _inbox_for(db: Path) -> Path:
     """The inbox the dashboard owning `db` drains (as lib.app.ui does)."""
     return inbox.folder_for(db)
+
+
+def open_for_reading(db: Path) -> Store:
+    """The database for a reading command (runs, lint, report): opened, its inbox drained first, when it is free;
+    while the dashboard holds it, the dashboard's snapshot of it (lib.store.snapshot), read-only, and a note on
+    stderr saying how old it is.
+
+    Raises:
+        StoreBusyError: the file is held and no snapshot of it exists (a dashboard older than snapshots).
+    """
+    try:
+        return inbox.open_drained(db, _inbox_for(db))
+    except StoreBusyError:
+        when = snapshot_time(db)
+        if when is None:
+            raise
+    waiting = inbox.waiting(_inbox_for(db))
+    print(f"note: the dashboard holds {db}; reading its snapshot of {when:%Y-%m-%d %H:%M:%S}"
+          + (f" ({waiting} run(s) handed over wait in the inbox)" if waiting else ""), file=sys.stderr)
+    return Store(snapshot_path(db), read_only=True)
 
 
 def _is_tty(stream: TextIO) -> bool:

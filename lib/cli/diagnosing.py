@@ -19,6 +19,7 @@ from lib.cli.common import (
     _print_json,
     _progress,
     _settings,
+    open_for_reading,
     run_judge_for,
 )
 from lib.core import settings
@@ -146,7 +147,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(f"{args.template} ({args.metric}, {prompt_hash(text)}) reads {reads}: {status}")
     if args.db is not None or args.template is None:
         db = _db_path(args, must_exist=True)
-        with inbox.open_drained(db, _inbox_for(db)) as store:
+        with open_for_reading(db) as store:
             table = lint_status(store)
             chance = chance_summary(store.chance_scores())
         for r in table.itertuples(index=False):
@@ -198,7 +199,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"--out: no folder {out.parent}")
-    with inbox.open_drained(db, _inbox_for(db)) as store:
+    # --ablate writes its ablations: only to the file itself; reading alone also works from a held file's snapshot
+    with (inbox.open_drained(db, _inbox_for(db)) if args.ablate else open_for_reading(db)) as store:
         run_id = store.resolve_run(args.run)
         results: list[AblationResult] = []
         if args.ablate:

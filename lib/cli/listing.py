@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from lib.cli.common import EXIT_OK, _db_path, _fmt, _inbox_for, _print_json, _table
+from lib.cli.common import EXIT_OK, _db_path, _fmt, _print_json, _table, open_for_reading
 from lib.core.metrics import METRIC_NAMES
 from lib.core.records import MAIN
-from lib.intake import inbox
 from lib.presentation.run_list import runs_data
 
 
@@ -35,7 +34,7 @@ def format_runs(runs: list[dict[str, object]]) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
-    with inbox.open_drained(db, _inbox_for(db)) as store:
+    with open_for_reading(db) as store:
         data = runs_data(store)
     if args.json:
         _print_json(data)

@@ -9,6 +9,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from lib.core.calls import Usage
 
@@ -48,7 +49,16 @@ class SampleResult:
     fingerprint: str | None = None
 
     def verdicts_json(self) -> str:
-        return json.dumps([v.to_dict() for v in self.verdicts], ensure_ascii=False)
+        try:
+            return _verdicts_json(self.verdicts)
+        except TypeError:   # verdicts given as a list: not hashable, written each time
+            return _verdicts_json.__wrapped__(self.verdicts)
+
+
+# Judges repeat themselves (temperature 0, the offline judge on most items): a history's replies are written once.
+@lru_cache(maxsize=8192)
+def _verdicts_json(verdicts: tuple[Verdict, ...]) -> str:
+    return json.dumps([v.to_dict() for v in verdicts], ensure_ascii=False)
 
 
 @dataclass(frozen=True)

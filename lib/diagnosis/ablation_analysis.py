@@ -228,7 +228,8 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, ban
                                   min_effect=spec.min_effect, seed=len(common))
     other = spec.scorer is None and spec.judge is not None and recorded is not None and spec.judge != recorded
     who = f" by {spec.judge}, not the run's own judge ({recorded}), so not a replay," if other else ""
-    measured = (f"{metric} re-judged{who} reads {r_mean:.3f} against the stored {s_mean:.3f} ({d.mean:+.3f}, 95% CI "
+    stored_words = _stored_words(s_mean, len(common), stored)
+    measured = (f"{metric} re-judged{who} reads {r_mean:.3f} against {stored_words} ({d.mean:+.3f}, 95% CI "
                 f"{d.lo:+.3f} to {d.hi:+.3f} over {d.n} samples; a mismatch is an interval that excludes 0 and a "
                 f"move beyond {spec.min_effect:.2f})")
     if mismatch:
@@ -237,6 +238,15 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, ban
     else:
         sentence = f"{measured}: the run's score reproduces."
     return ReplayCheck(metric, s_mean, r_mean, r_mean - s_mean, band, mismatch, sentence, spec.min_effect)
+
+
+def _stored_words(s_mean: float, n: int, stored: dict[str, float]) -> str:
+    """The stored level the replay is read against: on fewer samples than the run scored, it is not the run's
+    score the Run page shows, so both are named."""
+    if n >= len(stored):
+        return f"the stored {s_mean:.3f}"
+    return (f"the stored {s_mean:.3f} on the same {n} samples (the run's score over all {len(stored)}: "
+            f"{math.fsum(stored.values()) / len(stored):.3f})")
 
 
 def _renders(spec: AblationSpec, metric: str, inst: RecordedInstrument) -> frozenset[str] | None:
@@ -271,6 +281,27 @@ def _four_readings(verdicts: list[ArmVerdict]) -> FourReadings | None:
                 f"supports {b:.2f} of claims. If passages and reference were independent channels of support, "
                 f"together they would give 1-(1-{a:.2f})(1-{b:.2f}) = {ind:.3f}, against {wired:.3f} as wired.")
     return FourReadings(wired, a, b, both.ablated if both else None, wired - a, ind, wired - ind, gt.noise, sentence)
+
+
+def four_readings_gap(verdicts: Sequence[ArmVerdict]) -> str:
+    """Why an ablation gives no four readings, in words that fit what it did (what is missing, and the remedy).
+
+    The same conditions as _four_readings, in its order: faithfulness's ground_truth and contexts arms, each with
+    levels; judged on the same samples (not stopped sequentially at different ones); a wiring that reads the
+    reference.
+    """
+    by_arm = {x.arm: x for x in verdicts if x.metric == "faithfulness"}
+    gt, ctx = by_arm.get("ground_truth"), by_arm.get("contexts")
+    if gt is None or ctx is None:
+        return "this needs faithfulness with ground_truth and contexts blanked."
+    if any(x.judged and x.interval_words.endswith("CS") for x in by_arm.values()):
+        return ("this ablation blanked ground_truth and contexts, but judged each arm only until its verdict was "
+                "decided, so the arms stopped at different samples and give no levels to set side by side: the "
+                "four readings judge every sample.")
+    if gt.baseline is None or gt.ablated is None or ctx.ablated is None:
+        return "this ablation blanked ground_truth and contexts, but an arm has no score (every sample failed)."
+    return ("this run's wiring does not render ground_truth, so without the passages there is no reference's "
+            "support to read, only noise.")
 
 
 def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lib.core.numbers import signed
 from lib.diagnosis.diagnose import Jump
 from lib.diagnosis.incidents import ACCEPTED, LAPSED, Incident
 from lib.diagnosis.rejudge import Series
@@ -45,7 +46,7 @@ class Standing:
         if self.same_instrument is None:
             return f"{self.now_run} is the first run measured with its instrument: nothing comparable before it."
         rid, score = self.same_instrument
-        return (f"Against {rid}, the last run measured with the same instrument: {self.now - score:+.3f} "
+        return (f"Against {rid}, the last run measured with the same instrument: {signed(self.now - score)} "
                 f"({score:.3f} -> {self.now:.3f}).")
 
 

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from pydantic import BaseModel, ValidationError, field_validator
 
@@ -83,6 +84,13 @@ def parse_verdicts(text: str, items: Sequence[str], labels: tuple[str, str]) -> 
     Verdicts are matched to items by their item numbers, never by their order
     in the reply: a duplicate, missing or out-of-range number is unreadable.
     """
+    return _parse_verdicts(text, tuple(items), labels)
+
+
+# A history re-judges the same samples run after run, and a judge that repeats itself (every model at
+# temperature 0, the offline judge on most items) sends the same reply for the same items: read it once.
+@lru_cache(maxsize=8192)
+def _parse_verdicts(text: str, items: tuple[str, ...], labels: tuple[str, str]) -> tuple[Verdict, ...]:
     cleaned = text.strip()
     if cleaned.startswith("```"):
         cleaned = cleaned.strip("`")
@@ -126,7 +134,7 @@ def build_request(sample: EvalSample, instrument: Instrument, model: str, endpoi
     `endpoint` is the judge's normalised endpoint (lib.judging.base.judge_endpoint): part of the cache key.
     """
     spec = get_metric(instrument.metric)
-    prompt, items = build_prompt(instrument.template, instrument.metric, sample, instrument.binding)
+    prompt, items = _prompt(instrument.template, instrument.metric, sample, instrument.binding)
     if not items:
         return None, []
     return JudgeRequest(model, (Message("system", SYSTEM_MESSAGE), Message("user", prompt)), 0.0, seed,
@@ -171,6 +179,21 @@ def repair_request(request: JudgeRequest, reply: str, reason: str) -> JudgeReque
            f'{{"verdicts": [{{"item": <number>, "verdict": <word>, "evidence": <text>}}, ...]}}{rule}.')
     return replace(request, messages=(*request.messages, Message("assistant", reply[:4000]), Message("user", fix)),
                    template=None)
+
+
+def _prompt(template: str, metric: str, sample: EvalSample, binding: str) -> tuple[str, tuple[str, ...]]:
+    try:
+        return _prompt_cached(template, metric, sample, binding)
+    except TypeError:   # a sample built with a list of passages is not hashable: rendered each time
+        prompt, items = build_prompt(template, metric, sample, binding)
+        return prompt, tuple(items)
+
+
+# The same sample is rendered by the same template for every seed of a noise band and every run of a history.
+@lru_cache(maxsize=8192)
+def _prompt_cached(template: str, metric: str, sample: EvalSample, binding: str) -> tuple[str, tuple[str, ...]]:
+    prompt, items = build_prompt(template, metric, sample, binding)
+    return prompt, tuple(items)
 
 
 def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, seed: int | None = 0,

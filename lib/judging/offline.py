@@ -130,20 +130,48 @@ class OfflineJudge:
         self._relevance_share = VARIANTS[model]["relevance_share"]
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
-        prompt = request.prompt
         contents = tuple(m.content for m in request.messages)
-        verdicts = _decide_cached(contents, getattr(request, "template", None), self._support_share,
+        decision = _decide_cached(contents, getattr(request, "template", None), self._support_share,
                                   self._relevance_share, self.heed)
-        salt = hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest() if self.noise else ""
+        flips = _flips(request.seed, decision, self.noise) if self.noise else ()
+        if not any(flips):
+            return JudgeReply(text=decision.text, usage=decision.usage, fingerprint=self.model)
         out = []
-        for n, item, label, evidence, positive, negative in verdicts:
-            if self.noise and _unit(request.seed, salt, item, str(n)) < self.noise:
+        for flip, (n, _item, label, evidence, positive, negative) in zip(flips, decision.verdicts, strict=True):
+            if flip:
                 label = not label
                 evidence = "" if not label else evidence
             out.append({"item": n, "verdict": positive if label else negative, "evidence": evidence})
         text = json.dumps({"verdicts": out}, ensure_ascii=False)
-        usage = Usage(len(request.prompt.split()), len(text.split()))
+        usage = Usage(decision.usage.prompt_tokens, len(text.split()))
         return JudgeReply(text=text, usage=usage, fingerprint=self.model)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What the judge decides for one prompt before any noise: verdicts, the reply text, and the prompt's salt."""
+
+    verdicts: tuple[tuple[int, str, bool, str, str, str], ...]   # item number, item, label, evidence, two words
+    text: str
+    usage: Usage
+    salt: str   # a hash of the whole prompt: any change to the prompt redraws the noise
+
+
+def _flips(seed: object, decision: _Decision, noise: float) -> tuple[bool, ...]:
+    """Which verdicts flip at this seed: _unit(seed, salt, item, str(n)) < noise, with the hash of the shared
+    head of the hashed text computed once per call (the same bytes _unit hashes, so the same draws)."""
+    head = hashlib.blake2b(f"({seed!r}, ({decision.salt!r}, ".encode(), digest_size=8)
+    out = []
+    for n, item, *_ in decision.verdicts:
+        h = head.copy()
+        h.update(_tail(item, n))
+        out.append(int.from_bytes(h.digest(), "big") / 2**64 < noise)
+    return tuple(out)
+
+
+@lru_cache(maxsize=100_000)
+def _tail(item: str, n: int) -> bytes:
+    return f"{item!r}, {str(n)!r}))".encode()
 
 
 @lru_cache(maxsize=100_000)
@@ -182,7 +210,7 @@ def _relevant(item: _Terms, s: _Terms, relevance_share: float) -> float | None:
 
 @lru_cache(maxsize=100_000)
 def _decide_cached(contents: tuple[str, ...], template: str | None, support_share: float, relevance_share: float,
-                   heed: float) -> list[tuple[int, str, bool, str, str, str]]:
+                   heed: float) -> _Decision:
     reading = read(contents, template)
     material = _material(reading)
     prompt = "\n\n".join(contents)
@@ -209,4 +237,7 @@ def _decide_cached(contents: tuple[str, ...], template: str | None, support_shar
         if best is not None and best.names & ignored and _unit("heed", item) < heed:
             label = False
         decided.append((n, item, label, best.text if label and best else "", positive, negative))
-    return decided
+    text = json.dumps({"verdicts": [{"item": n, "verdict": pos if label else neg, "evidence": evidence}
+                                    for n, _item, label, evidence, pos, neg in decided]}, ensure_ascii=False)
+    return _Decision(tuple(decided), text, Usage(len(prompt.split()), len(text.split())),
+                     hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest())

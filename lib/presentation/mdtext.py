@@ -68,3 +68,58 @@ def plain_text(markdown: str) -> str:
             line = _ESCAPE.sub(r"\1", line)
         out.append(line)
     return "".join(out)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_MARKUP = re.compile(r"(?<!\\)[*`]")   # emphasis and code marks we write (values escape theirs)
+_LINE_ITALIC = re.compile(r"^_(.*[^\\])_$")   # a whole line in italics ("_Nothing moved._")
+
+
+def _inline(text: str) -> str:
+    return _ESCAPE.sub(r"\1", _MARKUP.sub("", _LINE_ITALIC.sub(r"\1", text.strip())))
+
+
+def markdown_text(markdown: str) -> str:
+    """This project's Markdown (a review, a run report) as plain text for a chat, a ticket or an email.
+
+    Headings become lines underlined with = or -, table rows become one line each
+    ("- column: value; ..."), emphasis and code marks are dropped, bullets stay
+    "- ", code blocks keep their lines without the fences, and the backslash
+    escapes of stored values are removed (plain_text), so what remains is the text as a reader would type it.
+    """
+    out: list[str] = []
+    header: list[str] | None = None
+    fence: str | None = None
+    for raw in markdown.splitlines():
+        m = _FENCE.match(raw)
+        if fence is None and m:
+            fence = m.group(1)
+            continue
+        if fence is not None:
+            if raw.strip() == fence:
+                fence = None
+            else:
+                out.append(raw)
+            continue
+        line = raw.rstrip()
+        if line.startswith("|") and line.endswith("|") and len(line) > 1:
+            if _TABLE_RULE.match(line):
+                continue
+            cells = [_inline(c) for c in _CELL_SPLIT.split(line[1:-1])]
+            if header is None:
+                header = cells
+                continue
+            out.append("- " + "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c))
+            continue
+        header = None
+        h = _HEADING.match(line)
+        if h:
+            title = _inline(h.group(2))
+            out.append(title)
+            if len(h.group(1)) <= 2:
+                out.append(("=" if len(h.group(1)) == 1 else "-") * len(title))
+            continue
+        out.append(_inline(line) if not line.startswith("- ") else "- " + _inline(line[2:]))
+    return "\n".join(out).rstrip() + "\n"

@@ -22,8 +22,9 @@ from datetime import date, datetime, time, timedelta
 import pandas as pd
 
 from lib.core.records import MAIN
-from lib.diagnosis import checks, diagnose, incidents
+from lib.diagnosis import checks, diagnose, incidents, standing
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
+from lib.presentation.mdtext import markdown_text as markdown_text  # the plain-text export
 from lib.presentation.mdtext import md_text
 from lib.presentation.report import md_escape as md_escape  # the pages render with it
 from lib.store import Store
@@ -112,6 +113,39 @@ def alarm_spells(frame: pd.DataFrame) -> list[AlarmSpell]:
 
 
 @dataclass(frozen=True)
+class IncidentNote:
+    """An incident as the review records it: its state, the note and who set it (the latest change)."""
+
+    started_at: datetime
+    kind: str
+    title: str
+    state: str
+    note: str = ""
+    user: str = ""
+    at: datetime | None = None
+
+    @property
+    def line(self) -> str:
+        head = f"{self.started_at:%Y-%m-%d} {self.kind}: {self.title}: {self.state}"
+        if self.at is None:
+            return f"{head} (nobody has set its state)"
+        return f"{head}, set by {self.user} on {self.at:%Y-%m-%d %H:%M}" + (f": {self.note}" if self.note else "")
+
+
+def incident_notes(found: Sequence[incidents.Incident], before: datetime) -> tuple[IncidentNote, ...]:
+    """Every incident started before `before`, open first, with its latest state, note and who set it."""
+    ordered = [*incidents.open_first(found), *(i for i in found if not i.is_open)]
+    out = []
+    for i in ordered:
+        if i.started_at >= before:
+            continue
+        last = i.changes[-1] if i.changes else None
+        out.append(IncidentNote(i.started_at, i.kind, i.title, i.state, last.note if last else "",
+                                last.user if last else "", last.at if last else None))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Review:
     """Everything the weekly review presents for runs started in [start, end] (whole days)."""
 
@@ -127,6 +161,8 @@ class Review:
     canary_threshold: float | None
     ablations: tuple[AblationBrief, ...]
     still_open: tuple[str, ...] = ()          # incidents started by the range's end and not closed: carried forward
+    conclusions: tuple[str, ...] = ()         # what re-judged series say, per metric (lib.diagnosis.standing)
+    incidents: tuple[IncidentNote, ...] = ()  # every incident started by the range's end: state, note, who
 
     @property
     def title(self) -> str:
@@ -150,8 +186,9 @@ class Review:
         carried = ((f"{len(self.still_open)} incident(s) still open (carried forward until someone closes them); "
                     f"the oldest: {self.still_open[0]}",) if self.still_open else ())
         if not self.runs:
-            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.", *carried)
-        out = list(carried)
+            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.", *self.conclusions,
+                    *carried)
+        out = [*self.conclusions, *carried]
         if self.jumps:
             sides = [f.side for f in self.jumps]
             out.append(f"{len(self.jumps)} move(s) beyond noise in {len(self.runs)} run(s): "
@@ -251,13 +288,16 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                                float(canary.threshold or 0.0))
                    for r in frame.itertuples(index=False) if r.alarm)
 
-    found, _ = incidents.load(store, suite=suite)
+    found, series = incidents.load(store, suite=suite)
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
+    rejudged = sorted({s.metric for s in series})
+    conclusions = tuple(s.sentence for s in standing.standing(history, found, series, metrics=rejudged) if s.rejudged)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),
-                  len(frame), alarms, canary.baseline, canary.threshold, ablations, still)
+                  len(frame), alarms, canary.baseline, canary.threshold, ablations, still, conclusions,
+                  incident_notes(found, hi))
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -276,6 +316,10 @@ def review_markdown(rev: Review) -> str:
                                                  if rev.runs else "."), "",
            "## Summary", "", *_bullets(rev.headline, "Nothing to report."), ""]
 
+    out += ["## Re-judged conclusions", "", *_bullets(rev.conclusions, "No history of these metrics has been "
+                                                                         "re-judged with one instrument."), ""]
+    out += ["## Incidents: state, note and who set it", "",
+            *_bullets([n.line for n in rev.incidents], "No incident by the end of this range."), ""]
     out += ["## Still open", "", *_bullets(rev.still_open, "Nothing is open: every incident is explained or "
                                                              "accepted."), ""]
     out += ["## What moved beyond noise", ""]

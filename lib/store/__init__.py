@@ -21,11 +21,12 @@ from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
 from lib.store.databases import check_evaldrift
-from lib.store.recording import RecordingMixin, RunBatch
+from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
 from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
 
-__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "RunBatch", "Store"]
+__all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "PreparedRun", "RunBatch", "Store",
+           "prepare_run"]
 
 
 class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
@@ -33,20 +34,26 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
 
     Args:
         path: the database file (created with its schema when absent).
+        read_only: open an existing file only to read (a snapshot, lib.store.snapshot): no migration, and
+            DuckDB refuses any write.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        check_evaldrift(self.path)   # another application's file is refused before anything is written to it
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            check_evaldrift(self.path)   # another application's file is refused before anything is written to it
         try:
-            self._con = duckdb.connect(str(self.path))
+            self._con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
         self._hold_replies()
+        if read_only:   # a snapshot (lib.store.snapshot): written by this code's migrations, only read here
+            return
         try:
             with self.transaction() as cur:
                 migrate(cur, self.path)

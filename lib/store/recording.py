@@ -7,9 +7,9 @@ import json
 import math
 import uuid
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -150,6 +150,29 @@ def _scores_frame(run: RunRecord) -> pd.DataFrame:
                                        "verdicts"])
 
 
+@dataclass(frozen=True)
+class PreparedRun:
+    """A checked run as the rows record_run writes: made by prepare_run, in any process (it pickles), and
+    written by Store.record_prepared. A history scored in worker processes is checked and laid out there,
+    and the one process that owns the file only writes."""
+
+    head: RunRecord   # the run without its samples and results: run-level facts and each metric's instrument
+    samples: pd.DataFrame
+    sample_scores: pd.DataFrame
+    run_metrics: pd.DataFrame
+
+
+def prepare_run(run: RunRecord) -> PreparedRun:
+    """Check a run (lib.core.validate.check_run) and lay it out as rows; nothing is written.
+
+    Raises:
+        InputError: naming the sample or metric and field at fault.
+    """
+    check_run(run)
+    head = replace(run, samples={}, metrics=[replace(m, results=[]) for m in run.metrics])
+    return PreparedRun(head, _samples_frame(run), _scores_frame(run), _metrics_frame(run, _Totals.of([run])))
+
+
 
 class RecordingMixin(StoreBase):
     """Writing runs: one at a time, in parts through staging tables, or in bulk."""
@@ -180,14 +203,10 @@ class RecordingMixin(StoreBase):
         first = next(it, None)
         if first is None:
             raise InputError("no samples: a run needs at least one", field="samples")
-        check_run(first)
+        prepared = prepare_run(first)
         second = next(it, None)
         if second is None:   # one part (record_run): written directly, in one transaction
-            with self.transaction() as cur:
-                self._start_run(cur, first)
-                self._insert_frame(cur, "samples", _samples_frame(first))
-                self._insert_frame(cur, "sample_scores", _scores_frame(first))
-                self._insert_frame(cur, "run_metrics", _metrics_frame(first, _Totals.of([first])))
+            self.record_prepared([prepared])
             return
         token = uuid.uuid4().hex[:12]
         stage = {"samples": f"_stage_samples_{token}", "sample_scores": f"_stage_scores_{token}"}
@@ -199,6 +218,15 @@ class RecordingMixin(StoreBase):
                 for name in stage.values():
                     self.cursor().execute(f"DROP TABLE IF EXISTS {name}")
             _STAGING.difference_update(stage.values())
+
+    def record_prepared(self, runs: Sequence[PreparedRun]) -> None:
+        """Write runs laid out by prepare_run, in one transaction, each replacing any earlier copy of its id."""
+        with self.transaction() as cur:
+            for run in runs:
+                self._start_run(cur, run.head)
+                self._insert_frame(cur, "samples", run.samples)
+                self._insert_frame(cur, "sample_scores", run.sample_scores)
+                self._insert_frame(cur, "run_metrics", run.run_metrics)
 
     def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> None:
         with self.transaction() as cur:
@@ -234,8 +262,11 @@ class RecordingMixin(StoreBase):
                     self.cursor().execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
-        for table in ("sample_scores", "run_metrics", "samples", "runs"):
-            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+        # A run's rows are written and deleted with its runs row, in one transaction: with no runs row there is
+        # nothing to replace, and the deletes (each a scan of a table that grows with every run) are skipped.
+        if cur.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchall()[0][0]:
+            for table in ("sample_scores", "run_metrics", "samples", "runs"):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
         cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),

@@ -25,6 +25,12 @@ folder, on the same database), and prints per page and revision:
 - bytes: what the server sent over the websocket for the page.
 
     python tests/benchmarks/bench_pages.py [--before REV|none] [--db PATH] [--large] [--pages PAGE ...]
+
+With `--reference` it measures instead each page beside a reference page (a title and one Plotly chart the size
+of Trends' five panels, in a second server on the same machine), alternating the two in fresh sessions, and
+prints each page's median full run against the reference's and their ratio (target: under 1.5x, issue 28):
+
+    python tests/benchmarks/bench_pages.py --reference [--pages PAGE ...]
 """
 
 from __future__ import annotations
@@ -390,6 +396,58 @@ def point_clicks(browser, report: Report, work: Path, db: Path, label: str) -> N
                       "s", f"< {PAGE_SECONDS:.0f} s", secs < PAGE_SECONDS, f"median of {LOADS} fresh sessions"))
 
 
+TRENDS_PX = 34 + 5 * 200 + 4 * 76 + 30   # lib.presentation.trend_stack: title, five panels, gaps, date labels
+REFERENCE_RATIO = 1.5   # issue 28 item 8: every page settles within 1.5x the reference page, measured side by side
+REFERENCE_APP = '''"""The reference page: a title and one Plotly chart the height of Trends' five panels."""
+import plotly.graph_objects as go
+import streamlit as st
+
+st.set_page_config(page_title="reference", layout="wide")
+st.title("A reference page with one Plotly chart")
+fig = go.Figure()
+for k in range(5):
+    fig.add_scatter(x=list(range(90)), y=[0.6 + 0.05 * k + 0.01 * ((i * 7 + k) % 5) for i in range(90)],
+                    mode="lines+markers", name=f"metric {k}")
+fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=40, b=10))
+st.plotly_chart(fig, key="reference")
+'''
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """A page and the reference page, loaded alternately in the same minutes (medians of full runs)."""
+
+    page_s: float
+    reference_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.page_s / self.reference_s
+
+
+def side_by_side(browser, db: Path, work: Path, only: set[str] | None = None, n: int = LOADS) -> dict[str, SideBySide]:
+    """Each page (or those in `only`) against the reference page (REFERENCE_APP, one Plotly chart), each load in a
+    fresh session, alternating page and reference `n` times, both servers up all along: the same machine load
+    falls on both, so the ratio holds on a shared machine where the seconds do not."""
+    ref_script = work / "reference_app.py"
+    ref_script.write_text(REFERENCE_APP.replace("HEIGHT", str(TRENDS_PX)))
+    names = [(name, path) for name, path in pages() if not only or name in only]
+    out: dict[str, SideBySide] = {}
+    with dashboard(db, work / "side-app.log") as (url, _), dashboard(db, work / "side-ref.log", ref_script) as (ref, _):
+        measure(browser, url)   # both processes import their modules and open what they read once
+        measure(browser, ref)
+        for name, path in names:
+            mine, theirs = [], []
+            for _ in range(n):
+                theirs.append(measure(browser, ref).full_s)
+                mine.append(measure(browser, f"{url}/{path}").full_s)
+            out[name] = SideBySide(statistics.median(mine), statistics.median(theirs))
+            r = out[name]
+            print(f"{name}: {r.page_s:.2f} s beside the reference page's {r.reference_s:.2f} s: {r.ratio:.2f}x "
+                  f"(target < {REFERENCE_RATIO}x: {'PASS' if r.ratio < REFERENCE_RATIO else 'MISS'})", flush=True)
+    return out
+
+
 def print_figures(label: str, after: dict[str, Load], before: dict[str, Load] | None, rev: str) -> None:
     """One line per page and measure: 'figure: value (target ...; before ...)'."""
     measures = (("full run", "full_s", 1.0, "s", f"< {PAGE_SECONDS:.0f} s"),
@@ -414,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large", action="store_true", help="also the synthetic 2,000-run store")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/evaldrift-bench-pages"))
     parser.add_argument("--pages", nargs="+", metavar="PAGE", help="only these pages (e.g. trends compare)")
+    parser.add_argument("--reference", action="store_true",
+                        help="only each page beside the reference page with one Plotly chart (target < 1.5x)")
     args = parser.parse_args(argv)
     only = set(args.pages or ())
     from playwright.sync_api import sync_playwright
@@ -440,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"before ({args.before}): not in this repository's history; skipped")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        if args.reference:
+            try:
+                side_by_side(browser, demo, work, only)
+            finally:
+                browser.close()
+            return 0
         try:
             for db, label in targets:
                 before = measure_tree(browser, db, old, work / "before.log", only) if old else None

@@ -1,0 +1,51 @@
+"""The dashboard keeps a read-only snapshot of its database fresh for the CLI (lib.store.snapshot).
+
+While the dashboard owns the file, `python -m lib runs`, `lint` and `report`
+read `<file>.snapshot` instead. One thread per open store looks every
+SNAPSHOT_SECONDS at the data version (runs and ablations written, an inbox
+hand-over drained) and writes the snapshot again when it changed: a reader
+sees what the dashboard holds within a few seconds of its commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import duckdb
+
+from lib.store import Store
+from lib.store.snapshot import write_snapshot
+
+SNAPSHOT_SECONDS = 2.0
+
+
+class SnapshotKeeper:
+    """Writes `store`'s snapshot at start and after each change of its data version, until stopped or closed."""
+
+    def __init__(self, store: Store, *, every: float = SNAPSHOT_SECONDS) -> None:
+        self.store = store
+        self.every = every
+        self.written = 0   # snapshots written (for tests and logs)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="evaldrift-snapshot", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        last = None
+        while not self._stop.is_set():
+            try:
+                version = self.store.data_version()
+                if version != last:
+                    write_snapshot(self.store)
+                    last = version
+                    self.written += 1
+            except duckdb.ConnectionException:   # the store was closed: nothing left to keep
+                return
+            except Exception as exc:   # a failed copy is retried at the next look, never fatal
+                print(f"evaldrift: snapshot of {self.store.path} failed: {exc}", file=sys.stderr)
+            self._stop.wait(self.every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)

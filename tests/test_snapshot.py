@@ -1,0 +1,45 @@
+"""The read-only snapshot a database's owner keeps for readers in other processes (lib.store.snapshot)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lib.store import Store
+from lib.store.snapshot import snapshot_path, snapshot_time, write_snapshot
+from tests.test_validate import good_run
+
+
+def _other_process_opens(path: Path) -> bool:
+    code = f"import duckdb; duckdb.connect({str(path)!r}).close()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def test_the_snapshot_holds_what_was_committed_and_the_owner_keeps_its_lock(tmp_path: Path) -> None:
+    db = tmp_path / "evals.duckdb"
+    with Store(db) as store:
+        store.record_run(good_run("r1"))
+        assert snapshot_time(db) is None
+        write_snapshot(store)
+        store.record_run(good_run("r2"))   # after the snapshot: not in it until the next one
+        # A copy made by this process would close a descriptor of the file and drop DuckDB's lock on it.
+        assert not _other_process_opens(db)
+        with Store(snapshot_path(db), read_only=True) as snap:
+            assert snap.run_ids() == ["r1"]
+        write_snapshot(store)
+        with Store(snapshot_path(db), read_only=True) as snap:
+            assert snap.run_ids() == ["r1", "r2"]
+    assert snapshot_time(db) is not None
+
+
+def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
+    db = tmp_path / "evals.duckdb"
+    with Store(db) as store:
+        store.record_run(good_run("r1"))
+        write_snapshot(store)
+    with Store(snapshot_path(db), read_only=True) as snap, pytest.raises(duckdb.Error):
+        snap.record_run(good_run("r3"))
