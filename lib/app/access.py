@@ -37,3 +37,8 @@ def may_launch(email: str | None, endpoint: str, settings: Settings, *, login: b
     if endpoint == OFFLINE or not login or not settings.ablation_users:
         return True
     return matches(email, settings.ablation_users)
+
+
+def may_replace(email: str | None, settings: Settings, *, login: bool) -> bool:
+    """May this user record over (or restore) a stored run? The people who may launch on a paid judge."""
+    return not login or not settings.ablation_users or matches(email, settings.ablation_users)

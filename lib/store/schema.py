@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -59,7 +59,29 @@ _SCHEMA_V2 = [
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: replaced runs are kept. Recording over a run id moves the earlier copy's rows here under an archive id
+# (lib.store.archive); they come back with restore and go only with an operator's purge. Columns as the live
+# tables', plus archive_id: a migration that adds a column to a live table adds it here too.
+_SCHEMA_V3 = [
+    """CREATE TABLE IF NOT EXISTS archived_runs (
+        archive_id VARCHAR PRIMARY KEY, archived_at TIMESTAMP NOT NULL, reason VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL, started_at TIMESTAMP NOT NULL, label VARCHAR, pipeline VARCHAR NOT NULL,
+        recorded_at TIMESTAMP NOT NULL, fields VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS archived_run_metrics (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        judge_model VARCHAR, prompt_hash VARCHAR, binding VARCHAR, fingerprint VARCHAR,
+        score DOUBLE, n INTEGER NOT NULL, n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL,
+        scorer VARCHAR, output_mode VARCHAR, PRIMARY KEY (archive_id, suite, metric))""",
+    """CREATE TABLE IF NOT EXISTS archived_samples (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, sample_id VARCHAR NOT NULL,
+        question VARCHAR NOT NULL, answer VARCHAR NOT NULL, contexts VARCHAR[] NOT NULL,
+        ground_truth VARCHAR NOT NULL, PRIMARY KEY (archive_id, suite, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS archived_sample_scores (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL, score DOUBLE, reason VARCHAR,
+        verdicts VARCHAR NOT NULL, PRIMARY KEY (archive_id, suite, metric, sample_id))""",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
