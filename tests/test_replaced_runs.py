@@ -178,3 +178,53 @@ def test_cli_says_what_it_replaced_and_lists_restores_and_purges_the_copy(tmp_pa
     purged = cli("archive", "purge", "--all", "--db", str(db))
     assert purged.returncode == 0 and "purged 1 kept copy for good" in purged.stdout
     assert "no replaced runs are kept" in cli("archive", "list", "--db", str(db)).stdout
+
+
+# -- the Import page in a real browser ----------------------------------------------------------------------
+@pytest.mark.e2e
+def test_the_import_page_says_what_it_would_replace_asks_keeps_and_restores(tmp_path: Path) -> None:
+    from tests.support.browser import StreamlitServer, chromium, exceptions_shown, main_text, new_page, wait_for_app
+
+    db = tmp_path / "e.duckdb"
+    with Store(db) as store:
+        store.record_run(nightly(400, 20))
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
+        page = new_page(browser)
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        assert "Replaced runs" not in main_text(page)
+        row = {"id": "x1", "question": "q?", "answer": "A.", "contexts": ["A."], "ground_truth": "A.",
+               "faithfulness": 1.0}
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+            files=[{"name": "one.jsonl", "mimeType": "application/octet-stream",
+                    "buffer": (json.dumps(row) + "\n").encode()}])
+        wait_for_app(page)
+        box = page.locator(".st-key-imp_run_id input")
+        box.fill("nightly-20261130")
+        box.press("Enter")
+        wait_for_app(page)
+        text = main_text(page)
+        assert "A run with this id is already stored: 420 samples in 2 suites (canary 20, main 400); 4 metric " \
+               "scores" in text, text
+        record = page.locator(".st-key-imp_record button")
+        assert record.is_disabled()                               # no choice made: nothing can be replaced
+        page.locator(".st-key-imp_replace label").first.click()
+        wait_for_app(page)
+        assert record.is_enabled()
+        record.click()
+        wait_for_app(page)
+        assert "Recorded run nightly-20261130: 1 samples; faithfulness. The copy it replaced is kept" \
+            in main_text(page)
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        page.get_by_text("Replaced runs (1 kept)").click()
+        wait_for_app(page)
+        assert "nightly-20261130, replaced" in main_text(page)
+        page.locator(".st-key-imp_archive_go button").click()
+        wait_for_app(page)
+        text = main_text(page)
+        assert "Restored run nightly-20261130 (420 samples in 2 suites" in text, text
+        assert exceptions_shown(page) == []
+    with Store(db) as store:
+        assert store.run_footprint("nightly-20261130").n_samples == 420
+        assert [a.footprint.n_samples for a in store.archived_runs()] == [1]
