@@ -59,6 +59,7 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                    "AUTHLIB_INSECURE_TRANSPORT": "1"}
             with StreamlitServer(copy_db(demo_db, work / "team.duckdb"), env=env, port=port, log_dir=work / "logs",
                                  args=("--secrets.files", str(secrets_file))) as server:
+                server.idp_url = f"http://localhost:{idp.server_port}"   # to give a test user claims of its own
                 yield server
     finally:
         mp.undo()
@@ -174,4 +175,41 @@ def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: Streamli
     wait_for_app(page)
     # read back from the store on the next run: the change carries the signed-in user, not a typed name
     assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in page.text_content("body")
+    page.context.close()
+
+
+def provider_user(server: StreamlitServer, sub: str, claims: dict) -> None:
+    """Give the provider's user `sub` these claims (oidc-provider-mock's PUT /users/<sub>)."""
+    import urllib.request
+
+    req = urllib.request.Request(f"{server.idp_url}/users/{sub}", data=json.dumps(claims).encode(), method="PUT",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as reply:
+        assert reply.status == 204
+
+
+@pytest.mark.parametrize(("sub", "claims", "refusal"), [
+    ("ceo-unverified", {"email": "ceo@team.example", "email_verified": False}, "is not verified"),
+    ("mallory@evil.example@team.example", None, "not on this dashboard's list of users"),   # two @: no domain
+])
+def test_an_unverified_email_or_a_forged_address_is_not_let_in(
+        dashboard: StreamlitServer, browser: Browser, sub: str, claims: dict | None, refusal: str) -> None:
+    if claims is not None:
+        provider_user(dashboard, sub, claims)
+    page = sign_in(browser, dashboard, sub)      # the provider signs them in; the dashboard does not let them in
+    text = page.inner_text("body")
+    assert refusal in text and DEMO_METRIC not in text
+    for deep in ("/trends", "/import"):
+        page.goto(dashboard.url + deep)
+        wait_for_app(page)
+        text = page.inner_text("body")
+        assert refusal in text and DEMO_METRIC not in text, deep
+    page.context.close()
+
+
+def test_a_verified_email_is_let_in(dashboard: StreamlitServer, browser: Browser) -> None:
+    provider_user(dashboard, "carol-verified", {"email": "carol@team.example", "email_verified": True})
+    page = sign_in(browser, dashboard, "carol-verified")
+    assert "Signed in as carol@team.example" in page.inner_text("body")
+    assert DEMO_METRIC in page.locator(MAIN).inner_text()
     page.context.close()

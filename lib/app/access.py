@@ -3,24 +3,60 @@
 Pure rules over the signed-in user's e-mail (from the OIDC identity token)
 and the operator's settings; lib.app.gate applies them to Streamlit's login.
 An entry is an e-mail address (alice@example.com) or a domain (@example.com);
-comparison ignores case. An empty list allows every signed-in user.
+comparison ignores case. An empty list allows every signed-in user. An
+address is parsed strictly (one @, a local part and a domain, no spaces) and a
+domain is compared whole; the token's email counts only when the provider
+does not say it is unverified (`identity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 from lib.core.endpoints import OFFLINE
 from lib.core.settings import Settings
 
 
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+")   # exactly one @, something on each side, no white space
+
+
 def matches(email: str | None, entries: Sequence[str]) -> bool:
-    """True when `email` is on the list (an address, or its domain as @domain)."""
-    if not email or "@" not in email:
+    """True when `email` is one address on the list, or its whole domain is (as @domain).
+
+    `mallory@evil.example@team.example` is no address at all (two @), so it matches nothing.
+    """
+    if not email or not _ADDRESS.fullmatch(email.strip()):
         return False
     email = email.strip().lower()
-    domain = "@" + email.rsplit("@", 1)[1]
+    domain = "@" + email.split("@")[1]
     return any(e.strip().lower() in (email, domain) for e in entries)
+
+
+def _verified(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def identity(claims: Mapping[str, object], settings: Settings) -> str | None:
+    """The signed-in user's address from the identity token's claims, or None when there is none to trust.
+
+    The claim is EVALDRIFT_IDENTITY_CLAIM (default `email`). An `email` the provider marks
+    `email_verified` as anything but true is not trusted; a provider that sends no such claim is
+    taken at its word (for one that verifies otherwise, name another claim, e.g. preferred_username).
+    """
+    claim = settings.identity_claim
+    value = claims.get(claim)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if claim == "email" and claims.get("email_verified") is not None and not _verified(claims["email_verified"]):
+        return None
+    return value.strip()
+
+
+def unverified(claims: Mapping[str, object], settings: Settings) -> bool:
+    """True when the token carries an address the provider says it has not verified."""
+    return (settings.identity_claim == "email" and bool(claims.get("email"))
+            and claims.get("email_verified") is not None and not _verified(claims["email_verified"]))
 
 
 def may_sign_in(email: str | None, settings: Settings) -> bool:

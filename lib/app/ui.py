@@ -126,7 +126,7 @@ def sidebar() -> Context:
     ensure_navigation()
     new_script_run()
     s = load_settings()
-    user = gate.current_email()
+    user = gate.current_email(s)
     gate.show_user(user)
     offered = databases.offered(s)
     with st.sidebar:

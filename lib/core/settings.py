@@ -17,6 +17,7 @@
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
+| identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (honoured only when the provider does not say email_verified false) |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -59,6 +60,9 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
     ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
     ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
+    ("identity_claim", "EVALDRIFT_IDENTITY_CLAIM",
+     "with login on: the identity-token claim holding the user's address (default email, refused when the "
+     "provider sends email_verified other than true); e.g. preferred_username for a provider that verifies it"),
 )
 
 
@@ -79,6 +83,7 @@ class Settings:
     breaker_failures: int = 10
     job_deadline: float | None = None
     call_budget: int | None = None
+    identity_claim: str = "email"
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -126,6 +131,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
         job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
         call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
+        identity_claim=get("EVALDRIFT_IDENTITY_CLAIM") or "email",
     )
 
 
