@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from lib.app import trust
 from lib.core.endpoints import OFFLINE
 from lib.core.settings import Settings
-
+from lib.diagnosis.ablation import AblationSpec
 
 _ADDRESS = re.compile(r"[^@\s]+@[^@\s]+")   # exactly one @, something on each side, no white space
 
@@ -78,3 +79,13 @@ def may_launch(email: str | None, endpoint: str, settings: Settings, *, login: b
 def may_replace(email: str | None, settings: Settings, *, login: bool) -> bool:
     """May this user record over (or restore) a stored run? The people who may launch on a paid judge."""
     return not login or not settings.ablation_users or matches(email, settings.ablation_users)
+
+
+def may_run(email: str | None, spec: AblationSpec, settings: Settings, *, login: bool) -> bool:
+    """May this user launch `spec`? Checked against the judge it will actually call, never a form's choice.
+
+    An external scorer calls the operator's endpoint (Ragas: a model), so it counts as paid; a judge is
+    called where lib.app.trust would run it (offline, or this server's endpoint).
+    """
+    endpoint = "external scorer" if spec.scorer is not None else trust.server_endpoint(spec, settings)
+    return may_launch(email, endpoint, settings, login=login)
