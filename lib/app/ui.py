@@ -25,7 +25,7 @@ from lib.app.demo import ensure_demo
 from lib.app.jobs import JobRunner
 from lib.core import settings
 from lib.core.endpoints import OFFLINE
-from lib.core.errors import StoreBusyError, StoreError
+from lib.core.errors import InputError, StoreBusyError, StoreError
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.diagnose import RunChanges
 from lib.intake import inbox
@@ -45,7 +45,11 @@ def load_settings() -> settings.Settings:
         secrets = dict(st.secrets)
     except Exception:  # no secrets.toml: the environment alone decides
         secrets = {}
-    return settings.load(secrets=secrets)
+    try:
+        return settings.load(secrets=secrets)
+    except InputError as exc:   # a wrong setting: one sentence for everyone, never a traceback
+        st.error(md_literal(f"This server is misconfigured: {exc}. Its operator fixes the setting and restarts it."))
+        st.stop()
 
 
 @st.cache_resource(show_spinner="Opening the database...")

@@ -17,7 +17,7 @@
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
-| identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (honoured only when the provider does not say email_verified false) |
+| identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lib.core.endpoints import OFFLINE_MODEL, normalise
+from lib.core.endpoints import OFFLINE_MODEL, check_base_url, normalise
 from lib.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         db_path=db,
         inbox=inbox,
         judge_model=get("EVALDRIFT_JUDGE_MODEL") or OFFLINE_MODEL,
-        base_url=get("OPENAI_BASE_URL"),
+        base_url=check_base_url(get("OPENAI_BASE_URL")),
         api_key=get("OPENAI_API_KEY"),
         judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
         judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
