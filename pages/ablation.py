@@ -342,8 +342,10 @@ briefs = loaders.ablation_briefs(ctx.db_path, version, run_id)
 if not briefs:
     st.caption("None yet.")
 for b in briefs[:SHOW_ABLATIONS]:
+    # a row still 'running' whose process is gone is stalled (the runner knows; the stored row cannot)
+    state = ctx.runner.status(b.ablation_id).state if b.status == "running" else b.status
     with st.container(border=True):
-        st.page_link("pages/ablation.py", label=f"{b.ablation_id} · {b.status} · {b.created_at:%Y-%m-%d %H:%M}",
+        st.page_link("pages/ablation.py", label=f"{md(b.ablation_id)} · {md(state)} · {b.created_at:%Y-%m-%d %H:%M}",
                      query_params={"ablation": b.ablation_id, "run": b.run_id}, icon=":material/science:")
         st.caption(md(f"{b.what}. {b.summary} {b.progress}"))
 if len(briefs) > SHOW_ABLATIONS:

@@ -81,6 +81,15 @@ def may_replace(email: str | None, settings: Settings, *, login: bool) -> bool:
     return not login or not settings.ablation_users or matches(email, settings.ablation_users)
 
 
+def sees_server_paths(*, login: bool) -> bool:
+    """May the viewer read this server's file paths (the database, the inbox)? Only its operator.
+
+    Without login the dashboard serves this machine only (the shipped config), so whoever reads it is the
+    operator; with login on, viewers are other people: they see names, and operators read paths on the server.
+    """
+    return not login
+
+
 def may_run(email: str | None, spec: AblationSpec, settings: Settings, *, login: bool) -> bool:
     """May this user launch `spec`? Checked against the judge it will actually call, never a form's choice.
 

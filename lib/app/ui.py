@@ -85,6 +85,7 @@ class Context:
     judge: str
     endpoint: str
     user: str | None = None   # the signed-in user's e-mail (None when login is off)
+    db_name: str = ""         # the name the sidebar offers it by: what a viewer who is not the operator sees
 
     @property
     def runner(self) -> JobRunner:
@@ -147,7 +148,7 @@ def sidebar() -> Context:
     inbox.drain(store, inbox.folder_for(path, s))
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
-    return Context(store, str(path), judge, endpoint, user)
+    return Context(store, str(path), judge, endpoint, user, db_name=name)
 
 
 def _database_picker(names: list[str]) -> str:
