@@ -281,3 +281,12 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
         wait_for_app(page)
         assert len(judge.requests) == calls
     page.context.close()
+
+
+def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
+                                                                            browser: Browser) -> None:
+    page = sign_in(browser, dashboard, VIEWER)
+    text = page.locator(MAIN).inner_text()
+    assert "Database team.duckdb" in text.replace("\u2060", "")
+    assert str(Path(dashboard.db).parent) not in page.inner_text("body")    # no server path, in any form
+    page.context.close()
