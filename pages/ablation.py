@@ -110,7 +110,7 @@ if scorer is None:
     own_judge = loaders.own_judge(ctx.db_path, version, run_id, tuple(metrics)) if metrics else None
     judges = list(dict.fromkeys(j for j in (own_judge, ctx.judge) if j))
     judge = st.radio("Judge", judges, key="abl_judge", horizontal=True,
-                     format_func=lambda j: f"{j} (the run's own)" if j == own_judge else f"{j} (from the sidebar)",
+                     format_func=lambda j: md(j) + (" (the run's own)" if j == own_judge else " (from the sidebar)"),
                      help="An ablation replays the judge that recorded the run; another judge does not reproduce "
                           "the run's instrument, and the headline says which one was used.") or ctx.judge
     endpoint = lib.app.ui.endpoint_for(judge)
@@ -136,7 +136,7 @@ if metrics and arms:
 if spec is not None and may_launch:
     st.caption(md(f"Before launch: {estimate.sentence}"))
     if cost.needs_confirmation(estimate, server.call_budget):
-        confirmed = st.checkbox(f"Launch up to {estimate.calls} calls to the paid judge {judge}",
+        confirmed = st.checkbox(f"Launch up to {estimate.calls} calls to the paid judge {md(judge)}",
                                 key=f"abl_confirm_{spec.ablation_id}", help="Over this server's EVALDRIFT_CALL_BUDGET "
                                 "(unset: every paid launch is confirmed).")
 launch = st.button("Launch ablation", type="primary", key="abl_launch",
@@ -149,6 +149,10 @@ if launch:
     stored = loaders.ablation_record(ctx.db_path, spec.ablation_id)
     if stored and stored["status"] == "done" and stored["result"]:
         st.session_state["abl_from_store"] = spec.ablation_id
+    elif not access.may_run(ctx.user, spec, server, login=gate.login_configured()):   # the spec's own judge
+        st.error("Ablations with a paid judge are launched by the people this server's operator lists "
+                 "(EVALDRIFT_ABLATION_USERS).")
+        st.stop()
     else:
         st.session_state.pop("abl_from_store", None)
         ctx.runner.submit(spec)
@@ -222,7 +226,7 @@ def _per_sample_changes(result: AblationResult) -> None:
         leaks = {(v.metric, v.arm) for v in result.verdicts if v.kind == LEAK}
         first = next((i for i, cell in enumerate(cells) if cell in leaks), 0)
         metric, arm = st.selectbox("Cell", cells, index=first, key="abl_cell",
-                                   format_func=lambda c: f"{c[0]} with {c[1]} blanked")
+                                   format_func=lambda c: f"{md(c[0])} with {md(c[1])} blanked")
         deltas = loaders.ablation_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
         d1, d2 = st.columns([2, 3])
         d1.dataframe(deltas, hide_index=True, height=300, column_config={
@@ -240,19 +244,32 @@ def _four_readings(result: AblationResult) -> None:
         st.caption("Faithfulness as wired, without the reference, without the passages and without both: "
                    + md(four_readings_gap(result.verdicts)))
         spec = result.spec
-        four_spec = four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge, endpoint=spec.endpoint,
-                                       limit=spec.limit)
+        # the judge the readings will call is this result's (moved to this server's after a confirmation, as
+        # Resume is), never the form's: the permission and the cost are checked against that one
+        four_review = trust.review_spec(four_readings_spec(spec.run_id, repeats=spec.repeats, judge=spec.judge,
+                                                           endpoint=spec.endpoint, limit=spec.limit), server)
+        if four_review.spec is None:
+            st.caption(md(f"The four readings cannot run here: {four_review.sentence}"))
+            return
+        four_spec, four_label = four_review.spec, "Launch the four readings on this run"
+        if four_review.action == trust.CONFIRM:
+            st.warning(md(four_review.sentence))
+            four_label += " on this server's judge"
+        may_four = access.may_run(ctx.user, four_spec, server, login=gate.login_configured())
         agreed = True
         try:
             four_cost = loaders.ablation_cost(ctx.db_path, version, four_spec, four_spec.endpoint != "offline")
             st.caption(md(f"Before launch: {four_cost.sentence}"))
-            if cost.needs_confirmation(four_cost, server.call_budget):
-                agreed = st.checkbox(f"Launch up to {four_cost.calls} calls to the paid judge {four_spec.judge}",
+            if may_four and cost.needs_confirmation(four_cost, server.call_budget):
+                agreed = st.checkbox(md(f"Launch up to {four_cost.calls} calls to the paid judge {four_spec.judge}"),
                                      key=f"abl_confirm_{four_spec.ablation_id}")
         except EvaldriftError as exc:
             st.caption(md(f"The four readings cannot run on this run: {exc}"))
             agreed = False
-        if st.button("Launch the four readings on this run", key="abl_four", disabled=not (may_launch and agreed)):
+        if not may_four:
+            st.info(md(f"The four readings call the paid judge {four_spec.judge}; they are launched by the people "
+                       "this server's operator lists (EVALDRIFT_ABLATION_USERS)."))
+        if st.button(four_label, key="abl_four", disabled=not (may_four and agreed)):
             ctx.runner.submit(four_spec)
             lib.app.ui.set_query(ablation=four_spec.ablation_id)
             st.rerun()
@@ -282,7 +299,7 @@ def rerun_controls(row: dict, label: str, key: str) -> None:
     if review_.spec is None:
         st.error(md(review_.sentence))
         return
-    if not access.may_launch(ctx.user, review_.spec.endpoint, server, login=gate.login_configured()):
+    if not access.may_run(ctx.user, review_.spec, server, login=gate.login_configured()):
         st.error("This ablation uses a paid judge; only the people this server's operator lists in "
                  "EVALDRIFT_ABLATION_USERS may run it.")
         return
@@ -332,8 +349,10 @@ briefs = loaders.ablation_briefs(ctx.db_path, version, run_id)
 if not briefs:
     st.caption("None yet.")
 for b in briefs[:SHOW_ABLATIONS]:
+    # a row still 'running' whose process is gone is stalled (the runner knows; the stored row cannot)
+    state = ctx.runner.status(b.ablation_id).state if b.status == "running" else b.status
     with st.container(border=True):
-        st.page_link("pages/ablation.py", label=f"{b.ablation_id} · {b.status} · {b.created_at:%Y-%m-%d %H:%M}",
+        st.page_link("pages/ablation.py", label=f"{md(b.ablation_id)} · {md(state)} · {b.created_at:%Y-%m-%d %H:%M}",
                      query_params={"ablation": b.ablation_id, "run": b.run_id}, icon=":material/science:")
         st.caption(md(f"{b.what}. {b.summary} {b.progress}"))
 if len(briefs) > SHOW_ABLATIONS:

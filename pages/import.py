@@ -12,11 +12,12 @@ from datetime import datetime
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, gate, imports
+from lib.app import access, gate, imports, replacing, ui_replacing
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
 from lib.intake.uploads import SUFFIXES, column_mapping, read_upload
 from lib.judging.build import settings_judge
+from lib.presentation.report import md_escape
 
 PREVIEW_ROWS = 20
 SHOW_ERRORS = 10     # as lines of text; the table below holds them all
@@ -25,6 +26,7 @@ ctx = lib.app.ui.sidebar()
 st.title("Import")
 st.caption("Record your own eval file as a run: its samples, and either the scores it carries or scores from "
            "the judge configured for this dashboard. Nothing is written until you press Record.")
+ui_replacing.replaced_runs(ctx, key="imp_archive")
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -63,25 +65,30 @@ if upload.errors:
 
 st.success(f"{len(upload.frame)} rows, no problem found.")
 run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
+replace, replace_confirmed = ui_replacing.replace_choice(ctx, run_id, key="imp_replace")
 # scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.app.access)
 may_score = access.may_launch(ctx.user, ctx.endpoint, lib.app.ui.load_settings(), login=gate.login_configured())
 if score_here and not may_score:
     st.info("Scoring with a paid judge is for the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); record the file's own scores, or pick an offline judge in the sidebar.")
 if not st.button("Record run", type="primary", key="imp_record",
-                 disabled=not run_id or (score_here and not (metrics and may_score))):
+                 disabled=not run_id or (score_here and not (metrics and may_score))
+                 or not replace.may_record(confirmed=replace_confirmed)):
     st.stop()
 
 try:
+    replacing.check_record(ctx.store, run_id, confirmed=replace_confirmed, user=ctx.user,
+                           settings=lib.app.ui.load_settings(), login=gate.login_configured())
     judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge) if score_here else None
     bar = st.progress(0.0, text="Scoring...") if score_here else None
     run = imports.record_upload(ctx, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted,
                                 judge=judge, progress=(lambda done, total: bar.progress(
                                     done / total, text=f"Scored {done} of {total}")) if bar is not None else None)
 except EvaldriftError as exc:
-    st.error(str(exc))
+    st.error(md_escape(str(exc)))
     st.stop()
-st.success(f"Recorded run {run_id}: {len(run.samples['main'])} samples; "
-           + (", ".join(m.metric for m in run.metrics) or "no scores") + ".")
+st.success(f"Recorded run {md_escape(run_id)}: {len(run.samples['main'])} samples; "
+           + (", ".join(m.metric for m in run.metrics) or "no scores") + "."
+           + (" The copy it replaced is kept under Replaced runs." if replace.existing is not None else ""))
 st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
 st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": run_id})

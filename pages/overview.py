@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lib.app import loaders, ui, ui_history
+from lib.app import access, gate, loaders, ui, ui_history
 from lib.core.metrics import wiring_table
 from lib.core.numbers import signed
 from lib.core.records import CANARY, MAIN
@@ -28,8 +28,10 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
     """Hand-over files the inbox drain refused: named with their reason, as plain text."""
     if not rejections:
         return
+    where = (ui.md_literal(str(rejections[0].path.parent)) if access.sees_server_paths(login=gate.login_configured())
+             else "the inbox's rejected folder on the server")
     st.warning(f"{len(rejections)} run file(s) handed over through the inbox were refused and set aside in "
-               f"{ui.md_literal(str(rejections[0].path.parent))}; fix each and record it again "
+               f"{where}; fix each and record it again "
                "(`python -m lib record FILE`).", icon=":material/inbox:")
     st.dataframe(pd.DataFrame({"file": [r.path.name for r in rejections], "reason": [r.reason for r in rejections]}),
                  hide_index=True, key="overview_rejected")
@@ -54,8 +56,9 @@ unattributed = pd.concat([views.unattributed(history),
 
 # -- render ------------------------------------------------------------------------------------
 st.title("Overview")
+database = ctx.db_path if access.sees_server_paths(login=gate.login_configured()) else ctx.db_name
 st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} at {summary.latest_at:%Y-%m-%d %H:%M}. "
-           f"Database {ui.md_literal(ctx.db_path)} · judge for ablations {ui.md_literal(ctx.judge)}.")
+           f"Database {ui.md_literal(database)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
 ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),

@@ -18,6 +18,13 @@ URL = "http://127.0.0.1:9/v1"
     ("mallory@elsewhere.example", ["@team.example", "alice@team.example"], False),
     ("alice", ["alice"], False),                                # no e-mail, no match
     (None, ["@team.example"], False),
+    ("mallory@evil.example@team.example", ["@team.example"], False),   # two @: no address, no domain
+    ("mallory@evil.example@team.example", ["@evil.example@team.example"], False),
+    ("@team.example", ["@team.example"], False),                # no local part
+    ("alice@", ["alice@"], False),                              # no domain
+    ("al ice@team.example", ["@team.example"], False),          # white space inside
+    (" alice@team.example ", ["@team.example"], True),          # around it: trimmed
+    ("alice@sub.team.example", ["@team.example"], False),       # a sub-domain is another domain
 ])
 def test_matches(email: str | None, entries: list[str], expected: bool) -> None:
     assert access.matches(email, entries) is expected
@@ -60,3 +67,23 @@ def test_the_shipped_streamlit_config_serves_this_machine_only_and_calls_no_metr
     assert config["server"]["address"] == "localhost"
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["toolbarMode"] == "viewer"      # no Deploy button
+
+
+@pytest.mark.parametrize(("claims", "claim", "expected"), [
+    ({"email": "alice@team.example"}, "", "alice@team.example"),                         # no verification said
+    ({"email": "alice@team.example", "email_verified": True}, "", "alice@team.example"),
+    ({"email": "alice@team.example", "email_verified": "true"}, "", "alice@team.example"),   # as some send it
+    ({"email": "ceo@team.example", "email_verified": False}, "", None),                  # unverified: no identity
+    ({"email": "ceo@team.example", "email_verified": "false"}, "", None),
+    ({"email": "ceo@team.example", "email_verified": "yes"}, "", None),                  # only true is true
+    ({"sub": "x"}, "", None),                                                            # no address at all
+    ({"email": "ceo@team.example", "email_verified": False, "preferred_username": "alice@team.example"},
+     "preferred_username", "alice@team.example"),                                        # another claim, named
+    ({"email": "alice@team.example"}, "preferred_username", None),                       # the named claim is absent
+])
+def test_identity_trusts_only_a_verified_email_or_the_claim_the_operator_names(
+        claims: dict, claim: str, expected: str | None) -> None:
+    settings = load(environ={"EVALDRIFT_IDENTITY_CLAIM": claim})
+    assert access.identity(claims, settings) == expected
+    assert access.unverified(claims, settings) is (claim == "" and claims.get("email_verified") not in (None, True,
+                                                                                                     "true"))

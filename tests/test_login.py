@@ -9,8 +9,10 @@ not on it signs in too but sees no page, by the front door or a deep link.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,14 @@ DEMO_METRIC = "faithfulness"
 def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
     """The dashboard behind login (allow-list: @team.example), and the provider it trusts, both on loopback."""
     work = tmp_path_factory.mktemp("login")
+    with behind_login(copy_db(demo_db, work / "team.duckdb"), work) as server:
+        yield server
+
+
+@contextmanager
+def behind_login(db: Path, work: Path, *, base_url: str | None = None) -> Iterator[StreamlitServer]:
+    """A dashboard on `db` behind login, and the OIDC provider it trusts, both on loopback; its paid judge is
+    at `base_url` (default: a loopback port nobody listens on)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")   # the provider in this process: plain HTTP on loopback
     try:
@@ -55,10 +65,12 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 f'server_metadata_url = "http://localhost:{idp.server_port}/.well-known/openid-configuration"\n',
                 encoding="utf-8")
             env = {"EVALDRIFT_ALLOWED_USERS": "@team.example", "EVALDRIFT_ABLATION_USERS": ALLOWED,
-                   "EVALDRIFT_JUDGE_MODEL": "team-model", "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+                   "EVALDRIFT_JUDGE_MODEL": "team-model",
+                   "OPENAI_BASE_URL": base_url or f"http://127.0.0.1:{free_port()}/v1",
                    "AUTHLIB_INSECURE_TRANSPORT": "1"}
-            with StreamlitServer(copy_db(demo_db, work / "team.duckdb"), env=env, port=port, log_dir=work / "logs",
+            with StreamlitServer(db, env=env, port=port, log_dir=work / "logs",
                                  args=("--secrets.files", str(secrets_file))) as server:
+                server.idp_url = f"http://localhost:{idp.server_port}"   # to give a test user claims of its own
                 yield server
     finally:
         mp.undo()
@@ -174,4 +186,107 @@ def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: Streamli
     wait_for_app(page)
     # read back from the store on the next run: the change carries the signed-in user, not a typed name
     assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in page.text_content("body")
+    page.context.close()
+
+
+def provider_user(server: StreamlitServer, sub: str, claims: dict) -> None:
+    """Give the provider's user `sub` these claims (oidc-provider-mock's PUT /users/<sub>)."""
+    import urllib.request
+
+    req = urllib.request.Request(f"{server.idp_url}/users/{sub}", data=json.dumps(claims).encode(), method="PUT",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as reply:
+        assert reply.status == 204
+
+
+@pytest.mark.parametrize(("sub", "claims", "refusal"), [
+    ("ceo-unverified", {"email": "ceo@team.example", "email_verified": False}, "is not verified"),
+    ("mallory@evil.example@team.example", None, "not on this dashboard's list of users"),   # two @: no domain
+])
+def test_an_unverified_email_or_a_forged_address_is_not_let_in(
+        dashboard: StreamlitServer, browser: Browser, sub: str, claims: dict | None, refusal: str) -> None:
+    if claims is not None:
+        provider_user(dashboard, sub, claims)
+    page = sign_in(browser, dashboard, sub)      # the provider signs them in; the dashboard does not let them in
+    text = page.inner_text("body")
+    assert refusal in text and DEMO_METRIC not in text
+    for deep in ("/trends", "/import"):
+        page.goto(dashboard.url + deep)
+        wait_for_app(page)
+        text = page.inner_text("body")
+        assert refusal in text and DEMO_METRIC not in text, deep
+    page.context.close()
+
+
+def test_a_verified_email_is_let_in(dashboard: StreamlitServer, browser: Browser) -> None:
+    provider_user(dashboard, "carol-verified", {"email": "carol@team.example", "email_verified": True})
+    page = sign_in(browser, dashboard, "carol-verified")
+    assert "Signed in as carol@team.example" in page.inner_text("body")
+    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def paid_dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StreamlitServer, object,
+                                                                                              str]]:
+    """The dashboard behind login, its paid judge a loopback OpenAI server, and a paid ablation done there (its
+    faithfulness blanked ground_truth only, so the four readings are still to launch)."""
+    import subprocess
+    import sys
+
+    from lib.diagnosis.ablation import AblationSpec
+    from tests.conftest import offline_responder
+    from tests.support.browser import ROOT
+    from tests.support.openai_server import OpenAIServer
+
+    work = tmp_path_factory.mktemp("paid")
+    db = copy_db(demo_db, work / "team.duckdb")
+    judge = OpenAIServer(offline_responder).start()
+    try:
+        env = {**os.environ, "OPENAI_BASE_URL": judge.base_url, "OPENAI_API_KEY": "sk-test",
+               "EVALDRIFT_JUDGE_MODEL": "team-model"}
+        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", "latest", "--metric",
+                               "faithfulness", "--blank", "ground_truth", "--judge", "openai", "--limit", "4",
+                               "--repeats", "1", "--json", "--yes"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode in (0, 1, 3), proc.stderr
+        ablation_id = AblationSpec.from_dict(json.loads(proc.stdout)["spec"]).ablation_id
+        with behind_login(db, work, base_url=judge.base_url) as server:
+            yield server, judge, ablation_id
+    finally:
+        judge.stop()
+
+
+@pytest.mark.parametrize(("who", "may_launch"), [(ALLOWED, True), (VIEWER, False)])
+def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user(
+        paid_dashboard: tuple, browser: Browser, who: str, may_launch: bool) -> None:
+    server, judge, ablation_id = paid_dashboard
+    page = sign_in(browser, server, who)
+    page.goto(f"{server.url}/ablation?ablation={ablation_id}")
+    wait_for_app(page)
+    four = page.get_by_role("button", name="Launch the four readings on this run")
+    assert four.count() == 1, page.locator(MAIN).inner_text()
+    calls = len(judge.requests)
+    confirm = page.get_by_text("calls to the paid judge team-model")
+    if may_launch:   # a listed user confirms the paid calls, then may launch
+        assert not four.is_enabled()
+        confirm.click()
+        wait_for_app(page)
+        assert four.is_enabled()
+    else:            # the form's judge is the run's offline one; the readings would call the paid judge: refused
+        assert confirm.count() == 0
+        assert not four.is_enabled()
+        assert "EVALDRIFT_ABLATION_USERS" in page.locator(MAIN).inner_text()
+        four.click(force=True)    # a disabled button does nothing, even clicked
+        wait_for_app(page)
+        assert len(judge.requests) == calls
+    page.context.close()
+
+
+def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
+                                                                            browser: Browser) -> None:
+    page = sign_in(browser, dashboard, VIEWER)
+    text = page.locator(MAIN).inner_text()
+    assert "Database team.duckdb" in text.replace("\u2060", "")
+    assert str(Path(dashboard.db).parent) not in page.inner_text("body")    # no server path, in any form
     page.context.close()

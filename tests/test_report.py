@@ -61,7 +61,10 @@ def _unescaped_pipes(line: str) -> int:
     ("<script>alert(1)</script>", r"\<script\>alert(1)\</script\>"),
     ("a | b", r"a \| b"),
     ("`code`", r"\`code\`"),
-    ("[click](http://x) ![img](y)", r"\[click\](http://x) !\[img\](y)"),
+    ("[click](http://x) ![img](y)", "\\[click\\](http:\u2060//x) !\\[img\\](y)"),
+    # GFM autolinks (a bare URL, www., an address) are broken by an invisible word joiner
+    ("see https://evil.example/j or www.evil.example", "see https:\u2060//evil.example/j or www\u2060.evil.example"),
+    ("mail evil@x.example", "mail evil@\u2060x.example"),
     ("**bold** _em_ ~~gone~~", r"\*\*bold\*\* \_em\_ \~\~gone\~\~"),
     ("&amp; \\", r"\&amp; \\"),
     ("two\nlines\r\n  here", "two lines here"),

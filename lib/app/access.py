@@ -3,24 +3,61 @@
 Pure rules over the signed-in user's e-mail (from the OIDC identity token)
 and the operator's settings; lib.app.gate applies them to Streamlit's login.
 An entry is an e-mail address (alice@example.com) or a domain (@example.com);
-comparison ignores case. An empty list allows every signed-in user.
+comparison ignores case. An empty list allows every signed-in user. An
+address is parsed strictly (one @, a local part and a domain, no spaces) and a
+domain is compared whole; the token's email counts only when the provider
+does not say it is unverified (`identity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
+from lib.app import trust
 from lib.core.endpoints import OFFLINE
 from lib.core.settings import Settings
+from lib.diagnosis.ablation import AblationSpec
+
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+")   # exactly one @, something on each side, no white space
 
 
 def matches(email: str | None, entries: Sequence[str]) -> bool:
-    """True when `email` is on the list (an address, or its domain as @domain)."""
-    if not email or "@" not in email:
+    """True when `email` is one address on the list, or its whole domain is (as @domain).
+
+    `mallory@evil.example@team.example` is no address at all (two @), so it matches nothing.
+    """
+    if not email or not _ADDRESS.fullmatch(email.strip()):
         return False
     email = email.strip().lower()
-    domain = "@" + email.rsplit("@", 1)[1]
+    domain = "@" + email.split("@")[1]
     return any(e.strip().lower() in (email, domain) for e in entries)
+
+
+def _verified(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def identity(claims: Mapping[str, object], settings: Settings) -> str | None:
+    """The signed-in user's address from the identity token's claims, or None when there is none to trust.
+
+    The claim is EVALDRIFT_IDENTITY_CLAIM (default `email`). An `email` the provider marks
+    `email_verified` as anything but true is not trusted; a provider that sends no such claim is
+    taken at its word (for one that verifies otherwise, name another claim, e.g. preferred_username).
+    """
+    claim = settings.identity_claim
+    value = claims.get(claim)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if claim == "email" and claims.get("email_verified") is not None and not _verified(claims["email_verified"]):
+        return None
+    return value.strip()
+
+
+def unverified(claims: Mapping[str, object], settings: Settings) -> bool:
+    """True when the token carries an address the provider says it has not verified."""
+    return (settings.identity_claim == "email" and bool(claims.get("email"))
+            and claims.get("email_verified") is not None and not _verified(claims["email_verified"]))
 
 
 def may_sign_in(email: str | None, settings: Settings) -> bool:
@@ -37,3 +74,27 @@ def may_launch(email: str | None, endpoint: str, settings: Settings, *, login: b
     if endpoint == OFFLINE or not login or not settings.ablation_users:
         return True
     return matches(email, settings.ablation_users)
+
+
+def may_replace(email: str | None, settings: Settings, *, login: bool) -> bool:
+    """May this user record over (or restore) a stored run? The people who may launch on a paid judge."""
+    return not login or not settings.ablation_users or matches(email, settings.ablation_users)
+
+
+def sees_server_paths(*, login: bool) -> bool:
+    """May the viewer read this server's file paths (the database, the inbox)? Only its operator.
+
+    Without login the dashboard serves this machine only (the shipped config), so whoever reads it is the
+    operator; with login on, viewers are other people: they see names, and operators read paths on the server.
+    """
+    return not login
+
+
+def may_run(email: str | None, spec: AblationSpec, settings: Settings, *, login: bool) -> bool:
+    """May this user launch `spec`? Checked against the judge it will actually call, never a form's choice.
+
+    An external scorer calls the operator's endpoint (Ragas: a model), so it counts as paid; a judge is
+    called where lib.app.trust would run it (offline, or this server's endpoint).
+    """
+    endpoint = "external scorer" if spec.scorer is not None else trust.server_endpoint(spec, settings)
+    return may_launch(email, endpoint, settings, login=login)

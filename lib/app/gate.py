@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.app import access
+from lib.core import settings as settings_mod
 from lib.core.settings import Settings
 from lib.presentation.report import md_escape
 
@@ -33,7 +34,14 @@ def require_user(settings: Settings) -> str | None:
         if st.button("Sign in", type="primary", key="gate_login"):
             st.login()
         st.stop()
-    email = current_email()
+    email = current_email(settings)
+    if email is None and access.unverified(st.user, settings):
+        st.title("evaldrift")
+        st.error("Your provider says this account's e-mail address is not verified, so it cannot be used to sign "
+                 "in here. Verify it with the provider, or ask this dashboard's operator.")
+        if st.button("Sign out", key="gate_logout"):
+            st.logout()
+        st.stop()
     if not access.may_sign_in(email, settings):
         st.title("evaldrift")
         st.error(f"{md_escape(email or 'This account')} is not on this dashboard's list of users. "
@@ -44,12 +52,16 @@ def require_user(settings: Settings) -> str | None:
     return email
 
 
-def current_email() -> str | None:
-    """The signed-in user's e-mail (None when login is off or the provider sent none)."""
+def current_email(settings: Settings | None = None) -> str | None:
+    """The signed-in user's address (None when login is off, or the provider sent none it vouches for).
+
+    Read from the claim EVALDRIFT_IDENTITY_CLAIM names; an unverified e-mail is none (lib.app.access.identity).
+    """
     if not login_configured() or not st.user.is_logged_in:
         return None
-    email = st.user.get("email")
-    return str(email) if email else None
+    if settings is None:
+        settings = settings_mod.load(secrets=dict(st.secrets))
+    return access.identity(st.user, settings)
 
 
 def show_user(email: str | None) -> None:

@@ -27,7 +27,7 @@ from lib.app.jobs import JobRunner
 from lib.app.snapshots import SnapshotKeeper
 from lib.core import settings
 from lib.core.endpoints import OFFLINE
-from lib.core.errors import StoreBusyError, StoreError
+from lib.core.errors import InputError, StoreBusyError, StoreError
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.diagnose import RunChanges
 from lib.intake import inbox
@@ -46,7 +46,11 @@ def load_settings() -> settings.Settings:
         secrets = dict(st.secrets)
     except Exception:  # no secrets.toml: the environment alone decides
         secrets = {}
-    return settings.load(secrets=secrets)
+    try:
+        return settings.load(secrets=secrets)
+    except InputError as exc:   # a wrong setting: one sentence for everyone, never a traceback
+        st.error(md_literal(f"This server is misconfigured: {exc}. Its operator fixes the setting and restarts it."))
+        st.stop()
 
 
 @st.cache_resource(show_spinner="Opening the database...")
@@ -84,6 +88,7 @@ class Context:
     judge: str
     endpoint: str
     user: str | None = None   # the signed-in user's e-mail (None when login is off)
+    db_name: str = ""         # the name the sidebar offers it by: what a viewer who is not the operator sees
 
     @property
     def runner(self) -> JobRunner:
@@ -129,7 +134,7 @@ def sidebar() -> Context:
     ensure_navigation()
     new_script_run()
     s = load_settings()
-    user = gate.current_email()
+    user = gate.current_email(s)
     gate.show_user(user)
     offered = databases.offered(s)
     with st.sidebar:
@@ -146,7 +151,7 @@ def sidebar() -> Context:
     inbox.drain(store, inbox.folder_for(path, s))
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
-    return Context(store, str(path), judge, endpoint, user)
+    return Context(store, str(path), judge, endpoint, user, db_name=name)
 
 
 def _database_picker(names: list[str]) -> str:

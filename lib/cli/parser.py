@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from lib.cli.archiving import add_parser as add_archive_parser
 from lib.cli.batching import add_parser as add_batch_parser
 from lib.cli.common import EXIT_USAGE, OFFLINE, OPENAI, PROG, UsageError, _Parser
 from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ablate)
 
     add_batch_parser(sub, _db_arg, _positive_int)
+    add_archive_parser(sub, _db_arg)
 
     p = sub.add_parser("lint", help="find templates that read a field their metric must never receive")
     _db_arg(p, "lint every template stored here (default: $EVALDRIFT_DB)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from lib.app import job_log
+from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
 from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
@@ -76,12 +77,14 @@ def _describe_run(run: RunRecord) -> str:
     return f"run {run.run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
 
 
-def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover) -> None:
+def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
     if where.where == "database":
         print(f"recorded {_describe_run(run)} in {db}")
+        say_replaced(db, run.run_id, since)
     else:
         print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
-              f"{where.path} (the owner records it on its next page load)")
+              f"{where.path} (the owner records it on its next page load; an earlier copy of run {run.run_id}, "
+              "if any is kept: `python -m lib archive list`)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -90,11 +93,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=False)
     run = FileRun(args.run_id, _started_at(args.started_at), _pipeline(args.pipeline), args.judge_model,
                   _templates(args.template) or None, args.binding)
+    since = datetime.now()
     went = inbox.record_file_at(db, args.file, run, inbox=_inbox_for(db))
     if went.run is not None:
-        _say_recorded(db, went.run, went.handover)
+        _say_recorded(db, went.run, went.handover, since)
     else:
         print(f"recorded {_describe_stored(went.metrics, args.run_id, went.recorded.n_samples)} in {db}")
+        say_replaced(db, args.run_id, since)
     return EXIT_OK
 
 
@@ -115,7 +120,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=args.file) from None
     run = run_from_json(data, source=args.file)
-    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    since = datetime.now()
+    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)), since)
     return EXIT_OK
 
 
@@ -125,11 +131,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=False)
     judge, _, _ = judge_for(args.judge, args.model)
     metrics = list(dict.fromkeys(m for part in args.metrics for m in part.split(",") if m)) or None
+    since = datetime.now()
     done = score_file(db, args.file, run_id=args.run_id, judge=judge, metrics=metrics,
                       templates=_templates(args.template), binding=args.binding,
                       started_at=_started_at(args.started_at), pipeline=_pipeline(args.pipeline),
                       inbox=_inbox_for(db), progress=_progress(f"scoring {args.run_id}"))
-    _say_recorded(db, done.run, done.handover)
+    _say_recorded(db, done.run, done.handover, since)
     print(f"judge {judge.model}: {done.calls} calls, {done.cached} answers from the cache of earlier attempts")
     judged = job_log.judge_info(judge).sentence
     if judged:
@@ -150,7 +157,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         mapping[name] = metric
     run = import_run(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
                      pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None)
-    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
+    since = datetime.now()
+    _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)), since)
     scorers = sorted({m.scorer for m in run.metrics if m.scorer})
     judges = sorted({m.judge_model for m in run.metrics if m.judge_model})
     print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {', '.join(judges) or 'not recorded'}")

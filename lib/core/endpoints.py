@@ -1,16 +1,21 @@
 """A judge's endpoint as identity and as text: normalised, and never with the credentials in it.
 
-An OPENAI_BASE_URL may carry credentials (`https://user:pass@host/v1`) or a
-key in its query string. The URL the SDK is given keeps them; everything
-else (the call-cache key, the ablation id, a stored spec, CLI output, a
-page) uses `normalise`, which drops them, so two spellings of one server are
-one identity and no text evaldrift writes holds a secret.
+The operator's OPENAI_BASE_URL is checked when the settings are read
+(`check_base_url`): an http(s) URL with a host, a port that is a number, an
+IPv6 address in brackets, and neither credentials (`user:pass@`) nor a query
+string: the key goes in OPENAI_API_KEY and is always sent as a Bearer token.
+Everything that names an endpoint (the call-cache key, the ablation id, a
+stored spec, CLI output, a page) uses `normalise`, which drops credentials and
+queries anyway (a stored spec is not the operator's setting), so two spellings
+of one server are one identity and no text evaldrift writes holds a secret.
 """
 
 from __future__ import annotations
 
 import re
 from urllib.parse import urlsplit
+
+from lib.core.errors import InputError
 
 OFFLINE = "offline"
 OFFLINE_MODEL = "offline-lexical-v2"   # the embedded judge the settings name when nothing else is set
@@ -55,3 +60,37 @@ def redact(text: str) -> str:
     'connection to https://***@h/v1 failed'
     """
     return _USERINFO.sub(r"\1***@", text)
+
+
+def check_base_url(url: str | None) -> str | None:
+    """The operator's OPENAI_BASE_URL as given (None when unset), or a clear refusal.
+
+    Raises:
+        InputError: not an http(s) URL with a host; a port that is no number from 1 to 65535; an IPv6
+            address not in brackets; credentials (user:password@) or a query string or fragment in it.
+    """
+    if url is None or not url.strip():
+        return None
+    text = url.strip()
+
+    def refuse(why: str) -> InputError:
+        shown = redact(text.split("?", 1)[0].split("#", 1)[0])   # never the credentials or a key in a query
+        return InputError(f"{why} (got {shown!r})", field="OPENAI_BASE_URL")
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise refuse(f"not a usable URL: {exc}; a port is a number from 1 to 65535 and an IPv6 address goes "
+                     "in brackets, e.g. http://[::1]:8000/v1") from None
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
+        raise refuse("must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")
+    if port == 0:
+        raise refuse("a port is a number from 1 to 65535")
+    if "@" in parts.netloc:
+        raise refuse("must not carry credentials (user:password@): put the key in OPENAI_API_KEY, which is sent "
+                     "as a Bearer token on every call")
+    if parts.query or parts.fragment or "?" in text or "#" in text:
+        raise refuse("must not carry a query string or fragment (?key=...): give the server's base URL alone "
+                     "and the key in OPENAI_API_KEY, which is sent as a Bearer token on every call")
+    return text

@@ -17,6 +17,7 @@
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
+| identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lib.core.endpoints import OFFLINE_MODEL, normalise
+from lib.core.endpoints import OFFLINE_MODEL, check_base_url, normalise
 from lib.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +60,9 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
     ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
     ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
+    ("identity_claim", "EVALDRIFT_IDENTITY_CLAIM",
+     "with login on: the identity-token claim holding the user's address (default email, refused when the "
+     "provider sends email_verified other than true); e.g. preferred_username for a provider that verifies it"),
 )
 
 
@@ -79,6 +83,7 @@ class Settings:
     breaker_failures: int = 10
     job_deadline: float | None = None
     call_budget: int | None = None
+    identity_claim: str = "email"
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -114,7 +119,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         db_path=db,
         inbox=inbox,
         judge_model=get("EVALDRIFT_JUDGE_MODEL") or OFFLINE_MODEL,
-        base_url=get("OPENAI_BASE_URL"),
+        base_url=check_base_url(get("OPENAI_BASE_URL")),
         api_key=get("OPENAI_API_KEY"),
         judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
         judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
@@ -126,6 +131,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
         job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
         call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
+        identity_claim=get("EVALDRIFT_IDENTITY_CLAIM") or "email",
     )
 
 

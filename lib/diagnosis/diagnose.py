@@ -161,7 +161,8 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
         hit = h[differs]
         if hit.empty:
             continue
-        text = hit["metric"] + f" {kind}: " + old[differs].astype(str) + " -> " + cur[differs].astype(str)
+        said = [v.where(v.notna(), "not recorded").astype(str) for v in (old[differs], cur[differs])]  # never "nan"
+        text = hit["metric"] + f" {kind}: " + said[0] + " -> " + said[1]
         parts.append(pd.DataFrame({"run_id": hit["run_id"].to_numpy(), "started_at": hit["started_at"].to_numpy(),
                                    "kind": kind, "metric": hit["metric"].to_numpy(), "text": text.to_numpy()}))
     if not parts:

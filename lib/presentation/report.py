@@ -37,13 +37,17 @@ EVIDENCE_EXAMPLES = 3   # evidence strings quoted from outside the metric's own 
 # The marks that open markup inline ($ opens LaTeX on GitHub and in Streamlit);
 # with brackets escaped, Streamlit's :colour[...] directives cannot form either.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&$])")
+# GFM links a bare URL (scheme://, www.) and an e-mail address in the text itself, after escapes are read, so no
+# backslash stops it: an invisible word joiner (U+2060) between ':' and '//', 'www' and '.', '@' and the domain does
+_AUTOLINK = re.compile(r"(?<=[A-Za-z]:)(?=//)|(?<=\b[Ww]{3})(?=\.)|(?<=@)")
+WORD_JOINER = "\u2060"
 _BACKTICKS = re.compile(r"`+")
 
 
 # -- escaping -----------------------------------------------------------------------
 def md_escape(value: object) -> str:
     """Inline-safe text for Streamlit to render: every mark that can start markup is escaped, no line breaks."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+    return _AUTOLINK.sub(WORD_JOINER, _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split())))
 
 
 def md_fence(text: str, lang: str = "") -> str:

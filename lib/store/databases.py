@@ -18,6 +18,8 @@ from lib.core.errors import StoreBusyError, StoreError
 from lib.core.settings import Settings
 
 SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
+_ANY_TABLE = ("SELECT (SELECT count(*) FROM duckdb_tables() WHERE NOT internal) "   # a table or view: another's data
+              "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal)")
 _HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' "
              "AND table_schema = 'main'")
 
@@ -55,8 +57,8 @@ def is_evaldrift(con: duckdb.DuckDBPyConnection) -> bool:
 def check_evaldrift(path: str | Path) -> None:
     """Refuse an existing file that is not an evaldrift database, without writing to it.
 
-    An absent or empty file is fine (evaldrift creates its schema there); a folder is left to DuckDB's own
-    "cannot open" error.
+    An absent or empty file, or a DuckDB database with no table in it, is fine (evaldrift creates its schema
+    there); a folder is left to DuckDB's own "cannot open" error.
 
     Raises:
         ForeignDatabaseError: the file is no DuckDB database, or one without evaldrift's schema.
@@ -75,7 +77,7 @@ def check_evaldrift(path: str | Path) -> None:
             raise StoreBusyError(str(path)) from None
         raise ForeignDatabaseError(path, "not a DuckDB file") from None
     try:
-        if not is_evaldrift(con):
+        if not is_evaldrift(con) and con.execute(_ANY_TABLE).fetchone()[0]:  # type: ignore[index]
             raise ForeignDatabaseError(path, "no evaldrift schema in it")
     finally:
         con.close()

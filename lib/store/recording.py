@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame: TypeAlias = pd.DataFrame | pa.Table
-from lib.store.base import STATUSES, StoreBase, _now
+from lib.store.archive import ArchiveMixin
+from lib.store.base import STATUSES, _now
 
 
 @dataclass(frozen=True)
@@ -174,19 +175,22 @@ def prepare_run(run: RunRecord) -> PreparedRun:
 
 
 
-class RecordingMixin(StoreBase):
-    """Writing runs: one at a time, in parts through staging tables, or in bulk."""
+class RecordingMixin(ArchiveMixin):
+    """Writing runs: one at a time, in parts through staging tables, or in bulk; a replaced copy is archived."""
 
-    def record_run(self, run: RunRecord) -> None:
-        """Record a run, replacing any earlier copy of the same run id, in one transaction.
+    def record_run(self, run: RunRecord) -> str | None:
+        """Record a run in one transaction; an earlier copy of the same run id is moved to the archive.
+
+        Returns:
+            The archive id of the replaced copy (lib.store.archive), or None when the run id was new.
 
         Raises:
             InputError: naming the sample or metric and field at fault; nothing is written.
         """
-        self.record_run_parts([run])
+        return self.record_run_parts([run])
 
-    def record_run_parts(self, parts: Iterable[RunRecord]) -> None:
-        """Record one run that arrives in parts, all or nothing, replacing any earlier copy.
+    def record_run_parts(self, parts: Iterable[RunRecord]) -> str | None:
+        """Record one run that arrives in parts, all or nothing; an earlier copy is moved to the archive.
 
         Each part is a RunRecord of the same run id and metrics, holding some
         of the samples and their results; the run-level facts are the first
@@ -195,6 +199,9 @@ class RecordingMixin(StoreBase):
         first go to staging tables (in small transactions, so DuckDB never
         holds the whole run in one), then one transaction replaces the run.
         Each metric's score is aggregated over all parts by the harness's rule.
+
+        Returns:
+            The archive id of the replaced copy, or None when the run id was new.
 
         Raises:
             InputError: naming the sample or metric and field at fault; nothing is written.
@@ -206,29 +213,34 @@ class RecordingMixin(StoreBase):
         prepared = prepare_run(first)
         second = next(it, None)
         if second is None:   # one part (record_run): written directly, in one transaction
-            self.record_prepared([prepared])
-            return
+            return self.record_prepared([prepared])[0]
         token = uuid.uuid4().hex[:12]
         stage = {"samples": f"_stage_samples_{token}", "sample_scores": f"_stage_scores_{token}"}
         _STAGING.update(stage.values())
         try:
-            self._record_staged(first, itertools.chain([second], it), stage)
+            return self._record_staged(first, itertools.chain([second], it), stage)
         finally:
             with self._write_lock:
                 for name in stage.values():
                     self.cursor().execute(f"DROP TABLE IF EXISTS {name}")
             _STAGING.difference_update(stage.values())
 
-    def record_prepared(self, runs: Sequence[PreparedRun]) -> None:
-        """Write runs laid out by prepare_run, in one transaction, each replacing any earlier copy of its id."""
+    def record_prepared(self, runs: Sequence[PreparedRun]) -> list[str | None]:
+        """Write runs laid out by prepare_run, in one transaction; an earlier copy of a run id is archived.
+
+        Returns:
+            Per run, the archive id of the copy it replaced, or None when its run id was new.
+        """
+        archived = []
         with self.transaction() as cur:
             for run in runs:
-                self._start_run(cur, run.head)
+                archived.append(self._start_run(cur, run.head))
                 self._insert_frame(cur, "samples", run.samples)
                 self._insert_frame(cur, "sample_scores", run.sample_scores)
                 self._insert_frame(cur, "run_metrics", run.run_metrics)
+        return archived
 
-    def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> None:
+    def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> str | None:
         with self.transaction() as cur:
             for table, name in stage.items():
                 cur.execute(f"CREATE TABLE {name} AS SELECT * FROM {table} LIMIT 0")
@@ -244,10 +256,11 @@ class RecordingMixin(StoreBase):
             totals.add(run)
         try:
             with self.transaction() as cur:
-                self._start_run(cur, head)
+                archived = self._start_run(cur, head)
                 for table, name in stage.items():
                     cur.execute(f"INSERT INTO {table} SELECT * FROM {name}")
                 self._insert_frame(cur, "run_metrics", _metrics_frame(head, totals))
+            return archived
         except duckdb.ConstraintException:
             raise InputError(f"run {head.run_id!r} names a sample twice across its parts",
                              field="sample_id") from None
@@ -261,18 +274,15 @@ class RecordingMixin(StoreBase):
                 if name not in _STAGING:
                     self.cursor().execute(f'DROP TABLE IF EXISTS "{name}"')
 
-    def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
-        # A run's rows are written and deleted with its runs row, in one transaction: with no runs row there is
-        # nothing to replace, and the deletes (each a scan of a table that grows with every run) are skipped.
-        if cur.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchall()[0][0]:
-            for table in ("sample_scores", "run_metrics", "samples", "runs"):
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+    def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None:
+        archived = self._archive_run(cur, run.run_id, "recorded over")
         cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
                      json.dumps(list(run.fields))])
         for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
             cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
+        return archived
 
     def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
         """Record many runs from column frames in one transaction: the bulk twin of record_run.
@@ -282,7 +292,7 @@ class RecordingMixin(StoreBase):
         record_run: rows are checked in SQL (known metric, status and binding;
         an ok score in [0, 1], no score otherwise; a score only for a sample
         in the batch; an instrument for every scored metric), an earlier copy
-        of a run id is replaced, and each metric row is aggregated from its
+        of a run id is moved to the archive, and each metric row is aggregated from its
         sample scores by the harness's rule (mean of the ok scores, failed and
         excluded counted). Every batch is written, or none.
 
@@ -312,8 +322,9 @@ class RecordingMixin(StoreBase):
                     where = " ".join(f"{k} {v!r}" for k, v in zip(("run", "suite", "metric", "sample"), rows[0],
                                                                    strict=True) if v is not None)
                     raise InputError(message, field=field_name, source=where or "bulk runs")
-            for table in ("sample_scores", "run_metrics", "samples", "runs"):
-                cur.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _b_runs)")
+            for (run_id,) in cur.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM _b_runs)"
+                                         ).fetchall():
+                self._archive_run(cur, run_id, "recorded over (bulk)")
             cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at) "
                         "SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
             if batch.prompts is not None:

@@ -102,6 +102,29 @@ _BATCHES = [
         batch_id VARCHAR NOT NULL, key VARCHAR NOT NULL, reason VARCHAR NOT NULL, PRIMARY KEY (batch_id, key))""",
 ]
 
+# Replaced runs are kept: recording over a run id moves the earlier copy's rows here under an archive id
+# (lib.store.archive); they come back with restore and go only with an operator's purge. Columns as the live
+# tables', plus archive_id: a migration that adds a column to a live table adds it here too.
+_ARCHIVE = [
+    """CREATE TABLE IF NOT EXISTS archived_runs (
+        archive_id VARCHAR PRIMARY KEY, archived_at TIMESTAMP NOT NULL, reason VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL, started_at TIMESTAMP NOT NULL, label VARCHAR, pipeline VARCHAR NOT NULL,
+        recorded_at TIMESTAMP NOT NULL, fields VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS archived_run_metrics (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        judge_model VARCHAR, prompt_hash VARCHAR, binding VARCHAR, fingerprint VARCHAR,
+        score DOUBLE, n INTEGER NOT NULL, n_failed INTEGER NOT NULL, n_excluded INTEGER NOT NULL,
+        scorer VARCHAR, output_mode VARCHAR, PRIMARY KEY (archive_id, suite, metric))""",
+    """CREATE TABLE IF NOT EXISTS archived_samples (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, sample_id VARCHAR NOT NULL,
+        question VARCHAR NOT NULL, answer VARCHAR NOT NULL, contexts VARCHAR[] NOT NULL,
+        ground_truth VARCHAR NOT NULL, PRIMARY KEY (archive_id, suite, sample_id))""",
+    """CREATE TABLE IF NOT EXISTS archived_sample_scores (
+        archive_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL, status VARCHAR NOT NULL, score DOUBLE, reason VARCHAR,
+        verdicts VARCHAR NOT NULL, PRIMARY KEY (archive_id, suite, metric, sample_id))""",
+]
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -122,6 +145,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # A failed ablation judging keeps what the judge wrote (truncated), so the page can show it beside the reason.
     Migration("raw reply of a failed ablation judging",
               ("ALTER TABLE ablation_results ADD COLUMN IF NOT EXISTS raw VARCHAR",)),
+    Migration("replaced runs kept", tuple(_ARCHIVE)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
