@@ -21,6 +21,7 @@ from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
 from lib.store.databases import check_evaldrift
+from lib.store.labels import LabelsMixin
 from lib.store.recording import RecordingMixin, RunBatch
 from lib.store.runs import RunsMixin
 from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
@@ -28,7 +29,7 @@ from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 __all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "RunBatch", "Store"]
 
 
-class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
+class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMixin):
     """A DuckDB run store (see module docstring for the threading and lock rules).
 
     Args:

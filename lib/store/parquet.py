@@ -41,6 +41,7 @@ from lib.core.errors import StoreError
 from lib.store import MIGRATIONS, SCHEMA_VERSION, RunBatch, Store
 from lib.store.ablations import AblationsMixin
 from lib.store.calls import CallCacheMixin
+from lib.store.labels import LabelsMixin
 from lib.store.recording import RecordingMixin
 from lib.store.runs import RunsMixin
 
@@ -64,9 +65,9 @@ _PARTITIONED: dict[str, str] = {
                            LEFT JOIN _run_dates d ON d.run_id = a.run_id""",
     "judge_cache": "SELECT t.*, CAST(date_trunc('{unit}', t.created_at) AS DATE) AS run_date FROM judge_cache t",
 }
-_WHOLE = ("meta", "prompts")
+_WHOLE = ("meta", "prompts", "labels")   # labels belong to samples of a suite, not to one run
 TABLES: tuple[str, ...] = (*_WHOLE, *_PARTITIONED)
-RESIDENT = frozenset({"meta", "prompts", "runs", "run_metrics", "ablations"})  # read into memory on open
+RESIDENT = frozenset({"meta", "prompts", "runs", "run_metrics", "ablations", "labels"})  # read into memory on open
 
 
 def _literal(text: str) -> str:
@@ -201,7 +202,7 @@ def _swap_into_place(target: str, final: str) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
+class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMixin):
     """A read-only store over a dataset written by export_parquet.
 
     It is made of the same parts as Store, over its own in-memory connection, so every query method

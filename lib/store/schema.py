@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -59,7 +59,17 @@ _SCHEMA_V2 = [
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3 "labels": people's labels of samples (lib.store.labels). A row is never updated or deleted: a new label by
+# the same labeller of the same sample, metric and item supersedes the old one, which stays as history. `seq`
+# orders every label of the file (a suite's calibration set version is its highest seq); `content` is the hash
+# of the fields the labeller saw (the metric's input), so a label applies only to samples with that content.
+_SCHEMA_V3_LABELS = [
+    """CREATE TABLE IF NOT EXISTS labels (
+        seq BIGINT PRIMARY KEY, suite VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        item INTEGER, kind VARCHAR NOT NULL, value DOUBLE NOT NULL, content VARCHAR NOT NULL,
+        labeller VARCHAR NOT NULL, labelled_at TIMESTAMP NOT NULL, source VARCHAR NOT NULL, note VARCHAR)""",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3_LABELS}
 
 
 def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
