@@ -34,6 +34,7 @@ LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "
           "text": "what changed"}   # a static table's headers
 FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "after": "{:.3f}", "delta": "{:+.3f}",
            "x_threshold": "{:.1f}"}
+AGREEMENT_ORDER = ("metric", "from", "to", "runs", "instrument", "labelled samples", "agreement", "kappa", "bias")
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 
@@ -108,3 +109,18 @@ if shown_events.empty:
 else:
     ui.short_table(views.events_table(shown_events), order=EVENT_ORDER, labels=LABELS, formats=FORMATS,
                    key="trends_events", column_config=EVENT_COLUMNS, row_height=WRAPPED_ROW)
+
+st.subheader("Is the judge right? Agreement with people's labels",
+             help="Each comparable segment's judgings of the labelled samples against people's labels: accuracy of "
+                  "item verdicts with its 95% interval over samples, Cohen's kappa, and bias (judge minus people) of "
+                  "sample scores. Label samples on the Labels page or with `python -m lib labels import`.")
+agreed, changed = loaders.agreement_trend(ctx.db_path, ctx.version)
+shown_agreed = agreed[agreed["metric"].isin(shown)]
+if shown_agreed.empty:
+    st.info("No labelled samples for these metrics yet: label some on the Labels page.")
+else:
+    ui.short_table(shown_agreed, order=AGREEMENT_ORDER, labels={}, formats={"from": "{:%Y-%m-%d}",
+                                                                           "to": "{:%Y-%m-%d}"},
+                   key="trends_agreement")
+    for r in views.in_range(changed[changed["metric"].isin(shown)], since, until).itertuples(index=False):
+        st.text(f"{r.started_at:%Y-%m-%d} {r.metric}, {r.text}")   # stored names: plain text, never Markdown

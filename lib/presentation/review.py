@@ -23,6 +23,7 @@ import pandas as pd
 
 from lib.core.records import MAIN
 from lib.diagnosis import checks, diagnose, incidents
+from lib.diagnosis.agreement_trend import trend_agreement
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
 from lib.presentation.mdtext import md_text
 from lib.presentation.report import md_escape as md_escape  # the pages render with it
@@ -127,6 +128,7 @@ class Review:
     canary_threshold: float | None
     ablations: tuple[AblationBrief, ...]
     still_open: tuple[str, ...] = ()          # incidents started by the range's end and not closed: carried forward
+    agreement: tuple[str, ...] = ()           # at each instrument change in range: agreement with people, both sides
 
     @property
     def title(self) -> str:
@@ -162,6 +164,7 @@ class Review:
             out.append(f"Nothing moved beyond noise in {len(self.runs)} run(s).")
         if self.canary_runs:
             out.append(self.canary_sentence)
+        out += [f"Is the judge right? {a}." for a in self.agreement]
         if self.ablations:
             out.append(ablations_sentence(self.ablations))
         return tuple(out)
@@ -251,13 +254,16 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                                float(canary.threshold or 0.0))
                    for r in frame.itertuples(index=False) if r.alarm)
 
+    _, agreed = trend_agreement(store, history, suite=suite)
+    agreement = tuple(f"{c.metric} at {c.run_id} ({c.started_at:%Y-%m-%d}), {c.sentence}" for c in agreed
+                      if c.run_id in in_range)
     found, _ = incidents.load(store, suite=suite)
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),
-                  len(frame), alarms, canary.baseline, canary.threshold, ablations, still)
+                  len(frame), alarms, canary.baseline, canary.threshold, ablations, still, agreement)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -294,7 +300,9 @@ def review_markdown(rev: Review) -> str:
         out.append("_Nothing moved beyond the judge's noise._")
     out += ["", "## What changed in the instrument", "",
             *_bullets(_change_lines(rev.instrument_changes), "No judge, prompt or binding change."), "",
-            "## What changed in the pipeline", "",
+            "## Is the judge right? Agreement with people at those changes", "",
+            *_bullets(rev.agreement, "No labelled samples judged on both sides of an instrument change in range."),
+            "", "## What changed in the pipeline", "",
             *_bullets(_change_lines(rev.pipeline_changes), "No pipeline config change."), "",
             "## Canary", "", md_text(rev.canary_sentence), ""]
     if rev.canary_alarms:

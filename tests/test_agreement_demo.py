@@ -1,0 +1,57 @@
+"""The demo ships people's labels: agreement on the timeline, in the Overview's incidents and the Review, from
+first start."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from lib.app.demo import LABELLER, N_LABELLED
+from lib.core.records import MAIN
+from lib.diagnosis import incidents
+from lib.diagnosis.agreement_trend import trend_agreement
+from lib.presentation.review import review, review_markdown
+from lib.store import Store
+
+JUDGE_CHANGE, LEAK, FIX = "nightly-20260921", "nightly-20261003", "nightly-20261117"
+
+
+@pytest.fixture(scope="module")
+def store(demo_db: Path):
+    with Store(demo_db) as s:
+        yield s
+
+
+def test_the_demo_ships_labels_of_every_claim_of_its_labelled_samples(store: Store) -> None:
+    labels = store.labels(MAIN, metric="faithfulness")
+    assert labels["sample_id"].nunique() == N_LABELLED and set(labels["labeller"]) == {LABELLER}
+    assert labels["item"].notna().all() and set(labels["value"]) == {0.0, 1.0}
+    assert store.calibration_version(MAIN) == len(store.label_history(MAIN))
+
+
+def test_each_segment_and_change_carries_agreement_and_the_leak_shows_as_bias(store: Store) -> None:
+    segs, changes = trend_agreement(store, store.metric_history())
+    faith = [s for s in segs if s.metric == "faithfulness"]
+    assert [s.first_run for s in faith][1:] == [JUDGE_CHANGE, LEAK, "nightly-20261018", FIX]
+    assert all(s.agreement.n_samples == N_LABELLED for s in faith)
+    before, leaky, instructed, fixed = faith[1].agreement, faith[2].agreement, faith[3].agreement, faith[4].agreement
+    # The reference shown to the judge: it agrees with people less, and is more generous than they are.
+    assert leaky.accuracy.high < before.accuracy.low and leaky.bias.low > before.bias.high + 0.05
+    assert instructed.bias.low > 0.05                 # "ignore the reference" did not stop it
+    assert fixed.accuracy.low > leaky.accuracy.high and abs(fixed.bias.value) < 0.03
+    by_run = {c.run_id: c for c in changes if c.metric == "faithfulness"}
+    assert by_run[JUDGE_CHANGE].change == "judge model offline-lexical-v1 -> offline-lexical-v2"
+    leak = by_run[LEAK].sentence
+    assert f"on {N_LABELLED} labelled samples" in leak and "bias (judge - people)" in leak
+    assert "binding projected -> replay" in by_run[LEAK].change
+
+
+def test_the_instrument_change_incident_and_the_review_say_both_agreements(store: Store) -> None:
+    found, _ = incidents.load(store)
+    leak = next(i for i in found if i.metric == "faithfulness" and i.run_id == LEAK)
+    assert any("agreement with people" in line and "->" in line for line in leak.evidence)
+    text = review_markdown(review(store, date(2026, 9, 19), date(2026, 9, 25)))
+    assert "## Is the judge right?" in text and "offline-lexical-v1 -> offline-lexical-v2" in text
+    assert "agreement with people on 150 labelled samples" in text
