@@ -11,7 +11,7 @@ import pytest
 from lib.app.demo import LABELLER, N_LABELLED
 from lib.core.records import MAIN
 from lib.diagnosis import incidents
-from lib.diagnosis.agreement_trend import trend_agreement
+from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
 
@@ -55,3 +55,13 @@ def test_the_instrument_change_incident_and_the_review_say_both_agreements(store
     text = review_markdown(review(store, date(2026, 9, 19), date(2026, 9, 25)))
     assert "## Is the judge right?" in text and "offline-lexical-v1 -> offline-lexical-v2" in text
     assert "agreement with people on 150 labelled samples" in text
+
+
+def test_the_readme_worked_example_is_what_the_demo_gives(store: Store) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Is the judge right?")[1].split("\n## ")[0]
+    table = section.split("| segment (faithfulness) |")[1].split("\n\n")[0].splitlines()[2:]
+    documented = [(row.split("|")[2].strip(), row.split("|")[4].strip().split(" [")[0]) for row in table]
+    segs, _ = trend_agreement(store, store.metric_history())
+    frame = segments_frame([s for s in segs if s.metric == "faithfulness"])
+    assert documented == [(a, b.split(" [")[0]) for a, b in zip(frame["agreement"], frame["bias"], strict=True)]

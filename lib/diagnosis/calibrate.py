@@ -73,7 +73,7 @@ class Calibration:
         c = self.comparison
         a, b, d = c.current, c.candidate, c.difference
         figure = a.headline_name
-        verdict = (f"WORSE: lower by more than the {c.margin:.2f} margin, and the interval excludes no change"
+        verdict = (f"WORSE: lower by more than the {c.margin:.2f} margin, with the whole interval below zero"
                    if c.worse else f"not worse beyond the {c.margin:.2f} margin")
         bias = ""
         if a.bias.known and b.bias.known:
