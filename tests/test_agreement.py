@@ -150,3 +150,15 @@ def test_agreement_on_halueval_matches_an_independent_computation(fresh_db: Path
     assert got.kappa.value == pytest.approx((observed - chance) / (1 - chance))
     assert got.bias.value == pytest.approx(np.mean(judge - truth))
     assert got.auc.low < got.auc.value < got.auc.high
+
+
+def test_the_vectorised_bootstrap_is_the_replicate_by_replicate_one() -> None:
+    rng = np.random.default_rng(3)
+    clusters = [f"s{k % 17}" for k in range(120)]
+    pred, truth = rng.random(120) < 0.6, rng.random(120) < 0.5
+    values = rng.random(120)
+    draws, index = st.replicate_weights(clusters, reps=50, seed=1)
+    slow_mean = st.boot(lambda w: st.weighted_mean(values, w), 120, draws, index)
+    slow_kappa = st.boot(lambda w: st.weighted_kappa(pred, truth, w), 120, draws, index)
+    assert np.allclose(st.boot_mean(values, draws, index), slow_mean)
+    assert np.allclose(st.boot_kappa(pred, truth, draws, index), slow_kappa, equal_nan=True)

@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from lib.app.demo import LABELLER, N_LABELLED
 from lib.core.records import MAIN
@@ -14,6 +15,7 @@ from lib.diagnosis import incidents
 from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
+from tests.test_pages_core import ROOT, TIMEOUT, _store_closed_after, open_page, texts  # noqa: F401 (a fixture)
 
 JUDGE_CHANGE, LEAK, FIX = "nightly-20260921", "nightly-20261003", "nightly-20261117"
 
@@ -65,3 +67,19 @@ def test_the_readme_worked_example_is_what_the_demo_gives(store: Store) -> None:
     segs, _ = trend_agreement(store, store.metric_history())
     frame = segments_frame([s for s in segs if s.metric == "faithfulness"])
     assert documented == [(a, b.split(" [")[0]) for a, b in zip(frame["agreement"], frame["bias"], strict=True)]
+
+
+@pytest.fixture
+def app(demo_db: Path, monkeypatch: pytest.MonkeyPatch, _store_closed_after: None) -> AppTest:   # noqa: F811
+    monkeypatch.setenv("EVALDRIFT_DB", str(demo_db))
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+
+
+def test_trends_shows_each_segments_agreement_and_the_changes_both_sides(app: AppTest) -> None:
+    open_page(app, "pages/trends.py", metric="faithfulness")
+    table = next(t for t in app.table if "agreement" in t.value.columns)
+    assert list(table.value["agreement"]) == ["0.97 [0.97, 0.97]", "0.97 [0.97, 0.97]", "0.84 [0.81, 0.86]",
+                                              "0.81 [0.79, 0.83]", "0.97 [0.97, 0.98]"]
+    said = " ".join(texts(app))
+    assert "2026-09-21 faithfulness, judge model offline-lexical-v1 -> offline-lexical-v2: agreement" in said
+    assert "bias (judge - people) -0.02 -> +0.12" in said

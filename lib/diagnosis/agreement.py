@@ -207,15 +207,19 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
         point = stat(np.ones(n))
         return st.interval(st.boot(stat, n, draws, index(ids)), point)
 
+    def fast(point: float, replicates: np.ndarray, n: int) -> Estimate:
+        return st.interval(replicates, point) if n else NONE
+
     agree = (verdict_j == verdict_p).astype(float)
-    accuracy = est(lambda w: st.weighted_mean(agree, w), len(agree), verdict_c)
-    kappa = est(lambda w: st.weighted_kappa(verdict_j, verdict_p, w), len(agree), verdict_c)
+    vi = index(verdict_c)
+    accuracy = fast(float(agree.mean()) if len(agree) else math.nan, st.boot_mean(agree, draws, vi), len(agree))
+    kappa = fast(st.cohen_kappa(verdict_j, verdict_p), st.boot_kappa(verdict_j, verdict_p, draws, vi), len(agree))
     bj, bp = binary_samples["judge"].to_numpy(float), binary_samples["people"].to_numpy(float) > 0.5
     auc = est(lambda w: st.auc(bj, bp, w), len(bj), binary_samples["sample_id"].to_numpy(str))
     diff = samples["judge"].to_numpy(float) - samples["people"].to_numpy(float)
-    sids = samples["sample_id"].to_numpy(str)
-    bias = est(lambda w: st.weighted_mean(diff, w), len(diff), sids)
-    mean_error = est(lambda w: st.weighted_mean(np.abs(diff), w), len(diff), sids)
+    si = index(samples["sample_id"].to_numpy(str))
+    bias = fast(st.bias(diff, np.zeros(len(diff))), st.boot_mean(diff, draws, si), len(diff))
+    mean_error = fast(st.mean_error(diff, np.zeros(len(diff))), st.boot_mean(np.abs(diff), draws, si), len(diff))
     runs = set(items["run_id"]) | set(samples["run_id"])
     return Agreement(metric=metric, instrument=instrument, version=version, n_samples=len(all_ids),
                      n_runs=len(runs), n_items=len(items), accuracy=accuracy, kappa=kappa, auc=auc, bias=bias,

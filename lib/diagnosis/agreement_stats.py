@@ -123,6 +123,26 @@ def boot(stat: Callable[[np.ndarray], float], n_pairs: int, draws: np.ndarray, i
     return np.array([stat(d[index]) for d in draws])
 
 
+def boot_mean(values: np.ndarray, draws: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The weighted mean of `values` for every replicate at once (what `boot` of weighted_mean gives)."""
+    if len(values) == 0:
+        return np.full(len(draws), np.nan)
+    per_sample = np.bincount(index, weights=values, minlength=draws.shape[1])
+    count = np.bincount(index, minlength=draws.shape[1]).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (draws @ per_sample) / (draws @ count)
+
+
+def boot_kappa(pred: np.ndarray, truth: np.ndarray, draws: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Cohen's kappa for every replicate at once (what `boot` of weighted_kappa gives)."""
+    if len(pred) == 0:
+        return np.full(len(draws), np.nan)
+    cells = np.stack([pred & truth, pred & ~truth, ~pred & truth, ~pred & ~truth], axis=1).astype(float)
+    per_sample = np.stack([np.bincount(index, weights=cells[:, k], minlength=draws.shape[1]) for k in range(4)],
+                          axis=1)
+    return kappa_of(draws @ per_sample)
+
+
 def weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
     total = w.sum()
     return float(np.sum(values * w) / total) if total > 0 else math.nan

@@ -124,7 +124,10 @@ class LabelsMixin(StoreBase):
         if run_ids is not None:
             sql += " AND list_contains(?, s.run_id)"
             params.append(list(run_ids))
-        return self._df(sql + " ORDER BY r.started_at, s.run_id, s.sample_id", params)
+        # Rows as Python objects: the caller walks them one by one, which is slow over Arrow-backed columns.
+        cur = self.cursor().execute(sql + " ORDER BY r.started_at, s.run_id, s.sample_id", params)
+        names = [d[0] for d in cur.description]
+        return pd.DataFrame(cur.fetchall(), columns=names, dtype=object)
 
     def labels_version_stamp(self) -> str:
         """Changes whenever a label is written (a cache key for page loaders)."""
