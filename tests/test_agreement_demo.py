@@ -52,7 +52,7 @@ def test_each_segment_and_change_carries_agreement_and_the_leak_shows_as_bias(st
 
 def test_the_instrument_change_incident_and_the_review_say_both_agreements(store: Store) -> None:
     found, _ = incidents.load(store)
-    leak = next(i for i in found if i.metric == "faithfulness" and i.run_id == LEAK)
+    leak = next(i for i in found if i.metric == "faithfulness" and i.run_id == LEAK and i.kind == "episode")
     assert any("agreement with people" in line and "->" in line for line in leak.evidence)
     text = review_markdown(review(store, date(2026, 9, 19), date(2026, 9, 25)))
     assert "## Is the judge right?" in text and "offline-lexical-v1 -> offline-lexical-v2" in text
