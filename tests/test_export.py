@@ -11,6 +11,7 @@ import pytest
 
 from lib.core.calls import JudgeReply, JudgeRequest, Message
 from lib.core.errors import InputError, StoreError
+from lib.core.labels import BINARY, Label, content_key
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
@@ -26,7 +27,7 @@ KEYS = {
     "meta": ["key"], "prompts": ["prompt_hash"], "runs": ["run_id"], "run_metrics": ["run_id", "suite", "metric"],
     "samples": ["run_id", "suite", "sample_id"], "sample_scores": ["run_id", "suite", "metric", "sample_id"],
     "judge_cache": ["key"], "ablations": ["ablation_id"],
-    "ablation_results": ["ablation_id", "metric", "arm", "rep", "sample_id"],
+    "ablation_results": ["ablation_id", "metric", "arm", "rep", "sample_id"], "labels": ["seq"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -53,7 +54,7 @@ def _run(k: int, samples: list[EvalSample]) -> RunRecord:
 
 @pytest.fixture
 def small_store(tmp_path: Path) -> Path:
-    """Three runs over two months, an ablation and a cached judge call: every table holds rows."""
+    """Three runs over two months, an ablation, a cached judge call and two labels: every table holds rows."""
     path = tmp_path / "small.duckdb"
     samples = _samples()
     with Store(path) as store:
@@ -63,6 +64,10 @@ def small_store(tmp_path: Path) -> Path:
                      OfflineJudge(noise=0.03))
         store.put(JudgeRequest("some-model", (Message("user", "a question"),), 0.0, 1),
                   JudgeReply('{"verdicts": []}', fingerprint="fp"))
+        first = samples[0]
+        store.add_labels([Label(suite=MAIN, sample_id=first.sample_id, metric="faithfulness", item=item, kind=BINARY,
+                                value=1.0, content=content_key("faithfulness", first), labeller="ana",
+                                labelled_at=DAYS[0], source="test") for item in (1, None)])
     return path
 
 
