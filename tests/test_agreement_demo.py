@@ -54,6 +54,7 @@ def test_the_instrument_change_incident_and_the_review_say_both_agreements(store
     found, _ = incidents.load(store)
     leak = next(i for i in found if i.metric == "faithfulness" and i.run_id == LEAK and i.kind == "episode")
     assert any("agreement with people" in line and "->" in line for line in leak.evidence)
+    assert [line[:10] for line in leak.agreement] == ["2026-10-03", "2026-10-18", "2026-11-17"]   # in, and out
     text = review_markdown(review(store, date(2026, 9, 19), date(2026, 9, 25)))
     assert "## Is the judge right?" in text and "offline-lexical-v1 -> offline-lexical-v2" in text
     assert "agreement with people on 150 labelled samples" in text

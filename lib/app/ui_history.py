@@ -168,6 +168,8 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str) -> None:
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
         st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
+        for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
+            st.caption(md(line))
         with st.expander("Evidence"):
             for line in inc.evidence:
                 st.text(line)

@@ -57,6 +57,7 @@ class Incident:
     jumps: tuple[Jump, ...] = ()
     end_run: str | None = None     # an episode: the run whose jump reversed it
     changes: tuple[StateChange, ...] = field(default_factory=tuple)
+    agreement: tuple[str, ...] = ()   # at an instrument change: people's agreement with both instruments
 
     @property
     def state(self) -> str:
@@ -141,10 +142,12 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
         nature = "across instruments" if first.across_instruments else "within one instrument"
         title = f"{first.metric} {first.delta:+.3f} at {first.started_at:%Y-%m-%d} ({nature})"
     evidence: list[str] = []
+    agreed: list[str] = []
     for j in group:
         evidence += _jump_lines(j)
         if (j.metric, j.run_id) in (agreement or {}):   # an instrument change: is the new one righter, or wronger?
-            evidence.append((agreement or {})[(j.metric, j.run_id)])
+            agreed.append(f"{j.started_at:%Y-%m-%d} {(agreement or {})[(j.metric, j.run_id)]}")
+            evidence.append(agreed[-1])
         for sid, (frame, threshold) in series.items():
             said = series_step(frame, j.run_id, threshold)
             if said:
@@ -155,7 +158,8 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
 
                 evidence.append(f"ablation {r.ablation_id}: {json.loads(r.result).get('summary', '')}")
     return Incident(incident_id("jump", first.metric, first.run_id), kind, first.metric, first.run_id,
-                    first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None)
+                    first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None,
+                    agreement=tuple(agreed))
 
 
 def canary_incidents(canary: CanaryStatus, metric: str = "faithfulness") -> list[Incident]:
