@@ -10,8 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.app.demo import LABELLER, N_LABELLED
+from lib.core.labels import content_key, label_items
 from lib.core.records import MAIN
 from lib.diagnosis import incidents
+from lib.diagnosis.agreement import labelled_pairs
 from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
@@ -84,3 +86,20 @@ def test_trends_shows_each_segments_agreement_and_the_changes_both_sides(app: Ap
     said = " ".join(texts(app))
     assert "2026-09-21 faithfulness, judge model offline-lexical-v1 -> offline-lexical-v2: agreement" in said
     assert "bias (judge - people) -0.02 -> +0.12" in said
+
+
+def test_the_leaks_bias_sits_on_the_samples_whose_claims_only_the_reference_supports(store: Store) -> None:
+    leak_runs = [r for r in store.run_ids() if LEAK <= r < "nightly-20261018"]
+    pairs, _ = labelled_pairs(store, MAIN, "faithfulness", run_ids=leak_runs)
+    labels = store.labels(MAIN, metric="faithfulness")
+    copies = store.latest_samples(MAIN, sorted(set(labels["sample_id"])), leak_runs[0])
+    reference_only = set()
+    for r in labels[labels["value"] == 0.0].itertuples(index=False):
+        sample = copies[r.sample_id]
+        claim = label_items("faithfulness", sample)[int(r.item) - 1]
+        if r.content == content_key("faithfulness", sample) and claim in sample.ground_truth:
+            reference_only.add(r.sample_id)
+    diff = pairs.samples.assign(d=pairs.samples["judge"] - pairs.samples["people"])
+    by_kind = diff.groupby(diff["sample_id"].isin(reference_only))["d"].mean()
+    assert 40 < len(reference_only) < 150
+    assert by_kind[True] > 0.2 and abs(by_kind[False]) < 0.05   # measured: +0.23 and -0.02
