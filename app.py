@@ -15,6 +15,7 @@ PAGES = [
     st.Page("pages/ablation.py", title="Ablation", url_path="ablation"),
     st.Page("pages/canary.py", title="Canary", url_path="canary"),
     st.Page("pages/review.py", title="Review", url_path="review"),
+    st.Page("pages/labels.py", title="Labels", url_path="labels"),
     st.Page("pages/import.py", title="Import", url_path="import"),
 ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.app import loaders, ui, ui_history
-from lib.presentation import charts, glossary, linkparams, views
+from lib.presentation import charts, glossary, linkparams, review, views
 
 ctx = ui.sidebar()
 
@@ -34,6 +34,8 @@ LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "
           "text": "what changed"}   # a static table's headers
 FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "after": "{:.3f}", "delta": "{:+.3f}",
            "x_threshold": "{:.1f}"}
+AGREEMENT_ORDER = ("metric", "from", "runs", "labelled samples", "agreement", "bias")   # fits 1024 px; the
+# instrument of each segment is named by the change sentences under the table
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
 
 
@@ -108,3 +110,17 @@ if shown_events.empty:
 else:
     ui.short_table(views.events_table(shown_events), order=EVENT_ORDER, labels=LABELS, formats=FORMATS,
                    key="trends_events", column_config=EVENT_COLUMNS, row_height=WRAPPED_ROW)
+
+st.subheader("Is the judge right? Agreement with people's labels",
+             help="Each comparable segment's judgings of the labelled samples against people's labels: accuracy of "
+                  "item verdicts with its 95% interval over samples, Cohen's kappa, and bias (judge minus people) of "
+                  "sample scores. Label samples on the Labels page or with `python -m lib labels import`.")
+agreed, changed = loaders.agreement_trend(ctx.db_path, ctx.version)
+shown_agreed = agreed[agreed["metric"].isin(shown)]
+if shown_agreed.empty:
+    st.info("No labelled samples for these metrics yet: label some on the Labels page.")
+else:
+    ui.short_table(shown_agreed, order=AGREEMENT_ORDER, labels={}, formats={"from": "{:%Y-%m-%d}"},
+                   key="trends_agreement")
+    for r in views.in_range(changed[changed["metric"].isin(shown)], since, until).itertuples(index=False):
+        st.caption(review.md_escape(f"{r.started_at:%Y-%m-%d} {r.metric}, {r.text}"))   # stored names: escaped

@@ -12,6 +12,7 @@ import pytest
 from lib.app import job_log
 from lib.core.calls import JudgeReply, JudgeRequest, Message
 from lib.core.errors import InputError, StoreError
+from lib.core.labels import BINARY, Label, content_key
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
@@ -34,7 +35,7 @@ KEYS = {
     "rejudges": ["series_id"], "rejudge_scores": ["series_id", "run_id", "sample_id"],
     "rejudge_runs": ["series_id", "run_id"], "incident_states": ["incident_id", "seq"], "job_log": ["ablation_id"],
     "batch_jobs": ["batch_id"], "batch_requests": ["batch_id", "key"], "batch_replies": ["batch_id", "key"],
-    "batch_faults": ["batch_id", "key"],
+    "batch_faults": ["batch_id", "key"], "labels": ["seq"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -61,7 +62,7 @@ def _run(k: int, samples: list[EvalSample]) -> RunRecord:
 
 @pytest.fixture
 def small_store(tmp_path: Path) -> Path:
-    """Three runs over two months, an ablation and a cached judge call: every table holds rows."""
+    """Three runs over two months, an ablation, a cached judge call and two labels: every table holds rows."""
     path = tmp_path / "small.duckdb"
     samples = _samples()
     with Store(path) as store:
@@ -72,6 +73,10 @@ def small_store(tmp_path: Path) -> Path:
         store.put(JudgeRequest("some-model", (Message("user", "a question"),), 0.0, 1),
                   JudgeReply('{"verdicts": []}', fingerprint="fp"))
         _team_records(store)
+        first = samples[0]
+        store.add_labels([Label(suite=MAIN, sample_id=first.sample_id, metric="faithfulness", item=item, kind=BINARY,
+                                value=1.0, content=content_key("faithfulness", first), labeller="ana",
+                                labelled_at=DAYS[0], source="test") for item in (1, None)])
     return path
 
 

@@ -17,6 +17,12 @@ events:
 
 A pinned canary set of 12 samples, whose answers hold correct facts that only
 the reference states, is scored for faithfulness on every run.
+
+People's labels ship with it (`demo_labels`): every claim of 150 of the samples
+labelled for faithfulness from what was planted (a claim is supported exactly
+when a passage states it), for the sample as first retrieved and, where the
+regressed retriever changed its passages, as regressed. So agreement with
+people, the leak's bias and the judge change's effect show on first start.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.core.endpoints import DEMO_GENERATOR, OFFLINE
+from lib.core.labels import BINARY, Label, content_key, label_items
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
@@ -78,6 +85,8 @@ N_SAMPLES = 400
 N_RUNS = 90
 N_CANARY = 12
 FIRST_RUN = datetime(2026, 9, 3, 2, 0)
+N_LABELLED = 150
+LABELLER = "demo: planted truth"
 
 
 EVENTS = {18: "judge model change", 30: "harness refactor", 45: "ignore-the-reference instruction",
@@ -272,6 +281,27 @@ def _cached_samples(seed: int) -> tuple[list[DemoSample], list[EvalSample]]:
     return _SAMPLES[seed]
 
 
+def demo_labels(main: list[DemoSample], seed: int = 7) -> list[Label]:
+    """Faithfulness labels of every claim of N_LABELLED samples, from what the demo planted.
+
+    A claim is supported exactly when one of the passages states it: the demo builds passages from the very
+    sentences its supported claims are, so "the claim's sentence is in a passage" is the planted truth, not a
+    judge's reading. A sample whose passages the regressed retriever changed is labelled in both versions.
+    """
+    rng = random.Random(seed + 2)   # its own generator: the samples and runs stay what they were
+    chosen = sorted(rng.sample([d for d in main if d.sample.answer], k=N_LABELLED), key=lambda d: d.sample.sample_id)
+    when = FIRST_RUN - timedelta(days=1)
+    out = []
+    for d in chosen:
+        for version in dict.fromkeys([d.sample, d.regressed]):
+            passages = " ".join(version.contexts)
+            for k, claim in enumerate(label_items("faithfulness", version), start=1):
+                out.append(Label(suite=MAIN, sample_id=version.sample_id, metric="faithfulness", item=k, kind=BINARY,
+                                 value=1.0 if claim in passages else 0.0, content=content_key("faithfulness", version),
+                                 labeller=LABELLER, labelled_at=when, source="demo"))
+    return out
+
+
 def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers: int | None = None,
                progress: Callable[[int, int], None] | None = None, start_method: str = "spawn",
                rejudge_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
@@ -321,6 +351,7 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
                 if progress:
                     progress(k + 1, len(plans))
     with Store(tmp) as store:
+        store.add_labels(demo_labels(main, seed))
         judge = OfflineJudge(plans[-1].judge_model, noise=STAND_IN_NOISE)
         rejudge_open_episodes(store, judge, endpoint=OFFLINE, progress=rejudge_progress)
     Path(tmp).replace(path)

@@ -73,6 +73,27 @@ def trend_panels(db_path: str, version: str, series_version: str, shown: tuple[s
 
 
 @st.cache_data(show_spinner=False)
+def agreement_trend(db_path: str, version: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Trends' agreement with people: each segment's (a table), and each instrument change's sentence
+    (columns metric, started_at, run_id, text)."""
+    from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
+
+    segs, changes = trend_agreement(open_store(db_path), history(db_path, version, MAIN))
+    return segments_frame(segs), pd.DataFrame(
+        [{"metric": c.metric, "started_at": c.started_at, "run_id": c.run_id, "text": c.sentence} for c in changes],
+        columns=["metric", "started_at", "run_id", "text"])
+
+
+@st.cache_data(show_spinner=False)
+def agreement_table(db_path: str, version: str, metric: str) -> pd.DataFrame:
+    """The Labels page's agreement of each instrument with people on `metric` (text cells)."""
+    from lib.diagnosis.agreement import agreement_by_instrument
+    from lib.diagnosis.agreement_trend import agreements_frame
+
+    return agreements_frame(agreement_by_instrument(open_store(db_path), MAIN, metric))
+
+
+@st.cache_data(show_spinner=False)
 def incidents(db_path: str, version: str):
     return ui_history.load_incidents(db_path, version)
 

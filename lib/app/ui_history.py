@@ -180,6 +180,8 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
                 st.text(episodes.jump_line(j))
         if episodes.needs_rejudge(inc):
             _episode_rejudge(ctx, inc)
+        for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
+            st.caption(md(line))
         with st.expander("Evidence"):
             for line in inc.evidence:
                 st.text(line)

@@ -11,6 +11,7 @@ from lib.cli.archiving import add_parser as add_archive_parser
 from lib.cli.batching import add_parser as add_batch_parser
 from lib.cli.common import EXIT_USAGE, OFFLINE, OPENAI, PROG, UsageError, _Parser
 from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
+from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
 from lib.core.endpoints import redact
@@ -175,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="with --ablate: only the first N samples")
     p.add_argument("--yes", action="store_true", help="with --ablate: launch a paid judge's calls without asking")
     p.set_defaults(func=cmd_report)
+
+    add_labels_parser(sub, _db_arg, _effect)
     return parser
 
 

@@ -59,6 +59,7 @@ class Incident:
     jumps: tuple[Jump, ...] = ()
     end_run: str | None = None     # an episode: the run whose jump reversed it
     changes: tuple[StateChange, ...] = field(default_factory=tuple)
+    agreement: tuple[str, ...] = ()   # at an instrument change: people's agreement with both instruments
 
     @property
     def state(self) -> str:
@@ -132,7 +133,7 @@ def _jump_lines(j: Jump) -> list[str]:
 
 
 def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dict[str, tuple[pd.DataFrame, float]],
-                   label: dict[str, str]) -> Incident:
+                   label: dict[str, str], agreement: dict[tuple[str, str], str] | None = None) -> Incident:
     first, last = group[0], group[-1]
     kind = "episode" if len(group) > 1 else "jump"
     if kind == "episode":
@@ -143,8 +144,12 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
         nature = "across instruments" if first.across_instruments else "within one instrument"
         title = f"{first.metric} {first.delta:+.3f} at {first.started_at:%Y-%m-%d} ({nature})"
     evidence: list[str] = []
+    agreed: list[str] = []
     for j in group:
         evidence += _jump_lines(j)
+        if (j.metric, j.run_id) in (agreement or {}):   # an instrument change: is the new one righter, or wronger?
+            agreed.append(f"{j.started_at:%Y-%m-%d} {(agreement or {})[(j.metric, j.run_id)]}")
+            evidence.append(agreed[-1])
         for sid, (frame, threshold) in series.items():
             said = series_step(frame, j.run_id, threshold)
             if said:
@@ -155,7 +160,8 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
 
                 evidence.append(f"ablation {r.ablation_id}: {json.loads(r.result).get('summary', '')}")
     return Incident(incident_id("jump", first.metric, first.run_id), kind, first.metric, first.run_id,
-                    first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None)
+                    first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None,
+                    agreement=tuple(agreed))
 
 
 def canary_incidents(canary: CanaryStatus, metric: str = "faithfulness") -> list[Incident]:
@@ -196,7 +202,8 @@ def lint_incidents(lint: pd.DataFrame, history: pd.DataFrame) -> list[Incident]:
 def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd.DataFrame | None = None,
           history: pd.DataFrame | None = None, ablations: pd.DataFrame | None = None,
           series: dict[str, tuple[pd.DataFrame, float]] | None = None, series_labels: dict[str, str] | None = None,
-          states: pd.DataFrame | None = None, lapsed: Sequence[Jump] = ()) -> list[Incident]:
+          states: pd.DataFrame | None = None, lapsed: Sequence[Jump] = (),
+          agreement: dict[tuple[str, str], str] | None = None) -> list[Incident]:
     """Every incident, oldest first, each with its recorded state changes.
 
     An incident never disappears because a threshold moved: a step that was beyond its threshold as of its own
@@ -211,12 +218,14 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         series: re-judged series id -> (its history, its jump threshold), of the same metric as the jumps.
         series_labels: series id -> how to name it.
         states: history_store.incident_states.
+        agreement: (metric, run id) -> the sentence of people's agreement before and after the instrument change
+            at that run (lib.diagnosis.agreement_trend), added to a jump's evidence there.
     """
     abl = ablations if ablations is not None else pd.DataFrame()
     out = []
     for group in group_episodes(jumps):
         own = {k: v for k, v in (series or {}).items() if v[0]["metric"].eq(group[0].metric).any()}
-        out.append(_jump_incident(group, abl, own, series_labels or {}))
+        out.append(_jump_incident(group, abl, own, series_labels or {}, agreement))
     auto: dict[str, StateChange] = {}
     for j in lapsed:
         inc = _jump_incident((j,), abl, {}, series_labels or {})
@@ -239,17 +248,19 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
 
 def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Series]]:
     """Every incident of a store (with their states), and its finished re-judged series."""
+    from lib.diagnosis.agreement_trend import trend_agreement
     from lib.diagnosis.checks import canary_status, lint_status
     from lib.diagnosis.diagnose import steps_beyond
 
     history = store.metric_history(suite=suite)
     series = finished_series(store)
     jumps, lapsed = steps_beyond(store, history=history)
+    _, changes = trend_agreement(store, history, suite=suite)
     found = build(jumps, canary=canary_status(store), lint=lint_status(store),
                   history=history, ablations=store.ablations(),
                   series={s.series_id: (s.frame, s.threshold) for s in series},
                   series_labels={s.series_id: s.name for s in series}, states=hs.incident_states(store),
-                  lapsed=lapsed)
+                  lapsed=lapsed, agreement={(c.metric, c.run_id): c.sentence for c in changes})
     return found, series
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from lib.core.records import MAIN
 from lib.diagnosis import checks, diagnose, incidents, standing
+from lib.diagnosis.agreement_trend import trend_agreement
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
 from lib.presentation.mdtext import markdown_text as markdown_text  # the plain-text export
 from lib.presentation.mdtext import md_text
@@ -163,6 +164,7 @@ class Review:
     still_open: tuple[str, ...] = ()          # incidents started by the range's end and not closed: carried forward
     conclusions: tuple[str, ...] = ()         # what re-judged series say, per metric (lib.diagnosis.standing)
     incidents: tuple[IncidentNote, ...] = ()  # every incident started by the range's end: state, note, who
+    agreement: tuple[str, ...] = ()           # at each instrument change in range: agreement with people, both sides
 
     @property
     def title(self) -> str:
@@ -199,6 +201,7 @@ class Review:
             out.append(f"Nothing moved beyond noise in {len(self.runs)} run(s).")
         if self.canary_runs:
             out.append(self.canary_sentence)
+        out += [f"Is the judge right? {a}." for a in self.agreement]
         if self.ablations:
             out.append(ablations_sentence(self.ablations))
         return tuple(out)
@@ -288,6 +291,9 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                                float(canary.threshold or 0.0))
                    for r in frame.itertuples(index=False) if r.alarm)
 
+    _, agreed = trend_agreement(store, history, suite=suite)
+    agreement = tuple(f"{c.metric} at {c.run_id} ({c.started_at:%Y-%m-%d}), {c.sentence}" for c in agreed
+                      if c.run_id in in_range)
     found, series = incidents.load(store, suite=suite)
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
@@ -297,7 +303,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),
                   len(frame), alarms, canary.baseline, canary.threshold, ablations, still, conclusions,
-                  incident_notes(found, hi))
+                  incident_notes(found, hi), agreement)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -338,7 +344,9 @@ def review_markdown(rev: Review) -> str:
         out.append("_Nothing moved beyond the judge's noise._")
     out += ["", "## What changed in the instrument", "",
             *_bullets(_change_lines(rev.instrument_changes), "No judge, prompt or binding change."), "",
-            "## What changed in the pipeline", "",
+            "## Is the judge right? Agreement with people at those changes", "",
+            *_bullets(rev.agreement, "No labelled samples judged on both sides of an instrument change in range."),
+            "", "## What changed in the pipeline", "",
             *_bullets(_change_lines(rev.pipeline_changes), "No pipeline config change."), "",
             "## Canary", "", md_text(rev.canary_sentence), ""]
     if rev.canary_alarms:

@@ -21,6 +21,7 @@ from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
 from lib.store.databases import check_evaldrift
+from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
 from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
@@ -29,7 +30,7 @@ __all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration
            "prepare_run"]
 
 
-class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
+class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMixin):
     """A DuckDB run store (see module docstring for the threading and lock rules).
 
     Args:

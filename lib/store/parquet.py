@@ -44,6 +44,7 @@ from lib.core.errors import StoreError
 from lib.store import SCHEMA_VERSION, RunBatch, Store
 from lib.store.ablations import AblationsMixin
 from lib.store.calls import CallCacheMixin
+from lib.store.labels import LabelsMixin
 from lib.store.recording import RecordingMixin
 from lib.store.runs import RunsMixin
 from lib.store.schema import statements
@@ -228,7 +229,7 @@ def _swap_into_place(target: str, final: str) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin):
+class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMixin):
     """A read-only store over a dataset written by export_parquet.
 
     It is made of the same parts as Store, over its own in-memory connection, so every query method

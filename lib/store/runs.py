@@ -25,10 +25,10 @@ class RunsMixin(StoreBase):
     """Reading runs, metrics, samples, verdicts and evidence."""
 
     def data_version(self) -> str:
-        """Changes whenever runs or ablations are written (a cache key for page loaders)."""
+        """Changes whenever runs, ablations or labels are written (a cache key for page loaders)."""
         row = self._rows("""SELECT (SELECT count(*) FROM runs), (SELECT max(recorded_at) FROM runs),
                                    (SELECT count(*) FROM ablations), (SELECT max(updated_at) FROM ablations),
-                                   (SELECT sum(done) FROM ablations)""")[0]
+                                   (SELECT sum(done) FROM ablations), (SELECT max(seq) FROM labels)""")[0]
         return "|".join(str(x) for x in row)
 
     def runs(self) -> pd.DataFrame:

@@ -125,6 +125,17 @@ _ARCHIVE = [
         verdicts VARCHAR NOT NULL, PRIMARY KEY (archive_id, suite, metric, sample_id))""",
 ]
 
+# People's labels of samples (lib.store.labels). A row is never updated or deleted: a new label by the same
+# labeller of the same sample, metric and item supersedes the old one, which stays as history. `seq` orders every
+# label of the file (a suite's calibration set version is its highest seq); `content` is the hash of the fields the
+# labeller saw (the metric's input), so a label applies only to samples with that content.
+_LABELS = [
+    """CREATE TABLE IF NOT EXISTS labels (
+        seq BIGINT PRIMARY KEY, suite VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        item INTEGER, kind VARCHAR NOT NULL, value DOUBLE NOT NULL, content VARCHAR NOT NULL,
+        labeller VARCHAR NOT NULL, labelled_at TIMESTAMP NOT NULL, source VARCHAR NOT NULL, note VARCHAR)""",
+]
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -146,6 +157,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("raw reply of a failed ablation judging",
               ("ALTER TABLE ablation_results ADD COLUMN IF NOT EXISTS raw VARCHAR",)),
     Migration("replaced runs kept", tuple(_ARCHIVE)),
+    Migration("labels", tuple(_LABELS)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
