@@ -89,6 +89,12 @@ CASES: list[tuple[str, str, Callable[[], str], tuple[str, ...]]] = [
     ("promptfoo: a 5,000-digit score", "results.json",
      lambda: _raw(["results", "results", 0, "gradingResult", "componentResults", 0, "score"], BIG_INT, _promptfoo),
      ("row 1", "5000 digits")),
+    ("promptfoo: a question over the field limit", "results.json",
+     lambda: _set(["results", "results", 1, "vars", "query"], "q" * 1_000_001, _promptfoo),
+     ("row 2", "field 'question'", "over the limit of 1,000,000 (EVALDRIFT_MAX_FIELD_CHARS")),
+    ("inspect: an answer over the field limit", "log.json",
+     lambda: _set(["samples", 0, "output", "completion"], "a" * 1_000_001, _inspect_json),
+     ("row 1", "field 'answer'", "over the limit of 1,000,000 (EVALDRIFT_MAX_FIELD_CHARS")),
 ]
 
 
