@@ -171,6 +171,11 @@ def progress_panel(ablation_id: str) -> None:
     st.progress(status.fraction, text=judging_counts.progress_label(status.done, status.total))
     st.caption("Runs on a background worker: you can leave this page or open it in another browser; "
                "the result is stored.")
+    if st.button("Stop", key="abl_stop", icon=":material/stop:",
+                 help="Stop this ablation within seconds (calls in flight are cancelled); every finished judging "
+                      "is kept, and Resume does the rest."):
+        ctx.runner.stop(ablation_id)
+        st.rerun(scope="app")
 
 
 def render_result(row: dict, run_label: str) -> None:

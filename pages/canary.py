@@ -13,6 +13,7 @@ import streamlit as st
 import lib.app.ui
 from lib.app import loaders
 from lib.presentation import charts, review
+from lib.presentation.clip import clip_cells
 
 SAMPLE_COLUMNS = ["sample_id", "question", "answer", "ground_truth"]
 md = review.md_escape
@@ -70,6 +71,8 @@ st.markdown("Each canary answer has one claim the passages state and several cor
             "support for the other claims in the reference and scores them near 1: the canary rises before "
             "anyone reads the main metric. The samples as recorded with the latest run:")
 latest_samples = loaders.canary_samples(ctx.db_path, version, str(latest["run_id"]), tuple(SAMPLE_COLUMNS))
+latest_samples = latest_samples.assign(**{c: clip_cells(latest_samples[c]) for c in SAMPLE_COLUMNS
+                                         if c in latest_samples})
 st.dataframe(latest_samples, hide_index=True, column_config={
     "sample_id": st.column_config.TextColumn("sample", width=110, pinned=True),
     "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")},

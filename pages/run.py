@@ -15,7 +15,7 @@ import streamlit as st
 
 from lib.app import loaders, ui
 from lib.core.metrics import get_metric
-from lib.presentation import linkparams, sample_pages, static_tables, views
+from lib.presentation import clip, linkparams, sample_pages, static_tables, views
 
 ctx = ui.sidebar()
 
@@ -181,7 +181,7 @@ with st.container(border=True, key="run_sample_viewer"):
     st.markdown(f"**{ui.md_literal(sample_id)}** · {ui.md_literal(metric)} {score_text} · status "
                 f"{ui.md_literal(status['status'])}")
     if status["reason"]:
-        st.text(f"reason: {status['reason']}")
+        st.text(f"reason: {clip.clip(str(status['reason'])).shown}")
     if others := views.other_scores(scores, metric, sample_id):
         st.caption("Other metrics: " + " · ".join(
             f"{ui.md_literal(m)} {'not scored' if x is None else f'{x:.3f}'}" for m, x in others))
@@ -189,13 +189,27 @@ with st.container(border=True, key="run_sample_viewer"):
         with col:
             st.caption(name + ("  (judged against)" if name == spec.against else
                                "  (items judged)" if name == spec.items_from else ""))
+            # each text cut to what a page can send, the whole of it offered as a download
             if name == "contexts":
-                for i, passage in enumerate(row["passages"], start=1):
-                    st.text(f"[{i}] {passage}")
+                parts, hidden = clip.clip_passages(row["passages"])
+                for i, part in enumerate(parts, start=1):
+                    st.text(f"[{i}] {part.shown}")
                 if not row["passages"]:
                     st.text("(no passages)")
+                cut = hidden or any(part.cut for part in parts)
+                if cut:
+                    st.caption(f"passages cut to {clip.SHOW_CHARS:,} characters together"
+                               + (f"; {hidden} more not shown" if hidden else ""))
+                whole = "\n\n".join(row["passages"]) if cut else ""
             else:
-                st.text(row[name] or "(empty)")
+                part = clip.clip(row[name] or "")
+                st.text(part.shown or "(empty)")
+                if part.cut:
+                    st.caption(part.note)
+                whole = row[name] if part.cut else ""
+            if whole:
+                st.download_button(f"Download the whole {name}", data=whole, file_name=f"{name}.txt",
+                                   mime="text/plain", key=f"run_download_{name}")
     st.caption(f"Verdict records: one per {spec.item_kind}; for each positive verdict, where its evidence string "
                f"was found ({spec.against} is the legitimate place).")
     # long claims and evidence wrap over four lines, where the evidence was found comes before it, and the

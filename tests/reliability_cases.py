@@ -263,6 +263,29 @@ PROCESS_CASES: tuple[ProcessCase, ...] = (
     ProcessCase("prompt-injection", "security", "an answer telling the judge to mark every claim supported",
                 "offline judge: verdicts unchanged, a normal sample; an obedient model judge shows up as "
                 "evidence found 'nowhere'"),
+    ProcessCase("inbox-target", "concurrency", "`python -m lib ingest --db dbdir/teamB.duckdb` while the "
+                "dashboard holds teamA and teamB (one inbox); then teamB's file deleted", "teamA's drain leaves the "
+                "run, teamB's records it; a run for a gone database waits with a reason (tests/test_inbox.py)"),
+    ProcessCase("inbox-hostile", "security", "a FIFO, a folder, a symlink loop and a symlink to a file elsewhere "
+                "named `*.run.json` in the inbox; a dangling link, a FIFO and a symlinked reason in rejected/",
+                "the drain never blocks (a thread joined in 20 s); each entry set aside with its reason; the good "
+                "run recorded; no link followed; listing rejects raises nothing"),
+    ProcessCase("hostile-imports", "security", "Inspect and promptfoo files with a list where an object is "
+                "read, a 40-digit id, a 5,000-digit integer, a key given twice, 200,000-deep nesting, a "
+                "1,000,001-character field (tests/test_hostile_imports.py)",
+                "exit 2, one line naming file, row and field; no traceback; nothing written"),
+    ProcessCase("zip-bomb", "security", "a 1.2 MB Inspect `.eval` whose member inflates to 1 GiB, declared "
+                "honestly, and the same declared as 12 kB", "exit 2 naming the member and the limit "
+                "(`EVALDRIFT_MAX_INPUT_BYTES`), before reading or at the declared size; peak memory under 400 MB"),
+    ProcessCase("huge-sample-page", "security", "a run recorded under a raised field cap with a 3,000,000-"
+                "character answer and 3,000,000 characters of passages, opened on the Run page",
+                "each text cut to 20,000 characters with a note and a download of the whole; no MessageSizeError"),
+    ProcessCase("stop-and-lanes", "judge", "a model-judge ablation whose server holds every answer 60 s, then a "
+                "free offline ablation, then Stop (tests/test_job_stop.py)", "the free job finishes meanwhile; Stop "
+                "ends the hung job in under 5 s with its reason; Resume finishes it"),
+    ProcessCase("deadline-and-sigterm", "judge", "a 1 s job deadline, and SIGTERM to a process whose job "
+                "waits on a hung call", "the job stops under 6 s after start; the process exits and releases "
+                "the database in under 5 s; the job is left stopped, resumable"),
     ProcessCase("ablation-inconclusive", "judge", "OpenAI-judge ablation (30 samples, 2 repeats, 4 in flight) "
                 "against a server failing every call", "INCONCLUSIVE, in words, with the failure reason"),
 )
@@ -292,7 +315,12 @@ def readme_section() -> str:
         "and every CLI command drains it before anything else: each file is recorded in its own",
         "transaction, then removed; a bad one is moved to `inbox/rejected/` with a `.reason.txt` beside it",
         "(listed on Overview) and the pages and later files carry on; sessions of one dashboard drain one",
-        "at a time. A command that must write and finds the database held says how many runs wait. The",
+        "at a time. A hand-over names its database (databases in one folder share an inbox): only that",
+        "database records it, and a run whose database is gone waits in the inbox with a `.reason.txt`",
+        "saying so. The inbox takes only regular files its user owns, checked before a non-blocking open",
+        "that follows no link (a FIFO, folder, symlink or file over `EVALDRIFT_MAX_INPUT_BYTES` goes to",
+        "`rejected/` with its reason), and listing rejects never raises. A command that must write and finds",
+        "the database held says how many runs wait. The",
         "reading commands (`runs`, `lint`, `report` without `--ablate`) read a **read-only snapshot** instead:",
         "the dashboard writes `<db>.snapshot` beside the file when it opens it and again within 2 s of any",
         "change (runs, ablations, a drained hand-over; `lib.store.snapshot`, `lib.app.snapshots`), copied",
@@ -301,6 +329,14 @@ def readme_section() -> str:
         "finds the database held by another process (a job writing while the dashboard was down) shows a",
         "notice and tries again every 2 s. Writes are transactions, so a killed process leaves each run,",
         "ingest or batch of ablation results wholly there or wholly absent.",
+        "",
+        "**Jobs: a hung judge holds nothing.** Ablations run in two lanes with their own workers (the",
+        "offline judge's; model judges' and scorers'), so a free job never queues behind a paid one. Every",
+        "running ablation and re-judge has a Stop button: the job stops within seconds, its calls in flight",
+        "cancelled, what was judged kept, and Resume asks the rest. `EVALDRIFT_JUDGE_TIMEOUT` bounds each",
+        "attempt by the wall clock (a server that trickles bytes included) and `EVALDRIFT_JOB_DEADLINE`",
+        "cancels the calls in flight when it passes; on exit (SIGTERM included) the dashboard stops its jobs",
+        "the same way before joining its workers, so the database is released at once.",
         "",
         "### Judge faults (real openai SDK against loopback HTTP servers)",
         "",

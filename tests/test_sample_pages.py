@@ -124,3 +124,57 @@ def test_the_run_page_of_a_large_run_shows_a_page_and_finds_a_sample_anywhere_in
     table = next(d for d in at.dataframe if "sample_id" in d.value.columns)
     assert table.value["sample_id"].tolist() == [f"s{n - 3:05d}"]
     assert any(f"1 of {n:,} samples match" in c.value for c in at.caption)
+
+
+# -- issue 23 item 7: a sample larger than a page can send -------------------------------------------------------
+def test_the_run_page_cuts_a_huge_sample_with_a_note_and_offers_the_whole_as_a_download(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime
+
+    from streamlit.testing.v1 import AppTest
+
+    from lib.core.records import MAIN, MetricRecord, RunRecord
+    from lib.core.results import OK, SampleResult
+    from lib.core.samples import EvalSample
+    from lib.presentation import clip
+
+    answer = "The kettle is fine. " * 150_000                       # 3,000,000 characters
+    passages = ("p" * 1_500_000, "q" * 1_500_000, "short")
+    question = "Why? " * 2_000
+    monkeypatch.setenv("EVALDRIFT_MAX_FIELD_CHARS", "10000000")      # a run recorded under a raised cap
+    db = tmp_path / "huge.duckdb"
+    with Store(db) as store:
+        store.record_run(RunRecord("huge", datetime(2026, 10, 1), {}, {MAIN: [
+            EvalSample("big", question, answer, passages, "ref")]},
+            [MetricRecord("faithfulness", [SampleResult("big", OK, 0.5)], "judge-x", None, None)]))
+    monkeypatch.delenv("EVALDRIFT_MAX_FIELD_CHARS")
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    monkeypatch.setenv("EVALDRIFT_INBOX", str(tmp_path / "inbox"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update({"run": "huge", "metric": "faithfulness", "view": "big"})
+    at.switch_page("pages/run.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = [t.value for t in at.text]
+    assert texts and max(len(t) for t in texts) <= clip.SHOW_CHARS + 10, max(len(t) for t in texts)
+    assert texts.count("[1] " + "p" * clip.SHOW_CHARS) == 1 and not any(t.startswith("[2]") for t in texts)
+    notes = " ".join(c.value for c in at.caption)
+    assert f"showing the first {clip.SHOW_CHARS:,} of 3,000,000 characters" in notes
+    assert "2 more not shown" in notes
+    downloads = [b.proto.label for b in at.get("download_button")]
+    assert downloads == ["Download the whole answer", "Download the whole contexts"]
+    table = next(d for d in at.dataframe if "sample_id" in d.value.columns)
+    assert len(table.value["question"][0]) == clip.LIST_CHARS + len(clip.CUT_MARK)
+
+
+@pytest.mark.parametrize(("passages", "limit", "shown", "hidden"), [
+    (("abc", "de"), 10, ["abc", "de"], 0),          # all fit
+    (("abcdef", "gh"), 4, ["abcd"], 1),             # the first is cut, the second left out
+    (("ab", "cdef", "g"), 4, ["ab", "cd"], 1),      # the budget runs out inside the second
+    ((), 4, [], 0),
+])
+def test_passages_share_one_budget(passages: tuple[str, ...], limit: int, shown: list[str], hidden: int) -> None:
+    from lib.presentation import clip
+
+    parts, left_out = clip.clip_passages(passages, limit)
+    assert ([p.shown for p in parts], left_out) == (shown, hidden)

@@ -28,6 +28,8 @@ from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = 100_000
+LONG = "a" * 1_000_001   # one character over the default EVALDRIFT_MAX_FIELD_CHARS
+OVER = ("over the limit of 1,000,000", "EVALDRIFT_MAX_FIELD_CHARS")
 
 
 def good_run(run_id: str = "r1") -> RunRecord:
@@ -72,6 +74,15 @@ BAD_RUN_FILES: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
     "key given twice": (lambda: '{"run_id": "other", ' + run_to_json(good_run())[1:], ("'run_id'", "twice")),
     "nested 100,000 deep": (lambda: run_to_json(good_run())[:-1] + ', "deep": ' + "[" * DEEP + "]" * DEEP + "}",
                             ("nested too deeply",)),
+    "an answer over the field limit": (lambda: _mutated(_set("samples/main/0/answer", LONG)),
+                                       ("row 1", "'answer'", "1,000,001 characters", *OVER)),
+    "passages together over the field limit": (
+        lambda: _mutated(_set("samples/main/1/contexts", [LONG[:600_000], LONG[:600_000]])),
+        ("row 2", "'contexts'", "passages together", *OVER)),
+    "a verdict's evidence over the field limit": (
+        lambda: _mutated(_set("metrics/0/results/1/verdicts", [{"item": "c", "label": True, "verdict": "yes",
+                                                                "evidence": LONG}])),
+        ("row 2", "'verdicts[1].evidence'", *OVER)),
 }
 
 
@@ -175,6 +186,9 @@ BAD_API_RUNS: dict[str, tuple[Callable[[], RunRecord], tuple[str, ...]]] = {
     "template given as a number": (lambda: _replace_metric(template=5), ("'template'", "an integer")),
     "score of 10**400": (lambda: _replace_metric(results=[SampleResult("s1", OK, 10**400)]),
                          ("row 1", "'score'", "401 characters")),
+    "a question over the field limit": (lambda: _replace_sample(question=LONG), ("row 1", "'question'", *OVER)),
+    "a reason over the field limit": (
+        lambda: _replace_metric(results=[SampleResult("s1", "failed", reason=LONG)]), ("row 1", "'reason'", *OVER)),
 }
 
 
@@ -226,6 +240,11 @@ BAD_INGEST: dict[str, tuple[Callable[[], tuple[str, str]], tuple[str, ...], tupl
     "started_at year 9999": (lambda: _jsonl(GOOD_LINE), ("--started-at", "9999-12-31"),
                              ("'started_at'", "out of range")),
     "pipeline not an object": (lambda: _jsonl(GOOD_LINE), ("--pipeline", "[1, 2]"), ("--pipeline", "JSON object")),
+    "an answer over the field limit": (lambda: _jsonl(GOOD_LINE, json.dumps(_row(answer=LONG))), (),
+                                       ("row 2", "'answer'", *OVER)),
+    "a CSV reference over the field limit": (lambda: (".csv", f'question,answer,contexts,ground_truth\n'
+                                                               f'Q?,A.,"[""p""]",{LONG}\n'), (),
+                                             ("row 1", "'ground_truth'", *OVER)),
 }
 
 

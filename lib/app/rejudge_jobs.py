@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from lib.app import job_log
-from lib.app.jobs import STOPPED, JobStatus
+from lib.app.jobs import STOP_SENTENCE, STOPPED, JobStatus
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
 from lib.judging.base import Judge
 from lib.judging.breaker import Breaker, GuardedJudge, Limits
@@ -30,13 +30,19 @@ from lib.store import history as hs
 
 
 def run_guarded_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *, limits: Limits,
-                        should_stop: Callable[[], bool] | None = None) -> str:
-    """Run (or resume) a re-judge under a circuit breaker and a deadline; returns why it stopped ('' if not)."""
+                        should_stop: Callable[[], bool] | None = None,
+                        started: Callable[[Breaker], None] | None = None) -> str:
+    """Run (or resume) a re-judge under a circuit breaker and a deadline; returns why it stopped ('' if not).
+
+    `started` is handed the breaker: tripping it (Stop) stops the series at once, its calls in flight cancelled.
+    """
     def total() -> int:
         row = hs.series(store, spec.series_id)
         return int(row["total"]) if row else 0  # type: ignore[call-overload]
 
     breaker = Breaker(limits, total, on_trip=getattr(judge, "stop", None))
+    if started is not None:
+        started(breaker)
     try:
         run_rejudge(store, spec, GuardedJudge(judge, breaker),  # type: ignore[arg-type]
                     should_stop=lambda: breaker.tripped or bool(should_stop and should_stop()))
@@ -68,7 +74,21 @@ class RejudgeRunner:
         self._lock = threading.Lock()
         self._futures: dict[str, Future] = {}
         self._errors: dict[str, str] = {}
+        self._breakers: dict[str, Breaker] = {}
         self._stop = threading.Event()
+
+    def stop(self, series_id: str) -> bool:
+        """Stop a running re-judge: its calls in flight are cancelled; launching it again resumes.
+
+        Returns:
+            True when a running series of this runner was stopped.
+        """
+        with self._lock:
+            breaker = self._breakers.get(series_id)
+        if breaker is None:
+            return False
+        breaker.trip(STOP_SENTENCE)
+        return True
 
     def submit(self, spec: RejudgeSpec) -> str:
         """Start (or join, or resume) the re-judge; returns its series id at once."""
@@ -88,13 +108,20 @@ class RejudgeRunner:
                 from lib.core import settings
 
                 limits = Limits.from_settings(settings.load())
+            def started(breaker: Breaker) -> None:
+                with self._lock:
+                    self._breakers[spec.series_id] = breaker
+
             run_guarded_rejudge(self._store, spec, self._judge_for(spec), limits=limits,
-                                should_stop=self._stop.is_set)
+                                should_stop=self._stop.is_set, started=started)
         except Exception as exc:  # recorded and shown on the page, never lost in a thread
             self._errors[spec.series_id] = f"{type(exc).__name__}: {exc}"
             if hs.series(self._store, spec.series_id) is not None:
                 hs.finish_series(self._store, spec.series_id, "failed")
             traceback.print_exc()
+        finally:
+            with self._lock:
+                self._breakers.pop(spec.series_id, None)
 
     def status(self, series_id: str) -> JobStatus:
         """Progress from the store (shared by every session), plus this runner's own errors."""

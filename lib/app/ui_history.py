@@ -138,6 +138,11 @@ def _progress(db_path: str, series_id: str) -> None:
              else "Queued: waiting for the worker...")
     st.progress(status.fraction, text=label)
     st.caption("Runs on a background worker: you can leave this page; the series is stored as it goes.")
+    if st.button("Stop", key="rj_stop", icon=":material/stop:",
+                 help="Stop this re-judge within seconds (calls in flight are cancelled); what it judged is kept, "
+                      "and launching it again resumes it."):
+        rejudge_runner(db_path).stop(series_id)
+        st.rerun(scope="app")
 
 
 # -- incidents ----------------------------------------------------------------------------------

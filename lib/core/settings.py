@@ -18,6 +18,8 @@
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
 | identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
+| max_input_bytes | EVALDRIFT_MAX_INPUT_BYTES | 536870912 (512 MiB: a file read whole, a zip member, all members) |
+| max_field_chars | EVALDRIFT_MAX_FIELD_CHARS | 1000000 (characters in one text field; contexts counted together) |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -63,6 +65,12 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("identity_claim", "EVALDRIFT_IDENTITY_CLAIM",
      "with login on: the identity-token claim holding the user's address (default email, refused when the "
      "provider sends email_verified other than true); e.g. preferred_username for a provider that verifies it"),
+    ("max_input_bytes", "EVALDRIFT_MAX_INPUT_BYTES",
+     "bytes of a file read whole (an inbox hand-over, a promptfoo or Inspect JSON), of one member of an Inspect "
+     ".eval zip, and of its members together, uncompressed (default 512 MiB)"),
+    ("max_field_chars", "EVALDRIFT_MAX_FIELD_CHARS",
+     "characters one text field may hold (a question, answer, reference, id; a sample's passages together), "
+     "at every door (default 1,000,000)"),
 )
 
 
@@ -84,6 +92,8 @@ class Settings:
     job_deadline: float | None = None
     call_budget: int | None = None
     identity_claim: str = "email"
+    max_input_bytes: int = 512 * 1024 * 1024
+    max_field_chars: int = 1_000_000
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -132,6 +142,8 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
         call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
         identity_claim=get("EVALDRIFT_IDENTITY_CLAIM") or "email",
+        max_input_bytes=_limit(get("EVALDRIFT_MAX_INPUT_BYTES"), "EVALDRIFT_MAX_INPUT_BYTES", 512 * 1024 * 1024),
+        max_field_chars=_limit(get("EVALDRIFT_MAX_FIELD_CHARS"), "EVALDRIFT_MAX_FIELD_CHARS", 1_000_000),
     )
 
 
@@ -164,6 +176,14 @@ def _seconds(value: str | None, name: str) -> float | None:
 def _budget(value: str | None) -> int | None:
     """EVALDRIFT_CALL_BUDGET: a count of judge calls (None: unset)."""
     return None if value is None else _count(value, "EVALDRIFT_CALL_BUDGET", 0)
+
+
+def _limit(value: str | None, name: str, default: int) -> int:
+    """A size limit: a whole number of at least 1."""
+    n = _count(value, name, default)
+    if n < 1:
+        raise InputError(f"{name} must be 1 or more, got {n}", field=name)
+    return n
 
 
 def _items(value: str | None) -> tuple[str, ...]:

@@ -13,7 +13,10 @@ Rules beyond the types:
 - `pipeline` is a JSON object (a mapping of text keys);
 - `started_at` is a naive datetime (UTC) in [1970-01-01, 2200-01-01): dates
   outside make no sense on a time axis and overflow week arithmetic;
-- an ok score is a finite number in [0, 1]; other statuses carry none.
+- an ok score is a finite number in [0, 1]; other statuses carry none;
+- no text field is longer than EVALDRIFT_MAX_FIELD_CHARS characters (a
+  sample's passages count together), so no page is asked to show a sample
+  larger than it can send.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from lib.core.prompts import BINDINGS
 from lib.core.records import RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
+from lib.core.settings import load as load_settings
 
 EARLIEST = datetime(1970, 1, 1)
 LATEST = datetime(2200, 1, 1)
@@ -45,6 +49,33 @@ def text_problem(text: str) -> str | None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         return f"contains an unpaired surrogate {text[exc.start]!r}, which is not valid Unicode text"
+    return None
+
+
+LIMIT_SETTING = "EVALDRIFT_MAX_FIELD_CHARS"
+
+
+def field_limit() -> int:
+    """Characters one text field may hold (EVALDRIFT_MAX_FIELD_CHARS)."""
+    return load_settings().max_field_chars
+
+
+def too_long(length: int, limit: int) -> str | None:
+    """Why a field of this many characters cannot be stored, or None."""
+    if length <= limit:
+        return None
+    return (f"is {length:,} characters, over the limit of {limit:,} ({LIMIT_SETTING}; an operator can raise it)")
+
+
+def sample_length_problem(sample: EvalSample, limit: int) -> tuple[str, str] | None:
+    """(field, reason) of a sample's first text over the limit (passages counted together), or None."""
+    for name in ("sample_id", "question", "answer", "ground_truth"):
+        value = getattr(sample, name)
+        if isinstance(value, str) and (problem := too_long(len(value), limit)):
+            return name, problem
+    total = sum(len(p) for p in sample.contexts if isinstance(p, str))
+    if problem := too_long(total, limit):
+        return "contexts", f"(its passages together) {problem}"
     return None
 
 
@@ -120,6 +151,7 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
         if known is None:
             raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
         _check_results(m.results, known, where)
+    _check_lengths(run, field_limit(), src)  # after the types: every text is text by now
 
 
 def _check_samples(suite: object, samples: object, src: str) -> set[str]:
@@ -142,6 +174,30 @@ def _check_samples(suite: object, samples: object, src: str) -> set[str]:
             raise InputError(f"duplicate sample id {s.sample_id!r}", row=i, field="sample_id", source=where)
         seen.add(s.sample_id)
     return seen
+
+
+def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
+    """Refuse any text longer than the limit: the run's own, each sample's, each metric's and result's."""
+    for name in ("run_id", "label"):
+        if problem := too_long(len(getattr(run, name)), limit):
+            raise InputError(problem, field=name, source=src)
+    for suite, samples in run.samples.items():
+        for i, sample in enumerate(samples, start=1):
+            if found := sample_length_problem(sample, limit):
+                raise InputError(found[1], row=i, field=found[0], source=f"{src} suite {suite!r}")
+    for m in run.metrics:
+        where = f"{src} metric {m.metric!r}"
+        for name in ("judge_model", "template", "fingerprint", "scorer", "output_mode"):
+            value = getattr(m, name)
+            if value is not None and (problem := too_long(len(value), limit)):
+                raise InputError(problem, field=name, source=where)
+        for i, r in enumerate(m.results, start=1):
+            texts = [("reason", r.reason)] + [(f"verdicts[{k}].{n}", getattr(v, n))
+                                              for k, v in enumerate(r.verdicts, start=1)
+                                              for n in ("item", "verdict", "evidence")]
+            for name, value in texts:
+                if problem := too_long(len(value), limit):
+                    raise InputError(problem, row=i, field=name, source=where)
 
 
 def _check_results(results: Sequence[SampleResult], known: set[str], where: str) -> None:

@@ -16,12 +16,27 @@ one, it goes to rejected/ and the pages and later files carry on.
 
 Every command that opens the database read-write drains first
 (`open_drained`), so no run waits in the inbox once anyone has written.
+
+A hand-over names the database it is for (`target`, the first key of the
+file), because databases in one folder share an inbox: a drain records only
+runs for its own database (and untargeted files written before targets
+existed), leaves runs for others untouched, and beside a run whose database
+is gone writes a `.reason.txt` saying so; the run waits there.
+
+The inbox takes only regular files its own user owns: each entry is checked
+with lstat before it is opened (no symlink is followed, no FIFO, folder or
+device is read), opened non-blocking, and checked again on the open
+descriptor; anything else, or a file larger than EVALDRIFT_MAX_INPUT_BYTES,
+is moved to rejected/ with its reason and never holds up the others.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
+import stat
 import threading
 import uuid
 from dataclasses import dataclass
@@ -37,12 +52,16 @@ from lib.core.validate import check_run
 from lib.intake.chunked import FileRun, Recorded, check_file, record_file
 from lib.intake.ingest import run_from_frame
 from lib.intake.reading import read_table
-from lib.intake.runjson import run_from_json, run_to_json
+from lib.intake.runjson import read_handover, run_to_json
 from lib.store import Store
 
 log = logging.getLogger(__name__)
 REJECTED = "rejected"
 REASON_SUFFIX = ".reason.txt"
+SUFFIX = ".run.json"
+_HEAD = 64 * 1024          # the target is the first key: this many bytes always hold it
+_REASON_CHARS = 4000       # a reason file longer than this is shown cut
+_TARGET_HEAD = re.compile(rb'\A\s*\{\s*"target"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
 @dataclass(frozen=True)
@@ -53,15 +72,21 @@ class Handover:
     path: Path
 
 
-def drop(inbox: str | Path, run: RunRecord) -> Path:
-    """Write a run into the inbox atomically; returns the file."""
+def drop(inbox: str | Path, run: RunRecord, *, target: str | Path | None = None) -> Path:
+    """Write a run into the inbox atomically; returns the file.
+
+    Args:
+        inbox: the inbox folder.
+        run: the run (checked already).
+        target: the database the run is for; only that database's drain records it.
+    """
     folder = Path(inbox)
     folder.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.run_id)[:80]
-    final = folder / f"{safe}-{uuid.uuid4().hex[:8]}.run.json"
+    final = folder / f"{safe}-{uuid.uuid4().hex[:8]}{SUFFIX}"
     tmp = folder / f".{final.name}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(run_to_json(run))
+        fh.write(run_to_json(run, target=None if target is None else str(Path(target).resolve())))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)
@@ -81,7 +106,7 @@ def record(db_path: str | Path, run: RunRecord, *, inbox: str | Path | None = No
             store.record_run(run)
         return Handover("database", Path(db_path))
     except StoreBusyError:
-        return Handover("inbox", drop(folder, run))
+        return Handover("inbox", drop(folder, run, target=db_path))
 
 
 @dataclass(frozen=True)
@@ -124,7 +149,8 @@ def record_file_at(db_path: str | Path, path: str | Path, run: FileRun, *,
                                pipeline=run.pipeline, judge_model=run.judge_model, templates=run.templates,
                                binding=run.binding)
         n = sum(len(ss) for ss in whole.samples.values())
-        return FileHandover(Handover("inbox", drop(folder, whole)), Recorded(whole.run_id, whole.fields, n),
+        return FileHandover(Handover("inbox", drop(folder, whole, target=db_path)),
+                            Recorded(whole.run_id, whole.fields, n),
                             run=whole)
 
 
@@ -151,7 +177,7 @@ def open_drained(db_path: str | Path, inbox: str | Path) -> Store:
     try:
         store = Store(db_path)
     except StoreBusyError as exc:
-        n = waiting(inbox)
+        n = waiting(inbox, db_path)
         if n:
             raise StoreBusyError(exc.path, f"{n} run(s) wait in the inbox {inbox}.") from None
         raise
@@ -159,23 +185,43 @@ def open_drained(db_path: str | Path, inbox: str | Path) -> Store:
     return store
 
 
-def waiting(inbox: str | Path) -> int:
-    """How many runs wait in the inbox."""
-    folder = Path(inbox)
-    return sum(1 for _ in folder.glob("*.run.json")) if folder.is_dir() else 0
+def waiting(inbox: str | Path, db_path: str | Path | None = None) -> int:
+    """How many runs wait in the inbox (for `db_path` alone, when given: its own and untargeted ones)."""
+    mine = None if db_path is None else Path(db_path).resolve()
+    n = 0
+    for path in _entries(Path(inbox)):
+        if mine is None:
+            n += 1
+            continue
+        try:
+            target = _peek_target(path)
+        except OSError:
+            continue
+        n += target is None or Path(target) == mine
+    return n
 
 
 def rejected(inbox: str | Path) -> list[Rejection]:
-    """The hand-over files the drain refused, newest first, with their reasons."""
+    """The hand-over files the drain refused, newest first, with their reasons.
+
+    Never raises: the folder is read without following a symlink, and an entry that cannot be read
+    (dangling, vanished, not a file) is listed with what is known of it.
+    """
     folder = Path(inbox) / REJECTED
-    if not folder.is_dir():
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []
+        found = []
+        for path in _entries(folder):
+            try:
+                found.append((os.lstat(path).st_mtime, path))
+            except OSError:
+                continue  # vanished meanwhile
+    except OSError as exc:
+        log.warning("inbox: cannot list %s: %s", folder, exc)
         return []
-    out = []
-    for path in sorted(folder.glob("*.run.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        reason_file = path.with_name(path.name + REASON_SUFFIX)
-        reason = reason_file.read_text(encoding="utf-8").strip() if reason_file.is_file() else "(no reason kept)"
-        out.append(Rejection(path, reason))
-    return out
+    found.sort(key=lambda pair: pair[0], reverse=True)
+    return [Rejection(path, _reason(path.with_name(path.name + REASON_SUFFIX))) for _, path in found]
 
 
 # Every session's page load drains: two sessions at once would read and unlink the same file.
@@ -183,35 +229,187 @@ _DRAIN_LOCK = threading.Lock()
 
 
 def drain(store: Store, inbox: str | Path) -> list[str]:
-    """Record every run waiting in the inbox; returns the run ids recorded."""
+    """Record every run waiting in the inbox for this database; returns the run ids recorded."""
     folder = Path(inbox)
-    if not folder.is_dir():
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []
+    except OSError:
         return []
     with _DRAIN_LOCK:
         return _drain(store, folder)
 
 
+class _Refused(Exception):
+    """An inbox entry that is not a hand-over file this inbox takes."""
+
+
+class _NotYours(Exception):
+    """A hand-over file for another database: left where it is."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.target = target
+
+
 def _drain(store: Store, folder: Path) -> list[str]:
     recorded = []
-    for path in sorted(folder.glob("*.run.json")):
+    mine = Path(store.path).resolve()
+    limit = load_settings().max_input_bytes
+    for path in _entries(folder):
         try:
-            run = run_from_json(path.read_bytes(), source=path.name)
-            store.record_run(run)
+            target, run = read_handover(_read_own(path, mine, limit), source=path.name)
+            if target is not None and Path(target) != mine:  # named, though not as the first key
+                raise _NotYours(target)
         except FileNotFoundError:  # removed meanwhile
             continue
-        except (InputError, ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
-            _reject(folder, path, exc)  # the file is bad: set aside, so it never stops the pages or later files
+        except _NotYours as other:
+            _note_target(path, other.target)
+            continue
+        except (_Refused, OSError, InputError, ValueError, TypeError, KeyError, AttributeError, OverflowError,
+                RecursionError, MemoryError) as exc:
+            _reject(folder, path, exc)  # the entry is bad: set aside, so it never stops the pages or later files
+            continue
+        try:
+            store.record_run(run)
+        except InputError as exc:
+            _reject(folder, path, exc)
             continue
         except Exception as exc:  # the database failed (disk, lock): keep the file for the next drain
             log.warning("inbox: %s stays for the next drain: %s", path.name, exc)
             break
-        path.unlink()
+        path.unlink(missing_ok=True)
+        path.with_name(path.name + REASON_SUFFIX).unlink(missing_ok=True)
         recorded.append(run.run_id)
     return recorded
 
 
+def _entries(folder: Path) -> list[Path]:
+    """The `*.run.json` names in a folder, sorted; whatever they are (checked later, one by one)."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it if e.name.endswith(SUFFIX) and not e.name.startswith("."))
+    except OSError:
+        return []
+    return [folder / name for name in names]
+
+
+def _open_regular(path: Path) -> int:
+    """Open a regular file this user owns, never following a symlink nor blocking on a FIFO.
+
+    Raises:
+        _Refused: the entry is something else (the reason says what).
+        OSError: it cannot be opened.
+    """
+    before = os.lstat(path)
+    if not stat.S_ISREG(before.st_mode):
+        raise _Refused(f"not a regular file ({_kind_of(before.st_mode)}); the inbox takes only files")
+    if hasattr(os, "geteuid") and before.st_uid != os.geteuid():
+        raise _Refused(f"owned by user id {before.st_uid}, not by this process's user; the inbox takes only "
+                       "files its own user wrote")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    after = os.fstat(fd)
+    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        raise _Refused("replaced by something else while being opened")
+    return fd
+
+
+def _peek_target(path: Path) -> str | None:
+    """The database a hand-over file names (its first key), read from its first bytes only."""
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return _head_target(fh.read(_HEAD))
+
+
+def _head_target(head: bytes) -> str | None:
+    match = _TARGET_HEAD.match(head)
+    if match is None:
+        return None
+    try:
+        target = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return target if isinstance(target, str) else None
+
+
+def _read_own(path: Path, mine: Path, limit: int) -> bytes:
+    """The bytes of a hand-over file for this database (or for none).
+
+    Raises:
+        _NotYours: the file names another database (not read past its first bytes).
+        _Refused: not a regular file, or larger than the limit.
+    """
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(_HEAD)
+        target = _head_target(head)
+        if target is not None and Path(target) != mine:
+            raise _NotYours(target)
+        if size > limit:
+            raise _Refused(f"the file is {size:,} bytes, over the limit of {limit:,} (EVALDRIFT_MAX_INPUT_BYTES)")
+        data = head + fh.read(limit + 1 - len(head))
+    if len(data) > limit:
+        raise _Refused(f"the file grew past the limit of {limit:,} bytes (EVALDRIFT_MAX_INPUT_BYTES)")
+    return data
+
+
+def _note_target(path: Path, target: str) -> None:
+    """Beside a run for a database that is gone, say so (it waits for that database)."""
+    note = path.with_name(path.name + REASON_SUFFIX)
+    if Path(target).exists():
+        note.unlink(missing_ok=True)
+        return
+    reason = (f"waits for the database {target}, which does not exist (any more): no other database records it. "
+              f"Record it there once it is back, or into another with `python -m lib record {path.name} --db ...`.\n")
+    try:
+        if _reason(note) != reason.strip():
+            _write_reason(note, reason)
+    except OSError as exc:
+        log.warning("inbox: cannot note why %s waits: %s", path.name, exc)
+
+
+def _reason(path: Path) -> str:
+    """A reason file's text; never raises (a symlink or FIFO put there is not read)."""
+    try:
+        fd = _open_regular(path)
+    except (OSError, _Refused):
+        return "(no reason kept)"
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(_REASON_CHARS + 1)
+    except OSError:
+        return "(no reason kept)"
+    text = data[:_REASON_CHARS].decode("utf-8", errors="replace").strip()
+    return text + (" ..." if len(data) > _REASON_CHARS else "")
+
+
+def _write_reason(path: Path, text: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _kind_of(mode: int) -> str:
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
 def _reject(folder: Path, path: Path, exc: Exception) -> None:
+    """Move a bad entry to rejected/ with its reason; never raises (a failure is logged, the drain goes on)."""
     target = folder / REJECTED
-    target.mkdir(exist_ok=True)
-    (target / f"{path.name}{REASON_SUFFIX}").write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
-    os.replace(path, target / path.name)
+    reason = str(exc) if isinstance(exc, _Refused) else f"{type(exc).__name__}: {exc}"
+    try:
+        try:
+            os.mkdir(target)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(target).st_mode):
+                raise _Refused(f"{target} is not a folder") from None
+        os.replace(path, target / path.name)
+        _write_reason(target / f"{path.name}{REASON_SUFFIX}", reason[:_REASON_CHARS] + "\n")
+    except (OSError, _Refused) as err:
+        log.warning("inbox: cannot set %s aside (%s): %s", path.name, reason, err)

@@ -81,7 +81,7 @@ from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK, SampleResult
 from lib.core.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION, EvalSample
-from lib.core.validate import check_run, text_problem
+from lib.core.validate import check_run, field_limit, sample_length_problem, text_problem
 from lib.intake.reading import ROW_INDEX, describe_value, read_table
 
 SAMPLE_ID = "sample_id"
@@ -141,6 +141,7 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
     samples: list[EvalSample] = []
     results: dict[str, list[SampleResult]] = {m: [] for m in metrics}
     first_row_of: dict[str, int] = {}
+    limit = field_limit()
     for i, row in enumerate(row_numbers):
         def bad(message: str, canon: str, row: int = row) -> InputError:
             return InputError(message, row=row, field=columns[canon], source=source)
@@ -156,7 +157,10 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
                  for name in (QUESTION, ANSWER, GROUND_TRUTH)}
         contexts = _contexts(values[CONTEXTS][i], bad) if CONTEXTS in columns else ()
         ground_truth = texts[GROUND_TRUTH]
-        samples.append(EvalSample(sample_id, texts[QUESTION], texts[ANSWER], contexts, ground_truth))
+        sample = EvalSample(sample_id, texts[QUESTION], texts[ANSWER], contexts, ground_truth)
+        if long := sample_length_problem(sample, limit):  # names the sample fields as canon does
+            raise bad(long[1], long[0])
+        samples.append(sample)
         for metric in metrics:
             score = _score(values[metric][i], metric, bad)
             results[metric].append(SampleResult(sample_id, OK, score) if score is not None

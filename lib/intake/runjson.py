@@ -22,9 +22,10 @@ from lib.core.samples import FIELDS, EvalSample
 from lib.core.validate import check_run
 
 
-def run_to_json(run: RunRecord) -> str:
-    """Serialise a run (the inbox hand-over format)."""
+def run_to_json(run: RunRecord, *, target: str | None = None) -> str:
+    """Serialise a run (the inbox hand-over format); `target`, the database it is for, is written first."""
     return json.dumps({
+        **({"target": target} if target is not None else {}),
         "run_id": run.run_id,
         "started_at": run.started_at.isoformat(),
         "pipeline": run.pipeline,
@@ -80,6 +81,15 @@ def run_from_json(text: str | bytes, *, source: str = "run file") -> RunRecord:
     Raises:
         InputError: not JSON, a key of the wrong type, or a rule of `check_run` broken.
     """
+    return read_handover(text, source=source)[1]
+
+
+def read_handover(text: str | bytes, *, source: str = "run file") -> tuple[str | None, RunRecord]:
+    """Parse and check a run hand-over file; returns the database it names (None: none) and the run.
+
+    Raises:
+        InputError: not JSON, a key of the wrong type, or a rule of `check_run` broken.
+    """
     try:
         top = _Reader(loads(text), source=source, path="")
     except JsonProblem as exc:
@@ -88,6 +98,7 @@ def run_from_json(text: str | bytes, *, source: str = "run file") -> RunRecord:
         raise InputError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=source) from None
     except ValueError as exc:
         raise InputError(f"not JSON: {exc}", source=source) from None
+    target = top.text("target", default=None)
     run_id = top.text("run_id")
     started_text = top.text("started_at")
     try:
@@ -104,7 +115,7 @@ def run_from_json(text: str | bytes, *, source: str = "run file") -> RunRecord:
         metrics=[_metric(top.child(m, f"metrics[{k}]")) for k, m in enumerate(top.get("metrics", list), start=1)],
     )
     check_run(run, source=source)
-    return run
+    return target, run
 
 
 def _samples(top: _Reader, suite: str, items: object) -> list[EvalSample]:

@@ -14,6 +14,7 @@ closed, after its teardown (closing the connections its state opened).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -75,6 +76,10 @@ class LoopThread:
         """Run `coro` on the loop and wait for it (never call from the loop's own thread)."""
         loop = self._start()
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start `coro` on the loop; cancelling the returned future cancels the coroutine where it waits."""
+        return asyncio.run_coroutine_threadsafe(coro, self._start())
 
     def close(self) -> None:
         """Tear the state down and stop the loop (idempotent); a later `run` starts a new one."""

@@ -26,6 +26,8 @@ the SDK's exceptions.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import email.utils
 import math
@@ -167,8 +169,10 @@ class OpenAIJudge:
         self.json_mode = json_mode
         self.pacer = Pacer(concurrency, timeout=timeout, book=limits if limits is not None else LIMITS,
                            key=f"{self.endpoint} {model}")
+        self.timeout = timeout
         self._halt = threading.Event()
         self._halt_reason = ""
+        self._in_flight: set[concurrent.futures.Future] = set()
         self._sleep = sleep if sleep is not None else self._halt.wait
         self._modes = modes if modes is not None else BOOK
         key = api_key or "not-needed"
@@ -178,7 +182,8 @@ class OpenAIJudge:
                                       http_client=http_client(concurrency, base_url))
 
         self._loop = LoopThread(f"judge:{model}", setup=client, teardown=_close_client)
-        weakref.finalize(self, self._loop.close)
+        # not at exit: a process going away (SIGTERM) must not wait on a hung connection's close; the OS closes it
+        weakref.finalize(self, self._loop.close).atexit = False
         self._lock = threading.Lock()
         self.attempts = 0
         self.retries: list[str] = []
@@ -193,10 +198,14 @@ class OpenAIJudge:
         return self.pacer.report()
 
     def stop(self, reason: str = "the job was stopped") -> None:
-        """End every wait and refuse new attempts (a circuit breaker or a deadline calls this)."""
+        """End every wait, cancel the calls in flight and refuse new attempts (a breaker, a deadline or Stop)."""
         self._halt_reason = reason
         self._halt.set()
         self.pacer.close()
+        with self._lock:
+            flying = list(self._in_flight)
+        for fut in flying:
+            fut.cancel()
 
     def close(self) -> None:
         """Stop the judge's event loop (a later call starts a new one)."""
@@ -281,8 +290,20 @@ class OpenAIJudge:
     def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
         """One call through the pacer; raises only for a refusal (of the mode, or final)."""
         out = _Outcome()
+        # the whole attempt is bounded by the wall clock (a server that trickles bytes never trips a read
+        # timeout), and stop() cancels it where it waits
+        fut = self._loop.submit(asyncio.wait_for(self._post(kwargs), self.timeout))
+        with self._lock:
+            self._in_flight.add(fut)
+        if self._halt.is_set():
+            fut.cancel()
         try:
-            body = self._loop.run(self._post(kwargs))
+            body = fut.result()
+        except concurrent.futures.CancelledError:
+            out.reason = "stopped"
+            raise self._stopped() from None
+        except TimeoutError:
+            out.reason, out.load = "timed out", OVERLOAD
         except openai.RateLimitError as exc:
             out.reason, out.hint, out.load = "rate limited (429)", _retry_after(exc), OVERLOAD
         except openai.APITimeoutError as exc:
@@ -313,5 +334,7 @@ class OpenAIJudge:
             except (ValueError, KeyError, AttributeError, IndexError, TypeError):
                 out.reason = "unreadable response (not a chat completion)"
         finally:
+            with self._lock:
+                self._in_flight.discard(fut)
             self.pacer.release(ticket, out.load, out.reason)
         return out

@@ -36,7 +36,8 @@ def detect(path: str | Path) -> str:
     if suffix == ".eval":
         return "inspect"
     if suffix == ".json":
-        head = path.read_bytes()[:4096].decode("utf-8", "replace")
+        with open(path, "rb") as fh:  # the head only: the file may be large
+            head = fh.read(4096).decode("utf-8", "replace")
         if '"evalId"' in head or '"promptfoo' in head:
             return "promptfoo"
         if '"eval"' in head and '"status"' in head:

@@ -12,7 +12,6 @@ grader). The grader is the log's `grader` model role, else the task's model.
 
 from __future__ import annotations
 
-import json
 import math
 import zipfile
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from lib.core.errors import InputError
+from lib.intake.importers import shapes
 from lib.intake.importers.base import Imported, parse_time
 from lib.intake.ingest import METRIC_COLUMNS
 
@@ -37,8 +37,12 @@ ZSTD = 93   # the zip compression method Inspect writes its .eval members with (
 def _member(z: zipfile.ZipFile, name: str) -> bytes:
     """One member's bytes, Zstandard-compressed ones included."""
     info = z.getinfo(name)
+    shapes.check_members(z, [name], source=str(z.filename))
     if info.compress_type != ZSTD:
-        return z.read(name)
+        with z.open(name) as fh:
+            return shapes.bounded(fh, name=name, source=str(z.filename), declared=info.file_size)
+    import io
+
     import zstandard
 
     with open(z.filename, "rb") as fh:  # type: ignore[arg-type]
@@ -49,7 +53,12 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
         skip = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
         fh.seek(info.header_offset + 30 + skip)
         raw = fh.read(info.compress_size)
-    return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    # read as a stream, never past the declared size: a member that inflates further is refused
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
+            return shapes.bounded(reader, name=name, source=str(z.filename), declared=info.file_size)
+    except zstandard.ZstdError as exc:
+        raise zipfile.BadZipFile(f"{name}: {exc}") from None
 
 
 def _load(path: Path) -> tuple[dict, list[dict]]:
@@ -57,13 +66,24 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
     try:
         if path.suffix.lower() == ".eval":
             with zipfile.ZipFile(path) as z:
-                header = json.loads(_member(z, "header.json"))
                 names = sorted(n for n in z.namelist() if n.startswith("samples/") and n.endswith(".json"))
-                samples = [json.loads(_member(z, n)) for n in names]
+                shapes.check_members(z, ["header.json", *names], source=source)  # sizes, before a byte is read
+                header = shapes.strict_json(_member(z, "header.json"), source=f"{source} header.json",
+                                            what="Inspect log")
+                shapes.check(header, shapes.INSPECT_HEADER, source=f"{source} header.json", row=None, path="")
+                samples = []
+                for row, n in enumerate(names, start=1):
+                    sample = shapes.strict_json(_member(z, n), source=f"{source} {n}", what="Inspect log")
+                    shapes.check(sample, shapes.INSPECT_SAMPLE, source=f"{source} {n}", row=row, path="")
+                    samples.append(sample)
         else:
-            header = json.loads(path.read_text(encoding="utf-8"))
+            header = shapes.strict_json(shapes.read_bytes(path), source=source, what="Inspect log")
+            shapes.check(header, shapes.INSPECT_HEADER, source=source, row=None, path="")
             samples = list(header.get("samples") or [])
-    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+            for row, sample in enumerate(samples, start=1):
+                shapes.check(sample, shapes.INSPECT_SAMPLE, source=source, row=row, path="samples")
+    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError, ValueError, NotImplementedError,
+            EOFError) as exc:
         raise InputError(f"not a readable Inspect log: {exc}", source=source) from None
     if not isinstance(header, dict) or "eval" not in header:
         raise InputError("not an Inspect log (no 'eval' section)", source=source)

@@ -23,13 +23,13 @@ when the file has it. A file with several prompts or providers gives each
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from lib.core.errors import InputError
+from lib.intake.importers import shapes
 from lib.intake.importers.base import Imported, parse_time
 
 ASSERTIONS = {"context-faithfulness": "faithfulness", "answer-relevance": "answer_relevance",
@@ -78,10 +78,7 @@ def _row(r: dict, multi: bool, graders: Counter, sources: dict[str, str], defaul
 def read_promptfoo(path: str | Path) -> Imported:
     """Read a promptfoo results.json."""
     source = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not a readable promptfoo results file: {exc}", source=source) from None
+    data = shapes.strict_json(shapes.read_bytes(path), source=source, what="promptfoo results file")
     summary = data.get("results") if isinstance(data, dict) else None
     if not isinstance(summary, dict):
         summary = {}
@@ -89,6 +86,9 @@ def read_promptfoo(path: str | Path) -> Imported:
     if not isinstance(results, list) or not results:
         raise InputError("not a promptfoo results file with results (results.results is missing or empty)",
                          source=source)
+    shapes.check(data, shapes.PROMPTFOO_FILE, source=source, row=None, path="")
+    for row, result in enumerate(results, start=1):
+        shapes.check(result, shapes.PROMPTFOO_RESULT, source=source, row=row, path="results.results")
     config = data.get("config") or {}
     default_grader = _provider_name(((config.get("defaultTest") or {}).get("options") or {}).get("provider"))
     multi = len({(r.get("promptIdx"), _provider_name(r.get("provider"))) for r in results}) > 1

@@ -11,6 +11,7 @@ from typing import cast
 import pandas as pd
 
 from lib.core.metrics import get_metric
+from lib.presentation.clip import clip_cells
 from lib.presentation.views.common import PROVENANCE_LOCATIONS, ordered_metrics
 
 
@@ -121,7 +122,7 @@ def sample_list(table: pd.DataFrame, metric: str) -> pd.DataFrame:
                 for row in counts]
     return pd.DataFrame({"sample_id": table["sample_id"], "score": table.get(metric, math.nan),
                          "status": table["status"], "verdicts": verdicts, "evidence": evidence,
-                         "question": table["question"]})
+                         "question": clip_cells(table["question"])})
 
 
 def other_scores(scores: pd.DataFrame, metric: str, sample_id: str) -> list[tuple[str, float | None]]:
@@ -220,7 +221,10 @@ def verdict_records(scores: pd.DataFrame, provenance: pd.DataFrame, metric: str,
         loc, match = where.get(str(v.get("item", "")), ("", "")) if v.get("label") is True else ("", "")
         rows.append({"n": i, "item": str(v.get("item", "")), "verdict": str(v.get("verdict", "")),
                      "evidence": str(v.get("evidence", "") or ""), "location": loc, "match": match})
-    return pd.DataFrame(rows, columns=cols)
+    table = pd.DataFrame(rows, columns=cols)
+    for col in ("item", "verdict", "evidence"):   # a page never sends more than it can (lib.presentation.clip)
+        table[col] = clip_cells(table[col])
+    return table
 
 
 def sample_status(scores: pd.DataFrame, metric: str, sample_id: str) -> dict[str, object]:
