@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,7 +139,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from lib.intake.importers import import_run
+    from lib.intake.importers import prepare_import
 
     db = _db_path(args, must_exist=False)
     mapping = {}
@@ -148,12 +149,16 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise UsageError(f"--metric-map wants SCORER=METRIC with METRIC one of {', '.join(METRIC_NAMES)}, "
                              f"got {pair!r}")
         mapping[name] = metric
-    run = import_run(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
-                     pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None)
+    plan = prepare_import(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
+                          pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None,
+                          grader=args.grader, provider=args.provider)
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    run = plan.run
     _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)))
     scorers = sorted({m.scorer for m in run.metrics if m.scorer})
-    judges = sorted({m.judge_model for m in run.metrics if m.judge_model})
-    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {', '.join(judges) or 'not recorded'}")
+    where = f" (from {plan.grader_source})" if plan.grader and plan.grader_source else ""
+    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {plan.grader or 'not recorded'}{where}")
     return EXIT_OK
 
 

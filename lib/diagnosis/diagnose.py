@@ -22,6 +22,7 @@ from lib.core.results import Aggregate, aggregate
 from lib.diagnosis.noise import metric_noise
 from lib.diagnosis.segments import boundary_runs
 from lib.diagnosis.stats import robust_step_sd, step_flags
+from lib.intake.importers import UNVERSIONED
 from lib.judging.base import CallCache, Judge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
@@ -118,6 +119,14 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
     return RunChanges(run_id, prev, judges, templates, bindings, pipe)
 
 
+NO_PIPELINE = ("{}", "")
+
+
+def _unversioned(scorer: pd.Series) -> pd.Series:
+    """'ragas 0.4.3 faithfulness' and 'ragas (version not recorded) faithfulness' -> 'ragas faithfulness'."""
+    return scorer.astype(str).str.replace(r"^(\S+) (\(version not recorded\)|\S+) ", r"\1 ", regex=True)
+
+
 def change_events(history: pd.DataFrame) -> pd.DataFrame:
     """Markers for a trend chart: one row per recorded change between consecutive runs.
 
@@ -131,6 +140,9 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     parts: list[pd.DataFrame] = []
     runs = history.drop_duplicates("run_id").sort_values(["started_at", "run_id"])
+    # a run recorded with no pipeline config (an import that was not given one) says nothing about the
+    # pipeline: it is compared with nothing, and the runs around it with each other
+    runs = runs[~runs["pipeline"].astype(str).isin(NO_PIPELINE)]
     pipes = runs["pipeline"].astype(str)
     changed = runs[pipes.ne(pipes.shift()) & pipes.shift().notna()]
     if not changed.empty:
@@ -150,6 +162,10 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
             continue
         cur, old = h[col].astype(object), h.groupby("metric")[col].shift().astype(object)
         differs = ~first & ~(cur.eq(old) | (cur.isna() & old.isna()))
+        if col == "scorer":   # a tool version not recorded on either side: compare the tool and its metric only
+            unversioned = cur.astype(str).str.contains(UNVERSIONED, regex=False) | old.astype(str).str.contains(
+                UNVERSIONED, regex=False)
+            differs &= ~(unversioned & _unversioned(cur).eq(_unversioned(old)))
         hit = h[differs]
         if hit.empty:
             continue

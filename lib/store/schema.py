@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -59,7 +59,12 @@ _SCHEMA_V2 = [
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS scorer VARCHAR",
     "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS output_mode VARCHAR",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: what an import found or changed in a run (JSON object: repeats folded, scores clamped, columns not read,
+# where the grader was read); NULL for runs recorded before, and for runs with nothing to say.
+_SCHEMA_V3 = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
