@@ -88,31 +88,25 @@ INSPECT_PYTHON = ("EVALDRIFT_INSPECT_PYTHON", "/tmp/inspect-venv/bin/python")
 TOOLS = Path(__file__).parent / "tools"
 
 
-@dataclass(frozen=True)
-class InspectLog:
-    """One Inspect log the real Inspect wrote, and how it was made."""
-
-    path: Path
-    grader: str | None
-    answerer: str
-    epochs: int
-
-
-def run_inspect(python: Path, base_url: str, out: Path, *, name: str, grader: str | None = None,
-                role_grader: str | None = None, answerer: str = "openai-api/loop/answerer-good", epochs: int = 1,
-                fmt: str = "eval", template: str | None = None, rows: list[dict] | None = None) -> InspectLog:
-    """Run the real Inspect on the kettle task; the log is written to out/<name>.<fmt>."""
-    spec = {"rows": rows or ROWS, "out": str(out), "name": name, "grader": grader, "role_grader": role_grader,
+def inspect_spec(name: str, *, grader: str | None = None, role_grader: str | None = None,
+                 answerer: str = "openai-api/loop/answerer-good", epochs: int = 1, fmt: str = "eval",
+                 template: str | None = None, rows: list[dict] | None = None) -> dict:
+    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...)."""
+    return {"rows": rows or ROWS, "name": name, "grader": grader, "role_grader": role_grader,
             "answerer": answerer, "epochs": epochs, "format": fmt, "template": template}
-    spec_path = out / f"{name}.spec.json"
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+
+
+def run_inspect(python: Path, base_url: str, out: Path, specs: list[dict]) -> dict[str, Path]:
+    """Run the real Inspect on each spec in one process; name -> the log it wrote (out/<name>.<format>)."""
+    spec_path = out / "inspect-specs.json"
+    spec_path.write_text(json.dumps([{**s, "out": str(out)} for s in specs]), encoding="utf-8")
     # Inspect's provider for any OpenAI-compatible server (chat completions): openai-api/loop/<model>
-    env = {**os.environ, "LOOP_BASE_URL": base_url, "LOOP_API_KEY": "sk-loopback",
-           "INSPECT_LOG_DIR": str(out), "INSPECT_DISPLAY": "none"}
+    env = {**os.environ, "LOOP_BASE_URL": base_url, "LOOP_API_KEY": "sk-loopback", "INSPECT_DISPLAY": "none"}
     proc = subprocess.run([str(python), str(TOOLS / "run_inspect.py"), str(spec_path)], env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return InspectLog(Path(proc.stdout.strip().splitlines()[-1]), grader, answerer, epochs)
+    paths = [Path(line) for line in proc.stdout.strip().splitlines()[-len(specs):]]
+    return {s["name"]: p for s, p in zip(specs, paths, strict=True)}
 
 
 # -- promptfoo ---------------------------------------------------------------------------------------------------
@@ -166,7 +160,7 @@ class PromptfooRun:
 def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
-        order: list[int] | None = None) -> PromptfooRun:
+        order: list[int] | None = None, relevance: bool = True) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
@@ -180,8 +174,8 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         tests.append({"vars": {"query": r["question"], "context": "\n".join(r["contexts"]),
                                "ground_truth": r["reference"]},
                       "assert": [{"type": "context-faithfulness", "threshold": 0.5},
-                                 {"type": "context-recall", "value": r["reference"], "threshold": 0.5},
-                                 {"type": "answer-relevance", "threshold": 0.5}]})
+                                 {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
+                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
                     "tests": tests}
     if grader is not None:
@@ -228,3 +222,32 @@ def run_ragas(python: Path, base_url: str, out: Path, *, name: str, model: str =
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and target.exists(), proc.stderr[-3000:]
     return target
+
+
+# -- the outputs, built once per test session (tests/conftest.py's fixtures call these) --------------------------
+INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; the first repeats each sample twice
+    inspect_spec("insp-1", grader="openai-api/loop/grader-strict", epochs=2),
+    inspect_spec("insp-2", role_grader="openai-api/loop/grader-strict"),
+    inspect_spec("insp-3", grader="openai-api/loop/grader-lenient", answerer="openai-api/loop/answerer-bad"),
+]
+
+
+def build_inspect(python: Path, base_url: str, out: Path) -> dict[str, Path]:
+    return run_inspect(python, base_url, out, INSPECT_RUNS)
+
+
+def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
+    """pf-a: grader as {text, embedding} in defaultTest; pf-b: pf-a's tests in reverse order; pf-two: two providers,
+    --repeat 2 and --grader on the command line (answer-relevance needs an embedding model: left out there)."""
+    grader, embedding = "openai:chat:grader-strict", "openai:embedding:embedder"
+    runs = {"pf-a": run_promptfoo(folder, base_url, out, name="pf-a", grader=grader, embedding=embedding),
+            "pf-b": run_promptfoo(folder, base_url, out, name="pf-b", grader=grader, embedding=embedding,
+                                  order=list(reversed(range(len(ROWS))))),
+            "pf-two": run_promptfoo(folder, base_url, out, name="pf-two", grader_flag="openai:chat:grader-lenient",
+                                    providers=("openai:chat:answerer-good", "openai:chat:answerer-bad"), repeat=2,
+                                    relevance=False)}
+    return {name: run.path for name, run in runs.items()}
+
+
+def build_ragas(python: Path, base_url: str, out: Path) -> dict[str, Path]:
+    return {"ragas-good": run_ragas(python, base_url, out, name="ragas-good")}

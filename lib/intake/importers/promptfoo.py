@@ -61,10 +61,21 @@ def _embedding_name(provider: object) -> str | None:
     return _provider_name(provider.get("embedding")) if isinstance(provider, dict) else None
 
 
+def _prompt_key(result: dict) -> str:
+    prompt = result.get("prompt") or {}
+    return str(result.get("promptId") or prompt.get("label") or prompt.get("raw") or "")
+
+
 def target_of(result: dict, several_prompts: bool) -> str:
-    """The provider (and prompt, when the file has several) a result belongs to: one run each."""
+    """The provider (and prompt, when the file has several) a result belongs to: one run each.
+
+    (`promptIdx` numbers promptfoo's prompt x provider columns, so two providers of one prompt differ in it.)
+    """
     name = _provider_name(result.get("provider")) or "provider"
-    return f"{name} prompt {result.get('promptIdx')}" if several_prompts else name
+    if not several_prompts:
+        return name
+    prompt = result.get("prompt") or {}
+    return f"{name} prompt {str(prompt.get('label') or _prompt_key(result))[:40]}"
 
 
 def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], default_grader: str | None) -> dict:
@@ -91,7 +102,7 @@ def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], de
         if own:
             graders[own] += 1
             places["the assertion's provider"] += 1
-        elif test_grader:
+        elif test_grader and test_grader != default_grader:   # promptfoo copies the default into every test
             graders[test_grader] += 1
             places["the test's options.provider"] += 1
         elif default_grader:
@@ -106,7 +117,7 @@ def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], de
 def targets(path: str | Path) -> list[str]:
     """The providers (and prompts) a results file holds: each is one run."""
     results, _data = _results(path)
-    several_prompts = len({r.get("promptIdx") for r in results}) > 1
+    several_prompts = len({_prompt_key(r) for r in results}) > 1
     return sorted({target_of(r, several_prompts) for r in results})
 
 
@@ -128,7 +139,7 @@ def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported
     """Read a promptfoo results.json (one provider's results: `provider` chooses when it has several)."""
     source = str(path)
     results, data = _results(path)
-    several_prompts = len({r.get("promptIdx") for r in results}) > 1
+    several_prompts = len({_prompt_key(r) for r in results}) > 1
     names = sorted({target_of(r, several_prompts) for r in results})
     if provider is None and len(names) > 1:
         raise InputError(f"this file holds {len(names)} runs ({', '.join(names)}): import each as its own run "

@@ -44,6 +44,12 @@ def _python_list(cell: object) -> object:
     return value if isinstance(value, list) else cell
 
 
+def _scores(column: pd.Series) -> bool:
+    """A column that reads as scores: every value a number or missing (Ragas writes NaN where it failed)."""
+    values = pd.to_numeric(column, errors="coerce")
+    return bool((values.notna() | column.isna()).all())
+
+
 def metric_of(column: str) -> str | None:
     """Our metric for a Ragas score column, parameters and all (None: not one we know)."""
     name = str(column).strip()
@@ -72,7 +78,7 @@ def read_ragas(path: str | Path, *, version: str | None = None) -> Imported:
             sources[metric] = name
             if name not in METRIC_COLUMNS[metric]:
                 renames[column] = metric
-        elif pd.api.types.is_numeric_dtype(frame[column]) or metric is not None:
+        elif metric is not None or _scores(frame[column]):
             unmapped.append(name)
     frame = frame.rename(columns=renames)
     notes: dict[str, object] = {}
