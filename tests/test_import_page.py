@@ -171,6 +171,7 @@ def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_pa
         assert "Detected: an Inspect AI log." in text
         assert "grader: openai-api/loop/grader-strict (from eval.scorers[].options.model)" in text
         assert "samples: 4 (8 rows: up to 2 repeats each)" in text
+        assert "wiring profile: answer_correctness (inspect_ai model_graded_fact): receives question by design" in text
         fill(page, "imp_run_id", "insp-page")
         page.locator(".st-key-imp_record button").click()
         wait_for_app(page)

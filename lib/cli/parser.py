@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("templates", help="print or write the default judge templates and the fields each reads")
     p.add_argument("--metric", choices=METRIC_NAMES, metavar="M", help="only this metric's template")
+    p.add_argument("--tool", choices=("ragas", "inspect_ai", "promptfoo"),
+                   help="also print the wiring profile a run scored by this tool is judged under: the fields its "
+                        "metrics receive by design")
     p.add_argument("--out", metavar="DIR", help="write <metric>.txt files into DIR instead of printing")
     p.set_defaults(func=cmd_templates)
 

@@ -166,6 +166,11 @@ def cmd_templates(args: argparse.Namespace) -> int:
     from lib.core.template_files import default_templates, write_templates
 
     infos = default_templates(args.metric)
+    if getattr(args, "tool", None):
+        from lib.core.profiles import profile_lines
+
+        for line in profile_lines(args.tool):
+            print(f"# wiring profile: {line}")
     if args.out:
         for info, path in zip(infos, write_templates(args.out, args.metric), strict=True):
             print(f"wrote {path}: {info.header}")

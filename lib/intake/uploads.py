@@ -259,4 +259,7 @@ def plan_table(plan) -> pd.DataFrame:
             ("started at", f"{run.started_at:%Y-%m-%d %H:%M}"),
             ("pipeline", json.dumps(dict(run.pipeline), sort_keys=True) if run.pipeline else "none recorded")]
     rows += [(f"metric {m}", f"from {source}") for m, source in plan.sources.items()]
+    from lib.core.profiles import profile_lines
+
+    rows += [("wiring profile", line) for line in profile_lines(plan.tool)]
     return pd.DataFrame(rows, columns=["what", "detected"])
