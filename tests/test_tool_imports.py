@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from lib.core.errors import InputError
 from lib.diagnosis.diagnose import change_events
+from lib.intake.importers import prepare_import
+from lib.intake.importers.inspect import ZSTD, _member
 from lib.store import Store
-from tests.support.tool_runs import BY_QUESTION, ROWS
+from tests.support.tool_runs import BY_QUESTION, INSPECT_PYTHON, ROWS, tool_env
 from tests.test_cli import assert_usage_error, cli
 
 
@@ -171,3 +176,35 @@ def test_a_reordered_ragas_csv_pairs_the_same_samples(fresh_db: Path, ragas_resu
         one = {s.sample_id: s.question for s in store.samples("one")}
         two = {s.sample_id: s.question for s in store.samples("two")}
     assert one == two and len(one) == len(ROWS)
+
+
+# -- Inspect's own reader, in its environment ---------------------------------------------------------------------
+def unfinished(log: Path, tmp_path: Path) -> Path:
+    """The log as Inspect leaves it before the run ends: the same zip without its header member."""
+    out = tmp_path / "unfinished.eval"
+    with zipfile.ZipFile(log) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if info.filename != "header.json":
+                data = _member(src, info.filename) if info.compress_type == ZSTD else src.read(info.filename)
+                dst.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    return out
+
+
+def test_inspects_own_reader_gives_the_same_run_and_reads_an_unfinished_log(fresh_db: Path, inspect_logs,
+                                                                            tmp_path: Path, monkeypatch) -> None:
+    python = tool_env(*INSPECT_PYTHON)
+    log = inspect_logs["insp-1"]
+    ours = prepare_import(log, run_id="ours")
+    half = unfinished(log, tmp_path)
+    with pytest.raises(InputError, match="unfinished log has no header yet: EVALDRIFT_INSPECT_PYTHON"):
+        prepare_import(half, run_id="half")
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(python))
+    theirs = prepare_import(log, run_id="ours")
+    assert (theirs.grader, theirs.version, theirs.notes["repeats"]) == (ours.grader, ours.version, 2)
+    assert theirs.run.samples == ours.run.samples
+    assert [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in theirs.run.metrics] == \
+        [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in ours.run.metrics]
+    proc = imported(fresh_db, half, "half")                 # the CLI, through Inspect's reader
+    assert "grader openai-api/loop/grader-strict" in proc.stdout
+    with Store(fresh_db) as store:
+        assert len(store.samples("half")) == len(ROWS)

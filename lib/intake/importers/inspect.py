@@ -1,5 +1,9 @@
 """Inspect AI eval logs (`.eval`, a zip of header.json and samples/*.json; or one `.json`) -> one run.
 
+With EVALDRIFT_INSPECT_PYTHON (a Python with inspect-ai) the log is read by Inspect's own
+`read_eval_log` (its stable surface; it reads unfinished logs too), in that environment; without it, by
+the reader below, kept tested against logs the real Inspect writes.
+
 Per sample: `id` (Inspect's own sample id; the epochs of one sample are its repeats), `input`
 (text, or the user messages of a chat input) as the question, `output.completion`
 as the answer, `target` as the reference, and the passages from the sample's
@@ -60,8 +64,34 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
     return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
 
 
+WORKER = Path(__file__).with_name("inspect_worker.py")
+
+
+def _load_with_inspect(path: Path, python: str) -> tuple[dict, list[dict]]:
+    """The log as Inspect's own reader gives it (in the Python named by EVALDRIFT_INSPECT_PYTHON)."""
+    import subprocess
+
+    try:
+        # -I: the worker's folder holds this module, named inspect.py like the standard library's module
+        proc = subprocess.run([python, "-I", str(WORKER), str(path)], capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        raise InputError(f"EVALDRIFT_INSPECT_PYTHON names a Python that cannot be run, {python}: {exc}",
+                         source=str(path)) from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError(f"Inspect's reader could not read the log: {last[:300]}", source=str(path))
+    data = json.loads(proc.stdout)
+    return data["header"], list(data["samples"])
+
+
 def _load(path: Path) -> tuple[dict, list[dict]]:
     source = str(path)
+    from lib.core import settings
+
+    python = settings.load().inspect_python
+    if python:
+        header, samples = _load_with_inspect(path, python)
+        return _checked(header, samples, source)
     try:
         if path.suffix.lower() == ".eval":
             with zipfile.ZipFile(path) as z:
@@ -71,8 +101,15 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
         else:
             header = json.loads(path.read_text(encoding="utf-8"))
             samples = list(header.get("samples") or [])
-    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+    except KeyError as exc:
+        raise InputError(f"not a readable Inspect log: {exc} (an unfinished log has no header yet: "
+                         f"EVALDRIFT_INSPECT_PYTHON lets Inspect's own reader read it)", source=source) from None
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise InputError(f"not a readable Inspect log: {exc}", source=source) from None
+    return _checked(header, samples, source)
+
+
+def _checked(header: dict, samples: list[dict], source: str) -> tuple[dict, list[dict]]:
     if not isinstance(header, dict) or "eval" not in header:
         raise InputError("not an Inspect log (no 'eval' section)", source=source)
     if not samples:
