@@ -29,6 +29,7 @@ from lib.intake.uploads import (
     prepare_tool_upload,
     promptfoo_targets,
     read_upload,
+    record_import,
     run_facts,
     unknown_columns,
 )
@@ -96,7 +97,7 @@ if uploaded is not None and read_as != TABLE:
     if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id):
         st.stop()
     try:
-        ctx.store.record_run(plan.run)
+        record_import(ctx.store, plan)
     except EvaldriftError as exc:
         st.error(str(exc))
         st.stop()

@@ -17,12 +17,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from lib.core.errors import InputError
 from lib.intake.ingest import FIELD_COLUMNS, METRIC_COLUMNS, SAMPLE_ID, fields_needed, records_from_frame
 from lib.intake.reading import read_table
+
+if TYPE_CHECKING:
+    from lib.intake.importers import ImportPlan
+    from lib.store import Store
 
 MAX_ERRORS = 200       # a file with more bad rows than this shows the first 200
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".eval")
@@ -169,7 +174,7 @@ def promptfoo_targets(name: str, data: bytes) -> list[str]:
 def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, started_at: datetime | None = None,
                         pipeline: Mapping[str, object] | None = None, version: str | None = None,
                         grader: str | None = None, provider: str | None = None,
-                        metric_map: Mapping[str, str] | None = None):
+                        metric_map: Mapping[str, str] | None = None) -> ImportPlan:
     """An uploaded tool file read into a run with what was detected (lib.intake.importers.prepare_import).
 
     Raises:
@@ -247,7 +252,7 @@ def has_scores(frame: pd.DataFrame | None) -> bool:
     return any(a in names for aliases in METRIC_COLUMNS.values() for a in aliases)
 
 
-def plan_table(plan) -> pd.DataFrame:
+def plan_table(plan: ImportPlan) -> pd.DataFrame:
     """What an import detected, one line per fact (text for a data grid, never HTML)."""
     run = plan.run
     notes = dict(plan.notes)
@@ -263,3 +268,8 @@ def plan_table(plan) -> pd.DataFrame:
 
     rows += [("wiring profile", line) for line in profile_lines(plan.tool)]
     return pd.DataFrame(rows, columns=["what", "detected"])
+
+
+def record_import(store: Store, plan: ImportPlan) -> None:
+    """Record a prepared import (lib.intake.importers.ImportPlan) in the store, all or nothing."""
+    store.record_run(plan.run)
