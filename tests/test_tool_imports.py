@@ -208,3 +208,28 @@ def test_inspects_own_reader_gives_the_same_run_and_reads_an_unfinished_log(fres
     assert "grader openai-api/loop/grader-strict" in proc.stdout
     with Store(fresh_db) as store:
         assert len(store.samples("half")) == len(ROWS)
+
+
+# -- markers only from what a run recorded ---------------------------------------------------------------------
+@pytest.mark.parametrize(("judges", "pipelines", "expected"), [
+    (("a", "a", "b"), ({"r": 1}, {"r": 1}, {"r": 1}), [("r3", "judge model")]),     # a real switch
+    (("a", None, "a"), ({"r": 1}, {"r": 1}, {"r": 1}), []),                          # the middle one gave no grader
+    (("a", None, "b"), ({"r": 1}, {"r": 1}, {"r": 1}), [("r3", "judge model")]),     # compared with the last given
+    (("a", "a", "a"), ({"r": 1}, {}, {"r": 1}), []),                                 # the middle gave no pipeline
+    (("a", "a", "a"), ({"r": 1}, {}, {"r": 2}), [("r3", "pipeline")]),
+])
+def test_a_marker_is_drawn_only_from_what_runs_recorded(fresh_db: Path, judges, pipelines, expected) -> None:
+    from datetime import datetime
+
+    from lib.core.records import MetricRecord, RunRecord
+    from lib.core.results import OK, SampleResult
+    from lib.core.samples import EvalSample
+
+    with Store(fresh_db) as store:
+        for i, (judge, pipeline) in enumerate(zip(judges, pipelines, strict=True), start=1):
+            store.record_run(RunRecord(
+                run_id=f"r{i}", started_at=datetime(2026, 11, i, 2), pipeline=pipeline,
+                samples={"main": [EvalSample("s1", "q?", "A.", ("A.",), "A.")]},
+                metrics=[MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0)], judge, None, None)]))
+    events = markers(fresh_db)
+    assert list(zip(events["run_id"], events["kind"], strict=True)) == expected, events.to_string()

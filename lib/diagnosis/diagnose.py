@@ -160,8 +160,11 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
                       ("scorer", "scoring library")):
         if col not in h.columns:  # a history from before scoring libraries were recorded
             continue
-        cur, old = h[col].astype(object), h.groupby("metric")[col].shift().astype(object)
-        differs = ~first & ~(cur.eq(old) | (cur.isna() & old.isna()))
+        # a run that did not record the field (an import with no grader, no template) says nothing about it:
+        # no marker at it, and the next run that records it is compared with the last one that did
+        cur = h[col].astype(object)
+        old = h[col].astype(object).groupby(h["metric"]).transform(lambda s: s.ffill().shift()).astype(object)
+        differs = ~first & cur.notna() & old.notna() & ~cur.eq(old)
         if col == "scorer":   # a tool version not recorded on either side: compare the tool and its metric only
             unversioned = cur.astype(str).str.contains(UNVERSIONED, regex=False) | old.astype(str).str.contains(
                 UNVERSIONED, regex=False)
