@@ -1,9 +1,11 @@
 """Import: does my own file go in as a run, and how does it score?
 
-Upload a JSONL, CSV or Parquet file (one row per sample), see which of its
-columns give which field (our names and the aliases we recognise), a preview,
-and every bad row with its field; record it as a run with the scores it
-carries, or score it here with the configured judge.
+Upload a JSONL, CSV or Parquet file (one row per sample), or another tool's
+results (a Ragas table, an Inspect AI log, promptfoo's results.json), read as
+the CLI's `import` reads it. See what was detected (tool, version, grader,
+metrics, repeats) or which columns give which field, a preview, and every bad
+row with its field; record it as a run with the scores it carries, or score
+your own table here with the configured judge.
 """
 
 import hashlib
@@ -15,7 +17,22 @@ import lib.app.ui
 from lib.app import access, gate, imports, replacing, ui_replacing
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
-from lib.intake.uploads import SUFFIXES, column_mapping, read_upload
+from lib.intake.uploads import (
+    READ_AS,
+    SUFFIXES,
+    TABLE,
+    column_mapping,
+    detect_upload,
+    has_scores,
+    metric_map_from,
+    plan_table,
+    prepare_tool_upload,
+    promptfoo_targets,
+    read_upload,
+    record_import,
+    run_facts,
+    unknown_columns,
+)
 from lib.judging.build import settings_judge
 from lib.presentation.report import md_escape
 
@@ -36,7 +53,60 @@ def load_upload(name: str, digest: str, data: bytes, metrics: tuple[str, ...]):
 
 uploaded = st.file_uploader("Your file", type=[s.lstrip(".") for s in SUFFIXES], key="imp_file",
                             help="One row per sample: answer, and question, contexts (a list) and ground_truth "
-                                 "where a metric receives them; optional per-sample score columns.")
+                                 "where a metric receives them; optional per-sample score columns. Or a Ragas "
+                                 "result, an Inspect AI log (.eval, .json) or promptfoo's results.json.")
+read_as = TABLE
+if uploaded is not None:
+    detected = detect_upload(uploaded.name, uploaded.getvalue())
+    choices = [detected, *(k for k in READ_AS if k != detected)]
+    read_as = st.selectbox("Read it as", choices, format_func=lambda k: READ_AS[k], key="imp_format",
+                           help="Detected from the file's name and first bytes, as `python -m lib import` does.")
+    st.caption(f"Detected: {READ_AS[detected]}.")
+with st.expander("When it ran, and its pipeline", expanded=False):
+    started_text = st.text_input("Start time (ISO, e.g. 2026-10-03T02:00)", key="imp_started_at",
+                                 help="Empty: the time the file records, else now.")
+    pipeline_text = st.text_area("Pipeline config (a JSON object)", key="imp_pipeline", height=80,
+                                 help="Empty: none recorded, and Trends draws no pipeline change from this run.")
+if uploaded is not None and read_as != TABLE:
+    data = uploaded.getvalue()
+    st.subheader("What the file says")
+    c1, c2 = st.columns(2)
+    version = c1.text_input("Tool version (when the file does not record it)", key="imp_tool_version")
+    grader = c2.text_input("Grader model (when the file does not name it)", key="imp_grader")
+    provider = None
+    if read_as == "promptfoo":
+        names = promptfoo_targets(uploaded.name, data)
+        if len(names) > 1:
+            provider = st.selectbox("Provider (each is its own run)", names, key="imp_provider")
+    map_text = st.text_input("Metric map (SCORER=METRIC, comma-separated)", key="imp_metric_map",
+                             disabled=read_as != "inspect", help="Inspect scorers; model_graded_fact is "
+                                                                 "answer_correctness by default.")
+    run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
+    try:
+        started_at, pipeline = run_facts(started_text, pipeline_text)
+        plan = prepare_tool_upload(uploaded.name, data, fmt=read_as, run_id=run_id or "import", started_at=started_at,
+                                   pipeline=pipeline, version=version, grader=grader, provider=provider,
+                                   metric_map=metric_map_from(map_text))
+    except EvaldriftError as exc:
+        st.error(f"{uploaded.name}: nothing was recorded.", icon=":material/error:")
+        st.text(str(exc))   # plain text: a file's content is never rendered as Markdown or HTML
+        st.stop()
+    for what, detected in plan_table(plan).itertuples(index=False):
+        st.text(f"{what}: {detected}")   # plain text: names from the file are never rendered as Markdown
+    for warning in plan.warnings:
+        st.warning(warning, icon=":material/warning:")
+    if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id):
+        st.stop()
+    try:
+        record_import(ctx.store, plan)
+    except EvaldriftError as exc:
+        st.error(str(exc))
+        st.stop()
+    st.success(f"Recorded run {run_id}: {len(plan.run.samples['main'])} samples; "
+               + ", ".join(m.metric for m in plan.run.metrics) + ".")
+    st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
+    st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": run_id})
+    st.stop()
 score_here = st.toggle(f"Score it with the judge ({ctx.judge})", key="imp_score",
                        help="Off: record the scores the file carries. On: judge the samples with our harness "
                             "(each judge sees only the fields its metric receives).")
@@ -63,7 +133,14 @@ if upload.errors:
     st.dataframe(upload.error_table(), hide_index=True, width="stretch", key="imp_errors")
     st.stop()
 
+for column, likely in unknown_columns(upload.frame):
+    st.warning(f"Column {column!r} is not read: " + (f"did you mean {likely!r}?" if likely else
+                                                      "no field or score of ours has a name like it."),
+               icon=":material/warning:")
 st.success(f"{len(upload.frame)} rows, no problem found.")
+if not score_here and not has_scores(upload.frame):
+    st.warning("This file carries no score column and scoring is off: recording it gives a run with no metric. "
+               "Turn on scoring, or add the score columns.", icon=":material/warning:")
 run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
 replace, replace_confirmed = ui_replacing.replace_choice(ctx, run_id, key="imp_replace")
 # scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.app.access)
@@ -81,8 +158,10 @@ try:
                            settings=lib.app.ui.load_settings(), login=gate.login_configured())
     judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge) if score_here else None
     bar = st.progress(0.0, text="Scoring...") if score_here else None
+    started_at, pipeline = run_facts(started_text, pipeline_text)
     run = imports.record_upload(ctx, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted,
-                                judge=judge, progress=(lambda done, total: bar.progress(
+                                judge=judge, started_at=started_at, pipeline=pipeline,
+                                progress=(lambda done, total: bar.progress(
                                     done / total, text=f"Scored {done} of {total}")) if bar is not None else None)
 except EvaldriftError as exc:
     st.error(md_escape(str(exc)))

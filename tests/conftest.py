@@ -155,3 +155,41 @@ def page(browser: Browser) -> Iterator[Page]:
     finally:
         p.context.close()
 
+
+
+# -- files the real tools write, once per session (tests/support/tool_runs.py) ----------------------------------
+@pytest.fixture(scope="session")
+def tool_judge() -> Iterator[OpenAIServer]:
+    """The loopback judge every tool run is pointed at (answering models and graders)."""
+    from tests.support.tool_runs import respond_all
+
+    with OpenAIServer(respond_all) as server:
+        yield server
+
+
+def _tool_outputs(kind: str, tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) -> dict[str, Path]:
+    from tests.support import tool_runs
+
+    where, build = {"inspect": (tool_runs.INSPECT_PYTHON, tool_runs.build_inspect),
+                    "promptfoo": (tool_runs.PROMPTFOO_DIR, tool_runs.build_promptfoo),
+                    "ragas": (tool_runs.RAGAS_PYTHON, tool_runs.build_ragas)}[kind]
+    env = tool_runs.tool_env(*where)
+    return build(env, server.base_url, tmp_path_factory.mktemp(f"{kind}-runs"))
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
+    """Logs the real Inspect AI wrote in this session (tests/support/tool_runs.py INSPECT_RUNS)."""
+    return _tool_outputs("inspect", tmp_path_factory, tool_judge)
+
+
+@pytest.fixture(scope="session")
+def promptfoo_results(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
+    """results.json files the real promptfoo wrote in this session."""
+    return _tool_outputs("promptfoo", tmp_path_factory, tool_judge)
+
+
+@pytest.fixture(scope="session")
+def ragas_results(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
+    """CSV files the real Ragas evaluate() wrote in this session."""
+    return _tool_outputs("ragas", tmp_path_factory, tool_judge)

@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from lib.intake.uploads import column_mapping, read_upload
+from lib.core.errors import InputError
+from lib.intake.uploads import (
+    TABLE,
+    column_mapping,
+    detect_upload,
+    has_scores,
+    read_upload,
+    run_facts,
+    unknown_columns,
+)
 from lib.store import Store
 from tests.support.browser import (
     MAIN,
@@ -21,6 +31,7 @@ from tests.support.browser import (
     new_page,
     wait_for_app,
 )
+from tests.support.tool_runs import ROWS as TOOL_ROWS
 
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"
 ROWS = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
@@ -103,3 +114,122 @@ def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> N
         metrics = store.run_metrics("from-the-page")
     assert list(metrics["metric"]) == ["faithfulness"] and list(metrics["scorer"]) == ["evaldrift"]
     assert list(metrics["n"]) == [6]
+
+
+# -- other tools' files, as the real tools wrote them in this session (tests/support/tool_runs.py) -----------------
+def test_unknown_columns_name_the_likely_intended_one_and_a_file_without_scores_is_known() -> None:
+    rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
+    frame = read_upload("mine.jsonl", jsonl(rows)).frame
+    assert unknown_columns(frame) == [("context", "contexts")]
+    assert not has_scores(frame)
+    assert has_scores(read_upload("mine.jsonl", jsonl([{**rows[0], "faithfulness": 1.0}])).frame)
+
+
+def test_run_facts_read_the_start_time_and_pipeline_typed_on_the_page() -> None:
+    assert run_facts("", "") == (None, None)
+    assert run_facts("2026-11-02T02:00", '{"retriever": "bm25"}') == (datetime(2026, 11, 2, 2, 0),
+                                                                      {"retriever": "bm25"})
+    with pytest.raises(InputError, match="pipeline"):
+        run_facts("", "[1, 2]")
+    with pytest.raises(InputError, match="started_at"):
+        run_facts("yesterday", "")
+
+
+def test_an_upload_is_detected_as_the_cli_detects_it(inspect_logs, promptfoo_results, ragas_results) -> None:
+    for path, fmt in ((inspect_logs["insp-1"], "inspect"), (promptfoo_results["pf-a"], "promptfoo"),
+                      (ragas_results["ragas-good"], "ragas")):
+        assert detect_upload(path.name, path.read_bytes()) == fmt
+    assert detect_upload("mine.jsonl", jsonl(ROWS[:2])) == TABLE
+    assert detect_upload("mine.json", jsonl(ROWS[:2])) == TABLE
+
+
+def choose(page, key: str, option: str) -> None:
+    page.locator(f".st-key-{key} [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name=option).click()
+    wait_for_app(page)
+
+
+def fill(page, key: str, text: str) -> None:
+    box = page.locator(f".st-key-{key} input, .st-key-{key} textarea").first
+    box.fill(text)
+    box.press("Enter" if "input" in box.evaluate("e => e.tagName.toLowerCase()") else "Control+Enter")
+    wait_for_app(page)
+
+
+@pytest.mark.e2e
+def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_path: Path, inspect_logs,
+                                                                          promptfoo_results, ragas_results) -> None:
+    db = tmp_path / "evals.duckdb"
+    Store(db).close()
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
+        page = new_page(browser)
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+
+        upload(page, "insp-1.eval", inspect_logs["insp-1"].read_bytes())      # refused before: ".eval not allowed"
+        text = main_text(page)
+        assert "Detected: an Inspect AI log." in text
+        assert "grader: openai-api/loop/grader-strict (from eval.scorers[].options.model)" in text
+        assert "samples: 4 (8 rows: up to 2 repeats each)" in text
+        assert "wiring profile: answer_correctness (inspect_ai model_graded_fact): receives question by design" in text
+        fill(page, "imp_run_id", "insp-page")
+        page.locator(".st-key-imp_record button").click()
+        wait_for_app(page)
+        assert "Recorded run insp-page: 4 samples; answer_correctness." in main_text(page)
+
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        upload(page, "results.json", promptfoo_results["pf-two"].read_bytes())
+        assert "Detected: a promptfoo results.json." in main_text(page)
+        choose(page, "imp_provider", "openai:answerer-bad")
+        fill(page, "imp_run_id", "pf-page")
+        text = main_text(page)
+        assert "grader: grader-lenient (from defaultTest.options.provider)" in text
+        page.locator(".st-key-imp_record button").click()
+        wait_for_app(page)
+        assert "Recorded run pf-page: 4 samples" in main_text(page)
+
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        upload(page, "ragas.csv", ragas_results["ragas-good"].read_bytes())  # every row refused before
+        text = main_text(page)
+        assert "Detected: a Ragas result" in text and "grader is not recorded" in text
+        assert "ragas version is not recorded" in text
+        fill(page, "imp_tool_version", "0.4.3")
+        fill(page, "imp_grader", "judge-model")
+        page.get_by_text("When it ran, and its pipeline").click()
+        fill(page, "imp_started_at", "2026-11-02T02:00")
+        fill(page, "imp_pipeline", '{"retriever": "bm25"}')
+        fill(page, "imp_run_id", "ragas-page")
+        text = main_text(page)
+        assert "metric answer_correctness: from factual_correctness(mode=f1)" in text
+        page.locator(".st-key-imp_record button").click()
+        wait_for_app(page)
+        assert "Recorded run ragas-page" in main_text(page)
+        assert exceptions_shown(page) == []
+    with Store(db) as store:
+        inspect_metrics = store.run_metrics("insp-page")
+        pf_answers = {s.answer for s in store.samples("pf-page")}
+        ragas_metrics = store.run_metrics("ragas-page").set_index("metric")
+        ragas_run = store.run("ragas-page")
+    assert list(inspect_metrics["judge_model"]) == ["openai-api/loop/grader-strict"]
+    assert pf_answers == {r["bad"] for r in TOOL_ROWS}
+    assert set(ragas_metrics["judge_model"]) == {"judge-model"}
+    assert ragas_metrics.loc["faithfulness", "scorer"] == "ragas 0.4.3 faithfulness"
+    assert (ragas_run.started_at, dict(ragas_run.pipeline)) == (datetime(2026, 11, 2, 2, 0), {"retriever": "bm25"})
+
+
+@pytest.mark.e2e
+def test_a_misspelt_column_and_a_file_without_scores_are_said_before_recording(tmp_path: Path) -> None:
+    rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
+    db = tmp_path / "evals.duckdb"
+    Store(db).close()
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
+        page = new_page(browser)
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        upload(page, "mine.jsonl", jsonl(rows))
+        text = main_text(page)
+        assert "Column 'context' is not read: did you mean 'contexts'?" in text
+        assert "carries no score column and scoring is off" in text
+        assert exceptions_shown(page) == []

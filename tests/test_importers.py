@@ -1,21 +1,18 @@
-"""Runs from the tools people use: each fixture was written by the tool itself (Ragas 0.4.3, Inspect AI 0.3.285:
-tests/fixtures/imports/make_*.py) or, for promptfoo (a Node tool), by hand from its documented results.json."""
+"""Runs from the tools people use: committed files written by the tool itself (Ragas 0.4.3, Inspect AI 0.3.285:
+tests/fixtures/imports/make_*.py). Files the real tools write in the test run: tests/test_tool_imports.py."""
 
 from __future__ import annotations
 
-import json
 import shutil
-from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from lib.core.errors import InputError
 from lib.diagnosis.diagnose import change_events
 from lib.intake.importers import detect, import_run
 from lib.store import Store
-from tests.test_cli import assert_usage_error, cli
+from tests.test_cli import cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 KETTLE_Q = ["What is the warranty on the X200 kettle?", "Does the X200 kettle switch off by itself?",
@@ -32,6 +29,7 @@ def test_a_ragas_result_table_records_its_samples_scores_and_instrument(fresh_db
     proc = cli("import", "--db", fresh_db, FIXTURES / name, "--run-id", "ragas-1", "--tool-version", "0.4.3")
     assert proc.returncode == 0, proc.stderr
     samples, metrics, scores = stored(fresh_db, "ragas-1")
+    samples = sorted(samples, key=lambda s: KETTLE_Q.index(s.question))   # ids are content hashes, stored in id order
     assert [s.question for s in samples] == KETTLE_Q
     # pandas wrote the passages as a Python list in the CSV: read as the list, not refused
     assert samples[0].contexts == ("The X200 kettle has a warranty of 2 years.", "Warranty claims need the receipt.")
@@ -39,10 +37,11 @@ def test_a_ragas_result_table_records_its_samples_scores_and_instrument(fresh_db
     by_metric = metrics.set_index("metric")
     assert by_metric.loc["faithfulness", "scorer"] == "ragas 0.4.3 faithfulness"
     assert by_metric.loc["context_recall", "scorer"] == "ragas 0.4.3 context_recall"
+    order = [s.sample_id for s in samples]
     faith = scores[scores.metric == "faithfulness"].set_index("sample_id")["score"]
-    assert list(faith) == [1.0, 0.5, 1.0]
+    assert list(faith[order]) == [1.0, 0.5, 1.0]
     recall = scores[scores.metric == "context_recall"].set_index("sample_id")
-    assert list(recall["status"]) == ["ok", "ok", "failed"]     # Ragas' NaN: not scored, never 0
+    assert list(recall.loc[order, "status"]) == ["ok", "ok", "failed"]     # Ragas' NaN: not scored, never 0
     assert (by_metric.loc["context_recall", "n"], by_metric.loc["context_recall", "n_failed"]) == (2, 1)
 
 
@@ -73,37 +72,6 @@ def test_an_inspect_log_records_samples_grades_and_grader(fresh_db: Path, name: 
     assert list(scores["status"]) == ["ok", "failed", "ok"] and list(scores["score"].fillna(-1)) == [1.0, -1, 0.0]
     with Store(fresh_db) as store:
         assert f"{store.run('insp').started_at:%Y-%m-%d %H}" == "2026-12-03 07"   # the log's eval.created
-
-
-def test_a_promptfoo_results_file_maps_vars_assertions_and_grader(fresh_db: Path) -> None:
-    path = FIXTURES / "promptfoo_results.json"
-    assert detect(path) == "promptfoo"
-    proc = cli("import", "--db", fresh_db, path, "--run-id", "pf")
-    assert proc.returncode == 0, proc.stderr
-    samples, metrics, scores = stored(fresh_db, "pf")
-    assert [s.question for s in samples] == [KETTLE_Q[0], "Does the X200 switch off by itself?", KETTLE_Q[2]]
-    assert samples[2].contexts == ("The X200 holds 1.7 litres of water.",)        # a string context: one passage
-    assert samples[0].ground_truth == "The X200 kettle has a warranty of 2 years."  # context-recall's value
-    by_metric = metrics.set_index("metric")
-    assert sorted(by_metric.index) == ["answer_relevance", "context_recall", "faithfulness"]
-    assert set(by_metric["judge_model"]) == {"openai:chat:gpt-4.1-mini"}
-    assert by_metric.loc["faithfulness", "scorer"] == "promptfoo 0.118.4 context-faithfulness"
-    assert list(scores[scores.metric == "faithfulness"]["score"]) == [1.0, 0.5, 0.0]
-    with Store(fresh_db) as store:
-        assert store.run("pf").started_at == datetime(2026, 11, 30, 21, 4, 11)
-
-
-def test_a_bad_cell_in_an_imported_file_is_named_and_nothing_is_written(fresh_db: Path, tmp_path: Path) -> None:
-    data = json.loads((FIXTURES / "promptfoo_results.json").read_text(encoding="utf-8"))
-    data["results"]["results"][1]["gradingResult"]["componentResults"][0]["score"] = 7.5
-    bad = tmp_path / "results.json"
-    bad.write_text(json.dumps(data), encoding="utf-8")
-    line = assert_usage_error(cli("import", "--db", fresh_db, bad, "--run-id", "pf"))
-    assert "row 2" in line and "'faithfulness'" in line and "[0, 1]" in line
-    assert not fresh_db.exists()
-    with pytest.raises(InputError, match="not a promptfoo results file"):
-        (tmp_path / "empty.json").write_text('{"evalId": "x", "results": {"results": []}}', encoding="utf-8")
-        import_run(tmp_path / "empty.json", run_id="x", fmt="promptfoo")
 
 
 def test_a_change_of_scoring_library_version_is_a_trends_marker(fresh_db: Path, tmp_path: Path) -> None:

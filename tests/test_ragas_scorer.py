@@ -18,7 +18,7 @@ import pytest
 
 from lib.core.errors import InputError
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
+from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, SENSITIVE, AblationSpec, run_ablation
 from lib.intake.ingest import run_from_frame
 from lib.judging.scorers.ragas_metrics import score_with_ragas
 from lib.store import Store
@@ -143,3 +143,24 @@ def test_a_ragas_context_recall_harness_that_hands_over_the_answer_comes_out_lea
         result = run_ablation(store, spec, None)
     cells = {v.arm: v for v in result.verdicts}
     assert (cells["answer"].kind == LEAK) is leaks, cells["answer"].sentence
+
+
+@needs_ragas
+def test_the_adapter_blanks_as_ragas_accepts_and_passes_its_refusal_through(ragas_env: OpenAIServer,
+                                                                           fresh_db: Path) -> None:
+    from lib.judging.scorers import ragas_metrics
+
+    with Store(fresh_db) as store:
+        assert record_as_scored(store, "r1", ragas_metrics.faithfulness) == [0.5] * N
+        spec = AblationSpec("r1", ("faithfulness",), ("question", "contexts"), repeats=1,
+                            scorer="lib.judging.scorers.ragas_metrics:faithfulness")
+        result = run_ablation(store, spec, None)
+        rows = store.ablation_results(result.ablation_id)
+    cells = {v.arm: v for v in result.verdicts}
+    # blanked passages reach Ragas as one empty passage (it refuses an empty list): judged, and the score falls
+    assert cells["contexts"].kind == SENSITIVE, cells["contexts"].sentence
+    # a blank question Ragas refuses: each sample failed with Ragas' own reason, and never called a leak
+    question = rows[rows.arm == "question"]
+    assert set(question["status"]) == {"failed"}
+    assert question["reason"].str.contains("user_input is missing").all(), question["reason"].iloc[0]
+    assert cells["question"].kind != LEAK

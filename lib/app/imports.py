@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from lib.judging.scoring import record_frame
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import pandas as pd
 
     from lib.app.ui import Context
@@ -16,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def record_upload(ctx: Context, frame: pd.DataFrame, *, source: str, run_id: str, metrics: Sequence[str] = (),
-                  judge: Judge | None = None, progress: Callable[[int, int], None] | None = None) -> RunRecord:
+                  judge: Judge | None = None, started_at: datetime | None = None,
+                  pipeline: dict[str, object] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> RunRecord:
     """Record an uploaded table as one run in the page's store (lib.judging.scoring.record_frame)."""
     return record_frame(ctx.store, frame, source=source, run_id=run_id, metrics=metrics, judge=judge,
-                        progress=progress)
+                        started_at=started_at, pipeline=pipeline, progress=progress)

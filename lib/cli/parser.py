@@ -98,12 +98,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool-version", metavar="V", help="the tool's version when the file does not record it (Ragas)")
     p.add_argument("--metric-map", action="append", default=[], metavar="SCORER=METRIC",
                    help="an Inspect scorer's metric (repeatable; model_graded_fact is answer_correctness)")
+    p.add_argument("--grader", metavar="MODEL", help="the grader model, for files that do not name it (Ragas)")
+    p.add_argument("--provider", metavar="ID", help="promptfoo: the provider whose results to import, when the "
+                                                    "file has several (each is its own run)")
     p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: what the file says, or now)")
-    p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
+    p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object (default: none "
+                                                      "recorded, and no pipeline change is drawn from this run)")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("templates", help="print or write the default judge templates and the fields each reads")
     p.add_argument("--metric", choices=METRIC_NAMES, metavar="M", help="only this metric's template")
+    p.add_argument("--tool", choices=("ragas", "inspect_ai", "promptfoo"),
+                   help="also print the wiring profile a run scored by this tool is judged under: the fields its "
+                        "metrics receive by design")
     p.add_argument("--out", metavar="DIR", help="write <metric>.txt files into DIR instead of printing")
     p.set_defaults(func=cmd_templates)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,7 +146,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from lib.intake.importers import import_run
+    from lib.intake.importers import prepare_import
 
     db = _db_path(args, must_exist=False)
     mapping = {}
@@ -155,13 +156,17 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise UsageError(f"--metric-map wants SCORER=METRIC with METRIC one of {', '.join(METRIC_NAMES)}, "
                              f"got {pair!r}")
         mapping[name] = metric
-    run = import_run(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
-                     pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None)
+    plan = prepare_import(args.file, run_id=args.run_id, fmt=args.format, started_at=_started_at(args.started_at),
+                          pipeline=_pipeline(args.pipeline), version=args.tool_version, metric_map=mapping or None,
+                          grader=args.grader, provider=args.provider)
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    run = plan.run
     since = datetime.now()
     _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)), since)
     scorers = sorted({m.scorer for m in run.metrics if m.scorer})
-    judges = sorted({m.judge_model for m in run.metrics if m.judge_model})
-    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {', '.join(judges) or 'not recorded'}")
+    where = f" (from {plan.grader_source})" if plan.grader and plan.grader_source else ""
+    print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {plan.grader or 'not recorded'}{where}")
     return EXIT_OK
 
 
@@ -169,6 +174,11 @@ def cmd_templates(args: argparse.Namespace) -> int:
     from lib.core.template_files import default_templates, write_templates
 
     infos = default_templates(args.metric)
+    if getattr(args, "tool", None):
+        from lib.core.profiles import profile_lines
+
+        for line in profile_lines(args.tool):
+            print(f"# wiring profile: {line}")
     if args.out:
         for info, path in zip(infos, write_templates(args.out, args.metric), strict=True):
             print(f"wrote {path}: {info.header}")

@@ -16,6 +16,7 @@
 | allowed_users | EVALDRIFT_ALLOWED_USERS | none: with login on, every signed-in user |
 | ablation_users | EVALDRIFT_ABLATION_USERS | none: whoever may see the pages may launch |
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
+| inspect_python | EVALDRIFT_INSPECT_PYTHON | none: a Python with inspect-ai, whose reader reads Inspect logs |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
 | identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
 | max_input_bytes | EVALDRIFT_MAX_INPUT_BYTES | 536870912 (512 MiB: a file read whole, a zip member, all members) |
@@ -61,6 +62,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
     ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
     ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
+    ("inspect_python", "EVALDRIFT_INSPECT_PYTHON", "a Python with inspect-ai: Inspect logs are read by its reader"),
     ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
     ("identity_claim", "EVALDRIFT_IDENTITY_CLAIM",
      "with login on: the identity-token claim holding the user's address (default email, refused when the "
@@ -88,6 +90,7 @@ class Settings:
     allowed_users: tuple[str, ...] = ()
     ablation_users: tuple[str, ...] = ()
     ragas_python: str | None = None
+    inspect_python: str | None = None
     breaker_failures: int = 10
     job_deadline: float | None = None
     call_budget: int | None = None
@@ -138,6 +141,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
         ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
         ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
+        inspect_python=get("EVALDRIFT_INSPECT_PYTHON"),
         breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
         job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
         call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),

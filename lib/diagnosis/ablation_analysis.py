@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from lib.core.endpoints import DEMO_GENERATOR
-from lib.core.metrics import MetricSpec, expectation, get_metric
+from lib.core.metrics import MetricSpec, get_metric
+from lib.core.profiles import expectation_for, tool_of
 from lib.core.prompts import fields_rendered
 from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
@@ -112,7 +113,7 @@ def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm,
                     renders: frozenset[str] | None, mismatch: bool, n_samples: int) -> ArmVerdict:
     """An arm whose prompts equal the baseline's: not re-judged, so no move, interval or flips to show."""
     fields = arm_fields(arm)
-    expected = expectation(mspec.name, fields)
+    expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
     e = CellEvidence(mspec.name, fields, expected, renders, 0, None, None, None, band, _mean_scores(base),
                      replay_mismatch=mismatch, min_effect=spec.min_effect, unchanged=n_samples)
     d = classify(e)
@@ -144,7 +145,7 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _
     common samples, and their as-wired and blanked scores.
     """
     fields = arm_fields(arm)
-    expected = expectation(mspec.name, fields)
+    expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
     common = [s for s in order if s in base.scores and s in abl.scores] if order is not None else \
         sorted(set(base.scores) & set(abl.scores))
     a = [float(np.mean(base.scores[s])) for s in common]

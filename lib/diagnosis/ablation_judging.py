@@ -126,7 +126,8 @@ def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> 
 def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalSample]) -> list[SampleResult]:
     """An external scorer's results for samples of one arm: excluded ones first, then one call for the rest.
 
-    A missing, NaN or out-of-range score is a failure with its reason, never a 0 or a 1.
+    A missing, NaN or out-of-range score is a failure with its reason, never a 0 or a 1; a scorer may give
+    text instead of a score: its reason for not scoring the sample (a tool that refuses a blanked field).
     """
     results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, metric) or "")
                for s in originals if exclusion_reason(s, metric)]
@@ -135,7 +136,9 @@ def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalS
     if len(scores) != len(part):
         raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples", field="scorer")
     for s, v in zip(part, scores, strict=True):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if isinstance(v, str):   # the scorer's own reason for giving no score (the tool refused the sample)
+            results.append(SampleResult(s.sample_id, FAILED, reason=f"scorer gave no score: {v[:300]}"))
+        elif v is None or (isinstance(v, float) and math.isnan(v)):
             results.append(SampleResult(s.sample_id, FAILED, reason="scorer returned no score"))
         elif not 0.0 <= float(v) <= 1.0:
             results.append(SampleResult(s.sample_id, FAILED, reason=f"scorer returned {v!r}"))

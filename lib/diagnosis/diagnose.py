@@ -30,6 +30,7 @@ from lib.diagnosis.noise import (
     within_steps,
 )
 from lib.diagnosis.segments import boundary_runs, segment_index
+from lib.intake.importers import UNVERSIONED
 from lib.judging.base import CallCache, Judge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
@@ -126,6 +127,14 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
     return RunChanges(run_id, prev, judges, templates, bindings, pipe)
 
 
+NO_PIPELINE = ("{}", "")
+
+
+def _unversioned(scorer: pd.Series) -> pd.Series:
+    """'ragas 0.4.3 faithfulness' and 'ragas (version not recorded) faithfulness' -> 'ragas faithfulness'."""
+    return scorer.astype(str).str.replace(r"^(\S+) (\(version not recorded\)|\S+) ", r"\1 ", regex=True)
+
+
 def change_events(history: pd.DataFrame) -> pd.DataFrame:
     """Markers for a trend chart: one row per recorded change between consecutive runs.
 
@@ -139,6 +148,9 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     parts: list[pd.DataFrame] = []
     runs = history.drop_duplicates("run_id").sort_values(["started_at", "run_id"])
+    # a run recorded with no pipeline config (an import that was not given one) says nothing about the
+    # pipeline: it is compared with nothing, and the runs around it with each other
+    runs = runs[~runs["pipeline"].astype(str).isin(NO_PIPELINE)]
     pipes = runs["pipeline"].astype(str)
     changed = runs[pipes.ne(pipes.shift()) & pipes.shift().notna()]
     if not changed.empty:
@@ -156,8 +168,15 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
                       ("scorer", "scoring library")):
         if col not in h.columns:  # a history from before scoring libraries were recorded
             continue
-        cur, old = h[col].astype(object), h.groupby("metric")[col].shift().astype(object)
-        differs = ~first & ~(cur.eq(old) | (cur.isna() & old.isna()))
+        # a run that did not record the field (an import with no grader, no template) says nothing about it:
+        # no marker at it, and the next run that records it is compared with the last one that did
+        cur = h[col].astype(object)
+        old = h[col].astype(object).groupby(h["metric"]).transform(lambda s: s.ffill().shift()).astype(object)
+        differs = ~first & cur.notna() & old.notna() & ~cur.eq(old)
+        if col == "scorer":   # a tool version not recorded on either side: compare the tool and its metric only
+            unversioned = cur.astype(str).str.contains(UNVERSIONED, regex=False) | old.astype(str).str.contains(
+                UNVERSIONED, regex=False)
+            differs &= ~(unversioned & _unversioned(cur).eq(_unversioned(old)))
         hit = h[differs]
         if hit.empty:
             continue

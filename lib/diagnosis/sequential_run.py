@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lib.core.metrics import MetricSpec, get_metric
+from lib.core.profiles import expectation_for, tool_of
 from lib.core.results import EXCLUDED, FAILED
 from lib.core.samples import arm_fields
 from lib.diagnosis import verdict_words
@@ -26,7 +27,7 @@ from lib.diagnosis.ablation_judging import Judging, Scorer, score_group
 from lib.diagnosis.ablation_plan import BASELINE, Plan, Unit
 from lib.diagnosis.sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.stats import noise_band
-from lib.diagnosis.verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
+from lib.diagnosis.verdicts import CellEvidence
 
 if TYPE_CHECKING:
     from lib.diagnosis.ablation_result import ArmVerdict
@@ -68,7 +69,7 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
     before = np.concatenate(([0], np.cumsum(paired)))            # pairs among the first j samples
     deltas = (a["mean"] - b["mean"])[paired]
     fields = arm_fields(arm)
-    expected = INVARIANT if set(fields) <= mspec.never else EXPECT_SENSITIVE
+    expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
 
     def at(k: int) -> CellEvidence:
         n = int(before[k])

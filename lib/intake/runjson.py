@@ -31,6 +31,7 @@ def run_to_json(run: RunRecord, *, target: str | None = None) -> str:
         "pipeline": run.pipeline,
         "label": run.label,
         "fields": list(run.fields),
+        "notes": dict(run.notes),
         "samples": {suite: [{"sample_id": s.sample_id, "question": s.question, "answer": s.answer,
                              "contexts": list(s.contexts), "ground_truth": s.ground_truth} for s in ss]
                     for suite, ss in run.samples.items()},
@@ -110,7 +111,7 @@ def read_handover(text: str | bytes, *, source: str = "run file") -> tuple[str |
     suites = top.get("samples", dict)
     run = RunRecord(
         run_id=run_id, started_at=started, pipeline=top.get("pipeline", dict),
-        label=top.text("label", default=""), fields=_fields(top),
+        label=top.text("label", default=""), fields=_fields(top), notes=top.get("notes", dict, default={}),
         samples={suite: _samples(top, suite, ss) for suite, ss in suites.items()},
         metrics=[_metric(top.child(m, f"metrics[{k}]")) for k, m in enumerate(top.get("metrics", list), start=1)],
     )

@@ -229,21 +229,26 @@ def score_file(db: str | Path, path: str | Path, *, run_id: str, judge: Judge,
 
 
 def record_frame(store: Store, frame: pd.DataFrame, *, source: str, run_id: str, metrics: Sequence[str] = (),
-                 judge: Judge | None = None, progress: Callable[[int, int], None] | None = None) -> RunRecord:
+                 judge: Judge | None = None, progress: Callable[[int, int], None] | None = None,
+                 started_at: datetime | None = None, pipeline: Mapping[str, object] | None = None) -> RunRecord:
     """Record an uploaded table as one run: with its own scores, or, given a judge, scored here for `metrics`.
 
     Scoring goes through the harness with the projected templates, and every
     reply is kept in the store's call cache. The run is validated whole before
-    anything is written (InputError names the row and field).
+    anything is written (InputError names the row and field). `started_at`
+    (default: now) and `pipeline` (default: none recorded) are the run's.
     """
+    from lib.core.validate import check_run
     from lib.intake.ingest import present_fields, records_from_frame, run_from_frame
 
     if judge is None:
-        run = run_from_frame(frame, source=source, run_id=run_id)
+        run = run_from_frame(frame, source=source, run_id=run_id, started_at=started_at, pipeline=pipeline)
     else:
         samples, _ = records_from_frame(frame, source=source, metrics=metrics)
         run = evaluate_run(run_id, samples, judge, metrics=list(metrics), cache=store, fields=present_fields(frame),
                            progress=progress)
+        run = dataclasses.replace(run, started_at=started_at or run.started_at, pipeline=pipeline or run.pipeline)
+        check_run(run, source=source)
     store.record_run(run)
     return run
 

@@ -276,10 +276,10 @@ class RecordingMixin(ArchiveMixin):
 
     def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None:
         archived = self._archive_run(cur, run.run_id, "recorded over")
-        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields, notes) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
-                     json.dumps(list(run.fields))])
+                     json.dumps(list(run.fields)), json.dumps(dict(run.notes), sort_keys=True) if run.notes else None])
         for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
             cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
         return archived

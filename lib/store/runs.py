@@ -56,6 +56,13 @@ class RunsMixin(StoreBase):
             raise NotFoundError(f"no run {run_id!r} in {self.path}")
         return tuple(json.loads(rows[0][0])) if rows[0][0] else FIELDS
 
+    def run_notes(self, run_id: str) -> dict[str, object]:
+        """What an import found or changed in a run (repeats folded, scores clamped, ...); {} when nothing."""
+        rows = self._rows("SELECT notes FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise NotFoundError(f"no run {run_id!r} in {self.path}")
+        return json.loads(rows[0][0]) if rows[0][0] else {}
+
     def resolve_run(self, run_id: str) -> str:
         """'latest' or a run id -> an existing run id (NotFoundError otherwise)."""
         if run_id == "latest":

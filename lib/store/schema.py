@@ -158,6 +158,10 @@ MIGRATIONS: tuple[Migration, ...] = (
               ("ALTER TABLE ablation_results ADD COLUMN IF NOT EXISTS raw VARCHAR",)),
     Migration("replaced runs kept", tuple(_ARCHIVE)),
     Migration("labels", tuple(_LABELS)),
+    # What an import found or changed in a run (JSON object: repeats folded, scores clamped, columns not read, where
+    # the grader was read); NULL for runs recorded before, and for runs with nothing to say. A replaced run keeps it.
+    Migration("run notes", ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
+                            "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS notes VARCHAR")),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

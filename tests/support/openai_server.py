@@ -104,6 +104,18 @@ class Fault:
             )
 
 
+def _bag_of_words(text: str, size: int = 64) -> list[float]:
+    """A deterministic embedding: word counts hashed into `size` slots, with irrational weights (so the cosine
+    of a text with itself is computed in floating point, as a real model's is)."""
+    import hashlib
+
+    vector = [0.0] * size
+    for word in text.lower().replace(".", " ").replace("?", " ").split():
+        slot = int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:4], "little") % size
+        vector[slot] += 1.0 / (1 + slot) ** 0.5
+    return vector
+
+
 def _count_tokens(text: str) -> int:
     """Counts "tokens" as whitespace-separated words.
 
@@ -370,13 +382,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._not_found()
 
     def do_POST(self) -> None:
-        """Serves ``POST /v1/chat/completions``; anything else is a 404."""
+        """Serves ``POST /v1/chat/completions`` and ``/v1/embeddings``; anything else is a 404."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         if self._path().startswith(("/v1/files", "/v1/batches")):
             self.owner.batch_api.post(self, self._path(), raw)
             return
-        if self._path() != "/v1/chat/completions":
+        if self._path() not in ("/v1/chat/completions", "/v1/embeddings"):
             self._not_found()
             return
         try:
@@ -388,7 +400,18 @@ class _Handler(BaseHTTPRequestHandler):
                 400, "request body is not a JSON object", "invalid_request_error"
             )
             return
+        if self._path() == "/v1/embeddings":
+            self._embed(body)
+            return
         self._chat(body)
+
+    def _embed(self, body: dict) -> None:
+        """``POST /v1/embeddings``: each input text as a hashed bag of its words (same words, same vector)."""
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = [{"object": "embedding", "index": i, "embedding": _bag_of_words(str(t))} for i, t in enumerate(texts)]
+        self._send_json(200, {"object": "list", "data": data, "model": body.get("model", MODEL_ID),
+                              "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
     def do_PUT(self) -> None:
         """Any PUT is a 404."""

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from lib.core.errors import InputError
 from lib.core.records import RunRecord
-from lib.intake.importers.base import Imported
+from lib.intake.importers.base import Imported, clamp_scores, fold_repeats
 
 FORMATS = ("ragas", "inspect", "promptfoo")
+UNVERSIONED = "(version not recorded)"   # in a stored scorer: no scoring-library marker is drawn from it alone
 
 
 def detect(path: str | Path) -> str:
@@ -48,7 +50,7 @@ def detect(path: str | Path) -> str:
 
 
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
-         metric_map: Mapping[str, str] | None = None) -> Imported:
+         metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
     """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
     fmt = fmt or detect(path)
     if fmt == "ragas":
@@ -59,36 +61,120 @@ def read(path: str | Path, fmt: str | None = None, *, version: str | None = None
         return read_inspect(path, metric_map=metric_map)
     if fmt == "promptfoo":
         from lib.intake.importers.promptfoo import read_promptfoo
-        return read_promptfoo(path)
+        return read_promptfoo(path, provider=provider)
     raise InputError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", field="format", source=str(path))
 
 
-def import_run(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
-               pipeline: Mapping[str, object] | None = None, version: str | None = None,
-               metric_map: Mapping[str, str] | None = None) -> RunRecord:
-    """Read and validate another tool's file into a run (record it with Store.record_run or lib.intake.inbox.record).
+@dataclass(frozen=True)
+class ImportPlan:
+    """A tool's file read and validated into a run, with what was detected and what the user should know.
+
+    Attributes:
+        run: the run to record (nothing is written yet).
+        fmt: the format read ('ragas', 'inspect', 'promptfoo').
+        tool: the scoring library, as stored ("ragas", "inspect_ai", "promptfoo").
+        version: its version (None: neither the file nor the user gave it).
+        grader: the grader model (None: not recorded).
+        grader_source: where the grader came from: a place in the file, or "given" by the user.
+        sources: our metric -> the tool's name for the score.
+        notes: what reading changed or found (stored with the run).
+        warnings: what to say before recording.
+    """
+
+    run: RunRecord
+    fmt: str
+    tool: str
+    version: str | None
+    grader: str | None
+    grader_source: str | None
+    sources: Mapping[str, str]
+    notes: Mapping[str, object]
+    warnings: tuple[str, ...]
+
+
+def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
+                   pipeline: Mapping[str, object] | None = None, version: str | None = None,
+                   metric_map: Mapping[str, str] | None = None, grader: str | None = None,
+                   provider: str | None = None, source: str | None = None) -> ImportPlan:
+    """Read and validate another tool's file into a run and say what was found (the CLI and the page call this).
 
     Args:
         path: the file.
         run_id: the run's id.
         fmt: 'ragas', 'inspect' or 'promptfoo' (default: detected).
         started_at: when the run happened (default: the time the file records, else now).
-        pipeline: the pipeline config.
+        pipeline: the pipeline config (default: none recorded; no pipeline marker is drawn from it).
         version: the tool's version, for files that do not record it (Ragas).
         metric_map: source score name -> our metric (Inspect scorers; defaults in lib.intake.importers.inspect).
+        grader: the grader model, for files that do not name it (Ragas); a file's own grader wins, with a
+            warning when the two differ.
+        provider: promptfoo: the provider whose results to import, when the file has several.
+        source: the name errors give the file (default: its path).
+
+    Raises:
+        InputError: an unreadable file, a file with no score we know, or a row and field that fails validation.
+    """
+    from lib.intake.ingest import run_from_frame
+
+    fmt = fmt or detect(path)
+    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider)
+    name = source or str(path)
+    metrics = list(got.sources)
+    if not metrics:
+        unmapped = got.notes.get("unmapped_columns")
+        raise InputError("no score this tool names maps to one of our metrics ("
+                         + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "")
+                         + "map an Inspect scorer with --metric-map SCORER=METRIC)", field="metrics", source=name)
+    frame, clamped = clamp_scores(got.frame, metrics)
+    frame, repeats = fold_repeats(frame, metrics) if "id" in frame.columns else (frame, {})
+    notes: dict[str, object] = {"tool": got.tool, **got.notes, **repeats}
+    if clamped:
+        notes["clamped_scores"] = clamped
+    warnings = list(got.warnings)
+    judge, place = got.judge_model, got.grader_source
+    if grader:
+        if judge and judge != grader:
+            warnings.append(f"the file names the grader {judge} ({place}); recorded that, not {grader}")
+        elif not judge:
+            judge, place = grader, "given"
+    if not judge:
+        warnings.append("the grader is not recorded in the file: give it (--grader), or its scores are "
+                        "unattributed and no judge change can be seen")
+    tool_version = got.version or version
+    if not tool_version:
+        warnings.append(f"the {got.tool} version is not recorded: give it (--tool-version); until then no "
+                        f"scoring-library change is drawn for this run")
+    if notes.get("unmapped_columns"):
+        warnings.append("score columns not read (no metric of ours): " + ", ".join(notes["unmapped_columns"]))
+    if clamped:
+        warnings.append("scores a hair outside [0, 1] (floating point) set to the bound: "
+                        + ", ".join(f"{m} {n}" for m, n in clamped.items()))
+    if repeats:
+        warnings.append(f"{repeats['rows_read']} rows are {repeats['samples']} samples repeated up to "
+                        f"{repeats['repeats']} times: each sample's score is the mean of its repeats")
+    notes["grader_source"] = place
+    run = run_from_frame(frame, source=name, run_id=run_id, started_at=started_at or got.started_at,
+                         pipeline=pipeline, judge_model=judge, templates=got.templates or None)
+    run = dataclasses.replace(run, notes=notes, metrics=[
+        dataclasses.replace(m, scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
+        for m in run.metrics])
+    return ImportPlan(run=run, fmt=fmt, tool=got.tool, version=tool_version, grader=judge, grader_source=place,
+                      sources=dict(got.sources), notes=notes, warnings=tuple(warnings))
+
+
+def import_run(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
+               pipeline: Mapping[str, object] | None = None, version: str | None = None,
+               metric_map: Mapping[str, str] | None = None, grader: str | None = None,
+               provider: str | None = None) -> RunRecord:
+    """Read and validate another tool's file into a run (record it with Store.record_run or lib.intake.inbox.record).
+
+    Arguments as in `prepare_import`.
 
     Raises:
         InputError: an unreadable file, or a row and field that fails validation.
     """
-    from lib.intake.ingest import run_from_frame
-
-    got = read(path, fmt, version=version, metric_map=metric_map)
-    run = run_from_frame(got.frame, source=str(path), run_id=run_id, started_at=started_at or got.started_at,
-                         pipeline=pipeline, judge_model=got.judge_model)
-    metrics = [dataclasses.replace(m, scorer=f"{got.tool} {got.version or '(version not recorded)'} "
-                                            f"{got.sources.get(m.metric, m.metric)}")
-               for m in run.metrics]
-    return dataclasses.replace(run, metrics=metrics)
+    return prepare_import(path, run_id=run_id, fmt=fmt, started_at=started_at, pipeline=pipeline,
+                          version=version, metric_map=metric_map, grader=grader, provider=provider).run
 
 
-__all__ = ["FORMATS", "Imported", "detect", "import_run", "read"]
+__all__ = ["FORMATS", "ImportPlan", "Imported", "detect", "import_run", "prepare_import", "read"]

@@ -1,11 +1,22 @@
-"""What an importer hands on: one table in our column names, and the instrument the file records."""
+"""What an importer hands on: one table in our column names, and the instrument the file records.
+
+Also the rules every importer shares: a sample's identity from its content, a tool's repeats folded into
+one sample, and scores a hair outside [0, 1] (floating point) clamped and counted.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+import numbers
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import pandas as pd
+
+# a score this close outside [0, 1] is floating point (promptfoo's cosine similarity gives 1.0000000000000002)
+FLOAT_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,10 @@ class Imported:
             promptfoo assertion type).
         judge_model: the grader model the file names, if any.
         started_at: when the file says the run happened.
+        grader_source: where in the file the grader was read (None: not found).
+        templates: our metric -> the grading instrument's text (its template and options), when the file has it.
+        notes: what reading changed or found, kept with the run (repeats, clamped scores, unmapped columns).
+        warnings: what the user should know before recording (in words).
     """
 
     frame: pd.DataFrame
@@ -29,6 +44,10 @@ class Imported:
     sources: dict[str, str] = field(default_factory=dict)
     judge_model: str | None = None
     started_at: datetime | None = None
+    grader_source: str | None = None
+    templates: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, object] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def parse_time(text: object) -> datetime | None:
@@ -42,3 +61,69 @@ def parse_time(text: object) -> datetime | None:
     from datetime import UTC
 
     return value.astimezone(UTC).replace(tzinfo=None, microsecond=0) if value.tzinfo else value
+
+
+def content_id(question: object, reference: object) -> str:
+    """A sample's id from what it asks and its reference: the same sample in a reordered file keeps its id.
+
+    The passages and the answer are left out on purpose: they are what a pipeline change moves.
+    """
+    key = json.dumps([question if isinstance(question, str) else None,
+                      reference if isinstance(reference, str) else None], ensure_ascii=False)
+    return "c-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def clamp_scores(frame: pd.DataFrame, metrics: list[str]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Scores within FLOAT_TOLERANCE outside [0, 1] set to the bound; how many per metric.
+
+    A score further out is left as it is, for validation to refuse with its row and field.
+    """
+    clamped: dict[str, int] = {}
+    out = frame.copy()
+    for metric in metrics:
+        if metric not in out.columns:
+            continue
+        values = []
+        for value in out[metric].tolist():
+            number = _number(value)
+            if number is not None and (-FLOAT_TOLERANCE <= number < 0 or 1 < number <= 1 + FLOAT_TOLERANCE):
+                clamped[metric] = clamped.get(metric, 0) + 1
+                value = min(1.0, max(0.0, number))
+            values.append(value)
+        out[metric] = pd.Series(values, index=out.index, dtype=object)
+    return out, clamped
+
+
+def fold_repeats(frame: pd.DataFrame, metrics: list[str], id_column: str = "id"
+                 ) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Rows that share an id are repeats of one sample (Inspect epochs, promptfoo --repeat): one row each.
+
+    The sample keeps its first repeat's fields; each metric's score is the mean of its repeats' scores
+    (not scored when none was). Notes say how many repeats there were and, per metric, the mean
+    within-sample standard deviation: the tool's own repeat noise.
+    """
+    counts = frame[id_column].value_counts(sort=False)
+    if counts.empty or counts.max() < 2:
+        return frame, {}
+    rows, spread = [], {m: [] for m in metrics if m in frame.columns}
+    for _sid, group in frame.groupby(id_column, sort=False):
+        row = group.iloc[0].copy()
+        for metric in spread:
+            scores = [n for n in (_number(v) for v in group[metric].tolist()) if n is not None]
+            row[metric] = sum(scores) / len(scores) if scores else None
+            if len(scores) > 1:
+                mean = sum(scores) / len(scores)
+                spread[metric].append(math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)))
+        rows.append(row)
+    out = pd.DataFrame(rows, dtype=object).reset_index(drop=True)
+    out.index = pd.RangeIndex(1, len(out) + 1, name="row")
+    notes: dict[str, object] = {"repeats": int(counts.max()), "rows_read": len(frame), "samples": len(out)}
+    notes["repeat_sd"] = {m: round(sum(v) / len(v), 6) for m, v in spread.items() if v}
+    return out, notes

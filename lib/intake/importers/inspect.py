@@ -1,17 +1,30 @@
 """Inspect AI eval logs (`.eval`, a zip of header.json and samples/*.json; or one `.json`) -> one run.
 
-Per sample: `id` (with `@<epoch>` when the log has several epochs), `input`
+With EVALDRIFT_INSPECT_PYTHON (a Python with inspect-ai) the log is read by Inspect's own
+`read_eval_log` (its stable surface; it reads unfinished logs too), in that environment; without it, by
+the reader below, kept tested against logs the real Inspect writes.
+
+Per sample: `id` (Inspect's own sample id; the epochs of one sample are its repeats), `input`
 (text, or the user messages of a chat input) as the question, `output.completion`
 as the answer, `target` as the reference, and the passages from the sample's
 metadata (`contexts`, or `context`) when the task put them there. Each scorer
 whose name maps to one of our metrics becomes that metric: a number as is, a
 boolean as 1/0, Inspect's grades C / P / I as 1 / 0.5 / 0, and NaN or a missing
 value as not scored (`model_graded_fact` leaves NaN when it cannot read its
-grader). The grader is the log's `grader` model role, else the task's model.
+grader). A sample that errored has no score: not scored, with Inspect's error kept in the notes.
+
+The grader is where Inspect takes it from: the scorer's `model` option
+(`model_graded_fact(model=...)`, in `eval.scorers[].options.model`), else the
+log's `grader` model role, else the task's model (Inspect's fallback: then the
+answering model grades too, and the notes say so). The scorer's options
+(grading template, instructions, grade pattern, partial credit) are the
+metric's instrument: their text is stored as its template (braces doubled: it
+is a record, never rendered), so a change of template is a prompt marker.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import zipfile
 from collections.abc import Mapping
@@ -61,8 +74,34 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
         raise zipfile.BadZipFile(f"{name}: {exc}") from None
 
 
+WORKER = Path(__file__).with_name("inspect_worker.py")
+
+
+def _load_with_inspect(path: Path, python: str) -> tuple[dict, list[dict]]:
+    """The log as Inspect's own reader gives it (in the Python named by EVALDRIFT_INSPECT_PYTHON)."""
+    import subprocess
+
+    try:
+        # -I: the worker's folder holds this module, named inspect.py like the standard library's module
+        proc = subprocess.run([python, "-I", str(WORKER), str(path)], capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        raise InputError(f"EVALDRIFT_INSPECT_PYTHON names a Python that cannot be run, {python}: {exc}",
+                         source=str(path)) from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError(f"Inspect's reader could not read the log: {last[:300]}", source=str(path))
+    data = shapes.strict_json(proc.stdout.encode(), source=str(path), what="Inspect log (as Inspect read it)")
+    return data["header"], list(data["samples"])
+
+
 def _load(path: Path) -> tuple[dict, list[dict]]:
     source = str(path)
+    from lib.core import settings
+
+    python = settings.load().inspect_python
+    if python:
+        header, samples = _load_with_inspect(path, python)
+        return _checked(header, samples, source)
     try:
         if path.suffix.lower() == ".eval":
             with zipfile.ZipFile(path) as z:
@@ -82,9 +121,15 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
             samples = list(header.get("samples") or [])
             for row, sample in enumerate(samples, start=1):
                 shapes.check(sample, shapes.INSPECT_SAMPLE, source=source, row=row, path="samples")
-    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError, ValueError, NotImplementedError,
-            EOFError) as exc:
+    except KeyError as exc:
+        raise InputError(f"not a readable Inspect log: {exc} (an unfinished log has no header yet: "
+                         f"EVALDRIFT_INSPECT_PYTHON lets Inspect's own reader read it)", source=source) from None
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError, ValueError, NotImplementedError, EOFError) as exc:
         raise InputError(f"not a readable Inspect log: {exc}", source=source) from None
+    return _checked(header, samples, source)
+
+
+def _checked(header: dict, samples: list[dict], source: str) -> tuple[dict, list[dict]]:
     if not isinstance(header, dict) or "eval" not in header:
         raise InputError("not an Inspect log (no 'eval' section)", source=source)
     if not samples:
@@ -128,10 +173,12 @@ def read_inspect(path: str | Path, *, metric_map: Mapping[str, str] | None = Non
     header, samples = _load(path)
     spec = header["eval"]
     mapping = {**DEFAULT_METRIC_MAP, **(metric_map or {})}
-    epochs = len({s.get("epoch", 1) for s in samples}) > 1
-    rows, sources = [], {}
+    rows, sources, errors = [], {}, {}
     for s in samples:
-        row: dict[str, object] = {"id": f"{s.get('id')}@{s.get('epoch', 1)}" if epochs else s.get("id"),
+        if s.get("error"):
+            message = str((s.get("error") or {}).get("message") or s.get("error"))
+            errors[message[:160]] = errors.get(message[:160], 0) + 1
+        row: dict[str, object] = {"id": s.get("id"),
                                   "question": _text(s.get("input")), "answer": (s.get("output") or {}).get(
                                       "completion"), "ground_truth": _text(s.get("target"))}
         meta = s.get("metadata") or {}
@@ -146,7 +193,48 @@ def read_inspect(path: str | Path, *, metric_map: Mapping[str, str] | None = Non
         rows.append(row)
     frame = pd.DataFrame(rows, dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="row")
-    roles = spec.get("model_roles") or {}
-    grader = (roles.get("grader") or {}).get("model") or spec.get("model")
+    grader, place = _grader(spec, set(sources.values()))
+    notes: dict[str, object] = {}
+    if errors:
+        notes["sample_errors"] = errors
+    warnings = []
+    if header.get("status") not in (None, "success"):
+        warnings.append(f"the log's status is {header.get('status')!r}: Inspect did not finish it")
+    if place == "eval.model":
+        notes["grader_is_answering_model"] = True
     return Imported(frame, "inspect_ai", (spec.get("packages") or {}).get("inspect_ai"), sources, grader,
-                    parse_time(spec.get("created")))
+                    parse_time(spec.get("created")), grader_source=place,
+                    templates=_instruments(spec, sources), notes=notes, warnings=tuple(warnings))
+
+
+def _scorer_options(spec: dict) -> dict[str, dict]:
+    return {str(s.get("name")).split("/")[-1]: (s.get("options") or {}) for s in spec.get("scorers") or []
+            if isinstance(s, dict)}
+
+
+def _grader(spec: dict, scorers: set[str]) -> tuple[str | None, str | None]:
+    """The grader model and where it was read, in the order Inspect resolves it."""
+    for name, options in _scorer_options(spec).items():
+        if scorers and name not in {x.split("/")[-1] for x in scorers}:
+            continue
+        model = options.get("model")
+        if isinstance(model, list):
+            model = ", ".join(str(m) for m in model) or None
+        if model:
+            return str(model), "eval.scorers[].options.model"
+    role = (spec.get("model_roles") or {}).get("grader") or {}
+    if role.get("model"):
+        return str(role["model"]), "eval.model_roles.grader"
+    return spec.get("model"), "eval.model" if spec.get("model") else None
+
+
+def _instruments(spec: dict, sources: dict[str, str]) -> dict[str, str]:
+    """Our metric -> the text of its scorer's grading options (the template and what shapes the grader's prompt)."""
+    options = _scorer_options(spec)
+    out = {}
+    for metric, scorer in sources.items():
+        opts = {k: v for k, v in options.get(scorer.split("/")[-1], {}).items() if k not in ("model", "model_role")}
+        text = (f"Inspect AI scorer {scorer}: its grading options (template, instructions, grade pattern; "
+                f"default: Inspect's own)\n" + json.dumps(opts, sort_keys=True, indent=1, default=str))
+        out[metric] = text.replace("{", "{{").replace("}", "}}")
+    return out

@@ -15,10 +15,18 @@ becomes that metric's score for the sample:
 | `context-recall` | context_recall |
 | `factuality` | answer_correctness |
 
-The grader is the assertion's `provider`, else the test's or the suite's
-default (`options.provider`). The promptfoo version is `metadata.promptfooVersion`
-when the file has it. A file with several prompts or providers gives each
-(test, prompt, provider) its own sample id.
+A sample's id is a hash of its question and reference (promptfoo's `testIdx` is
+a position, and `--repeat` gives each repeat its own): a reordered file pairs
+the same samples, and the rows of one test repeated are repeats of one sample.
+A result promptfoo could not grade (an error, no grading result) is not scored.
+
+The grader is the assertion's `provider`, else the test's `options.provider`,
+else the suite's `defaultTest.options.provider` (`--grader` is stored there as
+`{"modelName": ...}`); a provider is a string, `{id}`, `{modelName}` or
+`{text: {...}, embedding: {...}}` (the text grader is the grader; the embedding
+model is kept in the notes). The promptfoo version is `metadata.promptfooVersion`.
+A file with several providers (or prompts) is several runs: it is refused unless
+one is chosen (`provider=`), never averaged into one.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.intake.importers import shapes
-from lib.intake.importers.base import Imported, parse_time
+from lib.intake.importers.base import Imported, content_id, parse_time
 
 ASSERTIONS = {"context-faithfulness": "faithfulness", "answer-relevance": "answer_relevance",
               "context-relevance": "context_precision", "context-recall": "context_recall",
@@ -39,26 +47,47 @@ REFERENCE_ASSERTIONS = ("context-recall", "factuality")
 
 
 def _provider_name(provider: object) -> str | None:
+    """A provider's name in any of the forms promptfoo stores (the text grader of a {text, embedding} pair)."""
     if isinstance(provider, str):
-        return provider
+        return provider or None
     if isinstance(provider, dict):
-        return provider.get("id") or provider.get("label")
+        if "text" in provider or "embedding" in provider:
+            return _provider_name(provider.get("text"))
+        return provider.get("id") or provider.get("modelName") or provider.get("label") or None
     return None
 
 
-def _row(r: dict, multi: bool, graders: Counter, sources: dict[str, str], default_grader: str | None) -> dict:
+def _embedding_name(provider: object) -> str | None:
+    return _provider_name(provider.get("embedding")) if isinstance(provider, dict) else None
+
+
+def _prompt_key(result: dict) -> str:
+    prompt = result.get("prompt") or {}
+    return str(result.get("promptId") or prompt.get("label") or prompt.get("raw") or "")
+
+
+def target_of(result: dict, several_prompts: bool) -> str:
+    """The provider (and prompt, when the file has several) a result belongs to: one run each.
+
+    (`promptIdx` numbers promptfoo's prompt x provider columns, so two providers of one prompt differ in it.)
+    """
+    name = _provider_name(result.get("provider")) or "provider"
+    if not several_prompts:
+        return name
+    prompt = result.get("prompt") or {}
+    return f"{name} prompt {str(prompt.get('label') or _prompt_key(result))[:40]}"
+
+
+def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], default_grader: str | None) -> dict:
     test = r.get("testCase") or {}
     vars_ = r.get("vars") or test.get("vars") or {}
-    sid = f"test-{r.get('testIdx')}"
-    if multi:
-        sid += f"-prompt-{r.get('promptIdx')}-{_provider_name(r.get('provider')) or 'provider'}"
-    row: dict[str, object] = {"id": sid, "question": vars_.get("query", vars_.get("question")),
-                              "answer": (r.get("response") or {}).get("output")}
+    question = vars_.get("query", vars_.get("question"))
+    row: dict[str, object] = {"question": question, "answer": (r.get("response") or {}).get("output")}
     context = vars_.get("context", vars_.get("contexts"))
     if context is not None:
         row["contexts"] = [context] if isinstance(context, str) else context
     reference = vars_.get("ground_truth", vars_.get("reference", vars_.get("expected")))
-    test_grader = _provider_name((test.get("options") or {}).get("provider")) or default_grader
+    test_grader = _provider_name((test.get("options") or {}).get("provider"))
     for part in (r.get("gradingResult") or {}).get("componentResults") or []:
         assertion = part.get("assertion") or {}
         kind = str(assertion.get("type") or "")
@@ -69,14 +98,30 @@ def _row(r: dict, multi: bool, graders: Counter, sources: dict[str, str], defaul
             continue
         sources[metric] = kind
         row[metric] = part.get("score")
-        graders[_provider_name(assertion.get("provider")) or test_grader] += 1
+        own = _provider_name(assertion.get("provider"))
+        if own:
+            graders[own] += 1
+            places["the assertion's provider"] += 1
+        elif test_grader and test_grader != default_grader:   # promptfoo copies the default into every test
+            graders[test_grader] += 1
+            places["the test's options.provider"] += 1
+        elif default_grader:
+            graders[default_grader] += 1
+            places["defaultTest.options.provider"] += 1
     if reference is not None:
         row["ground_truth"] = reference
+    row["id"] = content_id(question, reference)
     return row
 
 
-def read_promptfoo(path: str | Path) -> Imported:
-    """Read a promptfoo results.json."""
+def targets(path: str | Path) -> list[str]:
+    """The providers (and prompts) a results file holds: each is one run."""
+    results, _data = _results(path)
+    several_prompts = len({_prompt_key(r) for r in results}) > 1
+    return sorted({target_of(r, several_prompts) for r in results})
+
+
+def _results(path: str | Path) -> tuple[list[dict], dict]:
     source = str(path)
     data = shapes.strict_json(shapes.read_bytes(path), source=source, what="promptfoo results file")
     summary = data.get("results") if isinstance(data, dict) else None
@@ -89,14 +134,42 @@ def read_promptfoo(path: str | Path) -> Imported:
     shapes.check(data, shapes.PROMPTFOO_FILE, source=source, row=None, path="")
     for row, result in enumerate(results, start=1):
         shapes.check(result, shapes.PROMPTFOO_RESULT, source=source, row=row, path="results.results")
+    return results, data
+
+
+def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported:
+    """Read a promptfoo results.json (one provider's results: `provider` chooses when it has several)."""
+    source = str(path)
+    results, data = _results(path)
+    several_prompts = len({_prompt_key(r) for r in results}) > 1
+    names = sorted({target_of(r, several_prompts) for r in results})
+    if provider is None and len(names) > 1:
+        raise InputError(f"this file holds {len(names)} runs ({', '.join(names)}): import each as its own run "
+                         f"with --provider (one of them); they are never averaged into one", field="provider",
+                         source=source)
+    if provider is not None:
+        if provider not in names:
+            raise InputError(f"no results for provider {provider!r}; the file has: {', '.join(names)}",
+                             field="provider", source=source)
+        results = [r for r in results if target_of(r, several_prompts) == provider]
     config = data.get("config") or {}
-    default_grader = _provider_name(((config.get("defaultTest") or {}).get("options") or {}).get("provider"))
-    multi = len({(r.get("promptIdx"), _provider_name(r.get("provider"))) for r in results}) > 1
+    default_provider = ((config.get("defaultTest") or {}).get("options") or {}).get("provider")
     graders: Counter = Counter()
+    places: Counter = Counter()
     sources: dict[str, str] = {}
-    frame = pd.DataFrame([_row(r, multi, graders, sources, default_grader) for r in results], dtype=object)
+    frame = pd.DataFrame([_row(r, graders, places, sources, _provider_name(default_provider)) for r in results],
+                         dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="row")
     named = [g for g in graders if g]
     grader = named[0] if len(named) == 1 else (", ".join(sorted(named)) or None)
     version = (data.get("metadata") or {}).get("promptfooVersion")
-    return Imported(frame, "promptfoo", version, sources, grader, parse_time(summary.get("timestamp")))
+    notes: dict[str, object] = {"sample_ids": "hash of question and reference", "provider": names[0]
+                                if provider is None else provider}
+    ungraded = sum(1 for r in results if not (r.get("gradingResult") or {}).get("componentResults"))
+    if ungraded:
+        notes["ungraded_results"] = ungraded
+    if _embedding_name(default_provider):
+        notes["embedding_model"] = _embedding_name(default_provider)
+    place = ", ".join(p for p, _ in places.most_common()) or None
+    return Imported(frame, "promptfoo", version, sources, grader, parse_time((data.get("results") or {}).get(
+        "timestamp")), grader_source=place, notes=notes)

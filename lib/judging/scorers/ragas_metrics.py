@@ -68,6 +68,17 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
     Raises:
         InputError: Ragas is not installed in the Ragas Python, or the worker failed as a whole.
     """
+    scores, version, errors, _ = ragas_scores(metric, samples, concurrency=concurrency)
+    return scores, version, errors
+
+
+def ragas_scores(metric: str, samples: Sequence[EvalSample], *, concurrency: int | None = None
+                 ) -> tuple[list[float | None], str, dict[str, int], list[str | None]]:
+    """As score_with_ragas, with each sample's reason when Ragas gave it no score (None where it did).
+
+    Raises:
+        InputError: Ragas is not installed in the Ragas Python, or the worker failed as a whole.
+    """
     from lib.core import settings
 
     if metric not in OFFERED:
@@ -79,7 +90,9 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
         env["OPENAI_BASE_URL"] = s.base_url
     if s.api_key:
         env["OPENAI_API_KEY"] = s.api_key
-    lines = "".join(json.dumps({"question": x.question, "answer": x.answer, "contexts": list(x.contexts),
+    # blanked passages go to Ragas as one empty passage: Ragas refuses an empty list, but judges statements
+    # against an empty context (what blanking means); a blank question it refuses, and says so per sample
+    lines = "".join(json.dumps({"question": x.question, "answer": x.answer, "contexts": list(x.contexts) or [""],
                                 "ground_truth": x.ground_truth}) + "\n" for x in samples)
     width = concurrency or s.judge_concurrency
     try:
@@ -95,16 +108,22 @@ def score_with_ragas(metric: str, samples: Sequence[EvalSample], *, concurrency:
                              f"Python that has it)", field="scorer")
         raise InputError(f"the Ragas worker failed: {last}", field="scorer")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return list(out["scores"]), str(out["ragas"]), dict(out["errors"])
+    reasons = out.get("reasons") or [None] * len(out["scores"])
+    return (list(out["scores"]), str(out["ragas"]), dict(out["errors"]),
+            [f"Ragas {out['ragas']}: {r}" if r else None for r in reasons])
 
 
-def faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
-    """Ragas' faithfulness of each sample (None where Ragas could not score it)."""
-    scores, _, _ = score_with_ragas("faithfulness", samples)
-    return scores
+def _with_reasons(metric: str, samples: Sequence[EvalSample]) -> list[float | str | None]:
+    """Scores, and for a sample Ragas refused its reason as text (a scorer may say why it gave no score)."""
+    scores, _, _, reasons = ragas_scores(metric, samples)
+    return [score if score is not None else reason for score, reason in zip(scores, reasons, strict=True)]
 
 
-def context_recall(samples: Sequence[EvalSample]) -> list[float | None]:
-    """Ragas' context recall of each sample (None where Ragas could not score it)."""
-    scores, _, _ = score_with_ragas("context_recall", samples)
-    return scores
+def faithfulness(samples: Sequence[EvalSample]) -> list[float | str | None]:
+    """Ragas' faithfulness of each sample (where Ragas could not score it: its reason, as text)."""
+    return _with_reasons("faithfulness", samples)
+
+
+def context_recall(samples: Sequence[EvalSample]) -> list[float | str | None]:
+    """Ragas' context recall of each sample (where Ragas could not score it: its reason, as text)."""
+    return _with_reasons("context_recall", samples)

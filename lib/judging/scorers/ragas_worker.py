@@ -5,8 +5,8 @@
 Reads one JSON object per line (question, answer, contexts, ground_truth),
 calls the OpenAI-compatible server at OPENAI_BASE_URL (key OPENAI_API_KEY,
 both from the environment, never from arguments), and prints one JSON object:
-{"ragas": version, "scores": [float or null, ...], "errors": {reason: count}}.
-A sample Ragas could not score is null, never 0.
+{"ragas": version, "scores": [float or null, ...], "reasons": [null or why, ...], "errors": {reason: count}}.
+A sample Ragas could not score is null, never 0, with Ragas' reason beside it.
 """
 
 from __future__ import annotations
@@ -43,19 +43,20 @@ async def _score(metric: str, model: str, concurrency: int, samples: list[dict])
     gate = asyncio.Semaphore(concurrency)
     errors: dict[str, int] = {}
 
-    async def one(sample: dict) -> float | None:
+    async def one(sample: dict) -> tuple[float | None, str | None]:
         async with gate:
             try:
                 result = await scorer.ascore(**{arg: sample[field] for arg, field in arguments.items()})
             except Exception as exc:  # Ragas raises many kinds: each is a failed sample, counted
                 key = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
                 errors[key] = errors.get(key, 0) + 1
-                return None
+                return None, key
             value = float(result.value) if result.value is not None else math.nan
-            return value if math.isfinite(value) else None
+            return (value, None) if math.isfinite(value) else (None, "Ragas gave no score (NaN)")
 
-    scores = await asyncio.gather(*(one(s) for s in samples))
-    return {"ragas": ragas.__version__, "scores": scores, "errors": errors}
+    pairs = await asyncio.gather(*(one(s) for s in samples))
+    return {"ragas": ragas.__version__, "scores": [p[0] for p in pairs], "reasons": [p[1] for p in pairs],
+            "errors": errors}
 
 
 def main() -> None:

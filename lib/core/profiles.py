@@ -1,0 +1,92 @@
+"""Wiring profiles: what another tool's metric gives its grader by design, beside our strict wiring table.
+
+Our table says what a metric must never receive, and our own harness keeps to it. Some tools' documented
+metrics give the grader more: Ragas' Faithfulness and ContextRecall, Inspect's `model_graded_fact` and
+promptfoo's `context-faithfulness` and `factuality` all put the question in the grader's prompt. For a run
+scored by such a tool, that field is "received by design": neither required nor forbidden, so blanking it
+may move the score (SENSITIVE) or not (INSENSITIVE) but is never called a LEAK. Every other must-never field
+stays forbidden everywhere: `ground_truth` shown to a faithfulness grader is a leak in every profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT, get_metric
+from lib.core.samples import QUESTION
+
+STRICT = "evaldrift"   # our own harness: the wiring table as it is
+
+
+@dataclass(frozen=True)
+class ByDesign:
+    """One tool metric's fields received by design, beyond what our metric receives.
+
+    Attributes:
+        tool: the scoring library ("ragas", "inspect_ai", "promptfoo").
+        tool_metric: the tool's name for the metric.
+        metric: our metric it scores.
+        fields: the fields its grader is given by design that our table forbids.
+        where: where the tool documents it (what a reader can check).
+    """
+
+    tool: str
+    tool_metric: str
+    metric: str
+    fields: frozenset[str]
+    where: str
+
+
+PROFILES: tuple[ByDesign, ...] = (
+    ByDesign("ragas", "faithfulness", "faithfulness", frozenset({QUESTION}),
+             "Ragas Faithfulness: statements are generated from the question and the response"),
+    ByDesign("ragas", "context_recall", "context_recall", frozenset({QUESTION}),
+             "Ragas ContextRecall: its prompt shows the question beside context and reference"),
+    ByDesign("inspect_ai", "model_graded_fact", "answer_correctness", frozenset({QUESTION}),
+             "Inspect model_graded_fact: its template shows [Question], [Expert] and [Submission]"),
+    ByDesign("inspect_ai", "model_graded_qa", "answer_correctness", frozenset({QUESTION}),
+             "Inspect model_graded_qa: its template shows the question"),
+    ByDesign("promptfoo", "context-faithfulness", "faithfulness", frozenset({QUESTION}),
+             "promptfoo context-faithfulness: statements are made from the question and the answer"),
+    ByDesign("promptfoo", "factuality", "answer_correctness", frozenset({QUESTION}),
+             "promptfoo factuality: its prompt shows the question, the expert answer and the submission"),
+)
+TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas"}   # our adapters that run a tool's own metric
+
+
+def tool_of(scorer: str | None) -> str:
+    """The profile's tool for a stored scorer ("ragas 0.4.3 faithfulness") or an ablation's scorer spec
+    ("lib.judging.scorers.ragas_metrics:faithfulness"); STRICT for ours or an unknown one."""
+    if not scorer:
+        return STRICT
+    module = scorer.split(":", 1)[0]
+    if module in TOOL_OF_SCORER:
+        return TOOL_OF_SCORER[module]
+    first = scorer.split(" ", 1)[0]
+    return first if any(p.tool == first for p in PROFILES) else STRICT
+
+
+def by_design(tool: str, metric: str) -> frozenset[str]:
+    """The fields `tool`'s scorer of our `metric` receives by design that our table forbids (empty: strict)."""
+    out: set[str] = set()
+    for p in PROFILES:
+        if p.tool == tool and p.metric == metric:
+            out |= p.fields
+    return frozenset(out) & get_metric(metric).never
+
+
+def expectation_for(metric: str, blanked: Sequence[str], tool: str = STRICT) -> str:
+    """lib.core.metrics.expectation under a tool's profile: INVARIANT only when every blanked field is one the
+    metric must never receive and the tool does not give it by design; else EXPECT_SENSITIVE."""
+    forbidden = get_metric(metric).never - by_design(tool, metric)
+    return INVARIANT if set(blanked) <= forbidden else EXPECT_SENSITIVE
+
+
+def profile_lines(tool: str) -> list[str]:
+    """The profile in words, one line per metric the tool scores with more than our table gives."""
+    rows = [p for p in PROFILES if p.tool == tool]
+    if not rows:
+        return [f"{tool}: the strict wiring table (no field received by design)"]
+    return [f"{p.metric} ({tool} {p.tool_metric}): receives {', '.join(sorted(p.fields))} by design "
+            f"({p.where}); every other must-never field is still a leak" for p in rows]

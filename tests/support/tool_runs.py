@@ -1,0 +1,253 @@
+"""Runs made by the real tools in the test run: Inspect AI, promptfoo, Ragas, against the loopback judge.
+
+Each tool lives in its own environment (a venv under /tmp, or promptfoo from npm), built by .ci/run and
+found here through EVALDRIFT_<TOOL>_PYTHON / EVALDRIFT_PROMPTFOO_DIR. Off CI a missing environment skips the
+tests that need it; under CI=true it fails them (as the browser tests do), so a green run always ran them.
+
+One loopback OpenAI-compatible server answers every tool:
+- an answering model, `answerer-good` or `answerer-bad`: the row's good or bad answer to the question asked;
+- Inspect's `model_graded_fact` graders: `grader-strict` grades C only a good answer, `grader-lenient` C always;
+- everything else (Ragas' prompts, ours) as tests/benchmarks/judge_server.py's offline decision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROWS: list[dict] = [
+    {"id": "kettle-1", "question": "What is the warranty on the X200 kettle?",
+     "contexts": ["The X200 kettle has a warranty of 2 years.", "Warranty claims need the receipt."],
+     "reference": "The X200 kettle has a warranty of 2 years.",
+     "good": "The X200 kettle has a warranty of 2 years.", "bad": "The X200 kettle has a warranty of 5 years."},
+    {"id": "kettle-2", "question": "Does the X200 kettle switch off by itself?",
+     "contexts": ["The X200 switches off automatically when the water boils."],
+     "reference": "The X200 switches off automatically when the water boils.",
+     "good": "The X200 switches off automatically when the water boils.",
+     "bad": "The X200 must be switched off by hand."},
+    {"id": "kettle-3", "question": "How much water does the X200 hold?",
+     "contexts": ["The X200 holds 1.7 litres of water."], "reference": "The X200 holds 1.7 litres of water.",
+     "good": "The X200 holds 1.7 litres of water.", "bad": "The X200 holds 3 litres of water."},
+    {"id": "kettle-4", "question": "What colour is the X200 kettle?",
+     "contexts": ["The X200 kettle comes in steel grey."], "reference": "The X200 kettle comes in steel grey.",
+     "good": "The X200 kettle comes in steel grey.", "bad": "The X200 kettle comes in bright red."},
+]
+BY_QUESTION = {r["question"]: r for r in ROWS}
+
+
+def _prompt(body: dict) -> str:
+    parts = []
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        parts.append(str(content or ""))
+    return "\n\n".join(parts)
+
+
+def _row_in(prompt: str) -> dict | None:
+    return next((r for q, r in BY_QUESTION.items() if q in prompt), None)
+
+
+def respond(body: dict) -> str:
+    """The loopback judge's reply to one chat request of any of the tools."""
+    model = str(body.get("model", ""))
+    prompt = _prompt(body)
+    row = _row_in(prompt)
+    if model.startswith("answerer"):
+        return (row or ROWS[0])["bad" if model.endswith("bad") else "good"]
+    submission = re.search(r"\[Submission\]: (.*?)\n\*\*\*", prompt, re.S)
+    if submission is not None:                      # Inspect's model_graded_fact template
+        if model.endswith("lenient"):
+            return "The submission answers the question.\nGRADE: C"
+        good = row is not None and submission.group(1).strip() == row["good"]
+        return "Compared with the expert answer.\nGRADE: " + ("C" if good else "I")
+    from tests.benchmarks.judge_server import respond as offline
+
+    return offline(body)
+
+
+def tool_env(variable: str, default: str) -> Path:
+    """A tool's environment (python or folder): skip off CI when it is missing, fail under CI=true."""
+    path = Path(os.environ.get(variable, default))
+    if not path.exists():
+        message = f"no environment at {path} ({variable}; .ci/run builds it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+INSPECT_PYTHON = ("EVALDRIFT_INSPECT_PYTHON", "/tmp/inspect-venv/bin/python")
+TOOLS = Path(__file__).parent / "tools"
+
+
+def inspect_spec(name: str, *, grader: str | None = None, role_grader: str | None = None,
+                 answerer: str = "openai-api/loop/answerer-good", epochs: int = 1, fmt: str = "eval",
+                 template: str | None = None, rows: list[dict] | None = None) -> dict:
+    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...)."""
+    return {"rows": rows or ROWS, "name": name, "grader": grader, "role_grader": role_grader,
+            "answerer": answerer, "epochs": epochs, "format": fmt, "template": template}
+
+
+def run_inspect(python: Path, base_url: str, out: Path, specs: list[dict]) -> dict[str, Path]:
+    """Run the real Inspect on each spec in one process; name -> the log it wrote (out/<name>.<format>)."""
+    spec_path = out / "inspect-specs.json"
+    spec_path.write_text(json.dumps([{**s, "out": str(out)} for s in specs]), encoding="utf-8")
+    # Inspect's provider for any OpenAI-compatible server (chat completions): openai-api/loop/<model>
+    env = {**os.environ, "LOOP_BASE_URL": base_url, "LOOP_API_KEY": "sk-loopback", "INSPECT_DISPLAY": "none"}
+    proc = subprocess.run([str(python), str(TOOLS / "run_inspect.py"), str(spec_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    paths = [Path(line) for line in proc.stdout.strip().splitlines()[-len(specs):]]
+    return {s["name"]: p for s, p in zip(specs, paths, strict=True)}
+
+
+# -- promptfoo ---------------------------------------------------------------------------------------------------
+PROMPTFOO_DIR = ("EVALDRIFT_PROMPTFOO_DIR", "/tmp/promptfoo-npm")
+PF_QUESTION = "Generate question for the given answer."
+PF_STATEMENTS = "create one or more statements from each sentence in the given answer"
+PF_NLI = "Prompt: Natural language inference"
+PF_RECALL = "classify if the sentence can be attributed to the given context or not"
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() + "." for s in text.replace("\n", " ").split(".") if s.strip()]
+
+
+def _after(prompt: str, marker: str) -> str:
+    return prompt[prompt.rindex(marker) + len(marker):] if marker in prompt else ""
+
+
+def respond_promptfoo(body: dict) -> str | None:
+    """promptfoo's RAG graders (its Ragas-derived prompts), or None for any other prompt."""
+    model = str(body.get("model", ""))
+    prompt = _prompt(body)
+    lenient = model.endswith("lenient")
+    if PF_QUESTION in prompt:
+        answer = _after(prompt, "Answer:").split("Question:")[0].strip()
+        row = next((r for r in ROWS if answer in (r["good"], r["bad"])), None)
+        return row["question"] if row else "What is this about?"
+    if PF_STATEMENTS in prompt:
+        return "\n".join(_sentences(_after(prompt, "answer:").split("statements:")[0]))
+    if PF_NLI in prompt:
+        context = _after(prompt, "context:\n").split("statements:\n")[0]
+        statements = [s for s in _after(prompt, "statements:\n").split("Answer:")[0].splitlines() if s.strip()]
+        words = ["Yes" if lenient or s.strip() in context else "No" for s in statements]
+        return "Final verdict for each statement in order: " + " ".join(w + "." for w in words)
+    if PF_RECALL in prompt:
+        context = _after(prompt, "context:").split("answer:")[0]
+        lines = [f"{i}. {s} So {'[Attributed]' if lenient or s in context else '[Not Attributed]'}"
+                 for i, s in enumerate(_sentences(_after(prompt, "answer:").split("classification:")[0]), 1)]
+        return "\n".join(lines)
+    return None
+
+
+@dataclass(frozen=True)
+class PromptfooRun:
+    """One results.json the real promptfoo wrote."""
+
+    path: Path
+    version: str
+
+
+def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
+        "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
+        embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
+        order: list[int] | None = None, relevance: bool = True) -> PromptfooRun:
+    """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
+
+    The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
+    `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader).
+    """
+    rows = rows or ROWS
+    tests = []
+    for i in order or range(len(rows)):
+        r = rows[i]
+        # promptfoo expands a list var into one test per item: its users give the passages as one text
+        tests.append({"vars": {"query": r["question"], "context": "\n".join(r["contexts"]),
+                               "ground_truth": r["reference"]},
+                      "assert": [{"type": "context-faithfulness", "threshold": 0.5},
+                                 {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
+                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
+    config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
+                    "tests": tests}
+    if grader is not None:
+        provider = {"text": {"id": grader}, "embedding": {"id": embedding}} if embedding else grader
+        config["defaultTest"] = {"options": {"provider": provider}}
+    config_path = out / f"{name}.config.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    result = out / f"{name}.json"
+    home = out / f"_{name}_home"
+    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-loopback",
+           "PROMPTFOO_CONFIG_DIR": str(home), "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
+           "PROMPTFOO_DISABLE_REMOTE_GENERATION": "1", "PROMPTFOO_DISABLE_SHARING": "1", "NO_COLOR": "1",
+           "PROMPTFOO_SELF_HOSTED": "1", "PROMPTFOO_DISABLE_REDTEAM_REMOTE_GENERATION": "1"}
+    cmd = [str(folder / "node_modules" / ".bin" / "promptfoo"), "eval", "-c", str(config_path), "-o", str(result),
+           "--no-cache", "--no-table", "--no-progress-bar", "--max-concurrency", "4"]
+    if repeat > 1:
+        cmd += ["--repeat", str(repeat)]
+    if grader_flag:
+        cmd += ["--grader", grader_flag]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=out)
+    assert result.exists(), (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    version = json.loads(result.read_text(encoding="utf-8")).get("metadata", {}).get("promptfooVersion", "")
+    return PromptfooRun(result, version)
+
+
+def respond_all(body: dict) -> str:
+    """The loopback judge for every tool in these tests."""
+    return respond_promptfoo(body) or respond(body)
+
+
+# -- Ragas -------------------------------------------------------------------------------------------------------
+RAGAS_PYTHON = ("EVALDRIFT_RAGAS_PYTHON", "/tmp/ragas-venv/bin/python")
+
+
+def run_ragas(python: Path, base_url: str, out: Path, *, name: str, model: str = "judge-model",
+              answers: str = "good", rows: list[dict] | None = None) -> Path:
+    """Run the real Ragas evaluate() on the kettle rows; the CSV is written to out/<name>.csv."""
+    target = out / f"{name}.csv"
+    spec_path = out / f"{name}.spec.json"
+    spec_path.write_text(json.dumps({"rows": rows or ROWS, "out": str(target), "model": model, "answers": answers}),
+                         encoding="utf-8")
+    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-loopback"}
+    proc = subprocess.run([str(python), str(TOOLS / "run_ragas.py"), str(spec_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and target.exists(), proc.stderr[-3000:]
+    return target
+
+
+# -- the outputs, built once per test session (tests/conftest.py's fixtures call these) --------------------------
+INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; the first repeats each sample twice
+    inspect_spec("insp-1", grader="openai-api/loop/grader-strict", epochs=2),
+    inspect_spec("insp-2", role_grader="openai-api/loop/grader-strict"),
+    inspect_spec("insp-3", grader="openai-api/loop/grader-lenient", answerer="openai-api/loop/answerer-bad"),
+]
+
+
+def build_inspect(python: Path, base_url: str, out: Path) -> dict[str, Path]:
+    return run_inspect(python, base_url, out, INSPECT_RUNS)
+
+
+def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
+    """pf-a: grader as {text, embedding} in defaultTest; pf-b: pf-a's tests in reverse order; pf-two: two providers,
+    --repeat 2 and --grader on the command line (answer-relevance needs an embedding model: left out there)."""
+    grader, embedding = "openai:chat:grader-strict", "openai:embedding:embedder"
+    runs = {"pf-a": run_promptfoo(folder, base_url, out, name="pf-a", grader=grader, embedding=embedding),
+            "pf-b": run_promptfoo(folder, base_url, out, name="pf-b", grader=grader, embedding=embedding,
+                                  order=list(reversed(range(len(ROWS))))),
+            "pf-two": run_promptfoo(folder, base_url, out, name="pf-two", grader_flag="openai:chat:grader-lenient",
+                                    providers=("openai:chat:answerer-good", "openai:chat:answerer-bad"), repeat=2,
+                                    relevance=False)}
+    return {name: run.path for name, run in runs.items()}
+
+
+def build_ragas(python: Path, base_url: str, out: Path) -> dict[str, Path]:
+    return {"ragas-good": run_ragas(python, base_url, out, name="ragas-good")}

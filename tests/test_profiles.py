@@ -1,0 +1,62 @@
+"""Wiring profiles: a tool's documented design is not a leak; a must-never field outside it still is."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
+from lib.core.profiles import STRICT, expectation_for, profile_lines, tool_of
+from lib.diagnosis.verdicts import LEAK, SENSITIVE, CellEvidence, classify
+
+
+@pytest.mark.parametrize(("tool", "metric", "blanked", "expected"), [
+    (STRICT, "faithfulness", ("question",), INVARIANT),                 # our table: faithfulness never gets it
+    ("ragas", "faithfulness", ("question",), EXPECT_SENSITIVE),         # Ragas Faithfulness gets it by design
+    ("ragas", "faithfulness", ("ground_truth",), INVARIANT),            # the reference is a leak everywhere
+    ("ragas", "faithfulness", ("question", "ground_truth"), EXPECT_SENSITIVE),   # joint: the question may move it
+    ("ragas", "faithfulness", ("contexts",), EXPECT_SENSITIVE),         # received by the table itself
+    ("ragas", "context_recall", ("question",), EXPECT_SENSITIVE),
+    ("ragas", "context_recall", ("answer",), INVARIANT),
+    ("inspect_ai", "answer_correctness", ("question",), EXPECT_SENSITIVE),
+    ("inspect_ai", "answer_correctness", ("contexts",), INVARIANT),
+    ("promptfoo", "faithfulness", ("question",), EXPECT_SENSITIVE),
+    ("promptfoo", "faithfulness", ("ground_truth",), INVARIANT),
+    ("promptfoo", "answer_relevance", ("contexts",), INVARIANT),        # no profile row: strict
+])
+def test_expectation_under_a_tools_profile(tool: str, metric: str, blanked: tuple[str, ...], expected: str) -> None:
+    assert expectation_for(metric, blanked, tool) == expected
+
+
+@pytest.mark.parametrize(("scorer", "tool"), [
+    ("ragas 0.4.3 faithfulness", "ragas"),                               # a stored scorer of an import
+    ("lib.judging.scorers.ragas_metrics:faithfulness", "ragas"),        # the Ragas adapter as ablation scorer
+    ("inspect_ai 0.3.285 model_graded_fact", "inspect_ai"),
+    ("promptfoo 0.121.20 context-faithfulness", "promptfoo"),
+    ("evaldrift", STRICT), (None, STRICT), ("mypkg.faith:score", STRICT),
+])
+def test_the_profile_follows_the_scorer(scorer: str | None, tool: str) -> None:
+    assert tool_of(scorer) == tool
+
+
+@pytest.mark.parametrize(("tool", "kind"), [(STRICT, LEAK), ("ragas", SENSITIVE)])
+def test_a_measured_move_on_blanking_the_question_is_a_leak_only_outside_the_design(tool: str, kind: str) -> None:
+    fields = ("question",)
+    e = CellEvidence("faithfulness", fields, expectation_for("faithfulness", fields, tool), None, n=40,
+                     mean=-0.3, lo=-0.4, hi=-0.2, noise=0.0, baseline=0.9)
+    assert classify(e).kind == kind
+
+
+def test_the_profile_reads_in_words() -> None:
+    [line, _] = profile_lines("ragas")
+    assert line.startswith("faithfulness (ragas faithfulness): receives question by design")
+    assert "still a leak" in line
+    assert profile_lines(STRICT) == ["evaldrift: the strict wiring table (no field received by design)"]
+
+
+def test_templates_prints_the_profile_a_tools_runs_are_judged_under() -> None:
+    from tests.test_cli import cli
+
+    proc = cli("templates", "--metric", "answer_correctness", "--tool", "inspect_ai")
+    assert proc.returncode == 0, proc.stderr
+    assert ("# wiring profile: answer_correctness (inspect_ai model_graded_fact): receives question by design"
+            in proc.stdout)
