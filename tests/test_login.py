@@ -82,11 +82,16 @@ def browser() -> Iterator[Browser]:
         yield b
 
 
+def body_text(page: Page, where: str = "body") -> str:
+    """The page's text as read: without the invisible word joiners that keep an address or a URL unlinked."""
+    return page.inner_text(where).replace("\u2060", "")
+
+
 def sign_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
     page = new_page(browser)
     page.goto(server.url + "/")
     wait_for_app(page)
-    assert DEMO_METRIC not in page.inner_text("body")     # nothing of the data before signing in
+    assert DEMO_METRIC not in body_text(page)     # nothing of the data before signing in
     page.get_by_role("button", name="Sign in").click()
     page.locator('input[name="sub"]').fill(who)            # the provider's own sign-in form
     page.get_by_role("button", name="Authorize").click()
@@ -97,25 +102,25 @@ def sign_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
 
 def test_a_user_on_the_allow_list_signs_in_and_sees_the_pages(dashboard: StreamlitServer, browser: Browser) -> None:
     page = sign_in(browser, dashboard, ALLOWED)
-    assert f"Signed in as {ALLOWED}" in page.inner_text("body")
-    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    assert f"Signed in as {ALLOWED}" in body_text(page)
+    assert DEMO_METRIC in body_text(page, MAIN)
     titles = page.locator(f'{SIDEBAR_NAV} [data-testid="stSidebarNavLink"]').all_inner_texts()
     assert {"Overview", "Trends", "Ablation", "Review"} <= {t.strip() for t in titles}
     page.goto(dashboard.url + "/trends")
     wait_for_app(page)
-    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    assert DEMO_METRIC in body_text(page, MAIN)
     page.context.close()
 
 
 def test_a_user_not_on_the_allow_list_sees_no_page(dashboard: StreamlitServer, browser: Browser) -> None:
     page = sign_in(browser, dashboard, STRANGER)
-    text = page.inner_text("body")
+    text = body_text(page)
     assert f"{STRANGER} is not on this dashboard's list of users" in text
     assert DEMO_METRIC not in text
     for deep in ("/trends", "/ablation", "/run?run=latest", "/import"):
         page.goto(dashboard.url + deep)
         wait_for_app(page)
-        text = page.inner_text("body")
+        text = body_text(page)
         assert "not on this dashboard's list of users" in text and DEMO_METRIC not in text, deep
     page.context.close()
 
@@ -125,7 +130,7 @@ def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: Stream
     page.goto(dashboard.url + "/ablation")
     wait_for_app(page)
     assert page.get_by_role("button", name="Sign in").is_visible()
-    assert DEMO_METRIC not in page.inner_text("body")
+    assert DEMO_METRIC not in body_text(page)
     page.context.close()
 
 
@@ -140,7 +145,7 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
     page.get_by_text("(from the sidebar)").click()    # the paid judge
     wait_for_app(page)
     assert not launch.is_enabled()                    # a listed user still confirms the paid calls once
-    assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_launch
+    assert ("EVALDRIFT_ABLATION_USERS" in body_text(page)) is not may_launch
     if may_launch:
         page.get_by_text("Launch up to").click()
         wait_for_app(page)
@@ -167,7 +172,7 @@ def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
     page.locator(".st-key-imp_score label").first.click()   # score it with the sidebar's (paid) judge
     wait_for_app(page)
     assert record.is_enabled() is may_score
-    assert ("EVALDRIFT_ABLATION_USERS" in page.inner_text("body")) is not may_score
+    assert ("EVALDRIFT_ABLATION_USERS" in body_text(page)) is not may_score
     page.context.close()
 
 
@@ -175,7 +180,7 @@ def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: Streamli
     page = sign_in(browser, dashboard, ALLOWED)
     page.goto(dashboard.url + "/")
     wait_for_app(page)
-    body = page.inner_text("body")
+    body = body_text(page)
     assert f"Recorded as {ALLOWED} (signed in)." in body and "Your name" not in body   # no name to type
     state = page.locator('[class*="st-key-state_"]').first
     state.evaluate("e => e.scrollIntoView({block: 'center'})")
@@ -185,7 +190,8 @@ def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: Streamli
     page.locator('[class*="st-key-record_"] button').first.click()
     wait_for_app(page)
     # read back from the store on the next run: the change carries the signed-in user, not a typed name
-    assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in page.text_content("body")
+    assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in \
+        page.text_content("body").replace("\u2060", "")
     page.context.close()
 
 
@@ -208,12 +214,12 @@ def test_an_unverified_email_or_a_forged_address_is_not_let_in(
     if claims is not None:
         provider_user(dashboard, sub, claims)
     page = sign_in(browser, dashboard, sub)      # the provider signs them in; the dashboard does not let them in
-    text = page.inner_text("body")
+    text = body_text(page)
     assert refusal in text and DEMO_METRIC not in text
     for deep in ("/trends", "/import"):
         page.goto(dashboard.url + deep)
         wait_for_app(page)
-        text = page.inner_text("body")
+        text = body_text(page)
         assert refusal in text and DEMO_METRIC not in text, deep
     page.context.close()
 
@@ -221,8 +227,8 @@ def test_an_unverified_email_or_a_forged_address_is_not_let_in(
 def test_a_verified_email_is_let_in(dashboard: StreamlitServer, browser: Browser) -> None:
     provider_user(dashboard, "carol-verified", {"email": "carol@team.example", "email_verified": True})
     page = sign_in(browser, dashboard, "carol-verified")
-    assert "Signed in as carol@team.example" in page.inner_text("body")
-    assert DEMO_METRIC in page.locator(MAIN).inner_text()
+    assert "Signed in as carol@team.example" in body_text(page)
+    assert DEMO_METRIC in body_text(page, MAIN)
     page.context.close()
 
 
@@ -265,7 +271,7 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
     page.goto(f"{server.url}/ablation?ablation={ablation_id}")
     wait_for_app(page)
     four = page.get_by_role("button", name="Launch the four readings on this run")
-    assert four.count() == 1, page.locator(MAIN).inner_text()
+    assert four.count() == 1, body_text(page, MAIN)
     calls = len(judge.requests)
     confirm = page.get_by_text("calls to the paid judge team-model")
     if may_launch:   # a listed user confirms the paid calls, then may launch
@@ -276,7 +282,7 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
     else:            # the form's judge is the run's offline one; the readings would call the paid judge: refused
         assert confirm.count() == 0
         assert not four.is_enabled()
-        assert "EVALDRIFT_ABLATION_USERS" in page.locator(MAIN).inner_text()
+        assert "EVALDRIFT_ABLATION_USERS" in body_text(page, MAIN)
         four.click(force=True)    # a disabled button does nothing, even clicked
         wait_for_app(page)
         assert len(judge.requests) == calls
@@ -286,7 +292,7 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
 def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
                                                                             browser: Browser) -> None:
     page = sign_in(browser, dashboard, VIEWER)
-    text = page.locator(MAIN).inner_text()
-    assert "Database team.duckdb" in text.replace("\u2060", "")
-    assert str(Path(dashboard.db).parent) not in page.inner_text("body")    # no server path, in any form
+    text = body_text(page, MAIN)
+    assert "Database team.duckdb" in text
+    assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
     page.context.close()

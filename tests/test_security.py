@@ -145,7 +145,7 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
             page.goto(f"{server.url}/{name}?{urlencode({'run': XSS_RUN})}")
             wait_for_app(page)
             _assert_no_script_ran(page, name or "overview")
-            texts[name or "overview"] = page.inner_text("body")
+            texts[name or "overview"] = page.inner_text("body").replace("\u2060", "")   # URLs are kept unlinked
             assert "Page not found" not in texts[name or "overview"]
 
         # An OpenAI-judge ablation launched from the page, with the planted key in the environment.
