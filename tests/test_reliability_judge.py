@@ -250,7 +250,7 @@ def test_failures_are_counted_apart_and_never_scored_0_or_1(openai_server: OpenA
     prose = {markers[i] for i in (5, 11, 14)}          # and answers these with prose, never JSON
 
     def responder(body: dict) -> str:
-        prompt = body["messages"][-1]["content"]
+        prompt = "\n".join(m["content"] for m in body["messages"])   # a repair request too: never JSON
         if any(m in prompt for m in server_error):
             raise RuntimeError("scripted outage for this sample")
         if any(m in prompt for m in prose):
