@@ -128,37 +128,53 @@ def _consensus(labels: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str) -> Pairs:
-    """Pair current labels (Store.labels) with judgings (Store.labelled_judgings or the same columns).
+def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
+                copies: pd.DataFrame | None = None) -> Pairs:
+    """Pair current labels (Store.labels) with judgings.
 
-    Judgings not scored (failed, excluded) pair with nothing: a failure is not a verdict.
+    `judgings` holds the columns of Store.labelled_judgings, and either `copies` (its second frame: each
+    judged copy of a sample's text) or the sample's text in its own columns (question, answer, contexts,
+    ground_truth) with `verdicts` as JSON. Judgings not scored (failed, excluded) pair with nothing: a failure
+    is not a verdict.
     """
     spec = get_metric(metric)
     cons = _consensus(labels)
     by_sample: dict[str, dict[str, dict[int, tuple[float, bool]]]] = {}
     for r in cons.itertuples(index=False):
         by_sample.setdefault(r.sample_id, {}).setdefault(r.content, {})[int(r.item)] = (float(r.value), bool(r.binary))
-    keys: dict[tuple, str] = {}
+    texts: dict[object, EvalSample] = {}
+    if copies is not None:
+        for c in copies.itertuples(index=False):
+            texts[c.copy] = EvalSample(c.sample_id, c.question, c.answer, tuple(c.contexts), c.ground_truth)
+    keys: dict[object, str] = {}
     people_score: dict[tuple[str, str], tuple[float, bool] | None] = {}
     item_rows, sample_rows = [], []
     for j in judgings.itertuples(index=False):
         if j.status != OK or j.sample_id not in by_sample:
             continue
-        sample = EvalSample(j.sample_id, j.question, j.answer, tuple(j.contexts), j.ground_truth)
-        cache_key = (j.sample_id, j.question, j.answer, tuple(j.contexts), j.ground_truth)
-        if cache_key not in keys:
-            keys[cache_key] = content_key(metric, sample)
-        labelled = by_sample[j.sample_id].get(keys[cache_key])
+        if copies is not None:
+            copy, sample = j.copy, texts[j.copy]
+        else:
+            copy = (j.sample_id, j.question, j.answer, tuple(j.contexts), j.ground_truth)
+            sample = EvalSample(*copy)
+        if copy not in keys:
+            keys[copy] = content_key(metric, sample)
+        labelled = by_sample[j.sample_id].get(keys[copy])
         if not labelled:
             continue
         inst = instrument_text(j.judge_model, j.prompt_hash, j.binding, j.scorer)
         base = {"run_id": j.run_id, "sample_id": j.sample_id, "instrument": inst}
-        verdicts = json.loads(j.verdicts) if any(k > 0 for k in labelled) else []
+        if not any(k > 0 for k in labelled):
+            verdicts: list = []
+        elif copies is not None:
+            verdicts = list(j.verdict_labels or [])
+        else:
+            verdicts = [bool(v["label"]) for v in json.loads(j.verdicts)]
         for item, (value, binary) in labelled.items():
             if item == 0 or not binary or value == 0.5 or item > len(verdicts):
                 continue
-            item_rows.append({**base, "judge": bool(verdicts[item - 1]["label"]), "people": value > 0.5})
-        whole = _people_sample_score(spec, sample, labelled, people_score, keys[cache_key])
+            item_rows.append({**base, "judge": bool(verdicts[item - 1]), "people": value > 0.5})
+        whole = _people_sample_score(spec, sample, labelled, people_score, keys[copy])
         if whole is not None and j.score is not None and not math.isnan(j.score):
             sample_rows.append({**base, "judge": float(j.score), "people": whole[0], "binary": whole[1]})
     items = pd.DataFrame(item_rows, columns=["run_id", "sample_id", "instrument", "judge", "people"])
@@ -235,8 +251,8 @@ def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None
         return Pairs(pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people"]),
                      pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people", "binary"]), 0), \
             version
-    judgings = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
-    return pair_labels(labels, judgings, metric), version
+    judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
+    return pair_labels(labels, judgings, metric, copies), version
 
 
 def agreement_by_instrument(store: Store, suite: str, metric: str, *, version: int | None = None,

@@ -106,28 +106,38 @@ class LabelsMixin(StoreBase):
         return {r[0]: EvalSample(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in rows}
 
     def labelled_judgings(self, suite: str, metric: str, sample_ids: Sequence[str],
-                          run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+                          run_ids: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The stored judgings of `metric` on these samples, every run (or `run_ids`), with each instrument.
 
-        Columns: run_id, started_at, sample_id, status, score, verdicts (JSON), judge_model, prompt_hash,
-        binding, scorer, question, answer, contexts, ground_truth.
+        Returns (judgings, copies). judgings: run_id, started_at, sample_id, status, score, verdict_labels (the
+        item verdicts as booleans, in item order), judge_model, prompt_hash, binding, scorer, copy (which copy
+        of the sample's text the run judged). copies: copy, sample_id, question, answer, contexts,
+        ground_truth, one row per distinct copy (a sample's text is read once, not once per run).
         """
-        sql = """SELECT s.run_id, r.started_at, s.sample_id, s.status, s.score, s.verdicts,
-                        m.judge_model, m.prompt_hash, m.binding, m.scorer,
-                        p.question, p.answer, p.contexts, p.ground_truth
-                 FROM sample_scores s
-                 JOIN runs r USING (run_id)
-                 JOIN run_metrics m ON m.run_id = s.run_id AND m.suite = s.suite AND m.metric = s.metric
-                 JOIN samples p ON p.run_id = s.run_id AND p.suite = s.suite AND p.sample_id = s.sample_id
-                 WHERE s.suite = ? AND s.metric = ? AND list_contains(?, s.sample_id)"""
+        copy = ("md5(concat_ws(chr(31), p.sample_id, p.question, p.answer, array_to_string(p.contexts, chr(30)), "
+                "len(p.contexts)::VARCHAR, p.ground_truth))")
+        base = """FROM sample_scores s
+                   JOIN runs r USING (run_id)
+                   JOIN run_metrics m ON m.run_id = s.run_id AND m.suite = s.suite AND m.metric = s.metric
+                   JOIN samples p ON p.run_id = s.run_id AND p.suite = s.suite AND p.sample_id = s.sample_id
+                   WHERE s.suite = ? AND s.metric = ? AND list_contains(?, s.sample_id)"""
         params: list[object] = [suite, metric, list(sample_ids)]
         if run_ids is not None:
-            sql += " AND list_contains(?, s.run_id)"
+            base += " AND list_contains(?, s.run_id)"
             params.append(list(run_ids))
         # Rows as Python objects: the caller walks them one by one, which is slow over Arrow-backed columns.
-        cur = self.cursor().execute(sql + " ORDER BY r.started_at, s.run_id, s.sample_id", params)
-        names = [d[0] for d in cur.description]
-        return pd.DataFrame(cur.fetchall(), columns=names, dtype=object)
+        cur = self.cursor().execute(
+            f"""SELECT s.run_id, r.started_at, s.sample_id, s.status, s.score,
+                       list_transform(from_json(s.verdicts, '[{{"label": "BOOLEAN"}}]'), lambda x: x.label)
+                           AS verdict_labels,
+                       m.judge_model, m.prompt_hash, m.binding, m.scorer, {copy} AS copy
+                {base} ORDER BY r.started_at, s.run_id, s.sample_id""", params)
+        judgings = pd.DataFrame(cur.fetchall(), columns=[d[0] for d in cur.description], dtype=object)
+        cur = self.cursor().execute(
+            f"""SELECT DISTINCT ON (copy) {copy} AS copy, p.sample_id, p.question, p.answer, p.contexts, p.ground_truth
+                {base}""", params)
+        copies = pd.DataFrame(cur.fetchall(), columns=[d[0] for d in cur.description], dtype=object)
+        return judgings, copies
 
     def labels_version_stamp(self) -> str:
         """Changes whenever a label is written (a cache key for page loaders)."""
