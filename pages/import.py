@@ -148,26 +148,52 @@ may_score = access.may_launch(ctx.user, ctx.endpoint, lib.app.ui.load_settings()
 if score_here and not may_score:
     st.info("Scoring with a paid judge is for the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); record the file's own scores, or pick an offline judge in the sidebar.")
+
+
+@st.fragment(run_every=1.0)
+def scoring(job: str) -> None:
+    """The background scoring's progress, read from the process' import runner (lib.app.imports)."""
+    status = ctx.imports.status(job)
+    if status is None:
+        return
+    if status.state == imports.RUNNING:
+        st.progress(status.fraction,
+                    text=f"Scoring run {md_escape(job)}: {status.done} of {status.total or '?'} samples judged")
+    elif status.state == imports.FAILED:
+        st.error(md_escape(status.error))
+    else:
+        recorded(job, status.samples, status.metrics)
+
+
+def recorded(job: str, samples: int, scored: tuple[str, ...], *, replaced: bool = False) -> None:
+    st.success(f"Recorded run {md_escape(job)}: {samples} samples; " + (", ".join(scored) or "no scores") + "."
+               + (" The copy it replaced is kept under Replaced runs." if replaced else ""))
+    st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
+    st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": job})
+
+
 if not st.button("Record run", type="primary", key="imp_record",
                  disabled=not run_id or (score_here and not (metrics and may_score))
                  or not replace.may_record(confirmed=replace_confirmed)):
+    if "imp_job" in st.session_state:
+        scoring(st.session_state["imp_job"])
     st.stop()
 
 try:
     replacing.check_record(ctx.store, run_id, confirmed=replace_confirmed, user=ctx.user,
                            settings=lib.app.ui.load_settings(), login=gate.login_configured())
-    judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge) if score_here else None
-    bar = st.progress(0.0, text="Scoring...") if score_here else None
     started_at, pipeline = run_facts(started_text, pipeline_text)
-    run = imports.record_upload(ctx, upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted,
-                                judge=judge, started_at=started_at, pipeline=pipeline,
-                                progress=(lambda done, total: bar.progress(
-                                    done / total, text=f"Scored {done} of {total}")) if bar is not None else None)
+    if score_here:   # on the import runner's thread: a rerun of this page does not stop a paid judge's calls
+        judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge)
+        ctx.imports.submit(upload.frame, source=uploaded.name, run_id=run_id, metrics=wanted, judge=judge,
+                           started_at=started_at, pipeline=pipeline)
+        st.session_state["imp_job"] = run_id
+        scoring(run_id)
+        st.stop()
+    run = imports.record_upload(ctx, upload.frame, source=uploaded.name, run_id=run_id, started_at=started_at,
+                                pipeline=pipeline)
 except EvaldriftError as exc:
     st.error(md_escape(str(exc)))
     st.stop()
-st.success(f"Recorded run {md_escape(run_id)}: {len(run.samples['main'])} samples; "
-           + (", ".join(m.metric for m in run.metrics) or "no scores") + "."
-           + (" The copy it replaced is kept under Replaced runs." if replace.existing is not None else ""))
-st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
-st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": run_id})
+recorded(run_id, len(run.samples["main"]), tuple(m.metric for m in run.metrics),
+         replaced=replace.existing is not None)

@@ -64,7 +64,7 @@ def built_once(name: str, build: Callable[[Path], None]) -> Path:
     """`build(path)`'s database, made once for this code and shared: by every test session on this machine and
     every xdist worker (a file lock: one builds, the others wait and copy). Never open the returned file: copy it.
 
-    The cache lives in EVALDRIFT_TEST_CACHE (default: <tmp>/evaldrift-test-cache); entries unused for a day go.
+    The cache lives in EVALDRIFT_TEST_CACHE (default: <tmp>/evaldrift-test-cache); entries unused for 2 hours go.
     """
     CACHE.mkdir(parents=True, exist_ok=True)
     target = CACHE / f"{name}-{_code_key()}.duckdb"
@@ -73,7 +73,7 @@ def built_once(name: str, build: Callable[[Path], None]) -> Path:
         try:
             if not target.exists():
                 for stale in CACHE.glob("*.duckdb"):
-                    if time.time() - stale.stat().st_mtime > 86_400:
+                    if time.time() - stale.stat().st_mtime > 7_200:
                         stale.unlink(missing_ok=True)
                 building = target.with_suffix(f".building-{os.getpid()}")
                 building.unlink(missing_ok=True)

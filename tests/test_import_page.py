@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from lib.app.imports import ImportRunner
+from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
 from lib.intake.uploads import (
     TABLE,
@@ -20,6 +23,7 @@ from lib.intake.uploads import (
     run_facts,
     unknown_columns,
 )
+from lib.judging import OfflineJudge
 from lib.store import Store
 from tests.support.browser import (
     MAIN,
@@ -68,6 +72,29 @@ def test_column_mapping_shows_our_names_aliases_and_what_is_needed() -> None:
     assert table.loc["answer_relevance", "also accepted"] == "answer_relevancy, response_relevancy"
 
 
+def test_a_scored_upload_is_judged_off_the_page_thread_and_its_progress_read(fresh_db: Path) -> None:
+    """A rerun of the page (any widget) kills work on the script thread: scoring runs on the import runner's."""
+    threads: set[str] = set()
+
+    class Watched(OfflineJudge):
+        def complete(self, request: JudgeRequest) -> JudgeReply:
+            threads.add(threading.current_thread().name)
+            return super().complete(request)
+
+    frame = read_upload("mine.jsonl", jsonl(ROWS[:6]), metrics=["faithfulness"]).frame
+    with Store(fresh_db) as store:
+        runner = ImportRunner(store)
+        runner.submit(frame, source="mine.jsonl", run_id="up-1", metrics=["faithfulness"], judge=Watched())
+        assert runner.status("up-1") is not None
+        runner.wait()
+        status = runner.status("up-1")
+        runner.shutdown()
+        assert (status.state, status.done, status.total, status.samples, status.metrics) == (
+            "done", 6, 6, 6, ("faithfulness",))
+        assert store.run_ids() == ["up-1"]
+    assert threads and all(name.startswith("import") for name in threads), threads
+
+
 # -- the page -----------------------------------------------------------------------------------------------
 def upload(page, name: str, data: bytes) -> None:
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
@@ -99,9 +126,8 @@ def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> N
         run_id.fill("from-the-page")
         run_id.press("Enter")
         wait_for_app(page)
-        page.locator(".st-key-imp_record button").click()
-        wait_for_app(page)
-        assert "Recorded run from-the-page: 6 samples; faithfulness." in main_text(page), main_text(page)
+        page.locator(".st-key-imp_record button").click()   # scored on the import runner's thread: the page polls
+        page.get_by_text("Recorded run from-the-page: 6 samples; faithfulness.").wait_for(timeout=180_000)
         assert exceptions_shown(page) == []
 
         page.goto(f"{server.url}/trends?metric=faithfulness")

@@ -85,6 +85,7 @@ BAD_LINKS = [
     ("pages/run.py", {"run": "r1", "found": "the moon"}, "The link's found"),
     ("pages/trends.py", {"from": "2026-13-01", "to": "2026-10-01"}, "The link's from"),
     ("pages/trends.py", {"from": "2030-01-01", "to": "2030-01-31"}, "No run started between the link's from"),
+    ("pages/trends.py", {"from": "2026-10-20", "to": "2026-09-10"}, "The link's from"),   # once browser cases
     ("pages/compare.py", {"run": "r1", "run_b": "r0", "split": "yes"}, "The link's split"),
 ]
 

@@ -454,7 +454,7 @@ def test_a_passage_of_any_whitespace_is_no_passage_in_python_and_in_sql(fresh_db
                                   "acme-judge-1", FAITH, PROJECTED)])
     with Store(fresh_db) as store:
         store.record_run(run)
-        frame = chance_scores(store)
+        frame = store.chance_scores()
     assert frame["sample_id"].tolist() == ["s1"]          # the lint's SQL
     sample = items[0]
     result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), NoCallJudge())

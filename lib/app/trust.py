@@ -49,6 +49,11 @@ class Review:
     sentence: str = ""
 
 
+def server_endpoint(spec: AblationSpec, settings: Settings) -> str:
+    """Where this server would judge `spec`: offline for an offline judge, else the configured endpoint."""
+    return OFFLINE if spec.judge in VARIANTS and spec.endpoint == OFFLINE else settings.endpoint
+
+
 def review_spec(spec: AblationSpec, settings: Settings) -> Review:
     """Decide whether a stored spec runs here as recorded, on this server's judge after a confirmation, or not."""
     if spec.scorer is not None:

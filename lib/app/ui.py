@@ -23,6 +23,7 @@ import streamlit as st
 
 from lib.app import demo_start, gate, trust
 from lib.app.demo import ensure_demo
+from lib.app.imports import ImportRunner
 from lib.app.jobs import JobRunner
 from lib.app.snapshots import SnapshotKeeper
 from lib.core import settings
@@ -79,6 +80,11 @@ def job_runner(path: str) -> JobRunner:
     return JobRunner(open_store(path), judge_for_spec, limits=lambda: Limits.from_settings(load_settings()))
 
 
+@st.cache_resource
+def import_runner(path: str) -> ImportRunner:
+    return ImportRunner(open_store(path))
+
+
 @dataclass(frozen=True)
 class Context:
     """What every page needs: the store, its path, and the chosen judge."""
@@ -93,6 +99,11 @@ class Context:
     @property
     def runner(self) -> JobRunner:
         return job_runner(self.db_path)
+
+    @property
+    def imports(self) -> ImportRunner:
+        """Scores the Import page's uploads off the page thread (lib.app.imports)."""
+        return import_runner(self.db_path)
 
     @cached_property
     def version(self) -> str:
