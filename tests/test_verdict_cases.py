@@ -562,6 +562,11 @@ REPLAYS = [
      False),
     ("a small baseline with a clear shift is still a mismatch", _deltas((0.5, 8)), True),
 ]
+BANDED = [
+    # (id, deltas, judge repeat band, mismatch): a noisy judge at a ceiling of 1.0 can only lower a score
+    ("a fall within the judge's repeat band", _deltas((-0.5, 4), (0.0, 36)), 0.05, False),
+    ("a fall beyond the judge's repeat band", _deltas((-0.5, 8), (0.0, 32)), 0.05, True),
+]
 
 
 @pytest.mark.parametrize(("deltas", "mismatch"), [r[1:] for r in REPLAYS], ids=[r[0] for r in REPLAYS])
@@ -569,6 +574,13 @@ def test_each_branch_of_the_replay_check(deltas: list[float], mismatch: bool) ->
     from lib.diagnosis.ablation_analysis import replay_mismatch
 
     assert replay_mismatch(deltas, min_effect=0.02)[0] is mismatch
+
+
+@pytest.mark.parametrize(("deltas", "band", "mismatch"), [r[1:] for r in BANDED], ids=[r[0] for r in BANDED])
+def test_a_replay_move_must_clear_the_judges_repeat_band(deltas: list[float], band: float, mismatch: bool) -> None:
+    from lib.diagnosis.ablation_analysis import replay_mismatch
+
+    assert replay_mismatch(deltas, min_effect=0.02, band=band)[0] is mismatch
 
 
 def test_a_replay_with_another_judge_is_named_as_such(fresh_db: Path) -> None:

@@ -203,16 +203,18 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
     return out
 
 
-def replay_mismatch(deltas: Sequence[float], *, min_effect: float, seed: int = 0) -> tuple[bool, PairedDiff]:
+def replay_mismatch(deltas: Sequence[float], *, min_effect: float, band: float | None = None,
+                    seed: int = 0) -> tuple[bool, PairedDiff]:
     """Does a re-run fail to reproduce the stored score? `deltas`: per sample, re-run minus stored.
 
-    The tolerance is the paired interval itself, over every sample the baseline judged (stats.paired_interval:
-    exact below 20): a mismatch is an interval that excludes zero with a mean beyond the smallest effect worth
-    naming. A judge's repeat noise is inside the per-sample changes already, so no band is added to it, and a
-    deterministic judge that reproduces exactly shows an interval of [0, 0].
+    Read as a verdict reads a move: a mismatch is a paired interval, over every sample the baseline judged
+    (stats.paired_interval: exact below 20), that excludes zero with a mean beyond the smallest effect worth
+    naming and beyond the judge's repeat band `band` (a noisy judge at a ceiling of 1.0 can only lower a score).
+    No band of 3 noise sds is added to the tolerance: a deterministic judge that reproduces exactly shows [0, 0].
     """
     d = paired_interval([0.0] * len(deltas), list(deltas), seed=seed)
-    return bool(d.excludes_zero and abs(d.mean) > min_effect), d
+    allowed = max(min_effect, band or 0.0)
+    return bool(d.excludes_zero and abs(d.mean) > allowed + 1e-9), d
 
 
 def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, band: float | None,
@@ -226,19 +228,20 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, ban
     s_mean = float(np.mean([stored[s] for s in common]))
     r_mean = float(np.mean([np.mean(base.scores[s]) for s in common]))
     mismatch, d = replay_mismatch([float(np.mean(base.scores[s])) - stored[s] for s in common],
-                                  min_effect=spec.min_effect, seed=len(common))
+                                  min_effect=spec.min_effect, band=band, seed=len(common))
+    allowed = max(spec.min_effect, band or 0.0)
     other = spec.scorer is None and spec.judge is not None and recorded is not None and spec.judge != recorded
     who = f" by {spec.judge}, not the run's own judge ({recorded}), so not a replay," if other else ""
     stored_words = _stored_words(s_mean, len(common), stored)
     measured = (f"{metric} re-judged{who} reads {r_mean:.3f} against {stored_words} ({d.mean:+.3f}, 95% CI "
                 f"{d.lo:+.3f} to {d.hi:+.3f} over {d.n} samples; a mismatch is an interval that excludes 0 and a "
-                f"move beyond {spec.min_effect:.2f})")
+                f"move beyond {allowed:.3f})")
     if mismatch:
         sentence = (f"REPLAY MISMATCH: {measured}: this ablation did not reproduce the instrument that produced the "
                     f"run's score, so nothing in it can clear the run.")
     else:
         sentence = f"{measured}: the run's score reproduces."
-    return ReplayCheck(metric, s_mean, r_mean, r_mean - s_mean, band, mismatch, sentence, spec.min_effect)
+    return ReplayCheck(metric, s_mean, r_mean, r_mean - s_mean, band, mismatch, sentence, allowed)
 
 
 def _stored_words(s_mean: float, n: int, stored: dict[str, float]) -> str:

@@ -34,8 +34,6 @@ from lib.diagnosis import agreement_stats as st
 from lib.diagnosis.agreement_stats import NONE, Estimate
 from lib.store import Store
 
-INSTRUMENT_COLUMNS = ("judge_model", "prompt_hash", "binding", "scorer")
-
 
 def instrument_text(judge_model: object, prompt_hash: object, binding: object, scorer: object = None) -> str:
     """An instrument as one line: 'offline-lexical-v2 · prompt 1a2b3c4d5e6f · projected'."""

@@ -138,7 +138,3 @@ class LabelsMixin(StoreBase):
                 {base}""", params)
         copies = pd.DataFrame(cur.fetchall(), columns=[d[0] for d in cur.description], dtype=object)
         return judgings, copies
-
-    def labels_version_stamp(self) -> str:
-        """Changes whenever a label is written (a cache key for page loaders)."""
-        return str(self._rows("SELECT coalesce(max(seq), 0) FROM labels")[0][0])
