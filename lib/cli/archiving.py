@@ -51,10 +51,10 @@ def cmd_archive(args: argparse.Namespace) -> int:
                 if not kept:
                     print("no replaced runs are kept" + (f" for run {args.run}" if args.run else ""))
         elif args.action == "restore":
-            kept = {a.archive_id: a for a in store.archived_runs()}
+            by_id = {a.archive_id: a for a in store.archived_runs()}
             displaced = store.restore_run(args.archive_id)   # InputError for an unknown id
-            print(f"restored run {kept[args.archive_id].run_id} from {args.archive_id} "
-                  f"({kept[args.archive_id].footprint.sentence()})")
+            print(f"restored run {by_id[args.archive_id].run_id} from {args.archive_id} "
+                  f"({by_id[args.archive_id].footprint.sentence()})")
             if displaced is not None:
                 print(f"the copy it replaced is kept as {displaced.archive_id}")
         else:

@@ -74,19 +74,19 @@ def accuracy(pred: Sequence[bool], truth: Sequence[bool]) -> float:
     return float(np.mean(p == t)) if len(p) else math.nan
 
 
-def cohen_kappa(pred: Sequence[bool], truth: Sequence[bool]) -> float:
+def cohen_kappa(pred: Sequence[bool] | np.ndarray, truth: Sequence[bool] | np.ndarray) -> float:
     """Cohen's kappa of two binary raters: agreement beyond what their base rates give by chance."""
     p, t = np.asarray(pred, dtype=bool), np.asarray(truth, dtype=bool)
     return float(kappa_of(_table(p, t, np.ones(len(p))))) if len(p) else math.nan
 
 
-def bias(judge: Sequence[float], people: Sequence[float]) -> float:
+def bias(judge: Sequence[float] | np.ndarray, people: Sequence[float] | np.ndarray) -> float:
     """Mean of judge minus people: positive when the judge is more generous than people."""
     j, p = np.asarray(judge, dtype=float), np.asarray(people, dtype=float)
     return float(np.mean(j - p)) if len(j) else math.nan
 
 
-def mean_error(judge: Sequence[float], people: Sequence[float]) -> float:
+def mean_error(judge: Sequence[float] | np.ndarray, people: Sequence[float] | np.ndarray) -> float:
     """Mean absolute difference between judge and people."""
     j, p = np.asarray(judge, dtype=float), np.asarray(people, dtype=float)
     return float(np.mean(np.abs(j - p))) if len(j) else math.nan

@@ -331,7 +331,7 @@ def steps_beyond(store: Store, *, suite: str = MAIN, metrics: list[str] | None =
         # a step can be a jump only beyond k·√2 of the smaller of the two spreads (paired evidence only adds)
         smaller = np.minimum(np.full(len(steps), whole), asof)   # nan where either is not measured: no filter
         limit = np.maximum(FLOOR, np.where(np.isnan(smaller) | (whole_n <= 64), 0.0, k * math.sqrt(2) * smaller))
-        for i in np.flatnonzero(delta > limit):
+        for i in (int(x) for x in np.flatnonzero(delta > limit)):
             now, now_n = spread_without(steps, i if not math.isnan(steps[i]) else None) if whole_n <= 64 else (
                 whole, whole_n - (0 if math.isnan(steps[i]) else 1))
             found.append((str(m), g, int(i), now, now_n, float(asof[i]), int(asof_n[i])))

@@ -102,7 +102,7 @@ def labels_from_rows(store: Store, rows: Sequence[Mapping[str, object]], *, sour
     out: list[Label] = []
     seen: dict[tuple, int] = {}
     for k, row in enumerate(rows, start=1):
-        n = int(row.get("_row", k))  # type: ignore[arg-type]
+        n = int(str(row.get("_row", k)))
 
         def bad(message: str, field: str | None, n: int = n) -> InputError:
             return InputError(message, row=n, field=field, source=where)

@@ -112,9 +112,12 @@ class ArchiveMixin(StoreBase):
         rows = cur.execute("SELECT archive_id, run_id, archived_at, reason FROM archived_runs "
                            "WHERE ? IS NULL OR run_id = ? ORDER BY archived_at DESC, archive_id",
                            [run_id, run_id]).fetchall()
-        return [ArchivedRun(archive_id=a, run_id=r, archived_at=at, reason=why,
-                            footprint=self._footprint(cur, "archived_", "archive_id", a))
-                for a, r, at, why in rows]
+        out = []
+        for a, r, at, why in rows:
+            footprint = self._footprint(cur, "archived_", "archive_id", a)
+            if footprint is not None:   # read in the same cursor as its archived_runs row
+                out.append(ArchivedRun(archive_id=a, run_id=r, archived_at=at, reason=why, footprint=footprint))
+        return out
 
     def restore_run(self, archive_id: str) -> ArchivedRun | None:
         """Put an archived copy back as the live run, in one transaction.

@@ -62,7 +62,8 @@ class LabelsMixin(StoreBase):
             version: the calibration set as it was at this version (default: now).
             sample_ids: only these samples.
         """
-        filters, params = ["AND suite = ?"], [suite]
+        filters: list[str] = ["AND suite = ?"]
+        params: list[object] = [suite]
         if metric is not None:
             filters.append("AND metric = ?")
             params.append(metric)

@@ -121,7 +121,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     name = source or str(path)
     metrics = list(got.sources)
     if not metrics:
-        unmapped = got.notes.get("unmapped_columns")
+        unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
         raise InputError("no score this tool names maps to one of our metrics ("
                          + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "")
                          + "map an Inspect scorer with --metric-map SCORER=METRIC)", field="metrics", source=name)
@@ -144,8 +144,9 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     if not tool_version:
         warnings.append(f"the {got.tool} version is not recorded: give it (--tool-version); until then no "
                         f"scoring-library change is drawn for this run")
-    if notes.get("unmapped_columns"):
-        warnings.append("score columns not read (no metric of ours): " + ", ".join(notes["unmapped_columns"]))
+    not_read = [str(c) for c in notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
+    if not_read:
+        warnings.append("score columns not read (no metric of ours): " + ", ".join(not_read))
     if clamped:
         warnings.append("scores a hair outside [0, 1] (floating point) set to the bound: "
                         + ", ".join(f"{m} {n}" for m, n in clamped.items()))

@@ -112,7 +112,8 @@ def fold_repeats(frame: pd.DataFrame, metrics: list[str], id_column: str = "id"
     counts = frame[id_column].value_counts(sort=False)
     if counts.empty or counts.max() < 2:
         return frame, {}
-    rows, spread = [], {m: [] for m in metrics if m in frame.columns}
+    rows: list[pd.Series] = []
+    spread: dict[str, list[float]] = {m: [] for m in metrics if m in frame.columns}
     for _sid, group in frame.groupby(id_column, sort=False):
         row = group.iloc[0].copy()
         for metric in spread:

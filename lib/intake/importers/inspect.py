@@ -29,6 +29,7 @@ import math
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -91,7 +92,9 @@ def _load_with_inspect(path: Path, python: str) -> tuple[dict, list[dict]]:
         last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         raise InputError(f"Inspect's reader could not read the log: {last[:300]}", source=str(path))
     data = shapes.strict_json(proc.stdout.encode(), source=str(path), what="Inspect log (as Inspect read it)")
-    return data["header"], list(data["samples"])
+    if not isinstance(data, dict) or not isinstance(data.get("header"), dict):
+        raise InputError("Inspect's reader gave no log header", source=str(path))
+    return data["header"], list(data.get("samples") or [])
 
 
 def _load(path: Path) -> tuple[dict, list[dict]]:
@@ -107,16 +110,16 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
             with zipfile.ZipFile(path) as z:
                 names = sorted(n for n in z.namelist() if n.startswith("samples/") and n.endswith(".json"))
                 shapes.check_members(z, ["header.json", *names], source=source)  # sizes, before a byte is read
-                header = shapes.strict_json(_member(z, "header.json"), source=f"{source} header.json",
-                                            what="Inspect log")
+                header = cast(dict, shapes.strict_json(_member(z, "header.json"), source=f"{source} header.json",
+                                                       what="Inspect log"))
                 shapes.check(header, shapes.INSPECT_HEADER, source=f"{source} header.json", row=None, path="")
                 samples = []
                 for row, n in enumerate(names, start=1):
-                    sample = shapes.strict_json(_member(z, n), source=f"{source} {n}", what="Inspect log")
+                    sample = cast(dict, shapes.strict_json(_member(z, n), source=f"{source} {n}", what="Inspect log"))
                     shapes.check(sample, shapes.INSPECT_SAMPLE, source=f"{source} {n}", row=row, path="")
                     samples.append(sample)
         else:
-            header = shapes.strict_json(shapes.read_bytes(path), source=source, what="Inspect log")
+            header = cast(dict, shapes.strict_json(shapes.read_bytes(path), source=source, what="Inspect log"))
             shapes.check(header, shapes.INSPECT_HEADER, source=source, row=None, path="")
             samples = list(header.get("samples") or [])
             for row, sample in enumerate(samples, start=1):
@@ -173,7 +176,9 @@ def read_inspect(path: str | Path, *, metric_map: Mapping[str, str] | None = Non
     header, samples = _load(path)
     spec = header["eval"]
     mapping = {**DEFAULT_METRIC_MAP, **(metric_map or {})}
-    rows, sources, errors = [], {}, {}
+    rows: list[dict] = []
+    sources: dict[str, str] = {}
+    errors: dict[str, int] = {}
     for s in samples:
         if s.get("error"):
             message = str((s.get("error") or {}).get("message") or s.get("error"))

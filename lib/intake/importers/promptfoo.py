@@ -124,7 +124,9 @@ def targets(path: str | Path) -> list[str]:
 def _results(path: str | Path) -> tuple[list[dict], dict]:
     source = str(path)
     data = shapes.strict_json(shapes.read_bytes(path), source=source, what="promptfoo results file")
-    summary = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise InputError("not a promptfoo results file (not a JSON object)", source=source)
+    summary = data.get("results")
     if not isinstance(summary, dict):
         summary = {}
     results = summary.get("results")

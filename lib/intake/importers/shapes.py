@@ -15,7 +15,6 @@ three calls down. What a field means (a score, a passage) is still checked by
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
@@ -23,6 +22,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from lib.core.errors import InputError
 from lib.core.jsontext import HugeNumber, JsonProblem, loads
@@ -77,7 +77,13 @@ def check_members(z: zipfile.ZipFile, names: list[str], *, source: str, limit: i
             raise InputError(_over(total, limit, "the members together (uncompressed)"), field=name, source=source)
 
 
-def bounded(reader: io.BufferedIOBase | io.RawIOBase, *, name: str, source: str, declared: int) -> bytes:
+class Readable(Protocol):
+    """A stream of bytes: a zip member, a decompressing reader."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def bounded(reader: Readable, *, name: str, source: str, declared: int) -> bytes:
     """Read a decompressing stream up to the member's declared size (checked against the limit already).
 
     A member that inflates past what its zip entry declares is refused, so memory stays within the
