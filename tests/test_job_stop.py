@@ -5,7 +5,6 @@ database promptly. The judge is the real OpenAIJudge against a loopback server t
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,9 +39,22 @@ def hung() -> Iterator[OpenAIServer]:
 
 
 @pytest.fixture
-def db(demo_db: Path, tmp_path: Path) -> Path:
+def db(tmp_path: Path) -> Path:
+    """A small database: one run of six samples, faithfulness judged by its projected template."""
+    import dataclasses
+
+    from lib.core.records import MAIN
+    from lib.core.results import OK, SampleResult
+    from lib.core.samples import EvalSample
+    from tests.test_validate import good_run
+
+    run = good_run("night")
+    samples = [EvalSample(f"s{i}", f"What is fact {i}?", f"Fact {i} is {i * 7}.", (f"Fact {i} is {i * 7}.",),
+                          f"Fact {i} is {i * 7}.") for i in range(6)]
+    metric = dataclasses.replace(run.metrics[0], results=[SampleResult(s.sample_id, OK, 1.0) for s in samples])
     path = tmp_path / "d.duckdb"
-    shutil.copy(demo_db, path)
+    with Store(path) as store:
+        store.record_run(dataclasses.replace(run, samples={MAIN: samples}, metrics=[metric]))
     return path
 
 
