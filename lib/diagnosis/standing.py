@@ -17,7 +17,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from lib.core.numbers import signed
+from lib.core.formatting import signed
 from lib.diagnosis.diagnose import Jump
 from lib.diagnosis.incidents import ACCEPTED, Incident
 from lib.diagnosis.rejudge import Series
