@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from lib.app import access, gate, loaders, ui, ui_history
+from lib.core.formatting import signed
 from lib.core.metrics import wiring_table
-from lib.core.numbers import signed
 from lib.core.records import CANARY, MAIN
 from lib.diagnosis import episodes, noise
 from lib.intake import inbox

@@ -81,10 +81,10 @@ def test_ablation_run_latest_opens_the_latest_run(server: StreamlitServer, page:
 def test_recording_a_state_without_a_name_asks_for_it_beside_the_button(server: StreamlitServer, page: Page) -> None:
     open_page(page, server, "")
     form = page.locator(MAIN).locator('[data-testid="stForm"]').first
-    assert form.locator('[class*="st-key-user_"] input').count() == 1   # a name box in the form, beside the button
+    assert form.locator('[class*="st-key-user_"] input').count() == 1   # a name box in the form, by the button
     form.get_by_role("button", name="Record").click()
     wait_for_app(page)
-    assert "Type your name in “Your name” beside the state" in main_text(page)
+    assert "Type your name in “Your name” above the state" in main_text(page)
     assert "field 'user'" not in main_text(page)
 
 

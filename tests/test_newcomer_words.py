@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from lib.core.numbers import signed
+from lib.core.formatting import signed
 from lib.diagnosis.ablation_analysis import _stored_words, four_readings_gap
 from lib.diagnosis.ablation_result import ArmVerdict
 

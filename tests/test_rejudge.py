@@ -41,7 +41,9 @@ def rejudged(demo_db: Path, rejudged_demo_db: Path) -> Iterator[tuple[Store, rej
     with Store(demo_db) as original:
         recorded = original.metric_history()
     store = Store(rejudged_demo_db)
-    (series,) = rejudge.finished_series(store, "faithfulness")
+    # the demo's own series (its open episode, re-judged when built) and this one, over all 90 runs
+    every_run = recorded["run_id"].nunique()
+    (series,) = [s for s in rejudge.finished_series(store, "faithfulness") if len(s.frame) == every_run]
     store._recorded_before = recorded  # type: ignore[attr-defined]
     yield store, series
     store.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lib.core.numbers import signed
+from lib.core.formatting import signed
 from lib.diagnosis.diagnose import Jump
 from lib.diagnosis.incidents import ACCEPTED, LAPSED, Incident
 from lib.diagnosis.rejudge import Series

@@ -188,9 +188,8 @@ class Review:
         carried = ((f"{len(self.still_open)} incident(s) still open (carried forward until someone closes them); "
                     f"the oldest: {self.still_open[0]}",) if self.still_open else ())
         if not self.runs:
-            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.", *self.conclusions,
-                    *carried)
-        out = [*self.conclusions, *carried]
+            return (f"No runs started between {self.start:%Y-%m-%d} and {self.end:%Y-%m-%d}.", *carried)
+        out = list(carried)
         if self.jumps:
             sides = [f.side for f in self.jumps]
             out.append(f"{len(self.jumps)} move(s) beyond noise in {len(self.runs)} run(s): "
