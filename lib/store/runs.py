@@ -206,18 +206,26 @@ class RunsMixin(StoreBase):
         if not steps:
             return pd.DataFrame(columns=cols)
         metrics, prevs, runs = (list(x) for x in zip(*steps, strict=True))
-        return self._df("""
+        # The per-sample changes are fetched in a fixed order and summed here: a parallel SQL aggregate adds them
+        # in whatever order its threads finish, and a jump's threshold must not move in the last digit between
+        # two reads of the same history (or between the database and its Parquet export).
+        diffs = self._df("""
             WITH p AS (SELECT unnest(?::VARCHAR[]) AS metric, unnest(?::VARCHAR[]) AS prev_run_id,
                               unnest(?::VARCHAR[]) AS run_id)
-            SELECT p.metric, p.prev_run_id, p.run_id, count(*) AS n, avg(b.score - a.score) AS mean,
-                   coalesce(stddev_samp(b.score - a.score), 0.0) AS sd
+            SELECT p.metric, p.prev_run_id, p.run_id, b.score - a.score AS diff
             FROM p
             JOIN sample_scores a ON a.run_id = p.prev_run_id AND a.metric = p.metric AND a.suite = ?
             JOIN sample_scores b ON b.run_id = p.run_id AND b.metric = p.metric AND b.suite = ?
                                 AND b.sample_id = a.sample_id
             WHERE a.status = 'ok' AND b.status = 'ok' AND a.score IS NOT NULL AND b.score IS NOT NULL
               AND NOT isnan(a.score) AND NOT isnan(b.score)
-            GROUP BY p.metric, p.prev_run_id, p.run_id""", [metrics, prevs, runs, suite, suite])[cols]
+            ORDER BY p.metric, p.prev_run_id, p.run_id, a.sample_id""", [metrics, prevs, runs, suite, suite])
+        if diffs.empty:
+            return pd.DataFrame(columns=cols)
+        by = diffs.groupby(["metric", "prev_run_id", "run_id"], sort=False)["diff"]
+        out = by.agg(n="count", mean="mean", sd="std").reset_index()
+        out["sd"] = out["sd"].fillna(0.0)
+        return out[cols]
 
     def scores_without_passages(self, metrics: Sequence[str], run_id: str | None = None,
                                 suite: str = MAIN) -> pd.DataFrame:
