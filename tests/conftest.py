@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -52,8 +53,10 @@ def _fresh_output_modes() -> Iterator[None]:
     LIMITS.clear()
 
 
+@functools.cache
 def _code_key() -> str:
-    """A hash of what builds the databases below (lib/ and the DuckDB version): same key, same files."""
+    """A hash of what builds the databases below (lib/ and the DuckDB version): same key, same files. Read once
+    per session, so a file edited while tests run does not make the session build a second demo."""
     digest = hashlib.sha256(duckdb.__version__.encode())
     for path in sorted((ROOT / "lib").rglob("*.py")):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
