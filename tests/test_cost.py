@@ -62,7 +62,9 @@ def test_the_estimate_is_the_calls_the_ablation_then_makes(db: Path) -> None:
         assert before.judgings == 4 * 3 * N and before.from_cache == before.stored == 0 and before.paid
         assert "no usage of this judge recorded" in before.sentence    # nothing recorded yet: 4 characters a token
         after = estimate_ablation(store, spec(srv), cacheable=True)
-    assert after.calls == 0 and after.stored == 2 * 3 * N and "no call to the judge needed" in after.sentence
+    # done: launching it again reads the stored result, and the estimate says so (issue 26: no paid launch offered)
+    assert after.done and after.calls == 0 and after.stored == 2 * 3 * N
+    assert "already made" in after.sentence and "no call to the judge" in after.sentence
 
 
 def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path, server: OpenAIServer) -> None:

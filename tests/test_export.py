@@ -35,7 +35,9 @@ KEYS = {
     "rejudges": ["series_id"], "rejudge_scores": ["series_id", "run_id", "sample_id"],
     "rejudge_runs": ["series_id", "run_id"], "incident_states": ["incident_id", "seq"], "job_log": ["ablation_id"],
     "batch_jobs": ["batch_id"], "batch_requests": ["batch_id", "key"], "batch_replies": ["batch_id", "key"],
-    "batch_faults": ["batch_id", "key"], "labels": ["seq"],
+    "batch_faults": ["batch_id", "key"], "labels": ["seq"], "archived_runs": ["archive_id"],
+    "archived_run_metrics": ["archive_id", "suite", "metric"], "archived_samples": ["archive_id", "suite", "sample_id"],
+    "archived_sample_scores": ["archive_id", "suite", "metric", "sample_id"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -62,12 +64,14 @@ def _run(k: int, samples: list[EvalSample]) -> RunRecord:
 
 @pytest.fixture
 def small_store(tmp_path: Path) -> Path:
-    """Three runs over two months, an ablation, a cached judge call and two labels: every table holds rows."""
+    """Three runs over two months (one recorded twice), an ablation, a cached judge call and two labels: every
+    table holds rows."""
     path = tmp_path / "small.duckdb"
     samples = _samples()
     with Store(path) as store:
         for k in range(3):
             store.record_run(_run(k, samples))
+        store.record_run(_run(0, samples))   # recorded over: the earlier copy is kept in the archive tables
         run_ablation(store, AblationSpec("run-2", ("faithfulness",), ("ground_truth",), repeats=2),
                      OfflineJudge(noise=0.03))
         store.put(JudgeRequest("some-model", (Message("user", "a question"),), 0.0, 1),

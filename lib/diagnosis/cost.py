@@ -169,7 +169,8 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
     row = store.ablation(spec.ablation_id)
     if row and row["status"] == "done" and row["result"]:   # launching it reads the stored result (run_ablation)
         paid = spec.scorer is None and spec.endpoint != OFFLINE
-        return AblationCost(plan.planned, plan.planned, 0, 0, 0, 0, 0, 0, paid, scorer=spec.scorer is not None,
+        stored = len(store.ablation_done_keys(spec.ablation_id))   # the judgings it made, not the arms it skipped
+        return AblationCost(plan.planned, stored, 0, 0, 0, 0, 0, 0, paid, scorer=spec.scorer is not None,
                             done=True)
     probe = set(plan.probe_ids)
     done = store.ablation_done_keys(spec.ablation_id)
