@@ -11,9 +11,10 @@ its progress in every other one.
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, gate, jobs, loaders, trust, ui_history
+from lib.app import access, calibration, gate, jobs, loaders, trust, ui_history
 from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import BINDINGS
 from lib.diagnosis import cost, noise
 from lib.diagnosis.ablation import (
     LEAK,
@@ -374,3 +375,64 @@ if batches:
     for job in batches:
         polled = f" (polled {job.polled_at:%Y-%m-%d %H:%M})" if job.polled_at else ""
         st.progress(job.answered_share, text=md(job.sentence + polled))
+
+# -- gate a new judge: `python -m lib calibrate` from the page (lib.app.calibration) --------------------------
+st.divider()
+st.subheader("Gate a new judge")
+st.caption("Judge the suite's calibration set (its samples people labelled) with a candidate judge and with the "
+           "current instrument (the latest run's), paired over the same samples. The candidate fails when it agrees "
+           "with people worse beyond the margin, as `python -m lib calibrate` exits 1 in CI.")
+g1, g2, g3 = st.columns([2, 3, 1])
+gate_metric = g1.selectbox("Metric", METRIC_NAMES, key="gate_metric")
+gate_model = g2.selectbox("Candidate judge", calibration.judge_choices(server), key="gate_model",
+                          help="The operator's model (on this server's endpoint) or an offline judge.")
+gate_margin = g3.number_input("Margin", min_value=0.0, max_value=1.0, value=calibration.MARGIN, step=0.01,
+                              key="gate_margin", help="How much lower the candidate's agreement may be before it "
+                                                      "fails.")
+gate_template = st.text_area("Candidate template (optional)", key="gate_template", height=100,
+                             help="Empty: the current instrument's template and binding. A template of its own is "
+                                  "bound projected (only the fields the metric may read), unless you choose replay.")
+gate_binding = (st.radio("Binding", BINDINGS, key="gate_binding", horizontal=True,
+                         help="replay renders the template against the whole sample, as a harness did.")
+                if gate_template.strip() else "")
+gate_plan = None
+try:   # counted before any call: the calibration set, and the calls left after the call cache
+    gate_plan = calibration.plan_gate(ctx.store, calibration.GateRequest(
+        metric=gate_metric, model=gate_model, template=gate_template if gate_template.strip() else "",
+        binding=gate_binding or "", margin=float(gate_margin)), server)
+except EvaldriftError as exc:
+    st.info(md(f"The gate cannot run: {exc}"))
+gate_ok, gate_agreed = False, False
+if gate_plan is not None:
+    st.caption(md(f"Before running: {gate_plan.sentence}"))
+    gate_ok = calibration.may_gate(ctx.user, gate_plan, server, login=gate.login_configured())
+    gate_agreed = True
+    if not gate_ok:
+        st.info("A gate with a paid judge is run by the people this server's operator lists "
+                "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
+    elif calibration.needs_confirmation(gate_plan, server.call_budget):
+        gate_agreed = st.checkbox(md(f"Make up to {gate_plan.calls} calls to the paid judge "
+                                     f"{', '.join(gate_plan.paid)}"), key=f"gate_confirm_{gate_plan.gate_id}")
+if st.button("Run the gate", key="gate_launch", disabled=not (gate_ok and gate_agreed)) and gate_plan is not None:
+    st.session_state["gate_shown"] = lib.app.ui.gate_runner(ctx.db_path).submit(gate_plan, server)
+
+
+@st.fragment(run_every=1.0)
+def gate_progress(gate_id: str) -> None:
+    """Polls the gate's worker; the full page shows the result once it ends."""
+    if lib.app.ui.gate_runner(ctx.db_path).status(gate_id).state != "running":
+        st.rerun(scope="app")
+    st.caption("Judging the calibration set on a background worker...")
+
+
+if st.session_state.get("gate_shown"):
+    gate_status = lib.app.ui.gate_runner(ctx.db_path).status(st.session_state["gate_shown"])
+    if gate_status.state == "running":
+        gate_progress(gate_status.gate_id)
+    elif gate_status.state == "failed":
+        st.error("The gate failed. The reason, as the worker recorded it:")
+        st.code(gate_status.error, language=None)
+    elif gate_status.result is not None:
+        (st.error if gate_status.result.worse else st.success)(md(calibration.verdict_words(gate_status.result)))
+        st.dataframe(calibration.result_rows(gate_status.result), hide_index=True, width="content",
+                     key="gate_result")

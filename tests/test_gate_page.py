@@ -62,9 +62,9 @@ def test_an_equal_judge_passes_and_the_leaky_template_fails(labelled_db: Path, s
         assert plan_gate(store, plan.request, s).calls == 0   # the call cache now answers every request
 
         leaky = GateRequest("faithfulness", MODEL, template=LEAKY_FAITHFULNESS, binding=REPLAY)
-        runner = GateRunner(store, lambda: s)
+        runner = GateRunner(store)
         try:
-            gate_id = runner.submit(plan_gate(store, leaky, s))
+            gate_id = runner.submit(plan_gate(store, leaky, s), s)
             runner.wait(gate_id, timeout=60)
             status = runner.status(gate_id)
         finally:
@@ -95,14 +95,17 @@ def test_the_page_shows_the_cost_asks_for_a_paid_judge_and_shows_the_verdict(
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="gate_model").set_value(MODEL)
-    at.text_area(key="gate_template").set_value(LEAKY_FAITHFULNESS)
+    at.text_area(key="gate_template").set_value(LEAKY_FAITHFULNESS).run()
+    at.radio(key="gate_binding").set_value(REPLAY)
     at.run()
     captions = " ".join(c.value for c in at.caption)
     assert "Calibration set v24" in captions and "12 labelled samples" in captions
     assert "paid judge: evaldrift-test-model" in captions
     assert at.button(key="gate_launch").disabled   # a paid judge waits for the confirmation
     assert server_env.n_calls == 0
-    at.checkbox(key="gate_confirm").check().run()
+    confirm = [c for c in at.checkbox if str(c.key).startswith("gate_confirm_")]
+    assert len(confirm) == 1 and "Make up to 24 calls to the paid judge" in confirm[0].label   # 12 each, none cached
+    confirm[0].check().run()
     at.button(key="gate_launch").click().run()
     at = wait_for(at, lambda a: any(e.value.startswith("FAIL") for e in a.error))
     fails = [e.value for e in at.error if e.value.startswith("FAIL")]

@@ -16,7 +16,6 @@ import json
 import math
 import threading
 import traceback
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from lib.diagnosis.calibrate import (
     current_contender,
 )
 from lib.judging.build import build_judge, endpoint_of
+from lib.judging.offline import VARIANTS
 from lib.store import Store
 
 
@@ -135,6 +135,11 @@ def _calls(store: Store, who: Contender, samples: list[EvalSample], metric: str,
     return cost.calls_left(store, requests, model=who.model, endpoint=endpoint).calls
 
 
+def judge_choices(settings: Settings) -> list[str]:
+    """The judges a candidate may be, as the sidebar offers them: the operator's model, then the offline ones."""
+    return list(dict.fromkeys([settings.judge_model, *VARIANTS]))
+
+
 def plan_gate(store: Store, request: GateRequest, settings: Settings) -> GatePlan:
     """Count what the gate will judge and the calls left after the call cache; nothing is called or written.
 
@@ -218,27 +223,28 @@ class GateRunner:
 
     Args:
         store: the store the process owns.
-        settings: called when a gate starts, for the server's settings (its judges are built from them).
     """
 
-    def __init__(self, store: Store, settings: Callable[[], Settings]) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._settings = settings
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate")
         self._lock = threading.Lock()
         self._futures: dict[str, Future] = {}
 
-    def submit(self, plan: GatePlan) -> str:
-        """Start the gate the plan counted (or join it when it runs or ran); returns its id at once."""
+    def submit(self, plan: GatePlan, settings: Settings) -> str:
+        """Start the gate the plan counted (or join it when it runs or ran); returns its id at once.
+
+        Its judges are built from `settings` (the server's), as `plan_gate` counted them.
+        """
         with self._lock:
             fut = self._futures.get(plan.gate_id)
             if fut is None or (fut.done() and fut.exception() is not None):
-                self._futures[plan.gate_id] = self._pool.submit(self._run, plan)
+                self._futures[plan.gate_id] = self._pool.submit(self._run, plan, settings)
         return plan.gate_id
 
-    def _run(self, plan: GatePlan) -> Calibration:
+    def _run(self, plan: GatePlan, settings: Settings) -> Calibration:
         try:
-            return run_gate(self._store, plan.request, self._settings(), plan.version)
+            return run_gate(self._store, plan.request, settings, plan.version)
         except Exception:   # kept on the future and shown on the page; the trace goes to the server log
             traceback.print_exc()
             raise

@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from lib.app import demo_start, gate, trust
+from lib.app.calibration import GateRunner
 from lib.app.demo import ensure_demo
 from lib.app.imports import ImportRunner
 from lib.app.jobs import JobRunner
@@ -78,6 +79,12 @@ def judge_for_spec(spec: AblationSpec) -> Judge | None:
 @st.cache_resource
 def job_runner(path: str) -> JobRunner:
     return JobRunner(open_store(path), judge_for_spec, limits=lambda: Limits.from_settings(load_settings()))
+
+
+@st.cache_resource
+def gate_runner(path: str) -> GateRunner:
+    """Runs the Ablation page's judge gates off the page thread (lib.app.calibration)."""
+    return GateRunner(open_store(path))
 
 
 @st.cache_resource
