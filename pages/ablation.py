@@ -397,9 +397,9 @@ gate_binding = (st.radio("Binding", BINDINGS, key="gate_binding", horizontal=Tru
                 if gate_template.strip() else "")
 gate_plan = None
 try:   # counted before any call: the calibration set, and the calls left after the call cache
-    gate_plan = calibration.plan_gate(ctx.store, calibration.GateRequest(
+    gate_plan = loaders.gate_plan(ctx.db_path, calibration.GateRequest(
         metric=gate_metric, model=gate_model, template=gate_template if gate_template.strip() else "",
-        binding=gate_binding or "", margin=float(gate_margin)), server)
+        binding=gate_binding or "", margin=float(gate_margin)))
 except EvaldriftError as exc:
     st.info(md(f"The gate cannot run: {exc}"))
 gate_ok, gate_agreed = False, False

@@ -13,7 +13,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from lib.app import job_log, ui_history
+from lib.app import calibration, job_log, ui_history
 from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
@@ -175,6 +175,11 @@ def ablation_counts(db_path: str, version: str, ablation_id: str, total: int) ->
 def ablation_failures(db_path: str, version: str, ablation_id: str) -> pd.DataFrame:
     """An ablation's failed judgings: sample, arm, reason and what the judge wrote (truncated)."""
     return open_store(db_path).ablation_failures(ablation_id)
+
+
+def gate_plan(db_path: str, request: calibration.GateRequest) -> calibration.GatePlan:
+    """What gating a new judge will judge and cost (not cached: the call cache fills as gates run)."""
+    return calibration.plan_gate(open_store(db_path), request, load_settings())
 
 
 @st.cache_data(show_spinner=False, hash_funcs={AblationSpec: lambda s: s.ablation_id})
