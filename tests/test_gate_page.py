@@ -94,6 +94,10 @@ def test_the_page_shows_the_cost_asks_for_a_paid_judge_and_shows_the_verdict(
     at.switch_page("pages/ablation.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key="gate_metric").set_value("context_recall").run()
+    assert any("has no context" in i.value and "labels on stored samples" in i.value for i in at.info)
+    assert at.button(key="gate_launch").disabled
+    at.selectbox(key="gate_metric").set_value("faithfulness")
     at.selectbox(key="gate_model").set_value(MODEL)
     at.text_area(key="gate_template").set_value(LEAKY_FAITHFULNESS).run()
     at.radio(key="gate_binding").set_value(REPLAY)
@@ -111,3 +115,6 @@ def test_the_page_shows_the_cost_asks_for_a_paid_judge_and_shows_the_verdict(
     fails = [e.value for e in at.error if e.value.startswith("FAIL")]
     assert fails and "WORSE" in fails[0] and "0.02 margin" in fails[0]
     assert server_env.n_calls > 0
+    table = next(f.value for f in at.dataframe if "instrument" in f.value.columns)
+    assert list(table[""]) == ["current", "candidate", "difference (candidate - current)"]
+    assert list(table["accuracy"].str[:6]) == ["1.000 ", "0.500 ", "-0.500"]
