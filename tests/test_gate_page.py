@@ -54,6 +54,7 @@ def test_an_equal_judge_passes_and_the_leaky_template_fails(labelled_db: Path, s
         assert (plan.n_samples, plan.version, plan.current_model) == (N, 2 * N, MODEL)
         assert plan.candidate_calls == N and plan.paid == (MODEL,)   # the identical requests are asked once
         assert "v24" in plan.sentence and "12 labelled samples" in plan.sentence
+        assert f"candidate ({MODEL}: 12 calls left after the call cache)" in plan.sentence
         assert server_env.n_calls == 0   # planning calls nothing
 
         same = run_gate(store, plan.request, s, plan.version)

@@ -107,10 +107,14 @@ class GatePlan:
                 f"of {self.request.metric}")
         if self.n_left_out:
             head += f" ({self.n_left_out} left out: their stored text is no longer what was labelled)"
-        judged = (f"judged by the current instrument ({self.current_model}: {self.current_calls} calls left after "
-                  f"the call cache) and the candidate ({self.request.model}: {self.candidate_calls} calls left)")
-        money = (f"; paid judge: {', '.join(self.paid)}" if self.paid else
-                 "; no paid call (the offline judge costs nothing, and the cache holds the rest)")
+        def calls(model: str, n: int) -> str:
+            if model in VARIANTS:
+                return f"{model}: {n} offline judgings, no API cost"
+            return f"{model}: {n} calls left after the call cache"
+
+        judged = (f"judged by the current instrument ({calls(self.current_model, self.current_calls)}) and the "
+                  f"candidate ({calls(self.request.model, self.candidate_calls)})")
+        money = f"; paid judge: {', '.join(self.paid)}" if self.paid else "; no paid call"
         return f"{head}, {judged}{money}."
 
 
