@@ -14,7 +14,7 @@ from datetime import datetime
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, gate, imports, replacing, ui_replacing
+from lib.app import access, gate, imports, ui_replacing
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
 from lib.intake.uploads import (
@@ -29,7 +29,6 @@ from lib.intake.uploads import (
     prepare_tool_upload,
     promptfoo_targets,
     read_upload,
-    record_import,
     run_facts,
     unknown_columns,
 )
@@ -98,7 +97,7 @@ if uploaded is not None and read_as != TABLE:
     if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id):
         st.stop()
     try:
-        record_import(ctx.store, plan)
+        imports.record_tool_upload(ctx, plan)
     except EvaldriftError as exc:
         st.error(str(exc))
         st.stop()
@@ -180,8 +179,7 @@ if not st.button("Record run", type="primary", key="imp_record",
     st.stop()
 
 try:
-    replacing.check_record(ctx.store, run_id, confirmed=replace_confirmed, user=ctx.user,
-                           settings=lib.app.ui.load_settings(), login=gate.login_configured())
+    ui_replacing.check_record(ctx, run_id, confirmed=replace_confirmed)
     started_at, pipeline = run_facts(started_text, pipeline_text)
     if score_here:   # on the import runner's thread: a rerun of this page does not stop a paid judge's calls
         judge = settings_judge(lib.app.ui.load_settings(), model=ctx.judge)

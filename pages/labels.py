@@ -40,7 +40,7 @@ labeller = labeller.strip()
 
 # -- lib calls ---------------------------------------------------------------------------------
 pos, neg = get_metric(metric).labels
-q = labelling.queue(ctx.store, run_id, MAIN, metric, labeller, skip=tuple(st.session_state["lab_skip"]))
+q = labelling.queue(ctx, run_id, MAIN, metric, labeller, skip=tuple(st.session_state["lab_skip"]))
 
 # -- render ------------------------------------------------------------------------------------
 st.progress(q.share, text=f"{q.done} of {q.total} samples of this run labelled by you")
@@ -69,7 +69,7 @@ with st.expander("Reference answer (ground_truth)", expanded=False):
     st.text(sample.ground_truth)
 
 kind = get_metric(metric).item_kind
-for item in labelling.judged_items(ctx.store, run_id, MAIN, metric, sample, labeller):
+for item in labelling.judged_items(ctx, run_id, MAIN, metric, sample, labeller):
     left, right = st.columns([5, 2])
     left.text(f"{kind} {item.number}: {item.text}")
     judge = f"judge: {item.verdict}" + (f" — evidence: {item.evidence}" if item.evidence else "") \
@@ -80,7 +80,7 @@ for item in labelling.judged_items(ctx.store, run_id, MAIN, metric, sample, labe
     for col, word, value in ((b1, pos, True), (b2, neg, False)):
         if col.button(word, key=f"lab_{sample.sample_id}_{item.number}_{word}",
                       type="primary" if mine == word else "secondary"):
-            labelling.record_label(ctx.store, run_id=run_id, suite=MAIN, metric=metric, sample_id=sample.sample_id,
+            labelling.record_label(ctx, run_id=run_id, suite=MAIN, metric=metric, sample_id=sample.sample_id,
                                    item=item.number, value=value, labeller=labeller)
             st.rerun()
     if mine:

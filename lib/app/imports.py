@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from lib.core.errors import EvaldriftError
+from lib.intake.uploads import ImportPlan, record_import
 from lib.judging.scoring import record_frame
 
 if TYPE_CHECKING:
@@ -59,6 +60,11 @@ def record_upload(ctx: HasStore, frame: pd.DataFrame, *, source: str, run_id: st
                   started_at: datetime | None = None, pipeline: Mapping[str, object] | None = None) -> RunRecord:
     """Record an uploaded table as one run with the scores it carries (no judge: nothing to wait for)."""
     return record_frame(ctx.store, frame, source=source, run_id=run_id, started_at=started_at, pipeline=pipeline)
+
+
+def record_tool_upload(ctx: HasStore, plan: ImportPlan) -> None:
+    """Record another tool's file, read and checked as `plan` (lib.intake.uploads.prepare_tool_upload)."""
+    record_import(ctx.store, plan)
 
 
 class ImportRunner:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from lib.app.imports import HasStore
 from lib.core.labels import Label, content_key, label_items
 from lib.core.metrics import get_metric
 from lib.core.samples import EvalSample
@@ -46,8 +47,9 @@ def _mine(store: Store, suite: str, metric: str, labeller: str) -> dict[tuple[st
     return out
 
 
-def queue(store: Store, run_id: str, suite: str, metric: str, labeller: str, *, skip: tuple[str, ...] = ()) -> Queue:
+def queue(ctx: HasStore, run_id: str, suite: str, metric: str, labeller: str, *, skip: tuple[str, ...] = ()) -> Queue:
     """Where `labeller` stands on a run's samples: how many are done, and the next one (ids in `skip` passed by)."""
+    store = ctx.store
     mine = _mine(store, suite, metric, labeller)
     total = done = 0
     current = None
@@ -64,9 +66,10 @@ def queue(store: Store, run_id: str, suite: str, metric: str, labeller: str, *, 
     return Queue(total, done, current)
 
 
-def judged_items(store: Store, run_id: str, suite: str, metric: str, sample: EvalSample,
+def judged_items(ctx: HasStore, run_id: str, suite: str, metric: str, sample: EvalSample,
                  labeller: str) -> list[JudgedItem]:
     """The sample's items with the run's judge verdicts and evidence, and the labeller's labels so far."""
+    store = ctx.store
     scores = store.sample_scores(run_id, suite, metric)
     row = scores[scores["sample_id"] == sample.sample_id]
     verdicts = json.loads(row["verdicts"].iloc[0]) if len(row) else []
@@ -80,9 +83,10 @@ def judged_items(store: Store, run_id: str, suite: str, metric: str, sample: Eva
     return out
 
 
-def record_label(store: Store, *, run_id: str, suite: str, metric: str, sample_id: str, item: int, value: bool,
+def record_label(ctx: HasStore, *, run_id: str, suite: str, metric: str, sample_id: str, item: int, value: bool,
                  labeller: str) -> Label:
     """Store one item label from the dashboard (checked as a file row is); returns it with its seq."""
+    store = ctx.store
     (label,) = labels_from_rows(store, [{"sample_id": sample_id, "metric": metric, "item": item, "label": value,
                                          "labeller": labeller, "run_id": run_id, "suite": suite}], source="dashboard")
     (seq,) = store.add_labels([label])

@@ -54,3 +54,13 @@ def replaced_runs(ctx: Context, *, key: str) -> None:
             else:
                 st.session_state[f"{key}_said"] = said
                 st.rerun()   # the list above shows the restored state
+
+
+def check_record(ctx: Context, run_id: str, *, confirmed: bool) -> None:
+    """The page's last check before recording over `run_id` (lib.app.replacing.check_record, with the page's user).
+
+    Raises:
+        InputError: the run id is stored and the user did not tick the box, or may not replace it.
+    """
+    replacing.check_record(ctx.store, run_id, confirmed=confirmed, user=ctx.user, settings=load_settings(),
+                           login=gate.login_configured())
