@@ -28,7 +28,9 @@ def _inspect_json() -> dict:
 
 
 def _promptfoo() -> dict:
-    return json.loads((FIXTURES / "promptfoo_results.json").read_text(encoding="utf-8"))
+    # a well-formed results.json that each case breaks in one place: the base of a refusal, never a test of how
+    # promptfoo's real files are read (tests/test_tool_imports.py reads files promptfoo writes in the session)
+    return json.loads((FIXTURES / "promptfoo_hostile_base.json").read_text(encoding="utf-8"))
 
 
 def _set(path: list, value: object, base: Callable[[], dict]) -> str:

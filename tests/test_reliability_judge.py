@@ -27,7 +27,7 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK, aggregate
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
+from lib.diagnosis.ablation import LEAK, AblationSpec, run_ablation
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store
@@ -304,8 +304,8 @@ def _spec(server: OpenAIServer) -> AblationSpec:
                         endpoint=server.base_url, limit=30)
 
 
-def test_an_ablation_whose_judge_always_fails_is_inconclusive_in_words(openai_server: OpenAIServer,
-                                                                       demo_copy: Path) -> None:
+def test_an_ablation_whose_judge_always_fails_scores_nothing_and_says_so(openai_server: OpenAIServer,
+                                                                         demo_copy: Path) -> None:
     openai_server.fail_always(Fault("500"))
     judge = make_judge(openai_server, max_attempts=2, concurrency=4)
     spec = _spec(openai_server)
@@ -313,17 +313,19 @@ def test_an_ablation_whose_judge_always_fails_is_inconclusive_in_words(openai_se
         result = run_ablation(store, spec, judge)
         assert result is not None
         v, joint = result.verdicts   # the arm asked for, and the joint question+ground_truth arm
-        assert v.kind == joint.kind == INCONCLUSIVE
+        # the leak run's template renders ground_truth: static evidence decides LEAK before any count check
+        # (issue 26), with what was measured beside it: nothing, every judging failed, none scored 0 or 1
+        assert v.kind == joint.kind == LEAK
         # samples with an empty answer have no claims: excluded (not judged, not failed), 2 arms x 2 repeats
         excluded = 4 * sum(not s.answer.strip() for s in store.samples(spec.run_id)[:30])
         failed = 120 - excluded
-        assert v.sentence.startswith(f"INCONCLUSIVE: {failed} of 120 judgings of faithfulness failed")
-        assert "server error (500)" in v.sentence and "too few scores" in v.sentence
+        assert "nothing measured beside it" in v.sentence
+        assert f"{failed} of 120 judgings failed" in v.sentence and "server error (500)" in v.sentence
         assert v.delta is None and v.n == 0 and v.n_failed == failed
         # the model is not the judge that recorded this run, and the headline says so before the finding
         assert result.summary.startswith("With judge evaldrift-test-model, not the run's own judge "
-                                         "(offline-lexical-v2 for faithfulness): inconclusive")
-        assert result.exit_code == 3
+                                         "(offline-lexical-v2 for faithfulness): wiring leak")
+        assert result.exit_code == 1
         # over the three arms (baseline, ground_truth, joint): half as many again as the cell's two
         assert result.failures == {"judge call failed: server error (500), after 2 attempts": failed * 3 // 2}
         row = store.ablation(spec.ablation_id)

@@ -20,7 +20,7 @@ from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.scoring import cache_path, evaluate_run, score_file
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer
-from tests.test_cli import assert_usage_error, cli
+from tests.test_cli import assert_usage_error, cli, cli_process
 
 ROWS = [
     {"id": "q1", "question": "When does the store open on Sundays?", "answer": "The store opens at 10:00 on Sundays.",
@@ -77,8 +77,8 @@ def test_score_refuses_a_bad_file_before_judging_and_writes_nothing(fresh_db: Pa
 def test_score_hands_the_run_over_through_the_inbox_when_the_database_is_held(fresh_db: Path,
                                                                                  tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "mine.jsonl", ROWS)
-    with Store(fresh_db) as owner:   # the dashboard owns the file
-        proc = cli("score", "--db", fresh_db, source, "--run-id", "nightly", "--metrics", "faithfulness")
+    with Store(fresh_db) as owner:   # the dashboard owns the file: the command is another process, as a nightly job is
+        proc = cli_process("score", "--db", fresh_db, source, "--run-id", "nightly", "--metrics", "faithfulness")
         assert proc.returncode == 0, proc.stderr
         assert "handed run nightly" in proc.stdout
         assert inbox.drain(owner, fresh_db.parent / "inbox") == ["nightly"]

@@ -28,18 +28,21 @@ def run(run_id: str, day: int, judge: str | None) -> RunRecord:
                                    None)])
 
 
-@pytest.mark.parametrize(("before", "after", "text"), [
-    (None, "gpt-judge", "faithfulness judge model: not recorded -> gpt-judge"),
-    ("gpt-judge", None, "faithfulness judge model: gpt-judge -> not recorded"),
-    ("gpt-judge", "gpt-judge-2", "faithfulness judge model: gpt-judge -> gpt-judge-2"),
+# A run that did not record its judge says nothing about it (issue 24, issue 28 item 5): no marker is drawn from
+# it, and no marker or export ever reads "nan" (the Review export said "judge model: nan").
+@pytest.mark.parametrize(("before", "after", "texts"), [
+    (None, "gpt-judge", []),
+    ("gpt-judge", None, []),
+    ("gpt-judge", "gpt-judge-2", ["faithfulness judge model: gpt-judge -> gpt-judge-2"]),
 ])
-def test_a_change_to_or_from_an_unrecorded_judge_says_so(tmp_path: Path, before: str | None, after: str | None,
-                                                          text: str) -> None:
+def test_a_change_to_or_from_an_unrecorded_judge_draws_no_marker_and_never_nan(
+        tmp_path: Path, before: str | None, after: str | None, texts: list[str]) -> None:
     with Store(tmp_path / "e.duckdb") as store:
         store.record_run(run("r1", 1, before))
         store.record_run(run("r2", 2, after))
         events = change_events(store.metric_history())
-    assert events[events["kind"] == "judge model"]["text"].tolist() == [text]
+    assert events[events["kind"] == "judge model"]["text"].tolist() == texts
+    assert not events["text"].astype(str).str.contains("nan").any()
 
 
 def test_an_empty_duckdb_file_is_a_new_database_and_one_with_tables_is_refused(tmp_path: Path) -> None:

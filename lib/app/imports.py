@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from lib.core.errors import EvaldriftError
-from lib.intake.uploads import ImportPlan, record_import
+from lib.intake.uploads import record_import
 from lib.judging.scoring import record_frame
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from lib.core.records import RunRecord
+    from lib.intake.importers import ImportPlan
     from lib.judging.base import Judge
     from lib.store import Store
 
