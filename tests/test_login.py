@@ -273,7 +273,7 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
     four = page.get_by_role("button", name="Launch the four readings on this run")
     assert four.count() == 1, body_text(page, MAIN)
     calls = len(judge.requests)
-    confirm = page.get_by_text("calls to the paid judge team-model")
+    confirm = page.get_by_text("Launch up to").filter(has_text="calls to the paid judge team-model")
     if may_launch:   # a listed user confirms the paid calls, then may launch
         assert not four.is_enabled()
         confirm.click()
