@@ -43,3 +43,20 @@ def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
         write_snapshot(store)
     with Store(snapshot_path(db), read_only=True) as snap, pytest.raises(duckdb.Error):
         snap.record_run(good_run("r3"))
+
+
+def test_closing_a_store_while_its_keeper_is_copying_waits_for_the_copy(tmp_path: Path) -> None:
+    """The dashboard's keeper thread may be mid-copy when the store closes (a test's teardown, a restart):
+    close() stops the keeper first and never fails with 'connection is busy' (CI stop 30)."""
+    from lib.app.snapshots import SnapshotKeeper
+
+    db = tmp_path / "evals.duckdb"
+    with Store(db) as store:
+        for i in range(30):
+            store.record_run(good_run(f"r{i}"))
+    for _ in range(15):
+        store = Store(db)
+        keeper = SnapshotKeeper(store, every=0.0)
+        store.close()   # the keeper is reading or copying right now, most of the time
+        assert not keeper._thread.is_alive()
+    assert snapshot_time(db) is not None

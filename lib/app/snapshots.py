@@ -29,6 +29,7 @@ class SnapshotKeeper:
         self.written = 0   # snapshots written (for tests and logs)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="evaldrift-snapshot", daemon=True)
+        store.on_close(self.stop)   # closing the store waits for a copy in flight instead of failing under it
         self._thread.start()
 
     def _run(self) -> None:

@@ -12,6 +12,7 @@ parameters; no sample text is ever put into SQL text.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -52,6 +53,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
                 raise StoreBusyError(str(self.path)) from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
+        self._on_close: list[Callable[[], None]] = []
         self._hold_replies()
         if read_only:   # a snapshot (lib.store.snapshot): written by this code's migrations, only read here
             return
@@ -63,7 +65,14 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             self._con.close()   # a refused or failed migration must not keep the file locked in this process
             raise
 
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Run `stop` before the connection closes: a thread that reads through this store ends first."""
+        self._on_close.append(stop)
+
     def close(self) -> None:
+        for stop in self._on_close:
+            stop()
+        self._on_close.clear()
         self.flush_cache()
         self._con.close()
 
