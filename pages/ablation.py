@@ -172,11 +172,24 @@ def progress_panel(ablation_id: str) -> None:
     st.progress(status.fraction, text=judging_counts.progress_label(status.done, status.total))
     st.caption("Runs on a background worker: you can leave this page or open it in another browser; "
                "the result is stored.")
-    if st.button("Stop", key="abl_stop", icon=":material/stop:",
+    allowed = access.may_stop(ctx.user, _endpoint_of(ablation_id), server, login=gate.login_configured())
+    if st.button("Stop", key="abl_stop", icon=":material/stop:", disabled=not allowed,
                  help="Stop this ablation within seconds (calls in flight are cancelled); every finished judging "
-                      "is kept, and Resume does the rest."):
+                      "is kept, and Resume does the rest.") and allowed:
         ctx.runner.stop(ablation_id)
         st.rerun(scope="app")
+    if not allowed:
+        st.caption(access.STOP_REFUSED)
+
+
+def _endpoint_of(ablation_id: str) -> str | None:
+    """The judge a stored ablation calls (None: its spec cannot be read here)."""
+    row = loaders.ablation_record(ctx.db_path, ablation_id)
+    try:
+        spec = AblationSpec.from_dict(row["spec"]) if row else None
+    except EvaldriftError:
+        return None
+    return None if spec is None else access.endpoint_of_spec(spec, server)
 
 
 def render_result(row: dict, run_label: str) -> None:

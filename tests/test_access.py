@@ -52,6 +52,22 @@ def test_may_launch(launchers: str, email: str | None, endpoint: str, login: boo
     assert access.may_launch(email, endpoint, settings, login=login) is expected
 
 
+@pytest.mark.parametrize(("launchers", "email", "endpoint", "login", "expected"), [
+    ("alice@team.example", "bob@team.example", "offline", True, True),    # an offline job: anyone may stop it
+    ("alice@team.example", "bob@team.example", URL, False, True),         # no login: no one to tell apart
+    ("", "bob@team.example", URL, True, True),                           # no list: everyone signed in
+    ("alice@team.example", "alice@team.example", URL, True, True),        # a listed user stops a paid job
+    ("alice@team.example", "bob@team.example", URL, True, False),         # a viewer never stops a paid job
+    ("alice@team.example", "bob@team.example", None, True, False),        # judge unreadable: the listed only
+    ("alice@team.example", "alice@team.example", None, True, True),
+    ("alice@team.example", "bob@team.example", None, False, True),
+])
+def test_may_stop(launchers: str, email: str | None, endpoint: str | None, login: bool, expected: bool) -> None:
+    """Stop was open to every viewer (noticed after issue 23): only those who may launch a job may stop it."""
+    settings = load(environ={"EVALDRIFT_ABLATION_USERS": launchers})
+    assert access.may_stop(email, endpoint, settings, login=login) is expected
+
+
 def test_lists_come_from_the_environment_or_a_toml_list_in_secrets() -> None:
     s = load(environ={}, secrets={"EVALDRIFT_ALLOWED_USERS": ["@team.example", "eve@x.example"],
                                   "EVALDRIFT_SCORERS": "a.b:c, d:e"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -296,3 +297,40 @@ def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dash
     assert "Database team.duckdb" in text
     assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
     page.context.close()
+
+
+def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashboard: tuple,
+                                                                        browser: Browser) -> None:
+    """Any signed-in viewer could press Stop on a colleague's paid job (noticed after issue 23)."""
+    server, judge, _ = paid_dashboard
+    judge.latency = 0.5   # slow enough that the job is still running while both users look at it
+    try:
+        owner = sign_in(browser, server, ALLOWED)
+        owner.goto(server.url + "/ablation")
+        wait_for_app(owner)
+        owner.get_by_text("(from the sidebar)").click()
+        wait_for_app(owner)
+        owner.get_by_text("Launch up to").filter(has_text="calls to the paid judge team-model").click()
+        wait_for_app(owner)
+        owner.get_by_role("button", name="Launch ablation").click()
+        stop = owner.locator(".st-key-abl_stop button").filter(visible=True).first   # a fragment rerun may briefly draw a second
+        stop.wait_for(timeout=60_000)
+        link = owner.url
+        assert "ablation=" in link
+
+        viewer = sign_in(browser, server, VIEWER)
+        viewer.goto(link)
+        their_stop = viewer.locator(".st-key-abl_stop button").filter(visible=True).first
+        their_stop.wait_for(timeout=60_000)
+        assert not any(b.is_enabled() for b in viewer.locator(".st-key-abl_stop button").all())
+        assert "may stop a job on a paid judge" in body_text(viewer, MAIN)
+        their_stop.click(force=True)   # a disabled button does nothing, even clicked
+        time.sleep(2)
+        assert stop.is_visible() and stop.is_enabled()   # still running for its owner
+        viewer.context.close()
+
+        stop.click()
+        owner.get_by_text("Nothing was decided").or_(owner.get_by_text("stopped")).first.wait_for(timeout=60_000)
+        owner.context.close()
+    finally:
+        judge.latency = 0.0

@@ -76,6 +76,18 @@ def may_launch(email: str | None, endpoint: str, settings: Settings, *, login: b
     return matches(email, settings.ablation_users)
 
 
+def may_stop(email: str | None, endpoint: str | None, settings: Settings, *, login: bool) -> bool:
+    """May this user stop a running job on `endpoint`? Whoever may launch it there: a stop wastes nothing kept,
+    but it halts a colleague's paid work. A job whose judge cannot be read is stopped by the listed users only."""
+    if endpoint is None:
+        return may_replace(email, settings, login=login)
+    return may_launch(email, endpoint, settings, login=login)
+
+
+STOP_REFUSED = ("Only the people this server's operator lists in EVALDRIFT_ABLATION_USERS may stop a job on a "
+                "paid judge; it keeps running.")
+
+
 def may_replace(email: str | None, settings: Settings, *, login: bool) -> bool:
     """May this user record over (or restore) a stored run? The people who may launch on a paid judge."""
     return not login or not settings.ablation_users or matches(email, settings.ablation_users)
@@ -93,8 +105,11 @@ def sees_server_paths(*, login: bool) -> bool:
 def may_run(email: str | None, spec: AblationSpec, settings: Settings, *, login: bool) -> bool:
     """May this user launch `spec`? Checked against the judge it will actually call, never a form's choice.
 
-    An external scorer calls the operator's endpoint (Ragas: a model), so it counts as paid; a judge is
-    called where lib.app.trust would run it (offline, or this server's endpoint).
+    An external scorer calls the operator's endpoint (Ragas: a model), so it counts as paid.
     """
-    endpoint = "external scorer" if spec.scorer is not None else trust.server_endpoint(spec, settings)
-    return may_launch(email, endpoint, settings, login=login)
+    return may_launch(email, endpoint_of_spec(spec, settings), settings, login=login)
+
+
+def endpoint_of_spec(spec: AblationSpec, settings: Settings) -> str:
+    """Where `spec` calls: an external scorer calls the operator's endpoint; a judge runs where lib.app.trust says."""
+    return "external scorer" if spec.scorer is not None else trust.server_endpoint(spec, settings)

@@ -89,7 +89,7 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
                    "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
         sid = st.session_state.get("rj_series")
         if sid:
-            _show_status(ctx.db_path, sid)
+            _show_status(ctx.db_path, sid, ctx.user)
         metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
         template, binding, label = _instrument(ctx, metric)
         try:
@@ -114,10 +114,10 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
             st.rerun()
 
 
-def _show_status(db_path: str, series_id: str) -> None:
+def _show_status(db_path: str, series_id: str, user: str | None) -> None:
     status = rejudge_runner(db_path).status(series_id)
     if status.state in ("queued", "running"):
-        _progress(db_path, series_id)
+        _progress(db_path, series_id, user)
     elif status.state == "done":
         st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
     elif status.state == "stopped":
@@ -129,7 +129,7 @@ def _show_status(db_path: str, series_id: str) -> None:
 
 
 @st.fragment(run_every=1.0)
-def _progress(db_path: str, series_id: str) -> None:
+def _progress(db_path: str, series_id: str, user: str | None) -> None:
     """Polls the stored progress (shared by every session); the whole page reruns when the work ends."""
     status = rejudge_runner(db_path).status(series_id)
     if status.state not in ("queued", "running"):
@@ -138,11 +138,22 @@ def _progress(db_path: str, series_id: str) -> None:
              else "Queued: waiting for the worker...")
     st.progress(status.fraction, text=label)
     st.caption("Runs on a background worker: you can leave this page; the series is stored as it goes.")
-    if st.button("Stop", key="rj_stop", icon=":material/stop:",
+    allowed = access.may_stop(user, _series_endpoint(db_path, series_id), load_settings(),
+                              login=gate.login_configured())
+    if st.button("Stop", key="rj_stop", icon=":material/stop:", disabled=not allowed,
                  help="Stop this re-judge within seconds (calls in flight are cancelled); what it judged is kept, "
-                      "and launching it again resumes it."):
+                      "and launching it again resumes it.") and allowed:
         rejudge_runner(db_path).stop(series_id)
         st.rerun(scope="app")
+    if not allowed:
+        st.caption(access.STOP_REFUSED)
+
+
+def _series_endpoint(db_path: str, series_id: str) -> str | None:
+    """The judge a stored re-judged series calls (None: not recorded)."""
+    row = hs.series(open_store(db_path), series_id)
+    endpoint = (row or {}).get("spec", {}).get("endpoint")
+    return str(endpoint) if endpoint else None
 
 
 # -- incidents ----------------------------------------------------------------------------------
@@ -232,7 +243,7 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
         return
     key = f"rj_{inc.incident_id}"
     if row is not None or st.session_state.get(key):
-        _show_status(ctx.db_path, spec.series_id)
+        _show_status(ctx.db_path, spec.series_id, ctx.user)
         return
     allowed = access.may_launch(ctx.user, ctx.endpoint, load_settings(), login=gate.login_configured())
     free = ctx.endpoint == OFFLINE
