@@ -373,7 +373,7 @@ def readme_with_section(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-readme", action="store_true", help="rewrite the reliability section of tests/README.md")
+    parser.add_argument("--write-readme", action="store_true", help="rewrite tests/README.md's reliability section")
     args = parser.parse_args(argv)
     if args.write_readme:
         text = README.read_text(encoding="utf-8")
