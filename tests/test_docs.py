@@ -25,7 +25,7 @@ DOCS = sorted(p for p in ROOT.rglob("*.md")
 DOC_IDS = [str(p.relative_to(ROOT)) for p in DOCS]
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
-_INLINE = re.compile(r"`([^`\n]+)`")
+_INLINE = re.compile(r"`([^`]+)`")   # a span may wrap onto the next line
 _LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
 _SETTING = re.compile(r"\$?\b((?:EVALDRIFT|OPENAI)_[A-Z0-9_]+)\b")
@@ -46,7 +46,7 @@ def _prose(text: str) -> str:
 def _code(text: str) -> list[str]:
     """Every fenced block (continuation lines joined) and every inline code span."""
     blocks = [b.replace("\\\n", " ") for b in _FENCE.findall(text)]
-    return blocks + _INLINE.findall(_FENCE.sub("", text))
+    return blocks + [" ".join(span.split()) for span in _INLINE.findall(_FENCE.sub("", text))]
 
 
 def _slug(heading: str) -> str:
