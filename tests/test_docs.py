@@ -24,7 +24,7 @@ DOCS = sorted(p for p in ROOT.rglob("*.md")
               if not any(part.startswith(".") or part in _SKIP for part in p.relative_to(ROOT).parts))
 DOC_IDS = [str(p.relative_to(ROOT)) for p in DOCS]
 
-_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+_FENCE = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)   # indented too (a block in a list item)
 _INLINE = re.compile(r"`([^`]+)`")   # a span may wrap onto the next line
 _LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
