@@ -1,11 +1,11 @@
-"""The reliability cases, as data: the tests run over them and README's "Reliability" table is made from them.
+"""The reliability cases, as data: the tests run over them and tests/README.md's "Reliability" table is made from them.
 
-Every row of the README table is a case below, and every case below is a
+Every row of that table is a case below, and every case below is a
 parametrized test (tests/test_reliability_*.py, tests/test_fuzz_ingest.py,
 tests/test_security.py), so the table can only list what the suite tried. The
 "rows lost" column is what those tests assert: it must be 0.
 
-Regenerate the README section after changing a case:
+Regenerate the section of tests/README.md after changing a case:
 
     python -m tests.reliability_cases --write-readme
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tests.support.openai_server import Fault
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent / "README.md"   # tests/README.md: testing beside the tests
 BEGIN = "<!-- section:reliability -->"
 END = "<!-- /section:reliability -->"
 UPDATE_COMMAND = "python -m tests.reliability_cases --write-readme"
@@ -367,13 +367,13 @@ def readme_with_section(text: str) -> str:
     """README text with the reliability section replaced by the generated one."""
     pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise ValueError(f"README.md lacks the {BEGIN} ... {END} markers")
+        raise ValueError(f"{README} lacks the {BEGIN} ... {END} markers")
     return pattern.sub(lambda _: f"{BEGIN}\n{readme_section()}\n{END}", text, count=1)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-readme", action="store_true", help="rewrite README.md's reliability section")
+    parser.add_argument("--write-readme", action="store_true", help="rewrite tests/README.md's reliability section")
     args = parser.parse_args(argv)
     if args.write_readme:
         text = README.read_text(encoding="utf-8")

@@ -63,7 +63,7 @@ def test_the_instrument_change_incident_and_the_review_say_both_agreements(store
 
 
 def test_the_readme_worked_example_is_what_the_demo_gives(store: Store) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "lib" / "diagnosis" / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Is the judge right?")[1].split("\n## ")[0]
     table = section.split("| segment (faithfulness) |")[1].split("\n\n")[0].splitlines()[2:]
     documented = [(row.split("|")[2].strip(), row.split("|")[4].strip().split(" [")[0]) for row in table]

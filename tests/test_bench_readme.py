@@ -73,3 +73,22 @@ def test_a_readme_without_its_markers_is_refused_rather_than_appended_to() -> No
 def test_a_figure_measured_twice_is_shown_once_with_its_last_value() -> None:
     again = {**FIGURES[0], "value": 18.0}
     assert latest([FIGURES[0], FIGURES[1], again]) == [FIGURES[1], again]
+
+
+def test_the_figures_are_written_beside_the_benchmarks_by_default() -> None:
+    from tests.benchmarks.readme import FIGURES_DOC, check
+
+    assert Path(__file__).resolve().parent / "benchmarks" / "README.md" == FIGURES_DOC
+    check(FIGURES_DOC)   # both figure blocks are there to be rewritten
+
+
+def test_run_refuses_a_file_without_the_figure_blocks_before_measuring(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.benchmarks import run
+
+    guide = tmp_path / "README.md"
+    guide.write_text("# a guide with no figure tables\n")
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["--readme", str(guide), "--workdir", str(tmp_path / "work")])
+    assert exit_.value.code == 2 and "figures:performance" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()   # refused before any benchmark ran

@@ -339,11 +339,11 @@ def test_record_refuses_a_file_that_is_not_a_run(fresh_db: Path, tmp_path: Path)
 def test_readme_documents_every_command_and_exit_code() -> None:
     from lib.cli import build_parser
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "lib" / "cli" / "README.md").read_text(encoding="utf-8")   # the command reference
     section = readme.split("<!-- section:cli -->")[1].split("<!-- /section:cli -->")[0]
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     missing = [name for name in sub.choices if f"| `{name} " not in section]
-    assert not missing, f"README's command-line section does not document {missing}"
+    assert not missing, f"lib/cli/README.md's command table does not document {missing}"
     for code in ("**0**", "**1**", "**2**", "**3**", "module:function"):
         assert code in section
 

@@ -563,4 +563,4 @@ def test_bad_command_lines_change_no_database(cli_results) -> None:
 # -- the README table -----------------------------------------------------------------------------
 def test_readme_reliability_section_is_generated_from_the_cases() -> None:
     text = README.read_text(encoding="utf-8")
-    assert readme_with_section(text) == text, f"README.md's reliability section is stale: run `{UPDATE_COMMAND}`"
+    assert readme_with_section(text) == text, f"tests/README.md's reliability section is stale: run `{UPDATE_COMMAND}`"

@@ -249,7 +249,7 @@ def test_an_unregistered_parameter_is_refused() -> None:
 
 
 def test_the_readme_lists_every_link_parameter() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "pages" / "README.md").read_text(encoding="utf-8")   # the pages' reference
     table = readme.split("<!-- link-params -->")[1].split("<!-- /link-params -->")[0]
     for name in linkparams.PARAMS:
         assert f"| `{name}` |" in table, name

@@ -2,7 +2,7 @@
 
 `PARAMS` is every parameter a page reads from or writes to its URL, with
 what it means; lib.app.ui refuses a name not in it, so a page cannot grow a link
-parameter the table (and the README's deep-link table) does not list.
+parameter the table (and the deep-link table of pages/README.md) does not list.
 A URL is typed or pasted by anyone: every value is checked against what the
 page can show, and a bad one gets a sentence naming the parameter for the
 page to show (`st.warning`) and a fallback, never a traceback. Pure functions;

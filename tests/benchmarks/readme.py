@@ -1,6 +1,6 @@
-"""Write the benchmark figures into README's Performance and Scaling tables, from figures.json.
+"""Write the benchmark figures into the Performance and Scaling tables of tests/benchmarks/README.md.
 
-    python tests/benchmarks/readme.py /tmp/evaldrift-bench/figures.json README.md
+    python tests/benchmarks/readme.py /tmp/evaldrift-bench/figures.json [tests/benchmarks/README.md]
 
 Only the text between `<!-- figures:performance -->` and `<!-- /figures:performance -->`
 (and the same for `scaling`) is replaced: the prose around the tables is the
@@ -16,6 +16,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
+FIGURES_DOC = Path(__file__).resolve().parent / "README.md"   # the figures live beside the benchmarks
+NAMES = ("performance", "scaling")
 SCALING_WORDS = ("batch", "20,000", "grow", "scal", "past one machine")
 _STATUS = {True: "PASS", False: "MISS", None: ""}
 
@@ -63,8 +65,19 @@ def replace_block(text: str, name: str, body: str) -> str:
     """Replace what lies between the `figures:<name>` markers (which must exist, once each)."""
     pattern = re.compile(rf"(<!-- figures:{name} -->\n).*?(<!-- /figures:{name} -->)", re.S)
     if len(pattern.findall(text)) != 1:
-        raise ValueError(f"README needs exactly one <!-- figures:{name} --> ... <!-- /figures:{name} --> block")
+        raise ValueError(f"the figures file needs exactly one <!-- figures:{name} --> ... <!-- /figures:{name} --> "
+                         "block")
     return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def check(doc: Path) -> None:
+    """Raise ValueError unless `doc` holds one block of each figure table (OSError if it cannot be read)."""
+    text = doc.read_text(encoding="utf-8")
+    for name in NAMES:
+        try:
+            replace_block(text, name, "")
+        except ValueError as exc:
+            raise ValueError(f"{doc}: {exc}") from None
 
 
 def latest(figures: list[dict]) -> list[dict]:
@@ -73,7 +86,8 @@ def latest(figures: list[dict]) -> list[dict]:
     return [f for f in figures if by_key[f["key"]] is f]
 
 
-def update(figures_json: Path, readme: Path, *, measured_on: date | None = None) -> None:
+def update(figures_json: Path, readme: Path = FIGURES_DOC, *, measured_on: date | None = None) -> None:
+    """Rewrite the figure tables of `readme` (tests/benchmarks/README.md by default) from figures.json."""
     figures = latest(json.loads(figures_json.read_text()))
     when = measured_on or date.today()
     performance, scaling = split(figures)
@@ -86,4 +100,4 @@ def update(figures_json: Path, readme: Path, *, measured_on: date | None = None)
 
 
 if __name__ == "__main__":
-    update(Path(sys.argv[1]), Path(sys.argv[2]))
+    update(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else FIGURES_DOC)

@@ -3,6 +3,7 @@
     python tests/benchmarks/run.py            # everything (about 5 minutes on 2 cores)
     python tests/benchmarks/run.py --quick    # 200 runs only, short demo, no Ragas, no cold page loads
     python tests/benchmarks/run.py --only store,pages --workdir /tmp/evaldrift-bench
+    python tests/benchmarks/run.py --readme   # also rewrite the figure tables of tests/benchmarks/README.md
 
 Sections: store (bulk build of the synthetic history, record_run vs bulk, the
 dashboard's queries, memory, the Parquet layout), judging (demo build, harness
@@ -69,11 +70,17 @@ def growth(report: Report) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a fast sanity run: 200 runs, no Ragas, no cold pages")
-    parser.add_argument("--readme", metavar="README.md", type=Path,
-                        help="also write the figures into this README's Performance and Scaling tables")
+    parser.add_argument("--readme", metavar="FILE.md", type=Path, nargs="?", const=readme.FIGURES_DOC,
+                        help="also write the figures into the Performance and Scaling tables of FILE.md "
+                             f"(default: {readme.FIGURES_DOC.relative_to(ROOT)})")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}")
     parser.add_argument("--workdir", default="/tmp/evaldrift-bench", help="where the databases are built (GBs)")
     args = parser.parse_args(argv)
+    if args.readme:
+        try:   # before minutes of measuring, not after: a file without the figure markers is refused now
+            readme.check(args.readme)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = sections - set(SECTIONS)
     if unknown:
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"figures written to {work / 'figures.json'}")
     if args.readme:
         readme.update(work / "figures.json", args.readme)
-        print(f"README tables written from them: {args.readme}")
+        print(f"figure tables written from them: {args.readme}")
     return 0
 
 

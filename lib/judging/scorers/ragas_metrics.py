@@ -1,7 +1,7 @@
 """Ragas as the scorer an ablation drives: the metric your team really runs, blanked field by field.
 
-`lib.judging.scorers.ragas_metrics:faithfulness` (and `:context_recall`) is a scorer (see README "Your own harness as
-the scorer"): samples in, one score per sample out. It runs Ragas'
+`lib.judging.scorers.ragas_metrics:faithfulness` (and `:context_recall`) is a scorer (see lib/cli/README.md,
+"Your own harness as the scorer"): samples in, one score per sample out. It runs Ragas'
 `Faithfulness` (ragas.metrics.collections) against the operator's
 OpenAI-compatible judge (OPENAI_BASE_URL, OPENAI_API_KEY, EVALDRIFT_JUDGE_MODEL),
 in the Python that has Ragas: EVALDRIFT_RAGAS_PYTHON, default this
