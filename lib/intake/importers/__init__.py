@@ -7,6 +7,9 @@
   "inspect_ai <version> <scorer>" per metric, and the grader model.
 - `promptfoo`: `promptfoo eval -o results.json`. Instrument: "promptfoo
   <version> <assertion type>" per metric, and the grader provider.
+- `deepeval`: a DeepEval test run (`DEEPEVAL_RESULTS_FOLDER/test_run_*.json`).
+  Instrument: "deepeval <version> <metric name>" per metric (the file carries no
+  version: give it), and each metric's evaluationModel.
 
 Every importer turns its file into one table with our column names and hands
 it to `lib.intake.ingest.run_from_frame`, so the same validation applies (row and
@@ -18,6 +21,7 @@ marker on Trends, like a judge change.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,12 +31,15 @@ from lib.core.errors import InputError
 from lib.core.records import RunRecord
 from lib.intake.importers.base import Imported, clamp_scores, fold_repeats
 
-FORMATS = ("ragas", "inspect", "promptfoo")
+FORMATS = ("ragas", "inspect", "promptfoo", "deepeval")
 UNVERSIONED = "(version not recorded)"   # in a stored scorer: no scoring-library marker is drawn from it alone
+# DeepEval writes its test run's keys in this order (testFile only when a test file ran); .latest_test_run.json
+# wraps the run in testRunData
+DEEPEVAL_HEAD = re.compile(r'\s*\{\s*"(testFile|testCases|testRunData)"\s*:')
 
 
 def detect(path: str | Path) -> str:
-    """Guess a file's format from its name and first bytes ('ragas', 'inspect' or 'promptfoo')."""
+    """Guess a file's format from its name and first bytes ('ragas', 'inspect', 'promptfoo' or 'deepeval')."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".eval":
@@ -40,6 +47,8 @@ def detect(path: str | Path) -> str:
     if suffix == ".json":
         with open(path, "rb") as fh:  # the head only: the file may be large
             head = fh.read(4096).decode("utf-8", "replace")
+        if DEEPEVAL_HEAD.match(head):   # before the others: a test case's text may hold any word
+            return "deepeval"
         if '"evalId"' in head or '"promptfoo' in head:
             return "promptfoo"
         if '"eval"' in head and '"status"' in head:
@@ -62,6 +71,9 @@ def read(path: str | Path, fmt: str | None = None, *, version: str | None = None
     if fmt == "promptfoo":
         from lib.intake.importers.promptfoo import read_promptfoo
         return read_promptfoo(path, provider=provider)
+    if fmt == "deepeval":
+        from lib.intake.importers.deepeval import read_deepeval
+        return read_deepeval(path, metric_map=metric_map)
     raise InputError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", field="format", source=str(path))
 
 
