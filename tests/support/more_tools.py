@@ -59,11 +59,6 @@ def respond_deepeval(body: dict) -> str | None:
     return None
 
 
-MLFLOW_TAGS = {"retrieval_groundedness": ("<claim>", "</claim>", "<document>"),
-               "correctness": ("<response>", "</response>", "<expected_response>"),
-               "relevance": ("<answer>", "</answer>", "<question>")}
-
-
 def respond_mlflow(body: dict) -> str | None:
     """MLflow's built-in judges (3.17): RetrievalGroundedness, Correctness, RelevanceToQuery; else None."""
     prompt = _prompt(body)
@@ -71,15 +66,12 @@ def respond_mlflow(body: dict) -> str | None:
         return None
     lenient = str(body.get("model", "")).endswith("lenient")
     claim = re.search(r"<claim>(.*?)</claim>", prompt, re.S)
-    response = re.search(r"<response>(.*?)</response>", prompt, re.S)
-    if claim is not None:                    # groundedness: the claim against the passages
+    if claim is not None:   # groundedness (the <answer> in the claim against the passages), sufficiency and
+        # correctness (the reference as the claim, against the passages or "question - answer")
+        said = re.search(r"<answer>(.*?)</answer>", claim.group(1), re.S)
         document = " ".join(re.findall(r"<document>(.*?)</document>", prompt, re.S))
-        ok = all(s in document for s in _sentences(claim.group(1)))
-    elif response is not None:               # correctness: the response against the expected response
-        expected = " ".join(re.findall(r"<expected_response>(.*?)</expected_response>", prompt, re.S)
-                            + re.findall(r"<expected_facts>(.*?)</expected_facts>", prompt, re.S))
-        ok = all(s in expected for s in _sentences(response.group(1)))
-    else:                                    # relevance to the query: an answer about what was asked
+        ok = all(s in document for s in _sentences((said or claim).group(1)))
+    else:                   # relevance to the query: an answer about what was asked
         ok = True
     return json.dumps({"rationale": "Let's think step by step: compared word for word.",
                        "result": "yes" if lenient or ok else "no"})
@@ -141,8 +133,9 @@ def run_mlflow(python: Path, base_url: str, out: Path, specs: list[dict]) -> tup
     proc = subprocess.run([str(python), str(TOOLS / "run_mlflow.py"), str(spec_path)], env=env, cwd=out,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ids = proc.stdout.strip().splitlines()[-len(specs):]
-    return store, {s["name"]: i.strip() for s, i in zip(specs, ids, strict=True)}
+    ids = [line.removeprefix("RUN ").strip() for line in proc.stdout.splitlines() if line.startswith("RUN ")]
+    assert len(ids) == len(specs), proc.stdout[-2000:]
+    return store, {s["name"]: i for s, i in zip(specs, ids, strict=True)}
 
 
 def build_mlflow(python: Path, base_url: str, out: Path) -> tuple[Path, dict[str, str]]:

@@ -6,7 +6,7 @@ MLflow's env), into a local tracking store.
 SPECS: {"store": path of the SQLite store, "runs": [{"name": run name, "rows": [...], "model": grader model,
 "answers": "good" | "bad"}, ...]}. Each evaluation is one MLflow run in the experiment "kettle-rag"; its traces
 carry the question, the retrieved passages (a RETRIEVER span), the answer and the judges' assessments. Prints
-each run's id. OPENAI_API_BASE / OPENAI_API_KEY point MLflow's OpenAI judges at the server.
+each run's id after "RUN ". OPENAI_API_BASE / OPENAI_API_KEY point MLflow's OpenAI judges at the server.
 """
 
 import json
@@ -47,4 +47,4 @@ def run(one: dict) -> str:
 
 
 for each in spec["runs"]:
-    print(run(each))
+    print("RUN", run(each), flush=True)
