@@ -157,7 +157,7 @@ def test_a_grader_switch_in_three_mlflow_evaluations_is_one_judge_marker_at_the_
 
 
 def test_a_reordered_mlflow_evaluation_pairs_the_same_samples(fresh_db: Path, mlflow_runs) -> None:
-    store, ids = mlflow_runs
+    store, _ids = mlflow_runs
     for name in ("ml-1", "ml-2"):
         imported(fresh_db, store, name, "--mlflow-run", name, "--tool-version", "3.17.2")
     with Store(fresh_db) as store_:

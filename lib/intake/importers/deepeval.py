@@ -115,7 +115,7 @@ def read_deepeval(path: str | Path, *, metric_map: Mapping[str, str] | None = No
         notes["unmapped_columns"] = unmapped
     if errored:
         notes["errored_metrics"] = dict(errored)
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if len(graders) > 1:
         warnings = (f"the metrics name {len(graders)} graders ({grader}): recorded together as one",)
     return Imported(frame, "deepeval", None, sources, grader, _started_at(path),

@@ -114,8 +114,9 @@ def _row(trace: MlflowTrace, names: Mapping[str, str], sources: dict[str, str], 
         row["contexts"] = [p for span in trace.retrievals for p in _passages(span)]
     expectations = {a.name: _json(a.value) for a in trace.assessments if a.kind == "expectation"}
     reference = expectations.get("expected_response")
-    if reference is None and isinstance(expectations.get("expected_facts"), list):
-        reference = " ".join(str(f) for f in expectations["expected_facts"])
+    facts = expectations.get("expected_facts")
+    if reference is None and isinstance(facts, list):
+        reference = " ".join(str(f) for f in facts)
     if reference is not None:
         row["ground_truth"] = reference
     for mark in trace.assessments:

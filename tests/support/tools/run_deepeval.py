@@ -15,11 +15,11 @@ from pathlib import Path
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
 
-from deepeval import evaluate  # noqa: E402
-from deepeval.evaluate.configs import AsyncConfig, DisplayConfig  # noqa: E402
-from deepeval.metrics import ContextualRecallMetric, FaithfulnessMetric  # noqa: E402
-from deepeval.models import OpenAIModel  # noqa: E402
-from deepeval.test_case import LLMTestCase  # noqa: E402
+from deepeval import evaluate
+from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
+from deepeval.metrics import ContextualRecallMetric, FaithfulnessMetric
+from deepeval.models import OpenAIModel
+from deepeval.test_case import LLMTestCase
 
 spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
 out = Path(spec["out"])
