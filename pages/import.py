@@ -1,7 +1,8 @@
 """Import: does my own file go in as a run, and how does it score?
 
 Upload a JSONL, CSV or Parquet file (one row per sample), or another tool's
-results (a Ragas table, an Inspect AI log, promptfoo's results.json), read as
+results (a Ragas table, an Inspect AI log, promptfoo's results.json, a DeepEval
+test run, an MLflow tracking store), read as
 the CLI's `import` reads it. See what was detected (tool, version, grader,
 metrics, repeats) or which columns give which field, a preview, and every bad
 row with its field; record it as a run with the scores it carries, or score
@@ -25,6 +26,7 @@ from lib.intake.uploads import (
     detect_upload,
     has_scores,
     metric_map_from,
+    mlflow_evaluations,
     plan_table,
     prepare_tool_upload,
     promptfoo_targets,
@@ -53,7 +55,8 @@ def load_upload(name: str, digest: str, data: bytes, metrics: tuple[str, ...]):
 uploaded = st.file_uploader("Your file", type=[s.lstrip(".") for s in SUFFIXES], key="imp_file",
                             help="One row per sample: answer, and question, contexts (a list) and ground_truth "
                                  "where a metric receives them; optional per-sample score columns. Or a Ragas "
-                                 "result, an Inspect AI log (.eval, .json) or promptfoo's results.json.")
+                                 "result, an Inspect AI log (.eval, .json), promptfoo's results.json, a DeepEval "
+                                 "test_run_*.json or an MLflow tracking store (mlflow.db).")
 read_as = TABLE
 if uploaded is not None:
     detected = detect_upload(uploaded.name, uploaded.getvalue())
@@ -77,9 +80,14 @@ if uploaded is not None and read_as != TABLE:
         names = promptfoo_targets(uploaded.name, data)
         if len(names) > 1:
             provider = st.selectbox("Provider (each is its own run)", names, key="imp_provider")
+    if read_as == "mlflow":
+        names = mlflow_evaluations(uploaded.name, data)
+        if len(names) > 1:
+            provider = st.selectbox("Evaluation (each is its own run)", names, key="imp_mlflow_run")
     map_text = st.text_input("Metric map (SCORER=METRIC, comma-separated)", key="imp_metric_map",
-                             disabled=read_as != "inspect", help="Inspect scorers; model_graded_fact is "
-                                                                 "answer_correctness by default.")
+                             disabled=read_as not in ("inspect", "deepeval", "mlflow"),
+                             help="Inspect scorers, DeepEval metrics, MLflow scorers beyond the defaults; "
+                                  "model_graded_fact is answer_correctness by default.")
     run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
     try:
         started_at, pipeline = run_facts(started_text, pipeline_text)

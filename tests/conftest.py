@@ -196,3 +196,33 @@ def promptfoo_results(tmp_path_factory: pytest.TempPathFactory, tool_judge: Open
 def ragas_results(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
     """CSV files the real Ragas evaluate() wrote in this session."""
     return _tool_outputs("ragas", tmp_path_factory, tool_judge)
+
+
+# -- DeepEval and MLflow, once per session (tests/support/more_tools.py) -----------------------------------------
+@pytest.fixture(scope="session")
+def more_tools_judge() -> Iterator[OpenAIServer]:
+    """The loopback judge the DeepEval and MLflow runs are pointed at (their graders' prompts, and all others)."""
+    from tests.support.more_tools import respond_more
+
+    with OpenAIServer(respond_more) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def deepeval_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: OpenAIServer) -> dict[str, Path]:
+    """Test run files the real DeepEval wrote in this session (tests/support/more_tools.py DEEPEVAL_RUNS)."""
+    from tests.support import more_tools, tool_runs
+
+    python = tool_runs.tool_env(*more_tools.DEEPEVAL_PYTHON)
+    return more_tools.build_deepeval(python, more_tools_judge.base_url, tmp_path_factory.mktemp("deepeval-runs"))
+
+
+@pytest.fixture(scope="session")
+def mlflow_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: OpenAIServer
+                ) -> tuple[Path, dict[str, str]]:
+    """The SQLite tracking store the real mlflow.genai.evaluate wrote in this session, and its runs' ids by name
+    (tests/support/more_tools.py MLFLOW_RUNS)."""
+    from tests.support import more_tools, tool_runs
+
+    python = tool_runs.tool_env(*more_tools.MLFLOW_PYTHON)
+    return more_tools.build_mlflow(python, more_tools_judge.base_url, tmp_path_factory.mktemp("mlflow-runs"))

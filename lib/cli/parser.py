@@ -89,18 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
     p.set_defaults(func=cmd_score)
 
-    p = sub.add_parser("import", help="record a run scored by Ragas, Inspect AI or promptfoo")
+    p = sub.add_parser("import", help="record a run scored by Ragas, Inspect AI, promptfoo, DeepEval or MLflow")
     _db_arg(p)
-    p.add_argument("file", help="a Ragas result (CSV, Parquet, experiment JSONL), an Inspect log (.eval, .json) "
-                                "or promptfoo's results.json")
+    p.add_argument("file", help="a Ragas result (CSV, Parquet, experiment JSONL), an Inspect log (.eval, .json), "
+                                "promptfoo's results.json, a DeepEval test_run_*.json or an MLflow mlflow.db")
     p.add_argument("--run-id", required=True, metavar="ID", help="the run's id (recording it again replaces it)")
-    p.add_argument("--format", choices=("ragas", "inspect", "promptfoo"), help="the tool (default: detected)")
-    p.add_argument("--tool-version", metavar="V", help="the tool's version when the file does not record it (Ragas)")
+    p.add_argument("--format", choices=("ragas", "inspect", "promptfoo", "deepeval", "mlflow"),
+                   help="the tool (default: detected)")
+    p.add_argument("--tool-version", metavar="V", help="the tool's version when the file does not record it (Ragas, "
+                                                       "DeepEval, MLflow)")
     p.add_argument("--metric-map", action="append", default=[], metavar="SCORER=METRIC",
-                   help="an Inspect scorer's metric (repeatable; model_graded_fact is answer_correctness)")
+                   help="an Inspect scorer's, DeepEval metric's or MLflow scorer's metric (repeatable; "
+                        "model_graded_fact is answer_correctness)")
     p.add_argument("--grader", metavar="MODEL", help="the grader model, for files that do not name it (Ragas)")
     p.add_argument("--provider", metavar="ID", help="promptfoo: the provider whose results to import, when the "
                                                     "file has several (each is its own run)")
+    p.add_argument("--mlflow-run", dest="provider", metavar="ID", help="MLflow: the evaluation to import (run id or "
+                                                                        "name), when the store holds several")
     p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: what the file says, or now)")
     p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object (default: none "
                                                       "recorded, and no pipeline change is drawn from this run)")
@@ -108,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("templates", help="print or write the default judge templates and the fields each reads")
     p.add_argument("--metric", choices=METRIC_NAMES, metavar="M", help="only this metric's template")
-    p.add_argument("--tool", choices=("ragas", "inspect_ai", "promptfoo"),
+    p.add_argument("--tool", choices=("ragas", "inspect_ai", "promptfoo", "deepeval", "mlflow"),
                    help="also print the wiring profile a run scored by this tool is judged under: the fields its "
                         "metrics receive by design")
     p.add_argument("--out", metavar="DIR", help="write <metric>.txt files into DIR instead of printing")

@@ -1,8 +1,10 @@
 """Wiring profiles: what another tool's metric gives its grader by design, beside our strict wiring table.
 
 Our table says what a metric must never receive, and our own harness keeps to it. Some tools' documented
-metrics give the grader more: Ragas' Faithfulness and ContextRecall, Inspect's `model_graded_fact` and
-promptfoo's `context-faithfulness` and `factuality` all put the question in the grader's prompt. For a run
+metrics give the grader more: Ragas' Faithfulness and ContextRecall, Inspect's `model_graded_fact`,
+promptfoo's `context-faithfulness` and `factuality` and MLflow's RetrievalGroundedness, RetrievalSufficiency
+and Correctness all put the question in the grader's prompt; DeepEval's Contextual Precision judges each
+passage against the expected output (its Faithfulness and Contextual Recall keep to our table). For a run
 scored by such a tool, that field is "received by design": neither required nor forbidden, so blanking it
 may move the score (SENSITIVE) or not (INSENSITIVE) but is never called a LEAK. Every other must-never field
 stays forbidden everywhere: `ground_truth` shown to a faithfulness grader is a leak in every profile.
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT, get_metric
-from lib.core.samples import QUESTION
+from lib.core.samples import GROUND_TRUTH, QUESTION
 
 STRICT = "evaldrift"   # our own harness: the wiring table as it is
 
@@ -24,7 +26,7 @@ class ByDesign:
     """One tool metric's fields received by design, beyond what our metric receives.
 
     Attributes:
-        tool: the scoring library ("ragas", "inspect_ai", "promptfoo").
+        tool: the scoring library ("ragas", "inspect_ai", "promptfoo", "deepeval", "mlflow").
         tool_metric: the tool's name for the metric.
         metric: our metric it scores.
         fields: the fields its grader is given by design that our table forbids.
@@ -51,6 +53,14 @@ PROFILES: tuple[ByDesign, ...] = (
              "promptfoo context-faithfulness: statements are made from the question and the answer"),
     ByDesign("promptfoo", "factuality", "answer_correctness", frozenset({QUESTION}),
              "promptfoo factuality: its prompt shows the question, the expert answer and the submission"),
+    ByDesign("deepeval", "Contextual Precision", "context_precision", frozenset({GROUND_TRUTH}),
+             "DeepEval ContextualPrecisionMetric: each node is judged useful in arriving at the expected output"),
+    ByDesign("mlflow", "retrieval_groundedness", "faithfulness", frozenset({QUESTION}),
+             "MLflow RetrievalGroundedness: its prompt shows the question beside the claim and the documents"),
+    ByDesign("mlflow", "retrieval_sufficiency", "context_recall", frozenset({QUESTION}),
+             "MLflow RetrievalSufficiency: its prompt shows the question beside the expected answer and documents"),
+    ByDesign("mlflow", "correctness", "answer_correctness", frozenset({QUESTION}),
+             "MLflow Correctness: its prompt shows the question beside the expected response and the response"),
 )
 TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas"}   # our adapters that run a tool's own metric
 

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
     from lib.store import Store
 
 MAX_ERRORS = 200       # a file with more bad rows than this shows the first 200
-SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".eval")
+SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".eval", ".db")
 TABLE = "table"        # our own format: one row per sample (lib.intake.ingest)
 READ_AS = {TABLE: "your own table (one row per sample)", "ragas": "a Ragas result (to_pandas() or an experiment)",
-           "inspect": "an Inspect AI log", "promptfoo": "a promptfoo results.json"}
+           "inspect": "an Inspect AI log", "promptfoo": "a promptfoo results.json",
+           "deepeval": "a DeepEval test run (test_run_*.json)", "mlflow": "an MLflow tracking store (mlflow.db)"}
 RAGAS_COLUMNS = ("user_input", "response", "retrieved_contexts")
 
 
@@ -138,14 +139,14 @@ def _spooled(name: str, data: bytes) -> Iterator[Path]:
 
 
 def detect_upload(name: str, data: bytes) -> str:
-    """How to read an upload: TABLE (our format), 'ragas', 'inspect' or 'promptfoo', as the CLI's import detects.
+    """How to read an upload: TABLE (our format) or a tool's format, as the CLI's import detects.
 
     A table whose columns are Ragas' own names (user_input, response, retrieved_contexts) is a Ragas result.
     """
     from lib.intake.importers import detect
 
     suffix = Path(name).suffix.lower()
-    if suffix in (".eval", ".json"):
+    if suffix in (".eval", ".json", ".db"):
         with _spooled(name, data) as path, contextlib.suppress(InputError):
             return detect(path)
         return TABLE
@@ -168,6 +169,15 @@ def promptfoo_targets(name: str, data: bytes) -> list[str]:
 
     with _spooled(name, data) as path, contextlib.suppress(InputError):
         return targets(path)
+    return []
+
+
+def mlflow_evaluations(name: str, data: bytes) -> list[str]:
+    """The evaluations (each one run) an uploaded MLflow store holds ([] when unreadable: reading it says why)."""
+    from lib.intake.importers.mlflow import runs_in
+
+    with _spooled(name, data) as path, contextlib.suppress(InputError):
+        return runs_in(path)
     return []
 
 

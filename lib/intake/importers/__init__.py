@@ -7,6 +7,12 @@
   "inspect_ai <version> <scorer>" per metric, and the grader model.
 - `promptfoo`: `promptfoo eval -o results.json`. Instrument: "promptfoo
   <version> <assertion type>" per metric, and the grader provider.
+- `deepeval`: a DeepEval test run (`DEEPEVAL_RESULTS_FOLDER/test_run_*.json`).
+  Instrument: "deepeval <version> <metric name>" per metric (the file carries no
+  version: give it), and each metric's evaluationModel.
+- `mlflow`: an MLflow SQLite tracking store (`mlflow.db`) holding
+  `mlflow.genai.evaluate` runs (one chosen when it holds several). Instrument:
+  "mlflow <version> <scorer>" per metric (give the version), and the judges' source.
 
 Every importer turns its file into one table with our column names and hands
 it to `lib.intake.ingest.run_from_frame`, so the same validation applies (row and
@@ -18,6 +24,7 @@ marker on Trends, like a judge change.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,19 +34,27 @@ from lib.core.errors import InputError
 from lib.core.records import RunRecord
 from lib.intake.importers.base import Imported, clamp_scores, fold_repeats
 
-FORMATS = ("ragas", "inspect", "promptfoo")
+FORMATS = ("ragas", "inspect", "promptfoo", "deepeval", "mlflow")
 UNVERSIONED = "(version not recorded)"   # in a stored scorer: no scoring-library marker is drawn from it alone
+# DeepEval writes its test run's keys in this order (testFile only when a test file ran); .latest_test_run.json
+# wraps the run in testRunData
+STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")   # an MLflow tracking store: sqlite:///mlflow.db
+DEEPEVAL_HEAD = re.compile(r'\s*\{\s*"(testFile|testCases|testRunData)"\s*:')
 
 
 def detect(path: str | Path) -> str:
-    """Guess a file's format from its name and first bytes ('ragas', 'inspect' or 'promptfoo')."""
+    """Guess a file's format from its name and first bytes (one of FORMATS)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".eval":
         return "inspect"
+    if suffix in STORE_SUFFIXES:
+        return "mlflow"
     if suffix == ".json":
         with open(path, "rb") as fh:  # the head only: the file may be large
             head = fh.read(4096).decode("utf-8", "replace")
+        if DEEPEVAL_HEAD.match(head):   # before the others: a test case's text may hold any word
+            return "deepeval"
         if '"evalId"' in head or '"promptfoo' in head:
             return "promptfoo"
         if '"eval"' in head and '"status"' in head:
@@ -62,6 +77,12 @@ def read(path: str | Path, fmt: str | None = None, *, version: str | None = None
     if fmt == "promptfoo":
         from lib.intake.importers.promptfoo import read_promptfoo
         return read_promptfoo(path, provider=provider)
+    if fmt == "deepeval":
+        from lib.intake.importers.deepeval import read_deepeval
+        return read_deepeval(path, metric_map=metric_map)
+    if fmt == "mlflow":
+        from lib.intake.importers.mlflow import read_mlflow
+        return read_mlflow(path, run=provider, metric_map=metric_map)
     raise InputError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", field="format", source=str(path))
 
 
@@ -101,14 +122,16 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     Args:
         path: the file.
         run_id: the run's id.
-        fmt: 'ragas', 'inspect' or 'promptfoo' (default: detected).
+        fmt: one of FORMATS (default: detected).
         started_at: when the run happened (default: the time the file records, else now).
         pipeline: the pipeline config (default: none recorded; no pipeline marker is drawn from it).
         version: the tool's version, for files that do not record it (Ragas).
-        metric_map: source score name -> our metric (Inspect scorers; defaults in lib.intake.importers.inspect).
+        metric_map: source score name -> our metric (Inspect scorers, DeepEval metrics, MLflow scorers, beyond
+            each importer's defaults).
         grader: the grader model, for files that do not name it (Ragas); a file's own grader wins, with a
             warning when the two differ.
-        provider: promptfoo: the provider whose results to import, when the file has several.
+        provider: promptfoo: the provider whose results to import, when the file has several; MLflow: the
+            evaluation (run id or name), when the store holds several.
         source: the name errors give the file (default: its path).
 
     Raises:

@@ -259,3 +259,12 @@ PROMPTFOO_RESULT = Obj({
         "assertion": Obj({"type": TEXT, "provider": PROMPTFOO_PROVIDER}),
     }, nullable=False))}),
 }, nullable=False)
+
+# DeepEval: a test run (the file DEEPEVAL_RESULTS_FOLDER holds) and each of its test cases.
+DEEPEVAL_RUN = Obj({"testCases": ListOf(ANY), "conversationalTestCases": ListOf(ANY)}, nullable=False)
+DEEPEVAL_CASE = Obj({
+    "input": TEXT, "actualOutput": TEXT, "expectedOutput": TEXT, "retrievalContext": ListOf(ANY),
+    "context": ListOf(ANY),
+    "metricsData": ListOf(Obj({"name": Scalar((str,), nullable=False), "evaluationModel": TEXT, "error": TEXT},
+                              nullable=False)),
+}, nullable=False)

@@ -1,0 +1,137 @@
+"""Reading an MLflow tracking store (a SQLite file, `sqlite:///mlflow.db`): the evaluations' traces and scores.
+
+Another program's database, opened read-only (SQLite's `mode=ro`): nothing is ever written to it. Only the
+tables `mlflow.genai.evaluate` fills are read (checked with MLflow 3.17): `runs` and their `tags`, the traces a
+run made (`trace_request_metadata` key `mlflow.sourceRun`, with the trace's inputs and outputs), the RETRIEVER
+spans' outputs (the passages) and the assessments (the judges' feedback and the expectations). Every query takes
+parameters; the interpretation is lib.intake.importers.mlflow's.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from lib.core.errors import InputError
+
+NEEDED = ("runs", "tags", "trace_info", "trace_request_metadata", "spans", "assessments")
+
+
+@dataclass(frozen=True)
+class MlflowRun:
+    """One MLflow run: its id, name, experiment, start (epoch ms) and run type tag (genai_evaluate, ...)."""
+
+    run_id: str
+    name: str
+    experiment: str
+    start_ms: int | None
+    run_type: str | None
+
+
+@dataclass(frozen=True)
+class MlflowTrace:
+    """One trace of an evaluation: its inputs and outputs (JSON text), the RETRIEVER spans' content (JSON text,
+    in start order) and its assessments."""
+
+    trace_id: str
+    timestamp_ms: int | None
+    inputs: str | None
+    outputs: str | None
+    retrievals: tuple[str, ...]
+    assessments: tuple[MlflowAssessment, ...]
+
+
+@dataclass(frozen=True)
+class MlflowAssessment:
+    """One assessment as MLflow stores it: feedback (a judge's) or expectation; value is JSON text."""
+
+    name: str
+    kind: str
+    value: str | None
+    error: str | None
+    source_type: str | None
+    source_id: str | None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    source = str(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+    if head != b"SQLite format 3\x00":
+        raise InputError("not an MLflow tracking store (not a SQLite file)", source=source)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise InputError(f"not a readable MLflow tracking store: {exc}", source=source) from None
+    missing = [t for t in NEEDED if t not in tables]
+    if missing:
+        conn.close()
+        raise InputError("not an MLflow tracking store with traces (no table " + ", ".join(missing) + "; "
+                         "MLflow 3 keeps mlflow.genai.evaluate's results there)", source=source)
+    return conn
+
+
+def mlflow_runs(path: str | Path) -> list[MlflowRun]:
+    """The store's runs that made traces (evaluations), oldest first.
+
+    Raises:
+        InputError: not a SQLite file, or not an MLflow store with traces.
+    """
+    conn = _connect(Path(path))
+    try:
+        rows = conn.execute(
+            "SELECT r.run_uuid, r.name, e.name, r.start_time, "
+            "  (SELECT t.value FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = 'mlflow.runType') "
+            "FROM runs r LEFT JOIN experiments e ON e.experiment_id = r.experiment_id "
+            "WHERE r.lifecycle_stage = 'active' AND EXISTS (SELECT 1 FROM trace_request_metadata m "
+            "  WHERE m.key = 'mlflow.sourceRun' AND m.value = r.run_uuid) "
+            "ORDER BY r.start_time, r.run_uuid").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"not a readable MLflow tracking store: {exc}", source=str(path)) from None
+    finally:
+        conn.close()
+    return [MlflowRun(run_id=r[0], name=r[1] or "", experiment=r[2] or "", start_ms=r[3], run_type=r[4])
+            for r in rows]
+
+
+def mlflow_traces(path: str | Path, run_id: str) -> list[MlflowTrace]:
+    """The traces an MLflow run made, in time order, with their passages and assessments.
+
+    Raises:
+        InputError: not a SQLite file, or not an MLflow store with traces.
+    """
+    conn = _connect(Path(path))
+    try:
+        traces = conn.execute(
+            "SELECT i.request_id, i.timestamp_ms, "
+            "  (SELECT v.value FROM trace_request_metadata v WHERE v.request_id = i.request_id "
+            "   AND v.key = 'mlflow.traceInputs'), "
+            "  (SELECT v.value FROM trace_request_metadata v WHERE v.request_id = i.request_id "
+            "   AND v.key = 'mlflow.traceOutputs') "
+            "FROM trace_info i JOIN trace_request_metadata m ON m.request_id = i.request_id "
+            "WHERE m.key = 'mlflow.sourceRun' AND m.value = ? ORDER BY i.timestamp_ms, i.request_id",
+            (run_id,)).fetchall()
+        out = []
+        for trace_id, timestamp, inputs, outputs in traces:
+            spans = conn.execute("SELECT content FROM spans WHERE trace_id = ? AND type = 'RETRIEVER' "
+                                 "ORDER BY start_time_unix_nano", (trace_id,)).fetchall()
+            marks = conn.execute(
+                "SELECT name, assessment_type, value, error, source_type, source_id FROM assessments "
+                "WHERE trace_id = ? AND (valid IS NULL OR valid = 1) ORDER BY created_timestamp, assessment_id",
+                (trace_id,)).fetchall()
+            out.append(MlflowTrace(trace_id=trace_id, timestamp_ms=timestamp, inputs=inputs, outputs=outputs,
+                                   retrievals=tuple(s[0] for s in spans if s[0]),
+                                   assessments=tuple(MlflowAssessment(name=a[0], kind=a[1], value=a[2],
+                                                                      error=a[3], source_type=a[4],
+                                                                      source_id=a[5]) for a in marks)))
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"not a readable MLflow tracking store: {exc}", source=str(path)) from None
+    finally:
+        conn.close()
+    return out
