@@ -281,18 +281,20 @@ class OpenAIJudge:
         return (f" (each waited {self.pacer.timeout_for():g} s at {report.final} in flight{median}): raise "
                 f"EVALDRIFT_JUDGE_TIMEOUT, or lower EVALDRIFT_JUDGE_CONCURRENCY if the server queues calls")
 
-    async def _post(self, kwargs: dict[str, object]) -> Any:
+    async def _post(self, kwargs: dict[str, object], timeout: float) -> Any:
         client: openai.AsyncOpenAI = self._loop.state
         response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs,
-                                     options={"timeout": self.pacer.timeout_for()})
+                                     options={"timeout": timeout})
         return response.json()
 
     def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
         """One call through the pacer; raises only for a refusal (of the mode, or final)."""
         out = _Outcome()
         # the whole attempt is bounded by the wall clock (a server that trickles bytes never trips a read
-        # timeout), and stop() cancels it where it waits
-        fut = self._loop.submit(asyncio.wait_for(self._post(kwargs), self.timeout))
+        # timeout), and stop() cancels it where it waits; by the pacer's timeout, not the setting alone, so a call
+        # slowed by load within a few median calls is waited for, not abandoned to the server's queue
+        timeout = self.pacer.timeout_for()
+        fut = self._loop.submit(asyncio.wait_for(self._post(kwargs, timeout), timeout))
         with self._lock:
             self._in_flight.add(fut)
         if self._halt.is_set():
