@@ -114,6 +114,9 @@ def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
     return body
 
 
+TIMEOUT_STRETCH = 2   # a retry after a timeout waits this many timeouts (it queues behind the abandoned call on one slot)
+
+
 class _Refused(Exception):
     """The server refused the output mode asked for (the next mode down is tried)."""
 
@@ -252,6 +255,8 @@ class OpenAIJudge:
     def _attempts(self, request: JudgeRequest, mode: str) -> JudgeReply:
         kwargs = chat_body(request, mode)
         last = ""
+        stretch = 1   # a retry after a timeout waits longer: on one slot it queues behind the abandoned call
+        waited: list[float] = []
         for attempt in range(self.max_attempts):
             if self._halt.is_set():
                 raise self._stopped()
@@ -260,39 +265,46 @@ class OpenAIJudge:
                 raise self._stopped()
             with self._lock:
                 self.attempts += 1
-            out = self._attempt(kwargs, mode, ticket)
+            waited.append(self.pacer.timeout_for() * stretch)
+            out = self._attempt(kwargs, mode, ticket, waited[-1])
             if out.reply is not None:
                 return out.reply
             if out.hint == math.inf:   # "never": asking again after any wait we would make gets the same answer
                 raise JudgeError(f"{out.reason}, the server asks to wait forever (Retry-After: inf)", retryable=True)
             last = out.reason
+            if last == "timed out":
+                stretch = min(2 * stretch, TIMEOUT_STRETCH)
             with self._lock:
                 self.retries.append(last)
             if attempt + 1 < self.max_attempts:
                 self._wait(attempt, out.hint)
-        raise JudgeError(f"{last}, after {self.max_attempts} attempts{self._timeout_advice(last)}", retryable=True)
+        raise JudgeError(f"{last}, after {self.max_attempts} attempts{self._timeout_advice(last, waited)}",
+                         retryable=True)
 
-    def _timeout_advice(self, reason: str) -> str:
+    def _timeout_advice(self, reason: str, waited: list[float]) -> str:
         """For calls that timed out: the setting to raise, with what the calls measured."""
         if reason != "timed out":
             return ""
         report = self.pacer.report()
         median = f"; the median call took {report.median:.2g} s" if report.median is not None else ""
-        return (f" (each waited {self.pacer.timeout_for():g} s at {report.final} in flight{median}): raise "
+        waits = (f"each waited {waited[0]:.3g} s" if len(set(waited)) == 1 else
+                 f"they waited {', '.join(f'{w:.3g}' for w in waited)} s")
+        return (f" ({waits} at {report.final} in flight{median}): raise "
                 f"EVALDRIFT_JUDGE_TIMEOUT, or lower EVALDRIFT_JUDGE_CONCURRENCY if the server queues calls")
 
-    async def _post(self, kwargs: dict[str, object]) -> Any:
+    async def _post(self, kwargs: dict[str, object], timeout: float) -> Any:
         client: openai.AsyncOpenAI = self._loop.state
         response = await client.post("/chat/completions", cast_to=httpx2.Response, body=kwargs,
-                                     options={"timeout": self.pacer.timeout_for()})
+                                     options={"timeout": timeout})
         return response.json()
 
-    def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket) -> _Outcome:
-        """One call through the pacer; raises only for a refusal (of the mode, or final)."""
+    def _attempt(self, kwargs: dict[str, object], mode: str, ticket: Ticket, timeout: float) -> _Outcome:
+        """One call through the pacer, given `timeout` seconds; raises only for a refusal (of the mode, or final)."""
         out = _Outcome()
         # the whole attempt is bounded by the wall clock (a server that trickles bytes never trips a read
-        # timeout), and stop() cancels it where it waits
-        fut = self._loop.submit(asyncio.wait_for(self._post(kwargs), self.timeout))
+        # timeout), and stop() cancels it where it waits; by the pacer's timeout, not the setting alone, so a call
+        # slowed by load within a few median calls is waited for, not abandoned to the server's queue
+        fut = self._loop.submit(asyncio.wait_for(self._post(kwargs, timeout), timeout))
         with self._lock:
             self._in_flight.add(fut)
         if self._halt.is_set():

@@ -1,30 +1,40 @@
-"""A real model judge on evaldrift's own prompts: the leak, the verdicts and what they cost (issue 11).
+"""A real model judge on evaldrift's own prompts: the leak, the verdicts and what they cost (issues 11, 26).
 
-Hand-run, never CI: it calls whatever OpenAI-compatible server you name (a
-hosted API, vLLM, Ollama, LM Studio, or the llama.cpp judge that
-../shared/realjudge/build.sh builds on this machine).
+Hand-run, never CI: it calls whatever OpenAI-compatible server the README's
+variables name (a hosted API, vLLM, Ollama, LM Studio, or the llama.cpp judge
+that ../shared/realjudge/build.sh builds on this machine), with the README's
+defaults for everything else (EVALDRIFT_JUDGE_CONCURRENCY 8 as the pacer's
+ceiling, EVALDRIFT_JUDGE_TIMEOUT 60, the breaker's limits):
 
-    python tests/benchmarks/real_judge.py --base-url http://127.0.0.1:8077/v1 \\
-        --model qwen2.5-coder-1.5b-instruct --samples 3
+    OPENAI_BASE_URL=http://127.0.0.1:8077/v1 OPENAI_API_KEY=local \\
+    EVALDRIFT_JUDGE_MODEL=qwen2.5-coder-1.5b-instruct python tests/benchmarks/real_judge.py --samples 12
 
-The samples are the demo's samples whose answers hold a claim that only the
-reference states (so a leaky template can lend it support). The same samples
-are recorded twice, scored by the model: once with the demo's leaky
-faithfulness template (the reference rendered, replay binding) and once with
-the fixed one (projected binding). Each run is then ablated with the same
-model (blank ground_truth, --repeats repeats, the README's default 3, which stop once the first samples
-repeat identically). Printed per run: the score, the ablation's cost estimate (an upper bound), its verdicts,
-judge calls, failures by reason, the output mode and concurrency reached, and wall time. Issue 26's run:
-`--samples 12 --timeout 60`.
+(OPENAI_API_KEY defaults to "local" and EVALDRIFT_JUDGE_MODEL to the model above
+here.) The samples are the demo's samples whose answers are correct but hold a
+claim that only the reference states (so a leaky template can lend it support).
+The same samples are recorded twice, scored by the model: once with the demo's
+leaky faithfulness template (the reference rendered, replay binding: the
+planted leak) and once with the fixed one (projected binding). Each run is then
+ablated as `python -m lib ablate` does it (blank ground_truth, --repeats
+repeats, the README's default 3, which stop once the first samples repeat
+identically; under the breaker and deadline the settings name). Printed per
+phase: the requests sent (refusals and repairs included) against the
+ablation's cost estimate (an upper bound), the verdicts, the structured form
+used, the concurrency reached and the median call, wall time, and the load
+average of the machine (sampled every 10 s) while it ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -33,16 +43,22 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.app.demo import FIXED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples  # noqa: E402
+from lib.app.jobs import run_guarded  # noqa: E402
+from lib.cli.diagnosing import format_ablation  # noqa: E402
+from lib.core import settings as settings_mod  # noqa: E402
 from lib.core.prompts import PROJECTED, REPLAY  # noqa: E402
 from lib.core.records import MAIN, MetricRecord, RunRecord  # noqa: E402
 from lib.core.results import aggregate  # noqa: E402
-from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
+from lib.diagnosis.ablation import AblationSpec  # noqa: E402
 from lib.diagnosis.cost import estimate_ablation  # noqa: E402
-from lib.judging import OfflineJudge, OpenAIJudge  # noqa: E402
+from lib.judging import OfflineJudge  # noqa: E402
+from lib.judging.breaker import Limits  # noqa: E402
+from lib.judging.build import settings_judge  # noqa: E402
 from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.store import Store  # noqa: E402
 
 RUNS = (("leaky", LEAKY_FAITHFULNESS, REPLAY), ("fixed", FIXED_FAITHFULNESS, PROJECTED))
+DEFAULTS = {"OPENAI_API_KEY": "local", "EVALDRIFT_JUDGE_MODEL": "qwen2.5-coder-1.5b-instruct"}
 
 
 def leak_prone(n: int) -> list:
@@ -59,48 +75,99 @@ def leak_prone(n: int) -> list:
     return picked
 
 
+class Load:
+    """The machine's 1-minute load average, sampled every `every` seconds while a phase runs."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.samples: list[float] = []
+
+    @contextmanager
+    def watch(self) -> Iterator[Load]:
+        self.samples = [os.getloadavg()[0]]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(self.every):
+                self.samples.append(os.getloadavg()[0])
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            t.join()
+            self.samples.append(os.getloadavg()[0])
+
+    @property
+    def sentence(self) -> str:
+        xs = self.samples
+        return f"load average {min(xs):.1f}-{max(xs):.1f} (mean {sum(xs) / len(xs):.1f}, {len(xs)} samples)"
+
+
+def phase(name: str, t0: float, requests: int, load: Load, judge) -> None:
+    mode = judge.output_mode or "none (no call answered)"
+    print(f"  {name}: {requests} requests sent in {time.perf_counter() - t0:.0f} s; form used {mode}; "
+          f"{judge.pacing.sentence}; {load.sentence}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base-url", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--api-key", default="local")
-    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3, help="ablation repeats (stop early when deterministic)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one call (a CPU model is slow)")
+    parser.add_argument("--runs", default="leaky,fixed", help="which runs, of leaky and fixed (default both)")
     args = parser.parse_args(argv)
+    env = {**DEFAULTS, **{k: v for k, v in os.environ.items() if v}}
+    conf = settings_mod.load(env)
+    if not conf.base_url:
+        parser.error("set OPENAI_BASE_URL to the judge server's /v1 URL")
+    model = conf.judge_model
     samples = leak_prone(args.samples)
-    print(f"{len(samples)} demo samples with a claim only the reference states; judge {args.model} at "
-          f"{args.base_url}")
+    print(f"{len(samples)} demo samples with a claim only the reference states; judge {model} at {conf.endpoint}; "
+          f"ceiling {conf.judge_concurrency} in flight, timeout {conf.judge_timeout:g} s; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    wanted = set(args.runs.split(","))
+    load = Load()
+    total = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "real.duckdb") as store:
         for k, (name, template, binding) in enumerate(RUNS):
-            judge = OpenAIJudge(args.model, base_url=args.base_url, api_key=args.api_key, timeout=args.timeout,
-                                concurrency=1)
+            if name not in wanted:
+                continue
+            print(f"\n== {name} template ({binding} binding)", flush=True)
+            judge = settings_judge(conf)
             t0 = time.perf_counter()
-            results = score_samples(samples, Instrument("faithfulness", template, binding), judge, cache=store)
-            scored = time.perf_counter() - t0
+            with load.watch():
+                results = score_samples(samples, Instrument("faithfulness", template, binding), judge, cache=store,
+                                        progress=lambda r: print(f"  scored {r.sample_id}: {r.score} "
+                                                                 + " ".join(f"[{v.label}]" for v in r.verdicts)
+                                                                 + (f" {r.reason}" if r.reason else ""),
+                                                                 flush=True))
             agg = aggregate(results)
             store.record_run(RunRecord(name, datetime(2026, 12, 1 + k), {}, {MAIN: samples},
-                                       [MetricRecord("faithfulness", results, args.model, template, binding,
+                                       [MetricRecord("faithfulness", results, model, template, binding,
                                                      output_mode=judge.output_mode)]))
-            print(f"\n== {name} template ({binding} binding)")
             print(f"score {agg.score if agg.score is None else round(agg.score, 3)} (n={agg.n}, failed "
-                  f"{agg.n_failed}); {sum(r.calls for r in results)} calls in {scored:.0f} s; output mode "
-                  f"{judge.output_mode}; failures: {dict(Counter(r.reason for r in results if r.reason)) or 'none'}")
-            for r in results:
-                print(f"  {r.sample_id}: {r.score} " + " ".join(f"[{v.label}]" for v in r.verdicts))
-            t0 = time.perf_counter()
-            spec = AblationSpec(name, ("faithfulness",), ("ground_truth",), repeats=args.repeats, judge=args.model,
-                                endpoint=args.base_url)
+                  f"{agg.n_failed}); failures: {dict(Counter(r.reason for r in results if r.reason)) or 'none'}")
+            phase("scoring", t0, judge.attempts, load, judge)
+            judge = settings_judge(conf)   # a job's own judge, as the CLI and the page make one
+            spec = AblationSpec(name, ("faithfulness",), ("ground_truth",), repeats=args.repeats, judge=model,
+                                endpoint=conf.endpoint)
             estimate = estimate_ablation(store, spec, cacheable=True)
-            print(f"ablation estimate: {estimate.sentence}")
-            result = run_ablation(store, spec, judge)
-            took = time.perf_counter() - t0
-            assert result is not None
-            print(f"ablation, blank ground_truth: {result.summary}")
-            for v in result.verdicts:
-                print(f"  {v.arm}: {v.sentence}")
-            print(f"  {result.accounting}; failures {result.failures or 'none'}; {took:.0f} s; "
-                  f"pacing {judge.pacing}")
+            print(f"ablation estimate: {estimate.sentence}", flush=True)
+            t0 = time.perf_counter()
+            with load.watch():
+                outcome = run_guarded(store, spec, judge, limits=Limits.from_settings(conf),
+                                      progress=lambda d, n, t0=t0: print(f"  ablating: {d}/{n} at "
+                                                                  f"{time.perf_counter() - t0:.0f} s", flush=True))
+            if outcome.result is None:
+                print(f"ablation stopped: {outcome.stopped}")
+            else:
+                print(format_ablation(outcome.result))
+            within = "within" if judge.attempts <= estimate.calls else "OVER"
+            print(f"  requests {judge.attempts} against the estimate's at most {estimate.calls}: {within} it")
+            phase("ablation", t0, judge.attempts, load, judge)
+    print(f"\nwall time {time.perf_counter() - total:.0f} s in all")
     return 0
 
 
