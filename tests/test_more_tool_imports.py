@@ -17,6 +17,7 @@ import pytest
 from lib.core.errors import InputError
 from lib.intake.importers import detect, prepare_import
 from lib.store import Store
+from lib.store.mlflow_store import mlflow_traces
 from tests.support.tool_runs import BY_QUESTION, ROWS
 from tests.test_cli import assert_usage_error, cli
 from tests.test_tool_imports import imported, markers
@@ -184,6 +185,33 @@ def test_a_file_that_is_not_an_mlflow_store_is_refused_by_name(tmp_path: Path) -
     with pytest.raises(InputError, match="not an MLflow tracking store with traces"):
         prepare_import(other, run_id="x")
 
+
+
+def test_an_mlflow_store_with_a_bad_value_is_refused_naming_the_row_and_field_and_left_as_it_was(
+        fresh_db: Path, mlflow_runs, tmp_path: Path) -> None:
+    store, ids = mlflow_runs
+    copy = tmp_path / "mlflow.db"
+    copy.write_bytes(store.read_bytes())
+    traces = [t.trace_id for t in mlflow_traces(copy, ids["ml-1"])]
+    with sqlite3.connect(copy) as conn:   # the third trace's groundedness judge said something not yes or no
+        conn.execute("UPDATE assessments SET value = ? WHERE trace_id = ? AND name = 'retrieval_groundedness'",
+                     ('"maybe"', traces[2]))
+    line = assert_usage_error(cli("import", "--db", fresh_db, copy, "--run-id", "bad", "--mlflow-run", "ml-1"))
+    assert "row 3" in line and "'faithfulness'" in line
+    with sqlite3.connect(copy) as conn:   # and the second trace's inputs nest deeper than anyone writes
+        conn.execute("UPDATE trace_request_metadata SET value = ? WHERE request_id = ? AND key = ?",
+                     ("[" * 5000 + "]" * 5000, traces[1], "mlflow.traceInputs"))
+    line = assert_usage_error(cli("import", "--db", fresh_db, copy, "--run-id", "bad", "--mlflow-run", "ml-1"))
+    assert "row 2" in line and "'inputs'" in line and "not JSON as MLflow writes it" in line
+    assert not fresh_db.exists()
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE trace_request_metadata SET value = ? WHERE request_id = ? AND key = ?",
+                     (json.dumps({"question": ROWS[1]["question"]}), traces[1], "mlflow.traceInputs"))
+        conn.execute("UPDATE assessments SET value = ? WHERE trace_id = ? AND name = 'retrieval_groundedness'",
+                     ('"yes"', traces[2]))
+    before = copy.read_bytes()
+    prepare_import(copy, run_id="ok", provider="ml-1")   # reading never writes to the store
+    assert copy.read_bytes() == before
 
 # -- what each tool's metric receives by design ----------------------------------------------------------------
 @pytest.mark.parametrize(("tool", "metric", "blanked", "expected"), [
