@@ -52,6 +52,15 @@ def test_a_deepeval_run_without_its_version_warns_and_names_no_scoring_library_c
                                                             "deepeval (version not recorded) Contextual Recall"}
 
 
+def test_deepevals_latest_test_run_file_reads_as_the_run_it_holds(deepeval_runs) -> None:
+    latest = deepeval_runs["de-3"].parent / ".deepeval" / ".latest_test_run.json"   # DeepEval wrote it, in its cwd
+    assert json.loads(latest.read_text(encoding="utf-8")).keys() >= {"testRunData"}
+    assert detect(latest) == "deepeval"
+    plan, last = prepare_import(latest, run_id="latest"), prepare_import(deepeval_runs["de-3"], run_id="de-3")
+    assert (plan.grader, plan.sources) == (last.grader, last.sources) == ("grader-lenient", {
+        "faithfulness": "Faithfulness", "context_recall": "Contextual Recall"})
+    assert plan.run.samples == last.run.samples
+
 def test_a_grader_switch_in_three_deepeval_runs_is_one_judge_marker_at_the_switch(fresh_db: Path,
                                                                                   deepeval_runs) -> None:
     for day, name in enumerate(("de-1", "de-2", "de-3"), start=1):
