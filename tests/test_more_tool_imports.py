@@ -17,6 +17,7 @@ import pytest
 from lib.core.errors import InputError
 from lib.intake.importers import detect, prepare_import
 from lib.store import Store
+from lib.store.mlflow_store import mlflow_traces
 from tests.support.tool_runs import BY_QUESTION, ROWS
 from tests.test_cli import assert_usage_error, cli
 from tests.test_tool_imports import imported, markers
@@ -51,6 +52,15 @@ def test_a_deepeval_run_without_its_version_warns_and_names_no_scoring_library_c
                                                             "deepeval (version not recorded) Contextual Recall"}
 
 
+def test_deepevals_latest_test_run_file_reads_as_the_run_it_holds(deepeval_runs) -> None:
+    latest = deepeval_runs["de-3"].parent / ".deepeval" / ".latest_test_run.json"   # DeepEval wrote it, in its cwd
+    assert json.loads(latest.read_text(encoding="utf-8")).keys() >= {"testRunData"}
+    assert detect(latest) == "deepeval"
+    plan, last = prepare_import(latest, run_id="latest"), prepare_import(deepeval_runs["de-3"], run_id="de-3")
+    assert (plan.grader, plan.sources) == (last.grader, last.sources) == ("grader-lenient", {
+        "faithfulness": "Faithfulness", "context_recall": "Contextual Recall"})
+    assert plan.run.samples == last.run.samples
+
 def test_a_grader_switch_in_three_deepeval_runs_is_one_judge_marker_at_the_switch(fresh_db: Path,
                                                                                   deepeval_runs) -> None:
     for day, name in enumerate(("de-1", "de-2", "de-3"), start=1):
@@ -63,16 +73,20 @@ def test_a_grader_switch_in_three_deepeval_runs_is_one_judge_marker_at_the_switc
     assert set(events.kind) == {"judge model"}, events.to_string()
 
 
-def test_a_reordered_deepeval_run_pairs_the_same_samples(fresh_db: Path, deepeval_runs) -> None:
+def test_a_reordered_deepeval_run_pairs_the_same_samples_and_a_repeat_is_one_sample(fresh_db: Path,
+                                                                                     deepeval_runs) -> None:
     one = json.loads(deepeval_runs["de-1"].read_text(encoding="utf-8"))
     two = json.loads(deepeval_runs["de-2"].read_text(encoding="utf-8"))
-    assert [c["input"] for c in two["testCases"]] == [c["input"] for c in reversed(one["testCases"])]
-    assert [c["name"] for c in two["testCases"]] == [c["name"] for c in one["testCases"]]   # names are positions
-    for name in ("de-1", "de-2"):
-        imported(fresh_db, deepeval_runs[name], name, "--tool-version", "4.3.1")
+    firsts = [c["input"] for c in one["testCases"]]
+    assert [c["input"] for c in two["testCases"]] == [*reversed(firsts), firsts[1]]
+    assert [c["name"] for c in two["testCases"]][:4] == [c["name"] for c in one["testCases"]]   # names: positions
+    imported(fresh_db, deepeval_runs["de-1"], "de-1", "--tool-version", "4.3.1")
+    proc = imported(fresh_db, deepeval_runs["de-2"], "de-2", "--tool-version", "4.3.1")
+    assert "5 rows are 4 samples repeated up to 2 times" in proc.stderr   # the case given twice is one sample
     with Store(fresh_db) as store:
         a = {s.sample_id: s.question for s in store.samples("de-1")}
         b = {s.sample_id: s.question for s in store.samples("de-2")}
+        assert store.run_notes("de-2")["repeat_sd"] == {"faithfulness": 0.0, "context_recall": 0.0}
     assert a == b and set(a.values()) == set(BY_QUESTION)
 
 
@@ -156,13 +170,16 @@ def test_a_grader_switch_in_three_mlflow_evaluations_is_one_judge_marker_at_the_
         assert list(store_.run_metrics("ml-3")["score"]) == [1.0, 1.0, 1.0]
 
 
-def test_a_reordered_mlflow_evaluation_pairs_the_same_samples(fresh_db: Path, mlflow_runs) -> None:
+def test_a_reordered_mlflow_evaluation_pairs_the_same_samples_and_a_repeat_is_one_sample(fresh_db: Path,
+                                                                                          mlflow_runs) -> None:
     store, _ids = mlflow_runs
-    for name in ("ml-1", "ml-2"):
-        imported(fresh_db, store, name, "--mlflow-run", name, "--tool-version", "3.17.2")
+    imported(fresh_db, store, "ml-1", "--mlflow-run", "ml-1", "--tool-version", "3.17.2")
+    proc = imported(fresh_db, store, "ml-2", "--mlflow-run", "ml-2", "--tool-version", "3.17.2")
+    assert "5 rows are 4 samples repeated up to 2 times" in proc.stderr   # the question asked twice is one sample
     with Store(fresh_db) as store_:
         a = {s.sample_id: s.question for s in store_.samples("ml-1")}
         b = {s.sample_id: s.question for s in store_.samples("ml-2")}
+        assert list(store_.run_metrics("ml-2")["n"]) == [4, 4, 4]
     assert a == b and set(a.values()) == set(BY_QUESTION)
 
 
@@ -176,3 +193,50 @@ def test_a_file_that_is_not_an_mlflow_store_is_refused_by_name(tmp_path: Path) -
         conn.execute("create table t (x)")   # an unrelated SQLite database
     with pytest.raises(InputError, match="not an MLflow tracking store with traces"):
         prepare_import(other, run_id="x")
+
+
+
+def test_an_mlflow_store_with_a_bad_value_is_refused_naming_the_row_and_field_and_left_as_it_was(
+        fresh_db: Path, mlflow_runs, tmp_path: Path) -> None:
+    store, ids = mlflow_runs
+    copy = tmp_path / "mlflow.db"
+    copy.write_bytes(store.read_bytes())
+    traces = [t.trace_id for t in mlflow_traces(copy, ids["ml-1"])]
+    with sqlite3.connect(copy) as conn:   # the third trace's groundedness judge said something not yes or no
+        conn.execute("UPDATE assessments SET value = ? WHERE trace_id = ? AND name = 'retrieval_groundedness'",
+                     ('"maybe"', traces[2]))
+    line = assert_usage_error(cli("import", "--db", fresh_db, copy, "--run-id", "bad", "--mlflow-run", "ml-1"))
+    assert "row 3" in line and "'faithfulness'" in line
+    with sqlite3.connect(copy) as conn:   # and the second trace's inputs nest deeper than anyone writes
+        conn.execute("UPDATE trace_request_metadata SET value = ? WHERE request_id = ? AND key = ?",
+                     ("[" * 5000 + "]" * 5000, traces[1], "mlflow.traceInputs"))
+    line = assert_usage_error(cli("import", "--db", fresh_db, copy, "--run-id", "bad", "--mlflow-run", "ml-1"))
+    assert "row 2" in line and "'inputs'" in line and "not JSON as MLflow writes it" in line
+    assert not fresh_db.exists()
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE trace_request_metadata SET value = ? WHERE request_id = ? AND key = ?",
+                     (json.dumps({"question": ROWS[1]["question"]}), traces[1], "mlflow.traceInputs"))
+        conn.execute("UPDATE assessments SET value = ? WHERE trace_id = ? AND name = 'retrieval_groundedness'",
+                     ('"yes"', traces[2]))
+    before = copy.read_bytes()
+    prepare_import(copy, run_id="ok", provider="ml-1")   # reading never writes to the store
+    assert copy.read_bytes() == before
+
+# -- what each tool's metric receives by design ----------------------------------------------------------------
+@pytest.mark.parametrize(("tool", "metric", "blanked", "expected"), [
+    ("deepeval", "faithfulness", ["question"], "invariant"),          # DeepEval's Faithfulness keeps to our table
+    ("deepeval", "context_precision", ["ground_truth"], "sensitive"),  # judged against the expected output
+    ("evaldrift", "context_precision", ["ground_truth"], "invariant"),  # our own harness: a leak
+    ("mlflow", "faithfulness", ["question"], "sensitive"),             # RetrievalGroundedness shows the question
+    ("mlflow", "faithfulness", ["ground_truth"], "invariant"),         # the reference is a leak everywhere
+    ("mlflow", "context_recall", ["question"], "sensitive"),           # RetrievalSufficiency
+    ("mlflow", "answer_correctness", ["question"], "sensitive"),       # Correctness
+    ("mlflow", "answer_correctness", ["contexts"], "invariant"),
+])
+def test_deepeval_and_mlflow_runs_are_judged_under_their_tools_wiring_profile(tool, metric, blanked,
+                                                                              expected) -> None:
+    from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
+    from lib.core.profiles import expectation_for, tool_of
+
+    assert tool_of(f"{tool} 1.0 some-scorer") == tool
+    assert expectation_for(metric, blanked, tool) == {"invariant": INVARIANT, "sensitive": EXPECT_SENSITIVE}[expected]

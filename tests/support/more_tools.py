@@ -89,9 +89,9 @@ def deepeval_spec(name: str, *, model: str = "grader-strict", answers: str = "go
     return {"name": name, "rows": rows, "model": model, "answers": answers}
 
 
-DEEPEVAL_RUNS = [   # three runs of one suite; the grader switches at the third; the second lists the cases reversed
-    deepeval_spec("de-1"),
-    deepeval_spec("de-2", order=list(reversed(range(len(ROWS))))),
+DEEPEVAL_RUNS = [   # three runs of one suite; the grader switches at the third; the second lists the cases reversed,
+    deepeval_spec("de-1"),   # with the second case given twice (a repeat of one sample)
+    deepeval_spec("de-2", order=[*reversed(range(len(ROWS))), 1]),
     deepeval_spec("de-3", model="grader-lenient", answers="bad"),
 ]
 
@@ -115,9 +115,9 @@ def build_deepeval(python: Path, base_url: str, out: Path) -> dict[str, Path]:
 
 
 # -- MLflow ------------------------------------------------------------------------------------------------------
-MLFLOW_RUNS = [   # three evaluations in one store; the grader switches at the third; the second is reordered
-    {"name": "ml-1", "rows": ROWS, "model": "grader-strict", "answers": "good"},
-    {"name": "ml-2", "rows": list(reversed(ROWS)), "model": "grader-strict", "answers": "good"},
+MLFLOW_RUNS = [   # three evaluations in one store; the grader switches at the third; the second is reordered, with
+    {"name": "ml-1", "rows": ROWS, "model": "grader-strict", "answers": "good"},   # the second question asked twice
+    {"name": "ml-2", "rows": [*reversed(ROWS), ROWS[1]], "model": "grader-strict", "answers": "good"},
     {"name": "ml-3", "rows": ROWS, "model": "grader-lenient", "answers": "bad"},
 ]
 

@@ -16,6 +16,7 @@ is; one with an error is not scored):
 Other feedback (`retrieval_relevance`, guidelines, custom scorers) maps with metric_map (NAME=METRIC) or is
 listed as not read. The grader is the feedback's source (`openai:/gpt-4o-mini`); the start time is the run's.
 A store holding several evaluations is several runs: one is chosen (`run`: its id or name), never averaged.
+An error's row is the trace's place in the evaluation, oldest first.
 MLflow records neither its version in the store nor a sample id: the version comes from the user, and a sample's
 id is a hash of its question and reference, so a reordered dataset pairs the same samples and a question asked
 twice is one sample repeated.
@@ -23,15 +24,16 @@ twice is one sample repeated.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
 from lib.core.errors import InputError
+from lib.core.jsontext import loads
 from lib.intake.importers.base import Imported, content_id
 from lib.store.mlflow_store import MlflowRun, MlflowTrace, mlflow_runs, mlflow_traces
 
@@ -42,13 +44,23 @@ ANSWER_KEYS = ("response", "output", "answer", "content")
 GRADER_PLACE = "the assessments' source (LLM_JUDGE)"
 
 
-def _json(text: str | None) -> object:
+@dataclass(frozen=True)
+class _Where:
+    """The trace being read, for an error that names the file, the row and the field."""
+
+    source: str
+    row: int
+
+
+def _json(text: str | None, where: _Where, field: str) -> object:
+    """A JSON value MLflow stored as text, read strictly (a doubled key or deep nesting is refused by name)."""
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        return loads(text)
+    except ValueError as exc:
+        raise InputError(f"not JSON as MLflow writes it: {exc}", row=where.row, field=field,
+                         source=where.source) from None
 
 
 def _pick(value: object, keys: tuple[str, ...]) -> object:
@@ -62,10 +74,11 @@ def _pick(value: object, keys: tuple[str, ...]) -> object:
     return value
 
 
-def _passages(span: str) -> list[object]:
-    content = _json(span)
+def _passages(span: str, where: _Where) -> list[object]:
+    content = _json(span, where, "retriever span")
     attributes = content.get("attributes") if isinstance(content, dict) else None
-    documents = _json(attributes.get("mlflow.spanOutputs")) if isinstance(attributes, dict) else None
+    outputs = attributes.get("mlflow.spanOutputs") if isinstance(attributes, dict) else None
+    documents = _json(outputs, where, "retriever span outputs") if isinstance(outputs, str) else None
     if not isinstance(documents, list):
         return []
     return [d.get("page_content") if isinstance(d, dict) else d for d in documents]
@@ -106,13 +119,14 @@ def _choose(path: Path, run: str | None) -> MlflowRun:
     return chosen[0]
 
 
-def _row(trace: MlflowTrace, names: Mapping[str, str], sources: dict[str, str], graders: Counter,
+def _row(trace: MlflowTrace, where: _Where, names: Mapping[str, str], sources: dict[str, str], graders: Counter,
          unmapped: list[str], errored: Counter) -> dict:
-    question = _pick(_json(trace.inputs), QUESTION_KEYS)
-    row: dict[str, object] = {"question": question, "answer": _pick(_json(trace.outputs), ANSWER_KEYS)}
+    question = _pick(_json(trace.inputs, where, "inputs"), QUESTION_KEYS)
+    row: dict[str, object] = {"question": question,
+                              "answer": _pick(_json(trace.outputs, where, "outputs"), ANSWER_KEYS)}
     if trace.retrievals:
-        row["contexts"] = [p for span in trace.retrievals for p in _passages(span)]
-    expectations = {a.name: _json(a.value) for a in trace.assessments if a.kind == "expectation"}
+        row["contexts"] = [p for span in trace.retrievals for p in _passages(span, where)]
+    expectations = {a.name: _json(a.value, where, a.name) for a in trace.assessments if a.kind == "expectation"}
     reference = expectations.get("expected_response")
     facts = expectations.get("expected_facts")
     if reference is None and isinstance(facts, list):
@@ -133,7 +147,7 @@ def _row(trace: MlflowTrace, names: Mapping[str, str], sources: dict[str, str], 
             errored[metric] += 1
             row[metric] = None
         else:
-            row[metric] = _score(_json(mark.value))
+            row[metric] = _score(_json(mark.value, where, mark.name))
     row["id"] = content_id(question, reference)
     return row
 
@@ -148,7 +162,8 @@ def read_mlflow(path: str | Path, *, run: str | None = None, metric_map: Mapping
     graders: Counter = Counter()
     unmapped: list[str] = []
     errored: Counter = Counter()
-    rows = [_row(t, names, sources, graders, unmapped, errored) for t in mlflow_traces(path, chosen.run_id)]
+    rows = [_row(t, _Where(str(path), n), names, sources, graders, unmapped, errored)
+            for n, t in enumerate(mlflow_traces(path, chosen.run_id), start=1)]
     frame = pd.DataFrame(rows, dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="row")
     grader = ", ".join(sorted(graders)) or None
