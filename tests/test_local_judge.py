@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lib.core.endpoints import normalise
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationResult, AblationSpec, run_ablation
@@ -24,7 +25,7 @@ from lib.diagnosis.cost import estimate_ablation, needs_confirmation
 from lib.diagnosis.verdicts import LEAK
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
-from lib.judging.structured import JSON_OBJECT_SCHEMA, JSON_SCHEMA
+from lib.judging.structured import JSON_OBJECT_SCHEMA, JSON_SCHEMA, MODES, ModeBook
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn
@@ -186,6 +187,24 @@ def test_a_call_that_timed_out_against_one_slot_is_asked_again_with_a_longer_wai
                                                                             REPLAY), judge)
     assert result.status == OK, result.reason
     assert srv.n_calls == 2 and judge.retries == ["timed out"]
+
+
+def test_a_refused_form_is_remembered_when_the_next_form_is_accepted_but_the_call_fails() -> None:
+    """On the real server at load 17-20 the first call in `json_object_schema` timed out after `json_schema` was
+    refused; the refusal was forgotten (only an answer recorded it), so the next call was refused again, and so would
+    every call be until one was answered. A form the server refused while it accepted the next one is remembered."""
+    srv = OpenAIServer(local_model, formats=LLAMA_CPP_FORMATS, refusal=LLAMA_CPP_REFUSAL, slots=1, latency=0.6)
+    modes = ModeBook()
+    with srv:
+        judge = OpenAIJudge(MODEL, base_url=srv.base_url, api_key="local", timeout=0.3, concurrency=1,
+                            max_attempts=1, sleep=lambda s: None, modes=modes)
+        results = score_samples(syn.samples(reference_only, 2), Instrument("faithfulness", LEAKY_FAITHFULNESS,
+                                                                           REPLAY), judge)
+    assert [r.status for r in results] == [FAILED, FAILED]
+    assert srv.refused == [JSON_SCHEMA], srv.refused
+    assert [request_mode(b) for b in srv.requests] == [JSON_SCHEMA, JSON_OBJECT_SCHEMA, JSON_OBJECT_SCHEMA]
+    # the endpoint has not answered yet: what is left to find is the rest of the forms below json_schema
+    assert modes.probes_left(normalise(srv.base_url), MODEL) == len(MODES) - 2
 
 
 def test_unreadable_replies_cost_at_most_the_estimate_and_are_kept_with_their_failures(leaky_db: Path) -> None:

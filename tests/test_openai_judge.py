@@ -168,7 +168,7 @@ def test_a_bug_of_ours_in_the_call_is_raised_not_retried_as_an_unreadable_reply(
         openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     judge = make_judge(openai_server)
 
-    async def broken_post(kwargs: dict[str, object]) -> object:
+    async def broken_post(kwargs: dict[str, object], timeout: float) -> object:
         raise AttributeError("'NoneType' object has no attribute 'post'")   # e.g. a client not made yet
 
     monkeypatch.setattr(judge, "_post", broken_post)

@@ -114,7 +114,7 @@ def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
     return body
 
 
-TIMEOUT_STRETCH = 2   # a retry after a timeout waits this many timeouts (it queues behind the abandoned call on one slot)
+TIMEOUT_STRETCH = 2   # a retry after a timeout waits this many timeouts (on one slot it queues behind the last)
 
 
 class _Refused(Exception):
@@ -238,6 +238,11 @@ class OpenAIJudge:
             while True:
                 try:
                     reply = self._attempts(request, mode)
+                except JudgeError as exc:
+                    if exc.retryable:   # the server took this mode and failed for a passing reason (timed out,
+                        # 5xx, 429): the modes it refused above it stay refused; a final refusal teaches nothing
+                        self._modes.refuse(self.endpoint, request.model, refused)
+                    raise
                 except _Refused as exc:
                     refused.append(mode)
                     following = next_mode(mode)

@@ -21,7 +21,13 @@ identically; under the breaker and deadline the settings name). Printed per
 phase: the requests sent (refusals and repairs included) against the
 ablation's cost estimate (an upper bound), the verdicts, the structured form
 used, the concurrency reached and the median call, wall time, and the load
-average of the machine (sampled every 10 s) while it ran.
+average of the machine (sampled every 10 s) while it ran. `--runs leaky` runs the
+planted leak alone (the fixed run's ablation still re-judges its baseline for the
+replay check: about 18 more calls).
+
+A busy machine makes a call take minutes (measured at load 28-34: 5.3 min with
+the server's --n_threads 1, far longer with 2); the first calls then time out
+at the 60 s default and say to raise EVALDRIFT_JUDGE_TIMEOUT.
 """
 
 from __future__ import annotations
