@@ -303,9 +303,10 @@ def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashb
                                                                         browser: Browser) -> None:
     """Any signed-in viewer could press Stop on a colleague's paid job (noticed after issue 23)."""
     server, judge, _ = paid_dashboard
-    judge.latency = 0.5   # slow enough that the job is still running while both users look at it
+    judge.latency = 3.0   # slow enough that the job is still running while both users look at it
     try:
         owner = sign_in(browser, server, ALLOWED)
+        viewer = sign_in(browser, server, VIEWER)   # before the job: a page polls while one runs
         owner.goto(server.url + "/ablation")
         wait_for_app(owner)
         owner.get_by_text("(from the sidebar)").click()
@@ -313,15 +314,23 @@ def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashb
         owner.get_by_text("Launch up to").filter(has_text="calls to the paid judge team-model").click()
         wait_for_app(owner)
         owner.get_by_role("button", name="Launch ablation").click()
-        stop = owner.locator(".st-key-abl_stop button").filter(visible=True).first   # a fragment rerun may briefly draw a second
-        stop.wait_for(timeout=60_000)
+        # a fragment rerun may briefly draw a second, hidden, button
+        stop = owner.locator(".st-key-abl_stop button").filter(visible=True).first
+        try:
+            stop.wait_for(timeout=60_000)
+        except Exception:
+            owner.screenshot(path="/tmp/stop-owner.png")
+            raise AssertionError(body_text(owner, MAIN)) from None
         link = owner.url
         assert "ablation=" in link
 
-        viewer = sign_in(browser, server, VIEWER)
         viewer.goto(link)
         their_stop = viewer.locator(".st-key-abl_stop button").filter(visible=True).first
-        their_stop.wait_for(timeout=60_000)
+        try:
+            their_stop.wait_for(timeout=60_000)
+        except Exception:
+            viewer.screenshot(path="/tmp/stop-viewer.png")
+            raise AssertionError(body_text(viewer, MAIN)) from None
         assert not any(b.is_enabled() for b in viewer.locator(".st-key-abl_stop button").all())
         assert "may stop a job on a paid judge" in body_text(viewer, MAIN)
         their_stop.click(force=True)   # a disabled button does nothing, even clicked
