@@ -52,7 +52,8 @@ PROFILES: tuple[ByDesign, ...] = (
     ByDesign("promptfoo", "factuality", "answer_correctness", frozenset({QUESTION}),
              "promptfoo factuality: its prompt shows the question, the expert answer and the submission"),
 )
-TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas"}   # our adapters that run a tool's own metric
+# our adapters that run a tool's own metric
+TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas", "lib.judging.scorers.inspect_scorer": "inspect_ai"}
 
 
 def tool_of(scorer: str | None) -> str:

@@ -11,6 +11,7 @@ where it stopped, and a finished one is answered from the store.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 
@@ -80,17 +81,20 @@ def recorded_judge(store: Store, run_id: str, metrics: Sequence[str], suite: str
 
 
 def load_scorer(target: str) -> Scorer:
-    """Import an external scorer given as 'module:function'."""
+    """Import an external scorer given as 'module:function', or 'module:function@argument': then the function is
+    called as function(argument, samples) (a tool's scorer and the file it reads, e.g. an Inspect log)."""
     module, _, name = target.partition(":")
-    if not module or not name:
-        raise InputError(f"scorer must be 'module:function', got {target!r}", field="scorer")
+    name, at, argument = name.partition("@")
+    if not module or not name or (at and not argument):
+        raise InputError(f"scorer must be 'module:function' or 'module:function@argument', got {target!r}",
+                         field="scorer")
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise InputError(f"cannot load scorer {target!r}: {exc}", field="scorer") from None
     if not callable(fn):
         raise InputError(f"scorer {target!r} is not callable", field="scorer")
-    return fn
+    return functools.partial(fn, argument) if at else fn
 
 
 # -- running ------------------------------------------------------------------------

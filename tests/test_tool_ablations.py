@@ -1,0 +1,74 @@
+"""Imported runs ablated through the tool's own scorer, on files the real tools wrote in this test session.
+
+An Inspect run is re-scored by Inspect itself (`inspect_ai.score_async` rebuilding the log's scorer, in Inspect's
+environment) with a field blanked, paired with the stored scores, repeated for a noise band. What a user checks:
+the reference shown to a faithfulness grader comes out LEAK; the question, which model_graded_fact shows its
+grader by design, moves the score and is never called a LEAK; the re-scored baseline reproduces the stored one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, tool_env
+from tests.test_cli import cli
+
+INSPECT_SCORER = "lib.judging.scorers.inspect_scorer:rescore@{}"
+
+
+@pytest.fixture
+def inspect_env(monkeypatch: pytest.MonkeyPatch, tool_judge) -> None:
+    """What the user's shell had when Inspect ran: its Python, and its provider's server (openai-api/loop/...)."""
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
+    monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
+    monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
+
+
+def ablated(db: Path, run_id: str, metric: str, blank: str, log: Path) -> tuple[int, dict]:
+    proc = cli("ablate", "--db", db, "--run", run_id, "--metric", metric, "--blank", blank, "--repeats", "2",
+               "--all-samples", "--scorer", INSPECT_SCORER.format(log), "--json")
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def cells(result: dict) -> dict[str, dict]:
+    return {v["arm"]: v for v in result["verdicts"]}
+
+
+def test_the_reference_shown_to_an_inspect_faithfulness_grader_is_a_leak_and_the_clean_template_is_not(
+        fresh_db: Path, inspect_logs, inspect_env) -> None:
+    for name in ("insp-faith-leaky", "insp-faith"):
+        proc = cli("import", "--db", fresh_db, inspect_logs[name], "--run-id", name,
+                   "--metric-map", "model_graded_fact=faithfulness")
+        assert proc.returncode == 0, proc.stderr
+    log = inspect_logs["insp-faith-leaky"]
+    code, leaky = ablated(fresh_db, "insp-faith-leaky", "faithfulness", "ground_truth", log)
+    gt = cells(leaky)["ground_truth"]
+    assert gt["kind"] == "LEAK", gt["sentence"]
+    assert code == 1
+    # six of the eight answers are stated only by the reference: blanked, Inspect's grader no longer finds them
+    assert (gt["baseline"], gt["ablated"], gt["n"]) == (1.0, 0.25, len(LEAK_ROWS))
+    [replay] = leaky["replay"]
+    assert not replay["mismatch"] and replay["stored"] == replay["rerun"] == 1.0, replay["sentence"]
+    assert gt["noise"] == 0.0                        # two repeats, identical: the grader repeats itself
+
+    _, clean = ablated(fresh_db, "insp-faith", "faithfulness", "ground_truth", inspect_logs["insp-faith"])
+    gt = cells(clean)["ground_truth"]
+    assert gt["kind"] != "LEAK" and gt["delta"] == 0.0 and gt["baseline"] == 0.25, gt["sentence"]
+
+
+def test_blanking_the_question_model_graded_fact_shows_by_design_is_never_a_leak(fresh_db: Path, inspect_logs,
+                                                                                inspect_env) -> None:
+    log = inspect_logs["insp-fact"]
+    assert cli("import", "--db", fresh_db, log, "--run-id", "fact").returncode == 0
+    code, result = ablated(fresh_db, "fact", "answer_correctness", "question", log)
+    by_arm = cells(result)
+    question = by_arm["question"]
+    # the grader reads the question (it moves every score), as Inspect documents: measured, and not a leak
+    assert (question["baseline"], question["ablated"]) == (1.0, 0.0), question["sentence"]
+    assert question["kind"] == "SENSITIVE", question["sentence"]
+    assert by_arm["question+contexts"]["kind"] != "LEAK"
+    assert code != 1
