@@ -1,19 +1,22 @@
 """Imported runs ablated through the tool's own scorer, on files the real tools wrote in this test session.
 
-An Inspect run is re-scored by Inspect itself (`inspect_ai.score_async` rebuilding the log's scorer, in Inspect's
-environment) with a field blanked, paired with the stored scores, repeated for a noise band. What a user checks:
-the reference shown to a faithfulness grader comes out LEAK; the question, which model_graded_fact shows its
-grader by design, moves the score and is never called a LEAK; the re-scored baseline reproduces the stored one.
+An Inspect run is re-scored by Inspect itself (`inspect_ai.score_async` rebuilding the log's scorer, in
+Inspect's environment), a promptfoo run re-graded by promptfoo itself (`promptfoo eval` on the file's tests,
+same assertion and grader, the stored answers given back), with a field blanked, paired with the stored
+scores, repeated for a noise band. What a user checks: the reference shown to a faithfulness grader comes out
+LEAK; the question, which model_graded_fact and context-faithfulness show their grader by design, is never
+called a LEAK (Inspect's moves the score: SENSITIVE); the re-scored baseline reproduces the stored one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, tool_env
+from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, PROMPTFOO_DIR, tool_env
 from tests.test_cli import cli
 
 INSPECT_SCORER = "lib.judging.scorers.inspect_scorer:rescore@{}"
@@ -70,5 +73,55 @@ def test_blanking_the_question_model_graded_fact_shows_by_design_is_never_a_leak
     # the grader reads the question (it moves every score), as Inspect documents: measured, and not a leak
     assert (question["baseline"], question["ablated"]) == (1.0, 0.0), question["sentence"]
     assert question["kind"] == "SENSITIVE", question["sentence"]
-    assert by_arm["question+contexts"]["kind"] != "LEAK"
+    # the joint arm blanks what model_graded_fact must never see: the passages, not the question it shows by design
+    assert set(by_arm) == {"question", "contexts"} and by_arm["contexts"]["kind"] != "LEAK"
     assert code != 1
+
+
+# -- promptfoo -------------------------------------------------------------------------------------------------
+@pytest.fixture
+def promptfoo_env(monkeypatch: pytest.MonkeyPatch, tool_judge) -> None:
+    """What the user's shell had when promptfoo ran: promptfoo on PATH, and the grader's server and key."""
+    folder = tool_env(*PROMPTFOO_DIR)
+    monkeypatch.setenv("PATH", f"{folder / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("OPENAI_BASE_URL", tool_judge.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+
+
+def test_the_reference_in_a_promptfoo_faithfulness_rubric_is_a_leak_and_the_question_is_not(
+        fresh_db: Path, promptfoo_results, promptfoo_env) -> None:
+    path = promptfoo_results["pf-faith-leaky"]
+    assert cli("import", "--db", fresh_db, path, "--run-id", "pf").returncode == 0
+    # every arm and repeat re-graded by one `promptfoo eval` of the file's own context-faithfulness assertion
+    proc = cli("ablate", "--db", fresh_db, "--run", "pf", "--metric", "faithfulness", "--blank", "ground_truth",
+               "--blank", "question", "--repeats", "2", "--all-samples", "--json",
+               "--scorer", f"lib.judging.scorers.promptfoo_assertions:faithfulness@{path}")
+    result = json.loads(proc.stdout)
+    by_arm = cells(result)
+    gt = by_arm["ground_truth"]
+    assert gt["kind"] == "LEAK", gt["sentence"]
+    assert (gt["baseline"], gt["ablated"], gt["n"]) == (1.0, 0.25, len(LEAK_ROWS))
+    assert proc.returncode == 1
+    # context-faithfulness makes its statements from the question by design: blanking it is never a leak, and
+    # the joint arm is the reference alone (the one field promptfoo's faithfulness must never see)
+    assert by_arm["question"]["kind"] != "LEAK", by_arm["question"]["sentence"]
+    assert set(by_arm) == {"ground_truth", "question"}
+    [replay] = result["replay"]
+    assert not replay["mismatch"] and replay["stored"] == replay["rerun"] == 1.0, replay["sentence"]
+
+
+# -- the static lint, under the run's tool profile -------------------------------------------------------------------
+def test_lint_reads_an_inspect_template_under_inspects_profile(fresh_db: Path, inspect_logs) -> None:
+    for name, args in (("fact", ()), ("faith-leaky", ("--metric-map", "model_graded_fact=faithfulness"))):
+        proc = cli("import", "--db", fresh_db, inspect_logs[f"insp-{name}"], "--run-id", name, *args)
+        assert proc.returncode == 0, proc.stderr
+    proc = cli("lint", "--db", fresh_db)
+    assert proc.returncode == 1, proc.stdout
+    lines = {line.split()[1]: line for line in proc.stdout.splitlines() if line.startswith(("FINDING", "ok "))}
+    # model_graded_fact's own template shows the question, by design under Inspect's profile: not flagged
+    fact = lines["answer_correctness"]
+    assert fact.startswith("ok ") and "question (by design: inspect_ai)" in fact, fact
+    # the faithfulness template that shows the reference ({criterion}) is flagged, whatever the tool
+    faith = lines["faithfulness"]
+    assert faith.startswith("FINDING") and "reads answer, contexts, ground_truth;" in faith, faith
+    assert "ground_truth" in faith.split(";", 1)[1] and "question" not in faith.split(";", 1)[1], faith

@@ -21,7 +21,7 @@ from lib.core.errors import InputError
 from lib.core.records import MAIN
 from lib.core.results import OK
 from lib.diagnosis.ablation_analysis import analyse
-from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, score_group
+from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation_plan import BASELINE, Plan
 from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
@@ -159,6 +159,17 @@ def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, shou
 def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
     spec = plan.spec
     count = len(done)
+    if many_form(scorer) is not None:   # a tool that is slow to start: every arm and repeat in one call
+        groups = {(m, arm, rep): todo for m in spec.metrics for arm in plan.arms_for(m) for rep in range(spec.repeats)
+                  if (todo := [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done])}
+        if should_stop and should_stop():
+            return True
+        for (m, arm, rep), results in score_groups(scorer, groups).items():
+            store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
+            count += len(results)
+        if progress:
+            progress(count, plan.total)
+        return False
     chunk = 50
     for m in spec.metrics:
         for arm in plan.arms_for(m):

@@ -183,11 +183,12 @@ class PromptfooRun:
 def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
-        order: list[int] | None = None, relevance: bool = True) -> PromptfooRun:
+        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
-    `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader).
+    `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
+    of the context-faithfulness assertion (a rubricPrompt, say).
     """
     rows = rows or ROWS
     tests = []
@@ -196,7 +197,7 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         # promptfoo expands a list var into one test per item: its users give the passages as one text
         tests.append({"vars": {"query": r["question"], "context": "\n".join(r["contexts"]),
                                "ground_truth": r["reference"]},
-                      "assert": [{"type": "context-faithfulness", "threshold": 0.5},
+                      "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
                                  {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
                       + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
@@ -222,6 +223,13 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
     assert result.exists(), (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
     version = json.loads(result.read_text(encoding="utf-8")).get("metadata", {}).get("promptfooVersion", "")
     return PromptfooRun(result, version)
+
+
+# promptfoo's context-faithfulness with its documented rubricPrompt option: the second (NLI) prompt given the
+# reference beside the passages, a faithfulness grader shown what it must never see
+LEAKY_NLI = (PF_NLI + "\nSay for each statement whether the context supports it (Yes/No), then end with: Final verdict"
+             " for each statement in order.\ncontext:\n{{context}}\n{{ground_truth}}\nstatements:\n"
+             '{{statements|join("\\n")}}\nAnswer:')
 
 
 def respond_all(body: dict) -> str:
@@ -273,7 +281,11 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
                                   order=list(reversed(range(len(ROWS))))),
             "pf-two": run_promptfoo(folder, base_url, out, name="pf-two", grader_flag="openai:chat:grader-lenient",
                                     providers=("openai:chat:answerer-good", "openai:chat:answerer-bad"), repeat=2,
-                                    relevance=False)}
+                                    relevance=False),
+            # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py)
+            "pf-faith-leaky": run_promptfoo(folder, base_url, out, name="pf-faith-leaky", grader=grader,
+                                            rows=LEAK_ROWS, relevance=False,
+                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]})}
     return {name: run.path for name, run in runs.items()}
 
 

@@ -77,18 +77,19 @@ async def _serve(path: str, name: str | None) -> None:
         if not line:
             return
         wanted = json.loads(line)["samples"]
-        present = [w for w in wanted if str(w["id"]) in first]
-        got_by_id: dict[str, tuple[float | None, str | None]] = {}
+        # answered by position: one request may hold a sample several times (each arm of an ablation)
+        present = [i for i, w in enumerate(wanted) if str(w["id"]) in first]
+        pairs: list[tuple[float | None, str | None]] = [
+            (None, f"the log has no sample {w['id']!r}") for w in wanted]
         if present:
             run = log.model_copy()
-            run.samples = [_put(first[str(w["id"])], w) for w in present]
+            run.samples = [_put(first[str(wanted[i]["id"])], wanted[i]) for i in present]
             scored = await score_async(run, scorers, action="overwrite", display="none", copy=False)
-            for s in scored.samples or []:
+            for i, s in zip(present, scored.samples or [], strict=True):
                 got = (s.scores or {}).get(key)
                 value = _value(got.value) if got is not None else None
                 why = " ".join(str(getattr(got, "explanation", None) or got).split())[:200]
-                got_by_id[str(s.id)] = (value, None if value is not None else f"Inspect gave no score ({why})")
-        pairs = [got_by_id.get(str(w["id"]), (None, f"the log has no sample {w['id']!r}")) for w in wanted]
+                pairs[i] = (value, None if value is not None else f"Inspect gave no score ({why})")
         scores, reasons = [p[0] for p in pairs], [p[1] for p in pairs]
         print("EVALDRIFT " + json.dumps({"inspect": inspect_ai.__version__, "scores": scores, "reasons": reasons}),
               flush=True)

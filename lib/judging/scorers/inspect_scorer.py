@@ -116,6 +116,19 @@ def rescore(target: str, samples: Sequence[EvalSample]) -> list[float | str | No
     return [score if score is not None else reason for score, reason in zip(scores, reasons, strict=True)]
 
 
+def _many(target: str, groups: list[list[EvalSample]]) -> list[list[float | str | None]]:
+    """rescore for several lists of samples (an ablation's arms and repeats) in one call to Inspect."""
+    flat = rescore(target, [s for group in groups for s in group])
+    out, at = [], 0
+    for group in groups:
+        out.append(flat[at:at + len(group)])
+        at += len(group)
+    return out
+
+
+rescore.many = _many   # type: ignore[attr-defined]
+
+
 @atexit.register
 def _stop_workers() -> None:
     with _LOCK:
