@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, PROMPTFOO_DIR, tool_env
-from tests.test_cli import cli
+from tests.test_cli import assert_usage_error, cli
 
 INSPECT_SCORER = "lib.judging.scorers.inspect_scorer:rescore@{}"
 
@@ -125,3 +125,10 @@ def test_lint_reads_an_inspect_template_under_inspects_profile(fresh_db: Path, i
     faith = lines["faithfulness"]
     assert faith.startswith("FINDING") and "reads answer, contexts, ground_truth;" in faith, faith
     assert "ground_truth" in faith.split(";", 1)[1] and "question" not in faith.split(";", 1)[1], faith
+
+
+def test_ablating_an_imported_run_without_a_scorer_names_the_tools_own(fresh_db: Path, inspect_logs) -> None:
+    assert cli("import", "--db", fresh_db, inspect_logs["insp-fact"], "--run-id", "fact").returncode == 0
+    line = assert_usage_error(cli("ablate", "--db", fresh_db, "--run", "fact", "--metric", "answer_correctness",
+                                  "--blank", "question"))
+    assert "scored by inspect_ai" in line and "--scorer 'lib.judging.scorers.inspect_scorer:rescore@LOG.eval'" in line

@@ -59,6 +59,19 @@ TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas", "lib.judging.sco
                   "lib.judging.scorers.promptfoo_assertions": "promptfoo"}
 
 
+# the scorer that re-scores a run imported from each tool with the tool itself (FILE: the file it was imported from)
+OWN_SCORERS = {"inspect_ai": "lib.judging.scorers.inspect_scorer:rescore@LOG.eval",
+               "promptfoo": "lib.judging.scorers.promptfoo_assertions:{metric}@results.json",
+               "ragas": "lib.judging.scorers.ragas_metrics:{metric}"}
+
+
+def own_scorer(scorer: str | None, metric: str) -> str | None:
+    """The `--scorer` that ablates a metric a tool scored (the stored scorer: "inspect_ai 0.3.285 ...") through that
+    tool itself, with FILE to fill in; None for a score of ours."""
+    tool = tool_of(scorer)
+    return OWN_SCORERS[tool].format(metric=metric) if tool in OWN_SCORERS else None
+
+
 def tool_of(scorer: str | None) -> str:
     """The profile's tool for a stored scorer ("ragas 0.4.3 faithfulness") or an ablation's scorer spec
     ("lib.judging.scorers.ragas_metrics:faithfulness"); STRICT for ours or an unknown one."""
