@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from lib.store import Store
 from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, PROMPTFOO_DIR, tool_env
 from tests.test_cli import assert_usage_error, cli
 
@@ -132,3 +133,24 @@ def test_ablating_an_imported_run_without_a_scorer_names_the_tools_own(fresh_db:
     line = assert_usage_error(cli("ablate", "--db", fresh_db, "--run", "fact", "--metric", "answer_correctness",
                                   "--blank", "question"))
     assert "scored by inspect_ai" in line and "--scorer 'lib.judging.scorers.inspect_scorer:rescore@LOG.eval'" in line
+
+
+def test_the_run_pages_template_change_reads_inspect_templates_under_inspects_profile(fresh_db: Path,
+                                                                                      inspect_logs) -> None:
+    from lib.diagnosis.diagnose import run_changes
+
+    runs = [("clean", "insp-faith", "faithfulness"), ("leaky", "insp-faith-leaky", "faithfulness"),
+            ("passages", "insp-faith", "answer_correctness"), ("fact", "insp-fact", "answer_correctness")]
+    for day, (run_id, log, metric) in enumerate(runs, start=1):
+        proc = cli("import", "--db", fresh_db, inspect_logs[log], "--run-id", run_id, "--started-at",
+                   f"2026-11-0{day}T02:00", "--metric-map", f"model_graded_fact={metric}")
+        assert proc.returncode == 0, proc.stderr
+    with Store(fresh_db) as store:
+        [leaky] = run_changes(store, "leaky", "clean").templates
+        [fact] = run_changes(store, "fact", "passages").templates
+    # the new template shows the faithfulness grader the reference: flagged on the Run page
+    assert (leaky.fields_before, leaky.fields_after) == (("answer", "contexts"), ("answer", "contexts", "ground_truth"))
+    assert leaky.newly_forbidden == ("ground_truth",)
+    # model_graded_fact's own template newly shows the question: by design under Inspect's profile, not flagged
+    assert "question" in fact.fields_after and "question" not in fact.fields_before
+    assert fact.newly_forbidden == ()
