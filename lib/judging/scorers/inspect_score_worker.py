@@ -72,7 +72,7 @@ async def _serve(path: str, name: str | None) -> None:
     while True:
         try:
             line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), IDLE)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 (Inspect runs on Python 3.10 too, where it is not TimeoutError)
             os._exit(0)
         if not line:
             return
