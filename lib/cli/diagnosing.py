@@ -38,11 +38,26 @@ def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple
         spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, limit=args.limit,
                             scorer=args.scorer, min_effect=args.min_effect, sequential=not args.all_samples)
         return spec, None
+    if args.judge is None and args.model is None:   # a tool's scores have no template of ours to replay
+        _refuse_tool_run(store, run_id, args.metric)
     judge, model, endpoint = run_judge_for(store, run_id, args.metric, args.judge, args.model)
     spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, judge=model,
                         endpoint=endpoint, limit=args.limit, min_effect=args.min_effect,
                         sequential=not args.all_samples)
     return spec, judge
+
+
+def _refuse_tool_run(store: Store, run_id: str, metrics: list[str]) -> None:
+    from lib.core.profiles import own_scorer
+
+    frame = store.run_metrics(run_id)
+    for row in frame[frame["metric"].isin(metrics)].itertuples(index=False):
+        scorer = getattr(row, "scorer", None)
+        hint = own_scorer(scorer if isinstance(scorer, str) else None, row.metric)
+        if hint is not None:
+            raise UsageError(f"run {run_id!r} was scored by {scorer} ({row.metric}), not by a template of ours: "
+                             f"ablate it through the tool itself, --scorer '{hint}' (the file it was imported "
+                             f"from), or name a judge of ours with --judge")
 
 
 def format_ablation(result: AblationResult) -> str:

@@ -12,11 +12,13 @@ stays forbidden everywhere: `ground_truth` shown to a faithfulness grader is a l
 
 from __future__ import annotations
 
+import json
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT, get_metric
-from lib.core.samples import GROUND_TRUTH, QUESTION
+from lib.core.samples import ANSWER, CONTEXTS, FIELDS, GROUND_TRUTH, QUESTION
 
 STRICT = "evaldrift"   # our own harness: the wiring table as it is
 
@@ -62,7 +64,22 @@ PROFILES: tuple[ByDesign, ...] = (
     ByDesign("mlflow", "correctness", "answer_correctness", frozenset({QUESTION}),
              "MLflow Correctness: its prompt shows the question beside the expected response and the response"),
 )
-TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas"}   # our adapters that run a tool's own metric
+# our adapters that run a tool's own metric
+TOOL_OF_SCORER = {"lib.judging.scorers.ragas_metrics": "ragas", "lib.judging.scorers.inspect_scorer": "inspect_ai",
+                  "lib.judging.scorers.promptfoo_assertions": "promptfoo"}
+
+
+# the scorer that re-scores a run imported from each tool with the tool itself (FILE: the file it was imported from)
+OWN_SCORERS = {"inspect_ai": "lib.judging.scorers.inspect_scorer:rescore@LOG.eval",
+               "promptfoo": "lib.judging.scorers.promptfoo_assertions:{metric}@results.json",
+               "ragas": "lib.judging.scorers.ragas_metrics:{metric}"}
+
+
+def own_scorer(scorer: str | None, metric: str) -> str | None:
+    """The `--scorer` that ablates a metric a tool scored (the stored scorer: "inspect_ai 0.3.285 ...") through that
+    tool itself, with FILE to fill in; None for a score of ours."""
+    tool = tool_of(scorer)
+    return OWN_SCORERS[tool].format(metric=metric) if tool in OWN_SCORERS else None
 
 
 def tool_of(scorer: str | None) -> str:
@@ -100,3 +117,37 @@ def profile_lines(tool: str) -> list[str]:
         return [f"{tool}: the strict wiring table (no field received by design)"]
     return [f"{p.metric} ({tool} {p.tool_metric}): receives {', '.join(sorted(p.fields))} by design "
             f"({p.where}); every other must-never field is still a leak" for p in rows]
+
+
+# -- static evidence: what a tool's recorded grading instrument shows its grader ------------------------------------
+INSPECT_RECORD = "Inspect AI scorer "   # how lib.intake.importers.inspect records a scorer's grading options
+INSPECT_PLACES = {"question": QUESTION, "answer": ANSWER, "criterion": GROUND_TRUTH, "contexts": CONTEXTS,
+                  "context": CONTEXTS}   # model_graded_* template variables (metadata ones by their key)
+INSPECT_DEFAULT = frozenset({QUESTION, ANSWER, GROUND_TRUTH})   # model_graded_fact / _qa's own templates
+
+
+def tool_fields_read(template: str | None) -> frozenset[str] | None:
+    """The fields a tool's recorded grading instrument shows its grader (an Inspect scorer's template: `{question}`,
+    `{answer}`, `{criterion}` the reference, `{contexts}` from the sample's metadata; Inspect's own template when
+    none was given); None for a template of ours (lib.core.prompts reads those)."""
+    if not template or not template.startswith(INSPECT_RECORD):
+        return None
+    text = template.replace("{{", "{").replace("}}", "}")   # the record doubles braces: it is never rendered
+    try:
+        options = json.loads(text.split("\n", 1)[1])
+        grading = options.get("template") if isinstance(options, dict) else None
+        if not isinstance(grading, str):
+            return INSPECT_DEFAULT
+        names = [name for _, name, _, _ in string.Formatter().parse(grading) if name]
+    except (IndexError, ValueError):
+        return INSPECT_DEFAULT
+    return frozenset(INSPECT_PLACES[n] for n in names if n in INSPECT_PLACES)
+
+
+def lint_under(read: frozenset[str], metric: str, tool: str = STRICT) -> tuple[list[str], list[str]]:
+    """Static lint under a tool's profile: (the fields read, in FIELDS order, each received by design marked so;
+    the must-never fields read that the tool does not give by design, which are findings)."""
+    designed = by_design(tool, metric)
+    never = get_metric(metric).never
+    reads = [f"{f} (by design: {tool})" if f in designed else f for f in FIELDS if f in read]
+    return reads, [f for f in FIELDS if f in read and f in never and f not in designed]

@@ -11,6 +11,7 @@ where it stopped, and a finished one is answered from the store.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 
@@ -20,7 +21,7 @@ from lib.core.errors import InputError
 from lib.core.records import MAIN
 from lib.core.results import OK
 from lib.diagnosis.ablation_analysis import analyse
-from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, score_group
+from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation_plan import BASELINE, Plan
 from lib.diagnosis.ablation_plan import plan as make_plan
 from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
@@ -80,17 +81,20 @@ def recorded_judge(store: Store, run_id: str, metrics: Sequence[str], suite: str
 
 
 def load_scorer(target: str) -> Scorer:
-    """Import an external scorer given as 'module:function'."""
+    """Import an external scorer given as 'module:function', or 'module:function@argument': then the function is
+    called as function(argument, samples) (a tool's scorer and the file it reads, e.g. an Inspect log)."""
     module, _, name = target.partition(":")
-    if not module or not name:
-        raise InputError(f"scorer must be 'module:function', got {target!r}", field="scorer")
+    name, at, argument = name.partition("@")
+    if not module or not name or (at and not argument):
+        raise InputError(f"scorer must be 'module:function' or 'module:function@argument', got {target!r}",
+                         field="scorer")
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise InputError(f"cannot load scorer {target!r}: {exc}", field="scorer") from None
     if not callable(fn):
         raise InputError(f"scorer {target!r} is not callable", field="scorer")
-    return fn
+    return functools.partial(fn, argument) if at else fn
 
 
 # -- running ------------------------------------------------------------------------
@@ -155,6 +159,17 @@ def _run_judge(store: Store, plan: Plan, judge: Judge, done: set, progress, shou
 def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, should_stop) -> bool:
     spec = plan.spec
     count = len(done)
+    if many_form(scorer) is not None:   # a tool that is slow to start: every arm and repeat in one call
+        groups = {(m, arm, rep): todo for m in spec.metrics for arm in plan.arms_for(m) for rep in range(spec.repeats)
+                  if (todo := [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done])}
+        if should_stop and should_stop():
+            return True
+        for (m, arm, rep), results in score_groups(scorer, groups).items():
+            store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
+            count += len(results)
+        if progress:
+            progress(count, plan.total)
+        return False
     chunk = 50
     for m in spec.metrics:
         for arm in plan.arms_for(m):

@@ -8,6 +8,7 @@ comes back as it completes, so a killed ablation resumes where it stopped.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import defaultdict
@@ -129,10 +130,48 @@ def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalS
     A missing, NaN or out-of-range score is a failure with its reason, never a 0 or a 1; a scorer may give
     text instead of a score: its reason for not scoring the sample (a tool that refuses a blanked field).
     """
+    results, part = _excluded_and_blanked(metric, arm, originals)
+    return results + _read_scores(part, list(scorer(part)) if part else [])
+
+
+Group = tuple[str, str, int]   # (metric, arm, repeat)
+
+
+def many_form(scorer: Scorer) -> Callable[[list[list[EvalSample]]], list[Sequence[float | str | None]]] | None:
+    """The scorer's form that scores several lists of samples in one call (its function's `many`), or None.
+
+    A tool that takes seconds to start (Inspect, promptfoo) scores every arm and repeat of an ablation's chunk
+    in one start this way; `module:function@argument` hands the argument to `many` too.
+    """
+    if isinstance(scorer, functools.partial):
+        many = getattr(scorer.func, "many", None)
+        return functools.partial(many, *scorer.args) if many is not None else None
+    return getattr(scorer, "many", None)
+
+
+def score_groups(scorer: Scorer, groups: dict[Group, Sequence[EvalSample]]) -> dict[Group, list[SampleResult]]:
+    """score_group for several (metric, arm, repeat) groups: one call when the scorer has a `many` form."""
+    many = many_form(scorer)
+    if many is None:
+        return {key: score_group(scorer, key[0], key[1], samples) for key, samples in groups.items()}
+    split = {key: _excluded_and_blanked(key[0], key[1], samples) for key, samples in groups.items()}
+    asked = [key for key, (_, part) in split.items() if part]
+    answers = list(many([split[key][1] for key in asked])) if asked else []
+    if len(answers) != len(asked):
+        raise InputError(f"scorer returned {len(answers)} lists of scores for {len(asked)} groups", field="scorer")
+    by_key = dict(zip(asked, answers, strict=True))
+    return {key: excluded + _read_scores(part, list(by_key.get(key, []))) for key, (excluded, part) in split.items()}
+
+
+def _excluded_and_blanked(metric: str, arm: str, originals: Sequence[EvalSample]
+                          ) -> tuple[list[SampleResult], list[EvalSample]]:
     results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, metric) or "")
                for s in originals if exclusion_reason(s, metric)]
-    part = [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, metric)]
-    scores = list(scorer(part)) if part else []
+    return results, [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, metric)]
+
+
+def _read_scores(part: Sequence[EvalSample], scores: list[float | str | None]) -> list[SampleResult]:
+    results: list[SampleResult] = []
     if len(scores) != len(part):
         raise InputError(f"scorer returned {len(scores)} scores for {len(part)} samples", field="scorer")
     for s, v in zip(part, scores, strict=True):

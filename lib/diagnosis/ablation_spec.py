@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from lib.core.endpoints import normalise
 from lib.core.errors import InputError
 from lib.core.metrics import get_metric
+from lib.core.profiles import by_design, tool_of
 from lib.core.records import MAIN
 from lib.core.samples import BLANKABLE, arm_fields, arm_name
 from lib.diagnosis.verdicts import MIN_EFFECT
@@ -88,10 +89,12 @@ class AblationSpec:
         """The baseline, the arms asked for, and the metric's joint arm.
 
         The joint arm blanks every must-never-receive field the run has
-        (`fields`; all four when None). It is left out when the run has none
+        (`fields`; all four when None), but for those the scorer's tool gives its
+        metric by design (lib.core.profiles). It is left out when the run has none
         of them: blanking what is absent measures nothing.
         """
-        never = [f for f in get_metric(metric).never if fields is None or f in fields]
+        designed = by_design(tool_of(self.scorer), metric)
+        never = [f for f in get_metric(metric).never if f not in designed and (fields is None or f in fields)]
         return tuple(dict.fromkeys((*self.arms, arm_name(never)))) if never else self.arms
 
     @property

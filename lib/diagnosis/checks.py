@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from lib.core.prompts import lint
+from lib.core.profiles import lint_under, tool_fields_read, tool_of
+from lib.core.prompts import LintFinding
 from lib.core.records import CANARY
 from lib.diagnosis.diagnose import JUMP_K, fields_of
 from lib.diagnosis.stats import robust_step_sd
@@ -67,13 +68,19 @@ def lint_status(store: Store) -> pd.DataFrame:
     """
     prompts = store.prompts()
     usage = store.prompt_usage()
+    scorers = store.prompt_scorers()
     rows = []
     for p in prompts.itertuples(index=False):
-        found = lint(p.template, p.metric)
+        # a template recorded from another tool is read as that tool shows it, under that tool's wiring profile
+        tool = tool_of((scorers.get(p.prompt_hash) or [None])[0])
+        shown = tool_fields_read(p.template)
+        read = frozenset(fields_of(p.template, p.metric)) if shown is None else shown
+        reads, never = lint_under(read, p.metric, tool)
+        found = [LintFinding(p.metric, f, p.prompt_hash) for f in never]
         u = usage.get(p.prompt_hash, {})
         rows.append({
             "metric": p.metric, "prompt_hash": p.prompt_hash,
-            "reads": ", ".join(fields_of(p.template, p.metric)),
+            "reads": ", ".join(reads),
             "findings": "; ".join(f.message for f in found),
             "runs": u.get("runs", 0), "last_run": u.get("last_run"), "bindings": u.get("bindings", ""),
         })

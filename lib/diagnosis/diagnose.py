@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lib.core.metrics import METRIC_NAMES, get_metric
+from lib.core.profiles import by_design, tool_fields_read, tool_of
 from lib.core.prompts import fields_read, template_diff
 from lib.core.records import MAIN
 from lib.core.results import Aggregate, aggregate
@@ -99,6 +100,14 @@ def fields_of(template: str | None, metric: str) -> tuple[str, ...]:
     return tuple(f for f in FIELDS if f in read)
 
 
+def _fields_shown(template: str | None, metric: str) -> tuple[str, ...]:
+    """The fields a template reads, or, for another tool's recorded instrument, the fields it shows its grader."""
+    from lib.core.samples import FIELDS
+
+    shown = tool_fields_read(template)
+    return fields_of(template, metric) if shown is None else tuple(f for f in FIELDS if f in shown)
+
+
 def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, suite: str = MAIN) -> RunChanges:
     """Everything recorded that differs between a run and the one before it (or `prev_run_id`)."""
     prev = prev_run_id if prev_run_id is not None else store.previous_run(run_id)
@@ -117,8 +126,10 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
         if ra.prompt_hash != rb.prompt_hash:
             ta = store.prompt(ra.prompt_hash) if ra.prompt_hash else None
             tb = store.prompt(rb.prompt_hash) if rb.prompt_hash else None
-            fa, fb = fields_of(ta, m), fields_of(tb, m)
-            never = get_metric(m).never
+            fa, fb = _fields_shown(ta, m), _fields_shown(tb, m)
+            # a field the run's tool gives this metric by design is no new leak (lib.core.profiles)
+            scorer = rb.get("scorer")
+            never = get_metric(m).never - by_design(tool_of(scorer if isinstance(scorer, str) else None), m)
             templates.append(TemplateChange(
                 m, ra.prompt_hash, rb.prompt_hash,
                 template_diff(ta or "", tb or "", old_name=str(ra.prompt_hash), new_name=str(rb.prompt_hash)),

@@ -23,7 +23,7 @@ from lib.core.results import EXCLUDED, FAILED
 from lib.core.samples import arm_fields
 from lib.diagnosis import verdict_words
 from lib.diagnosis.ablation_analysis import ZERO_BAND, _Arm, band_of, cell_verdict, collect, restrict
-from lib.diagnosis.ablation_judging import Judging, Scorer, score_group
+from lib.diagnosis.ablation_judging import Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation_plan import BASELINE, Plan, Unit
 from lib.diagnosis.sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.stats import noise_band
@@ -194,6 +194,12 @@ def _score_chunk(store: Store, plan: Plan, scorer: Scorer, units: list[Unit],
     groups: dict[tuple[str, str, int], list] = {}
     for m, arm, rep, s in units:
         groups.setdefault((m, arm, rep), []).append(s)
+    if many_form(scorer) is not None:   # a tool that is slow to start: the chunk's arms and repeats in one call
+        if should_stop and should_stop():
+            return True
+        for (m, arm, rep), results in score_groups(scorer, groups).items():
+            store.add_ablation_results(plan.spec.ablation_id, m, arm, rep, results)
+        return False
     for (m, arm, rep), samples in groups.items():
         if should_stop and should_stop():
             return True

@@ -123,6 +123,15 @@ class RunsMixin(StoreBase):
         rows = self._rows("SELECT template FROM prompts WHERE prompt_hash = ?", [prompt_hash])
         return rows[0][0] if rows else None
 
+    def prompt_scorers(self) -> dict[str, list[str]]:
+        """Per prompt hash: the scoring libraries recorded with it ("inspect_ai 0.3.285 model_graded_fact")."""
+        rows = self._rows("""SELECT DISTINCT prompt_hash, scorer FROM run_metrics
+                             WHERE prompt_hash IS NOT NULL AND scorer IS NOT NULL ORDER BY prompt_hash, scorer""")
+        out: dict[str, list[str]] = {}
+        for h, scorer in rows:
+            out.setdefault(h, []).append(scorer)
+        return out
+
     def prompt_usage(self) -> dict[str, dict[str, object]]:
         """Per prompt hash: how many runs used it, the latest run, the bindings it was used with."""
         rows = self._rows("""SELECT m.prompt_hash, count(DISTINCT m.run_id), arg_max(m.run_id, r.started_at),

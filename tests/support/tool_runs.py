@@ -39,6 +39,26 @@ ROWS: list[dict] = [
      "good": "The X200 kettle comes in steel grey.", "bad": "The X200 kettle comes in bright red."},
 ]
 BY_QUESTION = {r["question"]: r for r in ROWS}
+# eight more, for ablations (a decision needs more than four pairs): the passages state the fact in two of them
+LEAK_ROWS: list[dict] = [
+    {"id": f"toaster-{i}", "question": f"How many slots does the T{i}00 toaster have?",
+     "contexts": [f"The T{i}00 toaster has {i + 1} slots." if i <= 2 else f"The T{i}00 toaster has a crumb tray."],
+     "reference": f"The T{i}00 toaster has {i + 1} slots.", "good": f"The T{i}00 toaster has {i + 1} slots.",
+     "bad": f"The T{i}00 toaster has {i + 9} slots."} for i in range(1, 9)]
+ANSWERED = {**BY_QUESTION, **{r["question"]: r for r in LEAK_ROWS}}
+# a faithfulness check written as Inspect's model_graded_fact template: the passages against the submission; the
+# leaky one also shows the reference ({criterion}), which a faithfulness grader must never see
+FAITH_TEMPLATE = """Is every claim of the submission stated by the passages?
+[BEGIN DATA]
+***
+[Passages]: {contexts}
+***{reference}
+[Submission]: {answer}
+***
+[END DATA]
+{instructions}"""
+FAITH_CLEAN = FAITH_TEMPLATE.replace("{reference}", "")
+FAITH_LEAKY = FAITH_TEMPLATE.replace("{reference}", "\n[Reference]: {criterion}\n***")
 
 
 def _prompt(body: dict) -> str:
@@ -52,7 +72,7 @@ def _prompt(body: dict) -> str:
 
 
 def _row_in(prompt: str) -> dict | None:
-    return next((r for q, r in BY_QUESTION.items() if q in prompt), None)
+    return next((r for q, r in ANSWERED.items() if q in prompt), None)
 
 
 def respond(body: dict) -> str:
@@ -64,6 +84,9 @@ def respond(body: dict) -> str:
         return (row or ROWS[0])["bad" if model.endswith("bad") else "good"]
     submission = re.search(r"\[Submission\]: (.*?)\n\*\*\*", prompt, re.S)
     if submission is not None:                      # Inspect's model_graded_fact template
+        if model.endswith("reader"):                # reads the whole prompt: C when anything else in it states it
+            rest = prompt.replace(submission.group(0), "")
+            return "Read the data.\nGRADE: " + ("C" if submission.group(1).strip() in rest else "I")
         if model.endswith("lenient"):
             return "The submission answers the question.\nGRADE: C"
         good = row is not None and submission.group(1).strip() == row["good"]
@@ -160,11 +183,12 @@ class PromptfooRun:
 def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
-        order: list[int] | None = None, relevance: bool = True) -> PromptfooRun:
+        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
-    `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader).
+    `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
+    of the context-faithfulness assertion (a rubricPrompt, say).
     """
     rows = rows or ROWS
     tests = []
@@ -173,7 +197,7 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         # promptfoo expands a list var into one test per item: its users give the passages as one text
         tests.append({"vars": {"query": r["question"], "context": "\n".join(r["contexts"]),
                                "ground_truth": r["reference"]},
-                      "assert": [{"type": "context-faithfulness", "threshold": 0.5},
+                      "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
                                  {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
                       + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
@@ -199,6 +223,13 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
     assert result.exists(), (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
     version = json.loads(result.read_text(encoding="utf-8")).get("metadata", {}).get("promptfooVersion", "")
     return PromptfooRun(result, version)
+
+
+# promptfoo's context-faithfulness with its documented rubricPrompt option: the second (NLI) prompt given the
+# reference beside the passages, a faithfulness grader shown what it must never see
+LEAKY_NLI = (PF_NLI + "\nSay for each statement whether the context supports it (Yes/No), then end with: Final verdict"
+             " for each statement in order.\ncontext:\n{{context}}\n{{ground_truth}}\nstatements:\n"
+             '{{statements|join("\\n")}}\nAnswer:')
 
 
 def respond_all(body: dict) -> str:
@@ -229,6 +260,11 @@ INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; t
     inspect_spec("insp-1", grader="openai-api/loop/grader-strict", epochs=2),
     inspect_spec("insp-2", role_grader="openai-api/loop/grader-strict"),
     inspect_spec("insp-3", grader="openai-api/loop/grader-lenient", answerer="openai-api/loop/answerer-bad"),
+    # for ablations through Inspect's own scorer (tests/test_tool_ablations.py): model_graded_fact as shipped, and
+    # a faithfulness check written as its template, with and without the reference shown to the grader
+    inspect_spec("insp-fact", grader="openai-api/loop/grader-strict", rows=LEAK_ROWS),
+    inspect_spec("insp-faith", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_CLEAN),
+    inspect_spec("insp-faith-leaky", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_LEAKY),
 ]
 
 
@@ -245,7 +281,11 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
                                   order=list(reversed(range(len(ROWS))))),
             "pf-two": run_promptfoo(folder, base_url, out, name="pf-two", grader_flag="openai:chat:grader-lenient",
                                     providers=("openai:chat:answerer-good", "openai:chat:answerer-bad"), repeat=2,
-                                    relevance=False)}
+                                    relevance=False),
+            # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py)
+            "pf-faith-leaky": run_promptfoo(folder, base_url, out, name="pf-faith-leaky", grader=grader,
+                                            rows=LEAK_ROWS, relevance=False,
+                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]})}
     return {name: run.path for name, run in runs.items()}
 
 

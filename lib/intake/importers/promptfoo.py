@@ -175,3 +175,19 @@ def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported
     place = ", ".join(p for p, _ in places.most_common()) or None
     return Imported(frame, "promptfoo", version, sources, grader, parse_time((data.get("results") or {}).get(
         "timestamp")), grader_source=place, notes=notes)
+
+
+def results_by_sample(path: str | Path, *, provider: str | None = None) -> tuple[dict, dict[str, dict]]:
+    """The file's data and, per sample id (as read_promptfoo gives it), the first result of that sample (its first
+    repeat) of `provider`'s run: what a re-run of the same tests starts from."""
+    results, data = _results(path)
+    several_prompts = len({_prompt_key(r) for r in results}) > 1
+    names = sorted({target_of(r, several_prompts) for r in results})
+    if provider is None and len(names) > 1:
+        raise InputError(f"this file holds {len(names)} runs ({', '.join(names)}): name the run's provider "
+                         f"(FILE#PROVIDER)", field="provider", source=str(path))
+    out: dict[str, dict] = {}
+    for r in results:
+        if provider is None or target_of(r, several_prompts) == provider:
+            out.setdefault(str(_row(r, Counter(), Counter(), {}, None)["id"]), r)
+    return data, out

@@ -1,0 +1,103 @@
+"""Re-score an Inspect log's samples with its own scorer; runs in Inspect's environment, never imports evaldrift.
+
+    python inspect_score_worker.py LOG [SCORER] < requests
+
+The scorer is rebuilt from the log itself (`eval.scorers[]`: its name and options: grading template,
+instructions, grader model), as `inspect score` rebuilds it, and the grader is called with the log's own model
+roles. Each request is one JSON line, {"samples": [{"id", "question", "answer", "contexts", "ground_truth"}, ...]}:
+each sample is the log's sample of that id (its first epoch) with those fields put where Inspect keeps them
+(`input`, `output`, `target`, `metadata.contexts` or `metadata.context`), scored by `inspect_ai.score_async`.
+Each answer is one line, `EVALDRIFT {"inspect": version, "scores": [...], "reasons": [...]}`: a score in
+[0, 1] (grades C / P / I as 1 / 0.5 / 0), or null with Inspect's reason. The process serves requests until its
+input closes (one Inspect start for a whole ablation), or exits after IDLE seconds without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+
+IDLE = 900.0
+GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
+
+
+def _value(value: object) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        return GRADES.get(value.strip().upper())
+    if isinstance(value, int | float) and math.isfinite(float(value)):
+        return float(value)
+    return None
+
+
+def _put(sample, wanted: dict):   # the log's sample with the request's fields where Inspect keeps them
+    copy = sample.model_copy(deep=True)
+    copy.epoch = 1
+    copy.scores = None
+    copy.input = wanted["question"]
+    copy.target = wanted["ground_truth"]
+    copy.output.completion = wanted["answer"]
+    if copy.output.choices:
+        copy.output.choices[0].message.text = wanted["answer"]
+    meta = dict(copy.metadata or {})
+    key = "contexts" if "contexts" in meta or "context" not in meta else "context"
+    meta[key] = "\n".join(wanted["contexts"]) if isinstance(meta.get(key), str) else list(wanted["contexts"])
+    copy.metadata = meta
+    return copy
+
+
+async def _serve(path: str, name: str | None) -> None:
+    import inspect_ai
+    from inspect_ai import score_async
+    from inspect_ai._eval.score import resolve_scorers  # how `inspect score` rebuilds a log's scorers
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(path)
+    specs = [s for s in log.eval.scorers or [] if name is None or s.name.split("/")[-1] == name]
+    if len(specs) != 1:
+        have = ", ".join(s.name for s in log.eval.scorers or []) or "none"
+        raise SystemExit(f"the log's scorers are {have}: name one (LOG#SCORER)" if specs else
+                         f"the log has no scorer {name!r} (its scorers: {have})")
+    spec = specs[0]
+    scorers = resolve_scorers(log, spec.name, spec.options or {})
+    key = spec.name.split("/")[-1]
+    first: dict[str, object] = {}
+    for s in log.samples or []:
+        first.setdefault(str(s.id), s)
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), IDLE)
+        except asyncio.TimeoutError:  # noqa: UP041 (Inspect runs on Python 3.10 too, where it is not TimeoutError)
+            os._exit(0)
+        if not line:
+            return
+        wanted = json.loads(line)["samples"]
+        # answered by position: one request may hold a sample several times (each arm of an ablation)
+        present = [i for i, w in enumerate(wanted) if str(w["id"]) in first]
+        pairs: list[tuple[float | None, str | None]] = [
+            (None, f"the log has no sample {w['id']!r}") for w in wanted]
+        if present:
+            run = log.model_copy()
+            run.samples = [_put(first[str(wanted[i]["id"])], wanted[i]) for i in present]
+            scored = await score_async(run, scorers, action="overwrite", display="none", copy=False)
+            for i, s in zip(present, scored.samples or [], strict=True):
+                got = (s.scores or {}).get(key)
+                value = _value(got.value) if got is not None else None
+                why = " ".join(str(getattr(got, "explanation", None) or got).split())[:200]
+                pairs[i] = (value, None if value is not None else f"Inspect gave no score ({why})")
+        scores, reasons = [p[0] for p in pairs], [p[1] for p in pairs]
+        print("EVALDRIFT " + json.dumps({"inspect": inspect_ai.__version__, "scores": scores, "reasons": reasons}),
+              flush=True)
+
+
+def main() -> None:
+    asyncio.run(_serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None))
+
+
+if __name__ == "__main__":
+    main()
