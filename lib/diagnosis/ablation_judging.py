@@ -12,7 +12,7 @@ import functools
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING
 
@@ -149,7 +149,7 @@ def many_form(scorer: Scorer) -> Callable[[list[list[EvalSample]]], list[Sequenc
     return getattr(scorer, "many", None)
 
 
-def score_groups(scorer: Scorer, groups: dict[Group, Sequence[EvalSample]]) -> dict[Group, list[SampleResult]]:
+def score_groups(scorer: Scorer, groups: Mapping[Group, Sequence[EvalSample]]) -> dict[Group, list[SampleResult]]:
     """score_group for several (metric, arm, repeat) groups: one call when the scorer has a `many` form."""
     many = many_form(scorer)
     if many is None:

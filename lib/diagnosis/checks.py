@@ -72,7 +72,7 @@ def lint_status(store: Store) -> pd.DataFrame:
     rows = []
     for p in prompts.itertuples(index=False):
         # a template recorded from another tool is read as that tool shows it, under that tool's wiring profile
-        tool = tool_of((scorers.get(p.prompt_hash) or [None])[0])
+        tool = tool_of(next(iter(scorers.get(p.prompt_hash, [])), None))
         shown = tool_fields_read(p.template)
         read = frozenset(fields_of(p.template, p.metric)) if shown is None else shown
         reads, never = lint_under(read, p.metric, tool)
