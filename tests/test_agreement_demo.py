@@ -13,8 +13,8 @@ from lib.app.demo import LABELLER, N_LABELLED
 from lib.core.labels import content_key, label_items
 from lib.core.records import MAIN
 from lib.diagnosis import incidents
-from lib.diagnosis.agreement import labelled_pairs
-from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
+from lib.diagnosis.agreement import segments_frame, trend_agreement
+from lib.diagnosis.agreement._agreement import labelled_pairs
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
 from tests.test_pages_core import ROOT, TIMEOUT, _store_closed_after, open_page, texts  # noqa: F401 (a fixture)

@@ -17,9 +17,8 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.checks import canary_status, lint_status
-from lib.diagnosis.diagnose import find_jumps
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
+from lib.diagnosis.trends import canary_status, find_jumps, lint_status
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import RunBatch, Store

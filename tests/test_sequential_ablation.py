@@ -16,19 +16,11 @@ from pathlib import Path
 import pytest
 
 from lib.core.metrics import METRIC_NAMES
-from lib.diagnosis.ablation import (
-    CLEAN,
-    INSENSITIVE,
-    LEAK,
-    SENSITIVE,
-    AblationResult,
-    AblationSpec,
-    matrix_spec,
-    run_ablation,
-)
-from lib.diagnosis.sequential import EXHAUSTED, FALSE_LEAK_LEVEL, MOVE, NOTHING, NULL, STOPS
-from lib.diagnosis.verdicts import MEASURED, UNCHANGED
-from lib.diagnosis.verdicts import NULL as NULL_MEASURED
+from lib.diagnosis.ablation import INSENSITIVE, LEAK, AblationResult, AblationSpec, run_ablation
+from lib.diagnosis.ablation._engine import CLEAN, SENSITIVE, matrix_spec
+from lib.diagnosis.ablation._sequential import EXHAUSTED, FALSE_LEAK_LEVEL, MOVE, NOTHING, NULL, STOPS
+from lib.diagnosis.ablation._verdicts import MEASURED, UNCHANGED
+from lib.diagnosis.ablation._verdicts import NULL as NULL_MEASURED
 from lib.judging import OfflineJudge
 from lib.judging.offline import STAND_IN_NOISE as JUDGE_NOISE
 from lib.store import Store

@@ -28,7 +28,7 @@ from lib.core.endpoints import normalise, redact
 from lib.core.errors import InputError, TrustError
 from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.trends import find_jumps
 from lib.judging import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder

@@ -2,7 +2,7 @@
 
 `plan_gate` says, before any call, what the gate will judge (the suite's calibration set: its version and
 size) and what it costs (calls left after the call cache, for the current instrument and the candidate),
-and whether either judge is paid. `run_gate` judges through lib.diagnosis.calibrate, with judges built from
+and whether either judge is paid. `run_gate` judges through lib.diagnosis.agreement, with judges built from
 the server's settings alone (lib.judging.build), never from a form's endpoint. `GateRunner` runs gates on a
 worker thread the process owns (as lib.app.jobs does ablations), so a widget interaction never kills one and
 no paid judge is ever called on the page's script thread. Its results live in the process (a gate writes
@@ -26,13 +26,13 @@ from lib.core.records import MAIN
 from lib.core.samples import EvalSample
 from lib.core.settings import Settings
 from lib.diagnosis import cost
-from lib.diagnosis.agreement import Agreement
-from lib.diagnosis.agreement_stats import Estimate
-from lib.diagnosis.calibrate import (
+from lib.diagnosis.agreement import (
     MARGIN,
     SEED,
+    Agreement,
     Calibration,
     Contender,
+    Estimate,
     calibrate,
     calibration_samples,
     current_contender,

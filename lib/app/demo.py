@@ -44,7 +44,7 @@ from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
-from lib.diagnosis.episodes import rejudge_open_episodes
+from lib.diagnosis.incidents import rejudge_open_episodes
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.offline import STAND_IN_NOISE, OfflineJudge
 from lib.store import PreparedRun, Store, prepare_run

@@ -31,7 +31,7 @@ from lib.core import settings
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import InputError, StoreBusyError, StoreError
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.diagnose import RunChanges
+from lib.diagnosis.trends import RunChanges
 from lib.intake import inbox
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits

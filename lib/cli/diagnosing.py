@@ -120,7 +120,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from lib.core.degenerate import chance_summary
     from lib.core.prompts import fields_read, lint, prompt_hash
-    from lib.diagnosis.checks import lint_status
+    from lib.diagnosis.trends import lint_status
 
     if args.template is None and args.metric is not None:
         raise UsageError("--metric goes with --template FILE (stored templates carry their metric)")
@@ -171,7 +171,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from lib.diagnosis.splits import plan_split, run_split
+    from lib.diagnosis.trends import plan_split, run_split
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
@@ -191,7 +191,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lib.diagnosis.diagnose import ablations_called_for
+    from lib.diagnosis.trends import ablations_called_for
     from lib.presentation.mdtext import plain_text
     from lib.presentation.report import run_report
 

@@ -1,7 +1,7 @@
 """Judging an ablation's units: one sample of one arm in one repeat, in the judge's concurrency, stored in batches.
 
 Shared by the ablation that judges every sample (lib.diagnosis.ablation) and the one that
-stops arms once decided (lib.diagnosis.sequential_run): both hand lists of units
+stops arms once decided (lib.diagnosis.ablation._sequential_run): both hand lists of units
 to `Judging.run` (a judge) or `score_group` (an external scorer) and store what
 comes back as it completes, so a killed ablation resumes where it stopped.
 """
@@ -21,7 +21,7 @@ from lib.core.errors import InputError
 from lib.core.metrics import get_metric
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
 from lib.core.samples import EvalSample, arm_fields, blank
-from lib.diagnosis.ablation_plan import Plan, Unit
+from lib.diagnosis.ablation._plan import Plan, Unit
 from lib.judging.base import Judge, judge_endpoint
 from lib.judging.harness import Repairs, build_request, repair_allowance, score_sample
 from lib.judging.known import KnownCache

@@ -28,7 +28,7 @@ a LEAK whatever was measured (the measurement, failures included, is said
 beside it), and nothing clears a run whose
 instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
 REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
-the branch that decided it; `lib.diagnosis.verdict_words` turns both into a sentence.
+the branch that decided it; `lib.diagnosis.ablation._verdict_words` turns both into a sentence.
 """
 
 from __future__ import annotations

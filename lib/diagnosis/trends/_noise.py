@@ -34,9 +34,9 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from lib.diagnosis.segments import segment_index
 from lib.diagnosis.stats import jump_threshold as _threshold
 from lib.diagnosis.stats import robust_step_sd, run_noise_sd
+from lib.diagnosis.trends._segments import segment_index
 
 RUN_SPREAD = "run-to-run spread"
 JUMP_THRESHOLD = "jump threshold"

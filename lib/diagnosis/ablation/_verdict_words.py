@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from lib.core.endpoints import OFFLINE_PREFIX
 from lib.core.metrics import get_metric
-from lib.diagnosis import sequential
-from lib.diagnosis import verdicts as v
-from lib.diagnosis.verdicts import CellEvidence, Decision
+from lib.diagnosis.ablation import _sequential as sequential
+from lib.diagnosis.ablation import _verdicts as v
+from lib.diagnosis.ablation._verdicts import CellEvidence, Decision
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation_result import ArmVerdict, ReplayCheck
+    from lib.diagnosis.ablation._result import ArmVerdict, ReplayCheck
 
 
 def fields_words(fields: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from lib.core.errors import InputError
 from lib.core.metrics import get_metric
 from lib.core.records import MAIN
 from lib.core.samples import BLANKABLE, arm_fields, arm_name
-from lib.diagnosis.verdicts import MIN_EFFECT
+from lib.diagnosis.ablation._verdicts import MIN_EFFECT
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class AblationSpec:
         min_effect: the smallest effect worth naming: a move counts only when its
             paired interval lies wholly beyond it.
         sequential: judge samples in an order fixed by `seed` and stop each arm once its
-            verdict is decided (lib.diagnosis.sequential); False judges every sample.
+            verdict is decided (lib.diagnosis.ablation._sequential); False judges every sample.
 
     Besides the arms asked for, every metric also gets the arm that blanks all
     of its must-never-receive fields together (`arms_for`): a leak can hide when

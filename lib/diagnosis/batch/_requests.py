@@ -1,6 +1,6 @@
 """The requests a job will send, built exactly as the harness builds them (same call-cache keys), for a batch.
 
-An ablation's requests are its judgings left (lib.diagnosis.ablation_plan):
+An ablation's requests are its judgings left (lib.diagnosis.ablation._plan):
 every arm's first repeat, and every repeat of the probe samples; the other
 repeats are asked live only if the probe shows the judge does not repeat
 itself. A re-judge's are every sample of every run it has not stored yet.
@@ -34,8 +34,8 @@ def _distinct(requests: Iterable[JudgeRequest | None]) -> list[JudgeRequest]:
 
 def ablation_requests(store: Store, spec: AblationSpec) -> list[JudgeRequest]:
     """The distinct requests an ablation with a model judge will send (its stored judgings left out)."""
-    from lib.diagnosis.ablation_plan import BASELINE
-    from lib.diagnosis.ablation_plan import plan as make_plan
+    from lib.diagnosis.ablation import BASELINE
+    from lib.diagnosis.ablation import plan as make_plan
 
     plan = make_plan(store, spec)
     probe = set(plan.probe_ids)

@@ -1,7 +1,7 @@
 """Agreement with people on the timeline: each comparable segment's agreement, and each instrument change's
 agreement before and after it.
 
-A segment (lib.diagnosis.segments) is a stretch of runs measured with one instrument; its agreement pools the
+A segment (lib.diagnosis.trends._segments) is a stretch of runs measured with one instrument; its agreement pools the
 judgings of its runs on the labelled samples, the interval drawn over samples. An instrument change is the
 boundary between two segments; its sentence reads e.g. "judge model offline-lexical-v1 -> offline-lexical-v2:
 agreement with people on 150 labelled samples 0.93 [0.91, 0.95] -> 0.93 [0.91, 0.95], bias +0.01 -> +0.01".
@@ -15,9 +15,9 @@ from datetime import datetime
 import pandas as pd
 
 from lib.core.records import MAIN
-from lib.diagnosis.agreement import Agreement, agreement, labelled_pairs
-from lib.diagnosis.agreement_stats import Estimate
-from lib.diagnosis.segments import INSTRUMENT_COLUMNS, segment_index
+from lib.diagnosis.agreement._agreement import Agreement, agreement, labelled_pairs
+from lib.diagnosis.agreement._stats import Estimate
+from lib.diagnosis.trends import INSTRUMENT_COLUMNS, segment_index
 from lib.store import Store
 
 _NAMES = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding", "scorer": "scoring library"}

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from lib.diagnosis.diagnose import Jump
-from lib.diagnosis.incidents import JUMP_KINDS, Incident, load
+from lib.diagnosis.incidents._incidents import JUMP_KINDS, Incident, load
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, runs_between, trusted_instrument
+from lib.diagnosis.trends import Jump
 from lib.judging.base import Judge
 from lib.store import Store
 

@@ -19,14 +19,14 @@ import pandas as pd
 from lib.core.errors import InputError
 from lib.core.records import MAIN
 from lib.core.results import OK
-from lib.diagnosis.ablation_analysis import analyse
-from lib.diagnosis.ablation_judging import BATCH, Judging, Scorer, score_group
-from lib.diagnosis.ablation_plan import BASELINE, Plan
-from lib.diagnosis.ablation_plan import plan as make_plan
-from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.ablation_spec import AblationSpec
-from lib.diagnosis.sequential_run import run_sequential, sequential_cell
-from lib.diagnosis.verdicts import (
+from lib.diagnosis.ablation._analysis import analyse
+from lib.diagnosis.ablation._judging import BATCH, Judging, Scorer, score_group
+from lib.diagnosis.ablation._plan import BASELINE, Plan
+from lib.diagnosis.ablation._plan import plan as make_plan
+from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.ablation._sequential_run import run_sequential, sequential_cell
+from lib.diagnosis.ablation._spec import AblationSpec
+from lib.diagnosis.ablation._verdicts import (
     AS_EXPECTED,
     CLEAN,
     INCONCLUSIVE,

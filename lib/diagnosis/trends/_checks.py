@@ -10,8 +10,8 @@ import pandas as pd
 
 from lib.core.prompts import lint
 from lib.core.records import CANARY
-from lib.diagnosis.diagnose import JUMP_K, fields_of
 from lib.diagnosis.stats import robust_step_sd
+from lib.diagnosis.trends._diagnose import JUMP_K, fields_of
 from lib.store import Store
 
 

@@ -1,7 +1,7 @@
 """Read a finished ablation's stored results into verdicts: paired intervals, noise, headroom, static evidence.
 
 The numbers per cell are computed here from the results frame; the decision
-is `lib.diagnosis.verdicts.classify` (pure) and the words are `lib.diagnosis.verdict_words`.
+is `lib.diagnosis.ablation._verdicts.classify` (pure) and the words are `lib.diagnosis.ablation._verdict_words`.
 """
 
 from __future__ import annotations
@@ -23,24 +23,26 @@ from lib.core.prompts import fields_rendered
 from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
-from lib.diagnosis import verdict_words
-from lib.diagnosis.ablation_plan import Plan
-from lib.diagnosis.ablation_plan import plan as make_plan
-from lib.diagnosis.ablation_result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.ablation import _verdict_words as verdict_words
+from lib.diagnosis.ablation._plan import Plan
+from lib.diagnosis.ablation._plan import plan as make_plan
+from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
+from lib.diagnosis.ablation._verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd
-from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation_spec import AblationSpec
+    from lib.diagnosis.ablation._spec import AblationSpec
     from lib.store import Store
 
-SequentialCell = Callable[..., ArmVerdict]   # lib.diagnosis.sequential_run.sequential_cell
+SequentialCell = Callable[..., ArmVerdict]   # lib.diagnosis.ablation._sequential_run.sequential_cell
 
 
 @dataclass
-class _Arm:
+class ArmResults:
+    """One arm's stored results of one metric, gathered per sample (the sequential run reads them too)."""
+
     scores: dict[str, list[float]]          # sample -> ok scores over repeats
     labels: dict[str, list[list[bool]]]     # sample -> per repeat item labels
     failed: int
@@ -50,10 +52,10 @@ class _Arm:
     rows: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))  # (status, reason)
 
 
-def restrict(arm: _Arm, ids: Collection[str]) -> _Arm:
+def restrict(arm: ArmResults, ids: Collection[str]) -> ArmResults:
     """The arm's results on these samples only (a sequential ablation's cell at its deciding look)."""
     keep = set(ids)
-    out = _Arm(defaultdict(list), defaultdict(list), 0, 0, 0, Counter())
+    out = ArmResults(defaultdict(list), defaultdict(list), 0, 0, 0, Counter())
     for sid, rows in arm.rows.items():
         if sid not in keep:
             continue
@@ -69,11 +71,11 @@ def restrict(arm: _Arm, ids: Collection[str]) -> _Arm:
     return out
 
 
-def collect(frame: pd.DataFrame) -> dict[tuple[str, str], _Arm]:
+def collect(frame: pd.DataFrame) -> dict[tuple[str, str], ArmResults]:
     """Group stored results by (metric, arm): scores and labels per sample, failures counted."""
-    arms: dict[tuple[str, str], _Arm] = {}
+    arms: dict[tuple[str, str], ArmResults] = {}
     for (metric, arm), part in frame.groupby(["metric", "arm"], sort=False):
-        a = _Arm(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
+        a = ArmResults(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
         for row in part.itertuples(index=False):
             a.rows[row.sample_id].append((row.status, row.reason or ""))
             if row.status == OK:
@@ -94,7 +96,7 @@ def _majority(per_rep: list[list[bool]]) -> list[bool] | None:
     return [sum(col) * 2 > len(col) for col in zip(*per_rep, strict=True)]
 
 
-def _item_flips(base: _Arm, abl: _Arm, common: list[str]):
+def _item_flips(base: ArmResults, abl: ArmResults, common: list[str]):
     before: list[bool] = []
     after: list[bool] = []
     for s in common:
@@ -105,11 +107,11 @@ def _item_flips(base: _Arm, abl: _Arm, common: list[str]):
     return flips(before, after)
 
 
-def _mean_scores(arm: _Arm) -> float | None:
+def _mean_scores(arm: ArmResults) -> float | None:
     return float(np.mean([np.mean(x) for x in arm.scores.values()])) if arm.scores else None
 
 
-def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, band: float | None,
+def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, band: float | None,
                     renders: frozenset[str] | None, mismatch: bool, n_samples: int) -> ArmVerdict:
     """An arm whose prompts equal the baseline's: not re-judged, so no move, interval or flips to show."""
     fields = arm_fields(arm)
@@ -126,7 +128,7 @@ def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm,
                       joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
-def band_of(spec: AblationSpec, base: _Arm) -> tuple[float, float | None]:
+def band_of(spec: AblationSpec, base: ArmResults) -> tuple[float, float | None]:
     """The judge's repeat noise (sd of a run mean, and its band) from the baseline's repeats."""
     sd = run_noise_sd(list(base.scores.values())) if spec.repeats >= 2 else math.nan
     band = noise_band(sd) if not math.isnan(sd) else None
@@ -135,7 +137,7 @@ def band_of(spec: AblationSpec, base: _Arm) -> tuple[float, float | None]:
     return sd, band
 
 
-def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
+def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults, band: float | None,
              renders: frozenset[str] | None, mismatch: bool, *, interval: tuple[float, float] | None = None,
              order: Sequence[str] | None = None) -> tuple[CellEvidence, list[str], list[float], list[float]]:
     """A cell's evidence: the paired change over samples scored in both arms, and its 95% interval.
@@ -163,7 +165,7 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _
     return e, common, a, b
 
 
-def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm, band: float | None,
+def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults, band: float | None,
           renders: frozenset[str] | None, mismatch: bool, probe: int = 0,
           interval: tuple[float, float] | None = None) -> ArmVerdict:
     fields = arm_fields(arm)
@@ -217,7 +219,7 @@ def replay_mismatch(deltas: Sequence[float], *, min_effect: float, band: float |
     return bool(d.excludes_zero and abs(d.mean) > allowed + 1e-9), d
 
 
-def _replay_check(store: Store, spec: AblationSpec, metric: str, base: _Arm, band: float | None,
+def _replay_check(store: Store, spec: AblationSpec, metric: str, base: ArmResults, band: float | None,
                   recorded: str | None) -> ReplayCheck:
     stored_frame = store.sample_scores(spec.run_id, spec.suite, metric)
     stored = {r.sample_id: float(r.score) for r in stored_frame.itertuples(index=False) if r.status == OK}
@@ -312,9 +314,9 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
             sequential_cell: SequentialCell | None = None) -> AblationResult:
     """Classify every (metric, arm) cell of a finished ablation against the wiring table.
 
-    `plan` (lib.diagnosis.ablation_plan; read again when None) says which arms were not
+    `plan` (lib.diagnosis.ablation._plan; read again when None) says which arms were not
     re-judged because their prompts equal the baseline's. A sequential ablation's cells are
-    decided by `sequential_cell` (lib.diagnosis.sequential_run's, which the engine hands in:
+    decided by `sequential_cell` (lib.diagnosis.ablation._sequential_run's, which the engine hands in:
     that module reads this one's arms, so this one does not import it).
     """
     if spec.sequential and sequential_cell is None:

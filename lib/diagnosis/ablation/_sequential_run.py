@@ -1,9 +1,9 @@
 """Running a sequential ablation: judge chunk by chunk in the seeded order, look, and stop the arms decided.
 
-Each chunk judges the next `CHUNK` samples of the order (lib.diagnosis.ablation_plan puts
+Each chunk judges the next `CHUNK` samples of the order (lib.diagnosis.ablation._plan puts
 `Plan.samples` in it) in every arm still open, and the baseline of each metric
 that has one, in the judge's full concurrency; then every open arm is looked at
-(lib.diagnosis.sequential). Which arms are open is read again from the stored
+(lib.diagnosis.ablation._sequential). Which arms are open is read again from the stored
 results at every look, so a killed ablation resumes with the same stops, and the
 analysis (`sequential_cell`) replays the same looks to say where each arm stopped.
 """
@@ -21,24 +21,24 @@ from lib.core.metrics import MetricSpec, get_metric
 from lib.core.profiles import expectation_for, tool_of
 from lib.core.results import EXCLUDED, FAILED
 from lib.core.samples import arm_fields
-from lib.diagnosis import verdict_words
-from lib.diagnosis.ablation_analysis import ZERO_BAND, _Arm, band_of, cell_verdict, collect, restrict
-from lib.diagnosis.ablation_judging import Judging, Scorer, score_group
-from lib.diagnosis.ablation_plan import BASELINE, Plan, Unit
-from lib.diagnosis.sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
+from lib.diagnosis.ablation import _verdict_words as verdict_words
+from lib.diagnosis.ablation._analysis import ZERO_BAND, ArmResults, band_of, cell_verdict, collect, restrict
+from lib.diagnosis.ablation._judging import Judging, Scorer, score_group
+from lib.diagnosis.ablation._plan import BASELINE, Plan, Unit
+from lib.diagnosis.ablation._sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
+from lib.diagnosis.ablation._verdicts import CellEvidence
 from lib.diagnosis.stats import noise_band
-from lib.diagnosis.verdicts import CellEvidence
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation_result import ArmVerdict
-    from lib.diagnosis.ablation_spec import AblationSpec
+    from lib.diagnosis.ablation._result import ArmVerdict
+    from lib.diagnosis.ablation._spec import AblationSpec
     from lib.judging.base import Judge
     from lib.store import Store
 
 REPLAY_MIN = 100   # the baseline is judged on at least this many samples (or all): the replay check reads it
 
 
-def _per_sample(arm: _Arm, order: Sequence[str]) -> dict[str, np.ndarray]:
+def _per_sample(arm: ArmResults, order: Sequence[str]) -> dict[str, np.ndarray]:
     """An arm's per-sample figures in the order: scored, mean, repeat variance, judgings, failed, excluded."""
     scored = np.array([s in arm.scores for s in order])
     mean = np.full(len(order), np.nan)
@@ -56,11 +56,11 @@ def _per_sample(arm: _Arm, order: Sequence[str]) -> dict[str, np.ndarray]:
     return {"scored": scored, "mean": mean, "var": var, "units": units, "failed": failed, "excluded": excluded}
 
 
-def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm,
+def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults,
               judged: int, since: int = 0) -> Stop | None:
     """Where an arm stopped, replaying its looks after `since` over its first `judged` samples of `order`.
 
-    The evidence at a look is what `lib.diagnosis.ablation_analysis.evidence` reads from the arms restricted to the
+    The evidence at a look is what `lib.diagnosis.ablation._analysis.evidence` reads from the arms restricted to the
     samples judged by then (figures per sample computed once here), with the CS as its interval.
     """
     marks = looks(len(order))
@@ -92,7 +92,7 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
     return first_stop(len(order), judged, at, since=since)
 
 
-def sequential_cell(spec: AblationSpec, plan: Plan, mspec: MetricSpec, arm: str, base: _Arm, abl: _Arm,
+def sequential_cell(spec: AblationSpec, plan: Plan, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults,
                     renders: frozenset[str] | None, mismatch: bool, probe: int = 0) -> ArmVerdict:
     """A sequential ablation's verdict on one arm: decided on the samples judged when it stopped.
 

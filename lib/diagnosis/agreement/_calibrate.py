@@ -20,7 +20,7 @@ from lib.core.labels import content_key
 from lib.core.prompts import prompt_hash
 from lib.core.records import MAIN
 from lib.core.samples import EvalSample
-from lib.diagnosis.agreement import Comparison, Pairs, compare, instrument_text, pair_labels
+from lib.diagnosis.agreement._agreement import Comparison, Pairs, compare, instrument_text, pair_labels
 from lib.judging.base import Judge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store

@@ -20,9 +20,8 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.core.records import MAIN
-from lib.diagnosis.checks import CanaryStatus
-from lib.diagnosis.diagnose import Jump
 from lib.diagnosis.rejudge import Series, finished_series
+from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.store import Store
 from lib.store import history as hs
 
@@ -219,7 +218,7 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         series_labels: series id -> how to name it.
         states: history_store.incident_states.
         agreement: (metric, run id) -> the sentence of people's agreement before and after the instrument change
-            at that run (lib.diagnosis.agreement_trend), added to a jump's evidence there.
+            at that run (lib.diagnosis.agreement._trend), added to a jump's evidence there.
     """
     abl = ablations if ablations is not None else pd.DataFrame()
     out = []
@@ -248,9 +247,8 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
 
 def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Series]]:
     """Every incident of a store (with their states), and its finished re-judged series."""
-    from lib.diagnosis.agreement_trend import trend_agreement
-    from lib.diagnosis.checks import canary_status, lint_status
-    from lib.diagnosis.diagnose import steps_beyond
+    from lib.diagnosis.agreement import trend_agreement
+    from lib.diagnosis.trends import canary_status, lint_status, steps_beyond
 
     history = store.metric_history(suite=suite)
     series = finished_series(store)

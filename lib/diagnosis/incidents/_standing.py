@@ -17,10 +17,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lib.core.formatting import signed
-from lib.diagnosis.diagnose import Jump
-from lib.diagnosis.incidents import ACCEPTED, LAPSED, Incident
+from lib.diagnosis.incidents._incidents import ACCEPTED, LAPSED, Incident
 from lib.diagnosis.rejudge import Series
-from lib.diagnosis.segments import last_same_instrument, segment_index
+from lib.diagnosis.trends import Jump, last_same_instrument, segment_index
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ it adapts to the variance of the differences, which is small when a judge
 mostly repeats itself. Its intervals are intersected over the looks made
 (a running intersection keeps the guarantee).
 
-The stopping rule (`stop_reason`) reads the same evidence `lib.diagnosis.verdicts.classify`
+The stopping rule (`stop_reason`) reads the same evidence `lib.diagnosis.ablation._verdicts.classify`
 reads, with the CS as the interval: an arm stops when a move beyond the
 smallest effect worth naming (and beyond the repeat noise band) is decided,
 when no move beyond the margin a null must rule out is left, or when
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.diagnosis.verdicts import EXPECT_SENSITIVE, MAX_FAILED_SHARE, MIN_PAIRED, CellEvidence
+from lib.diagnosis.ablation._verdicts import EXPECT_SENSITIVE, MAX_FAILED_SHARE, MIN_PAIRED, CellEvidence
 
 ALPHA = 0.05            # the CS's two-sided miscoverage: it covers the mean at every look at once with 95%
 FALSE_LEAK_LEVEL = 0.05  # stated: ALPHA/2 from the looks + 2.5% from the fixed-n interval of an exhausted arm
@@ -141,7 +141,7 @@ def stop_reason(e: CellEvidence) -> str | None:
     """Whether a look decides the arm, and why; None: judge the next chunk.
 
     `e` is the cell's evidence so far with the CS as its interval (lo, hi). The
-    branches follow `lib.diagnosis.verdicts.classify`, so a decided arm's verdict is the one
+    branches follow `lib.diagnosis.ablation._verdicts.classify`, so a decided arm's verdict is the one
     classify gives that evidence; the replay check is not read here (it is the
     baseline's, and it is applied to the verdict afterwards).
     """

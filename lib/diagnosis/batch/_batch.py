@@ -3,7 +3,7 @@
 A large ablation or re-judge can be sent as one batch instead of live calls:
 
 1. submit: the job's distinct requests not already in the call cache
-   (lib.diagnosis.batch_requests) are written as JSONL, uploaded
+   (lib.diagnosis.batch._requests) are written as JSONL, uploaded
    (files.create, purpose "batch") and sent (batches.create); the batch id,
    the job's spec and every request are stored (lib.store.batches) before
    anything else happens, so a restarted process polls the same batch;
@@ -37,8 +37,8 @@ import pandas as pd
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
 from lib.core.endpoints import normalise
 from lib.core.errors import InputError
-from lib.diagnosis.batch_jobs import ENDED, BatchJob, load
-from lib.diagnosis.batch_requests import ablation_requests, rejudge_requests
+from lib.diagnosis.batch._jobs import ENDED, BatchJob, load
+from lib.diagnosis.batch._requests import ablation_requests, rejudge_requests
 from lib.judging.base import Judge
 from lib.judging.harness import parse_verdicts
 from lib.judging.openai_judge import chat_body, reply_of

@@ -250,7 +250,7 @@ class Series:
     metric: str
     label: str
     frame: pd.DataFrame        # history_store.series_history
-    spread: float              # its run-to-run spread (lib.diagnosis.noise)
+    spread: float              # its run-to-run spread (lib.diagnosis.trends._noise)
     threshold: float           # its jump threshold
     jumps: tuple[SeriesJump, ...]
 
@@ -261,8 +261,8 @@ class Series:
 
 def load_series(store: Store, series_id: str) -> Series | None:
     """A series with its spread, threshold and jumps (None when absent)."""
-    from lib.diagnosis.noise import run_spread
     from lib.diagnosis.stats import step_flags
+    from lib.diagnosis.trends import run_spread
 
     row = hs.series(store, series_id)
     if row is None:

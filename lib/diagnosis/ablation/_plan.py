@@ -7,7 +7,7 @@ it judges, never guessed:
   template and binding render none of the blanked fields) would ask the judge
   the same question again. It is not re-judged: `Plan.unchanged` names it,
   its judgings are counted as not re-judged, and its verdict says the prompt
-  did not change (lib.diagnosis.verdicts, UNCHANGED) instead of presenting a noise-free
+  did not change (lib.diagnosis.ablation._verdicts, UNCHANGED) instead of presenting a noise-free
   equality as a measurement.
 - A judge that answers the same request the same way every time (a model at
   temperature 0, whose seed changes nothing) makes repeats cost calls and
@@ -32,11 +32,11 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
-from lib.diagnosis.sequential import seeded_order
+from lib.diagnosis.ablation._sequential import seeded_order
 from lib.judging.harness import Instrument
 
 if TYPE_CHECKING:
-    from lib.diagnosis.ablation_spec import AblationSpec
+    from lib.diagnosis.ablation._spec import AblationSpec
     from lib.store import Store
 
 BASELINE = "none"
@@ -90,7 +90,7 @@ class Plan:
     Attributes:
         spec: the ablation.
         samples: the samples, in id order (the first `limit` when limited); a sequential ablation's in the
-            order its seed fixes (lib.diagnosis.sequential.seeded_order), the order they are judged in.
+            order its seed fixes (lib.diagnosis.ablation._sequential.seeded_order), the order they are judged in.
         instruments: per metric, the run's template and binding.
         fields: the fields the run's samples came with.
         unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lib.core.records import MAIN
 from lib.core.settings import Settings
-from lib.diagnosis.diagnose import Split, split_jump
+from lib.diagnosis.trends._diagnose import Split, split_jump
 from lib.judging.base import Judge
 from lib.judging.build import judge_for_recorded
 from lib.judging.offline import VARIANTS

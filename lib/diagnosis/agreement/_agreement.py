@@ -30,8 +30,8 @@ from lib.core.labels import BINARY, content_key
 from lib.core.metrics import get_metric, items_of, sample_score
 from lib.core.results import OK
 from lib.core.samples import EvalSample
-from lib.diagnosis import agreement_stats as st
-from lib.diagnosis.agreement_stats import NONE, Estimate
+from lib.diagnosis.agreement import _stats as st
+from lib.diagnosis.agreement._stats import NONE, Estimate
 from lib.store import Store
 
 

@@ -20,7 +20,7 @@ from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.prompts import fields_read, template_diff
 from lib.core.records import MAIN
 from lib.core.results import Aggregate, aggregate
-from lib.diagnosis.noise import (
+from lib.diagnosis.trends._noise import (
     FLOOR,
     PairedStep,
     call_step,
@@ -29,7 +29,7 @@ from lib.diagnosis.noise import (
     spread_without,
     within_steps,
 )
-from lib.diagnosis.segments import boundary_runs, segment_index
+from lib.diagnosis.trends._segments import boundary_runs, segment_index
 from lib.intake.importers import UNVERSIONED
 from lib.judging.base import CallCache, Judge
 from lib.judging.harness import Instrument, score_samples
@@ -292,7 +292,7 @@ def ablations_called_for(store: Store, run_id: str, *, suite: str = MAIN) -> lis
 
 
 def trend_noise(history: pd.DataFrame) -> dict[str, float]:
-    """Per metric: the run-to-run spread, the sd of one run's score (lib.diagnosis.noise)."""
+    """Per metric: the run-to-run spread, the sd of one run's score (lib.diagnosis.trends._noise)."""
     return {m: n.spread for m, n in metric_noise(history).items()}
 
 

@@ -1,8 +1,8 @@
 """What an ablation found: one verdict per cell, the replay checks, the four readings, the headline.
 
 Values only (frozen dataclasses that round-trip through JSON, as the store
-keeps them); `lib.diagnosis.ablation_analysis` computes them, `lib.diagnosis.verdicts` decides
-each cell, `lib.diagnosis.verdict_words` says it.
+keeps them); `lib.diagnosis.ablation._analysis` computes them, `lib.diagnosis.ablation._verdicts` decides
+each cell, `lib.diagnosis.ablation._verdict_words` says it.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from lib.core.errors import InputError
-from lib.diagnosis.ablation_spec import AblationSpec
-from lib.diagnosis.sequential import EXHAUSTED
-from lib.diagnosis.verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
+from lib.diagnosis.ablation._sequential import EXHAUSTED
+from lib.diagnosis.ablation._spec import AblationSpec
+from lib.diagnosis.ablation._verdicts import AS_EXPECTED, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
 
 # The stored result's format: 2 added the accounting (judgings, not re-judged, repeats skipped, probe); 3 the
 # sequential ablation (per cell: why judging stopped and on how many samples; per result: sequential, judgings
@@ -32,9 +32,9 @@ class ArmVerdict:
     identical repeats); `ratio` |delta|/noise only when noise > 0;
     `headroom` how far the score can fall; `min_effect` the smallest effect
     worth naming; `rule_out` the move a null must rule out; `why` the branch
-    of lib.diagnosis.verdicts.classify; `joint` True for the arm that blanks all the
+    of lib.diagnosis.ablation._verdicts.classify; `joint` True for the arm that blanks all the
     metric's must-never-receive fields together. A sequential ablation's cell
-    says why judging it stopped (`stop`, lib.diagnosis.sequential: a look
+    says why judging it stopped (`stop`, lib.diagnosis.ablation._sequential: a look
     decided it, and lo/hi are then the confidence sequence at that look; or
     every sample was judged) and on how many samples of the order (`judged`);
     "" and 0 when every sample was judged by design.
