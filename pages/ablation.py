@@ -11,7 +11,8 @@ its progress in every other one.
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, calibration, gate, jobs, loaders, trust, ui_history
+from lib import jobs
+from lib.app import access, calibration, gate, loaders, trust, ui_history
 from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS

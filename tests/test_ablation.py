@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
@@ -37,6 +36,7 @@ from lib.diagnosis.ablation import (
 from lib.diagnosis.ablation._engine import CLEAN, SENSITIVE, ArmVerdict, matrix_spec
 from lib.diagnosis.ablation._verdicts import UNCHANGED
 from lib.diagnosis.trends import change_events, find_jumps, lint_status
+from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge
 from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import run_plans
 from lib.core.metrics import METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.jobs._demo import run_plans
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.presentation import ablation_views, review

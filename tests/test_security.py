@@ -29,7 +29,6 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page
 
-from lib.app.demo import demo_samples
 from lib.core.errors import InputError, NotFoundError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
@@ -39,6 +38,7 @@ from lib.diagnosis import provenance, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, plan, run_ablation
 from lib.intake import inbox
 from lib.intake.chunked import ingest_file
+from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store

@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import run_plans
 from lib.diagnosis import trends
 from lib.diagnosis.stats import run_noise_sd
 from lib.diagnosis.trends import _noise as noise
 from lib.diagnosis.trends import _segments as segments
+from lib.jobs._demo import run_plans
 from lib.presentation import views
 from lib.store import Store
 

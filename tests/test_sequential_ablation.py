@@ -51,7 +51,7 @@ def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 @pytest.fixture(scope="module")
 def demo_pairs(store: Store) -> list[tuple[AblationResult, AblationResult]]:
     """The whole matrix (5 metrics x 3 fields, joint arms too) on the run the leak starts at and the last run."""
-    from lib.app.demo import run_plans
+    from lib.jobs._demo import run_plans
 
     leak_start = next(p.run_id for p in run_plans() if p.label == "harness refactor")
     return [compare(store, matrix_spec(run_id, METRIC_NAMES), judge()) for run_id in (leak_start, store.run_ids()[-1])]

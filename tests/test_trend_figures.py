@@ -53,8 +53,8 @@ def test_a_range_draws_only_its_runs(demo_db: Path) -> None:
 
 def test_the_chart_shades_each_instrument_and_draws_the_rejudged_line_with_its_own_jump(
         rejudged_demo_db: Path) -> None:
-    from lib.app.demo import run_plans
     from lib.diagnosis import trends
+    from lib.jobs._demo import run_plans
 
     with Store(rejudged_demo_db) as store:
         fig = go.Figure(_figures(store, ["faithfulness"])["faithfulness"])

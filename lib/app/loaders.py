@@ -13,7 +13,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from lib.app import calibration, job_log, ui_history
+from lib.app import calibration, ui_history
 from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
@@ -22,6 +22,7 @@ from lib.diagnosis import batch, cost, provenance, rejudge, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.incidents import Standing, standing
 from lib.diagnosis.trends import CanaryStatus, Jump
+from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
 

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import streamlit as st
 
 from lib.app import access, gate
-from lib.app.rejudge_jobs import RejudgeRunner
 from lib.app.ui import Context, load_settings, open_store
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import EvaldriftError
 from lib.core.prompts import BINDINGS
 from lib.diagnosis import incidents, rejudge, trends
 from lib.diagnosis.trends import Jump
+from lib.jobs import RejudgeRunner
 from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.presentation import glossary

@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from lib.app.jobs import run_guarded
 from lib.cli.common import (
     EXIT_FINDING,
     EXIT_INCONCLUSIVE,
@@ -28,6 +27,7 @@ from lib.core.errors import InputError
 from lib.core.samples import FIELDS
 from lib.diagnosis.ablation import AblationResult, AblationSpec, load_scorer
 from lib.intake import inbox
+from lib.jobs import run_guarded
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
 from lib.store import Store

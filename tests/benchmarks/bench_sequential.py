@@ -117,7 +117,7 @@ def agreement(seq: AblationResult, full: AblationResult) -> tuple[int, int]:
 
 def demo_matrix(db: Path) -> list[tuple[str, AblationResult, AblationResult]]:
     """The whole matrix on the run where the leak starts and on the last run, each judged both ways."""
-    from lib.app.demo import run_plans
+    from lib.jobs._demo import run_plans
     from lib.judging import OfflineJudge
     from lib.judging.offline import STAND_IN_NOISE as JUDGE_NOISE
 
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         demo = args.db
         if demo is None:
-            from lib.app.demo import build_demo
+            from lib.jobs._demo import build_demo
             demo = Path(tmp) / "demo.duckdb"
             build_demo(demo)
         sequential(report, demo, Path(tmp), sims=args.sims)

@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from lib.app.demo import FIXED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples  # noqa: E402
 from lib.core.prompts import PROJECTED, REPLAY  # noqa: E402
 from lib.core.records import MAIN, MetricRecord, RunRecord  # noqa: E402
 from lib.core.results import aggregate  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
 from lib.diagnosis.cost import estimate_ablation  # noqa: E402
+from lib.jobs._demo import FIXED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples  # noqa: E402
 from lib.judging import OfflineJudge, OpenAIJudge  # noqa: E402
 from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.store import Store  # noqa: E402
