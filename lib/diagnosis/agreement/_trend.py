@@ -17,7 +17,7 @@ import pandas as pd
 from lib.core.records import MAIN
 from lib.diagnosis.agreement._agreement import Agreement, agreement, labelled_pairs
 from lib.diagnosis.agreement._stats import Estimate
-from lib.diagnosis.trends import INSTRUMENT_COLUMNS, segment_index
+from lib.diagnosis.trends import INSTRUMENT_COLUMNS, Segment, segment_index, segments
 from lib.store import Store
 
 _NAMES = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding", "scorer": "scoring library"}
@@ -35,16 +35,11 @@ def estimate_text(e: Estimate, signed: bool = False) -> str:
 
 @dataclass(frozen=True)
 class SegmentAgreement:
-    """One comparable segment of a metric and its agreement with people."""
+    """One comparable segment of a metric and its agreement with people (which names the segment's instrument
+    as the agreement reads it: `agreement.instrument`, e.g. 'offline-lexical-v2 · prompt 1a2b3c4d5e6f · projected').
+    """
 
-    metric: str
-    index: int
-    first_run: str
-    last_run: str
-    start: datetime
-    end: datetime
-    n_runs: int
-    instrument: str
+    segment: Segment
     agreement: Agreement
 
 
@@ -104,16 +99,15 @@ def _trend_agreement(store: Store, history: pd.DataFrame, suite: str, seed: int
         h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
         h = h.assign(_seg=segment_index(h).loc[h.index])
         previous: tuple[SegmentAgreement, pd.Series] | None = None
-        for seg, g in h.groupby("_seg", sort=True):
+        for segment, (_, g) in zip(segments(h), h.groupby("_seg", sort=True), strict=True):
             runs = g["run_id"].tolist()
             first = g.iloc[0]
             inst = " · ".join(str(first[c]) for c in INSTRUMENT_COLUMNS if c in g and isinstance(first[c], str))
             found = agreement(pairs.where("run_id", runs), metric=metric, instrument=inst, version=version, seed=seed)
-            here = SegmentAgreement(metric, int(seg), runs[0], runs[-1], first["started_at"].to_pydatetime(),
-                                    g.iloc[-1]["started_at"].to_pydatetime(), len(runs), inst, found)
+            here = SegmentAgreement(segment=segment, agreement=found)
             segs.append(here)
             if previous is not None:
-                changes.append(ChangeAgreement(metric, runs[0], here.start, _change_text(previous[1], first),
+                changes.append(ChangeAgreement(metric, runs[0], segment.start, _change_text(previous[1], first),
                                                previous[0].agreement, found))
             previous = (here, first)
     return segs, changes
@@ -122,7 +116,8 @@ def _trend_agreement(store: Store, history: pd.DataFrame, suite: str, seed: int
 def segments_frame(segs: list[SegmentAgreement]) -> pd.DataFrame:
     """The segments as a table for a page or an export (text cells, one row a segment)."""
     return pd.DataFrame([{
-        "metric": s.metric, "from": s.start, "to": s.end, "runs": s.n_runs, "instrument": s.instrument,
+        "metric": s.segment.metric, "from": s.segment.start, "to": s.segment.end, "runs": s.segment.n_runs,
+        "instrument": s.agreement.instrument,
         "labelled samples": s.agreement.n_samples, "agreement": estimate_text(s.agreement.headline),
         "kappa": estimate_text(s.agreement.kappa), "bias": estimate_text(s.agreement.bias, signed=True)}
         for s in segs], columns=["metric", "from", "to", "runs", "instrument", "labelled samples", "agreement",
