@@ -11,18 +11,13 @@ its progress in every other one.
 import streamlit as st
 
 import lib.app.ui
-from lib.app import access, calibration, gate, jobs, loaders, trust, ui_history
+from lib import jobs
+from lib.app import access, calibration, gate, loaders, trust, ui_history
 from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
-from lib.diagnosis import cost, noise
-from lib.diagnosis.ablation import (
-    LEAK,
-    AblationResult,
-    AblationSpec,
-    four_readings_spec,
-)
-from lib.diagnosis.ablation_analysis import four_readings_gap
+from lib.diagnosis import cost, trends
+from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, four_readings_gap, four_readings_spec
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
@@ -218,7 +213,7 @@ def _verdicts(result: AblationResult) -> None:
                     config={"displayModeBar": False})
 
     st.subheader("Verdicts", help=f"±figures in these verdicts are the judge repeat band: 2 x the "
-                 f"{noise.JUDGE_SPREAD}. {noise.HELP[noise.JUDGE_SPREAD]}")
+                 f"{trends.JUDGE_SPREAD}. {trends.HELP[trends.JUDGE_SPREAD]}")
     for v in sorted(result.verdicts, key=lambda v: LEVEL_ORDER[ablation_views.sentence_level(v.kind)]):
         BANNERS[ablation_views.sentence_level(v.kind)](md(v.sentence))
     for r in result.replay:

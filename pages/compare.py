@@ -15,7 +15,7 @@ import streamlit as st
 
 from lib.app import access, gate, loaders, ui
 from lib.core.errors import InputError
-from lib.diagnosis import diagnose, splits
+from lib.diagnosis import trends
 from lib.presentation import charts, glossary, linkparams, static_tables, views
 
 ctx = ui.sidebar()
@@ -34,7 +34,7 @@ FLIP_COLUMNS = {"sample_id": st.column_config.TextColumn(width=76),
                     "a flip to negative); the other side's after it when it cited different evidence"))}
 
 
-def split_plan(metric: str, baseline: str, run_id: str) -> tuple[splits.SplitPlan | None, str]:
+def split_plan(metric: str, baseline: str, run_id: str) -> tuple[trends.SplitPlan | None, str]:
     """The split's plan on this server's terms, or None and the sentence saying why it cannot run here."""
     try:
         return loaders.split_plan(ctx.db_path, metric, baseline, run_id), ""
@@ -70,7 +70,7 @@ metric = c3.selectbox("Metric", metric_names, key="compare_metric")
 ui.set_query(run=run_id, run_b=baseline, metric=metric)
 
 # -- lib calls ---------------------------------------------------------------------------------
-config = views.config_rows(diagnose.config_diff(loaders.run_header(ctx.db_path, ctx.version, baseline).pipeline,
+config = views.config_rows(trends.config_diff(loaders.run_header(ctx.db_path, ctx.version, baseline).pipeline,
                                                 loaders.run_header(ctx.db_path, ctx.version, run_id).pipeline))
 changes = loaders.run_changes(ctx.db_path, ctx.version, run_id, baseline)
 sides = views.metric_sides(loaders.run_metrics(ctx.db_path, ctx.version, baseline), metrics_run)

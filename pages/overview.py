@@ -10,7 +10,7 @@ from lib.app import access, gate, loaders, ui, ui_history
 from lib.core.formatting import signed
 from lib.core.metrics import wiring_table
 from lib.core.records import CANARY, MAIN
-from lib.diagnosis import episodes, noise
+from lib.diagnosis import incidents, trends
 from lib.intake import inbox
 from lib.presentation import glossary, views
 
@@ -81,9 +81,9 @@ for card in cards:
             help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
                   f"n={card.n}, {card.n_failed} failed. Change against "
                   f"{ui.md_literal(card.previous_run or 'no earlier run')}, the last run measured with the same "
-                  f"instrument. {noise.label(noise.RUN_SPREAD, card.noise_sd)}: {noise.HELP[noise.RUN_SPREAD]} "
-                  f"{noise.label(noise.JUMP_THRESHOLD, card.threshold)}"
-                  f"{f' ({card.basis})' if card.basis else ''}: {noise.HELP[noise.JUMP_THRESHOLD]} "
+                  f"instrument. {trends.label(trends.RUN_SPREAD, card.noise_sd)}: {trends.HELP[trends.RUN_SPREAD]} "
+                  f"{trends.label(trends.JUMP_THRESHOLD, card.threshold)}"
+                  f"{f' ({card.basis})' if card.basis else ''}: {trends.HELP[trends.JUMP_THRESHOLD]} "
                   f"Sparkline: the last {len(card.spark)} runs."),
         )
 
@@ -95,14 +95,14 @@ with left:
     for j in recent:
         with st.container(border=True):
             arrow = "up" if j.delta > 0 else "down"
-            noisy = episodes.likely_noise(j)
+            noisy = incidents.likely_noise(j)
             colour = "gray" if noisy else "red" if j.ratio >= 2 else "orange"
             st.markdown(f":{colour}[**{ui.md_literal(j.metric)}** {arrow} "
                         f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
                         + (": about 1x the threshold, likely noise." if noisy else
                            ", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
-                        help=noise.HELP[noise.JUMP_THRESHOLD])
+                        help=trends.HELP[trends.JUMP_THRESHOLD])
             st.caption("Suspects, most likely first:",
                        help=glossary.help_for("instrument", "binding", "split"))
             for a in views.suspect_actions(j):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import pytest
 
-from lib.app.demo import build_demo
 from lib.core.calls import JudgeRequest, Message
+from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from tests.support.browser import new_page
 from tests.support.openai_server import OpenAIServer

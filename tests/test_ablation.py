@@ -17,30 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.results import EXCLUDED, OK, SampleResult
 from lib.diagnosis.ablation import (
-    CLEAN,
     INCONCLUSIVE,
     INSENSITIVE,
     LEAK,
     REPLAY_MISMATCH,
-    SENSITIVE,
     AblationResult,
     AblationSpec,
-    ArmVerdict,
     four_readings_spec,
-    matrix_spec,
     per_sample_deltas,
     run_ablation,
 )
-from lib.diagnosis.checks import lint_status
-from lib.diagnosis.diagnose import change_events, find_jumps
-from lib.diagnosis.verdicts import UNCHANGED
+from lib.diagnosis.ablation._engine import CLEAN, SENSITIVE, ArmVerdict, matrix_spec
+from lib.diagnosis.ablation._verdicts import UNCHANGED
+from lib.diagnosis.trends import change_events, find_jumps, lint_status
+from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge
 from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store

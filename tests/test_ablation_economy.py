@@ -16,9 +16,9 @@ import pytest
 from lib.core.calls import JudgeRequest, Message
 from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import AblationResult, AblationSpec, per_sample_deltas, run_ablation
-from lib.diagnosis.ablation_plan import MIN_PROBED, PROBE, identical_repeats, probe_size
-from lib.diagnosis.verdicts import CLEAN, LEAK, MEASURED, UNCHANGED
+from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, per_sample_deltas, run_ablation
+from lib.diagnosis.ablation._plan import MIN_PROBED, PROBE, identical_repeats, probe_size
+from lib.diagnosis.ablation._verdicts import CLEAN, MEASURED, UNCHANGED
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder

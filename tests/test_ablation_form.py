@@ -7,7 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from lib.diagnosis.incidents import ACCEPTED, Incident, StateChange
+from lib.diagnosis.incidents import Incident
+from lib.diagnosis.incidents._incidents import ACCEPTED, StateChange
 from lib.presentation.ablation_form import FormValues, form_values, start_at
 
 ALL = ("ground_truth", "question", "contexts")

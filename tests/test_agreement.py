@@ -13,14 +13,9 @@ from scipy import stats
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.records import MAIN
 from lib.core.samples import EvalSample
-from lib.diagnosis import agreement_stats as st
-from lib.diagnosis.agreement import (
-    agreement_by_instrument,
-    compare,
-    is_worse,
-    labelled_pairs,
-)
-from lib.diagnosis.agreement_stats import Estimate
+from lib.diagnosis.agreement import Estimate, agreement_by_instrument
+from lib.diagnosis.agreement import _stats as st
+from lib.diagnosis.agreement._agreement import compare, is_worse, labelled_pairs
 from lib.intake.labels import import_labels
 from lib.store import Store
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, facts, record

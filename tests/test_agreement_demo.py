@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.app.demo import LABELLER, N_LABELLED
 from lib.core.labels import content_key, label_items
 from lib.core.records import MAIN
 from lib.diagnosis import incidents
-from lib.diagnosis.agreement import labelled_pairs
-from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
+from lib.diagnosis.agreement import segments_frame, trend_agreement
+from lib.diagnosis.agreement._agreement import labelled_pairs
+from lib.diagnosis.trends import segments
+from lib.jobs._demo import LABELLER, N_LABELLED
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
 from tests.test_pages_core import ROOT, TIMEOUT, _store_closed_after, open_page, texts  # noqa: F401 (a fixture)
@@ -37,8 +38,8 @@ def test_the_demo_ships_labels_of_every_claim_of_its_labelled_samples(store: Sto
 
 def test_each_segment_and_change_carries_agreement_and_the_leak_shows_as_bias(store: Store) -> None:
     segs, changes = trend_agreement(store, store.metric_history())
-    faith = [s for s in segs if s.metric == "faithfulness"]
-    assert [s.first_run for s in faith][1:] == [JUDGE_CHANGE, LEAK, "nightly-20261018", FIX]
+    faith = [s for s in segs if s.segment.metric == "faithfulness"]
+    assert [s.segment.first_run for s in faith][1:] == [JUDGE_CHANGE, LEAK, "nightly-20261018", FIX]
     assert all(s.agreement.n_samples == N_LABELLED for s in faith)
     before, leaky, instructed, fixed = faith[1].agreement, faith[2].agreement, faith[3].agreement, faith[4].agreement
     # The reference shown to the judge: it agrees with people less, and is more generous than they are.
@@ -50,6 +51,19 @@ def test_each_segment_and_change_carries_agreement_and_the_leak_shows_as_bias(st
     leak = by_run[LEAK].sentence
     assert f"on {N_LABELLED} labelled samples" in leak and "bias (judge - people)" in leak
     assert "binding projected -> replay" in by_run[LEAK].change
+
+
+def test_each_agreement_is_on_the_very_segment_the_trends_page_shades(store: Store) -> None:
+    """A segment's agreement holds the Segment itself (lib.diagnosis.trends), not a copy of its fields that could
+    drift: same runs, same dates, same instrument, in the same order."""
+    history = store.metric_history()
+    segs, _ = trend_agreement(store, history)
+    labelled = {s.segment.metric for s in segs}
+    assert "faithfulness" in labelled
+    for metric in labelled:
+        assert [s.segment for s in segs if s.segment.metric == metric] == [
+            s for s in segments(history) if s.metric == metric]
+    assert all(s.agreement.metric == s.segment.metric for s in segs)
 
 
 def test_the_instrument_change_incident_and_the_review_say_both_agreements(store: Store) -> None:
@@ -68,7 +82,7 @@ def test_the_readme_worked_example_is_what_the_demo_gives(store: Store) -> None:
     table = section.split("| segment (faithfulness) |")[1].split("\n\n")[0].splitlines()[2:]
     documented = [(row.split("|")[2].strip(), row.split("|")[4].strip().split(" [")[0]) for row in table]
     segs, _ = trend_agreement(store, store.metric_history())
-    frame = segments_frame([s for s in segs if s.metric == "faithfulness"])
+    frame = segments_frame([s for s in segs if s.segment.metric == "faithfulness"])
     assert documented == [(a, b.split(" [")[0]) for a, b in zip(frame["agreement"], frame["bias"], strict=True)]
 
 

@@ -19,8 +19,8 @@ import pytest
 from lib.core.errors import InputError
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
-from lib.diagnosis import batch as bt
 from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.batch import _batch as bt
 from lib.diagnosis.rejudge import RejudgeSpec
 from lib.judging import OpenAIJudge
 from lib.store import Store

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.app import job_log
-from lib.app.jobs import STOPPED, JobRunner, run_guarded
 from lib.core.errors import InputError
 from lib.core.results import CALL_FAILED, OK
 from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec
+from lib.jobs import STOPPED, JobRunner, job_log, run_guarded
 from lib.judging import OpenAIJudge
 from lib.judging.breaker import Breaker, Limits, trips
 from lib.store import Store

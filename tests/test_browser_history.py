@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.app.demo import build_demo
+from lib.jobs._demo import build_demo
 from tests.conftest import offline_responder
 from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, new_page, screenshot, wait_for_app
 from tests.support.openai_server import OpenAIServer

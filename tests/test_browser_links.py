@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.diagnosis.diagnose import Jump, find_jumps
+from lib.diagnosis.trends import Jump, find_jumps
 from lib.intake.chunked import ingest_file
 from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.diagnosis import incidents
+from lib.diagnosis.incidents import _incidents as incidents
 from lib.store import Store
 from tests.support.browser import MAIN, StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app
 from tests.test_pages_journeys import selected

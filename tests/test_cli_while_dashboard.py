@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
-from lib.app.demo import build_demo
 from lib.intake.runjson import run_to_json
+from lib.jobs._demo import build_demo
 from lib.store.snapshot import snapshot_path
 from tests.support.browser import StreamlitServer, chromium, new_page, wait_for_app
 from tests.test_cli import cli

@@ -12,7 +12,7 @@ from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.diagnosis import cost
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.ablation_plan import probe_size
+from lib.diagnosis.ablation._plan import probe_size
 from lib.diagnosis.cost import AblationCost, estimate_ablation, needs_confirmation
 from lib.judging import OpenAIJudge
 from lib.judging.harness import repair_allowance

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import N_CANARY, N_RUNS, N_SAMPLES, build_demo, demo_samples, run_plans
 from lib.core.prompts import PROJECTED, REPLAY
 from lib.core.records import CANARY, MAIN
+from lib.jobs._demo import N_CANARY, N_RUNS, N_SAMPLES, build_demo, demo_samples, run_plans
 from lib.store import Store
 
 PINNED_DIGEST = "f1d391dcb91cbe66ee34a7563c4d26ec50155e6133a56af9ee555c9316ed7831"

@@ -14,13 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import REPLAY, prompt_hash
 from lib.core.records import MAIN
-from lib.diagnosis.checks import canary_status, lint_status
-from lib.diagnosis.diagnose import change_events, config_diff, find_jumps, run_changes, split_jump
 from lib.diagnosis.provenance import provenance, provenance_summary
+from lib.diagnosis.trends import canary_status, change_events, config_diff, find_jumps, lint_status, run_changes
+from lib.diagnosis.trends._diagnose import split_jump
+from lib.jobs._demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
 from lib.judging import OfflineJudge
 from lib.store import Store
 

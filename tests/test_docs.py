@@ -273,7 +273,7 @@ def test_readme_gives_the_two_setup_commands():
 
 
 def test_readme_verdict_table_has_a_row_for_every_verdict_word():
-    from lib.diagnosis import verdicts
+    from lib.diagnosis.ablation import _verdicts as verdicts
 
     words = [verdicts.LEAK, verdicts.CLEAN, verdicts.SENSITIVE, verdicts.INSENSITIVE, verdicts.INCONCLUSIVE,
              verdicts.REPLAY_MISMATCH]

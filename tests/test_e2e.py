@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.trends import find_jumps
 from lib.store import Store
 from tests.support.browser import (
     MAIN,

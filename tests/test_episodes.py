@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.diagnosis import episodes, incidents, standing
-from lib.diagnosis.diagnose import Jump
+from lib.diagnosis import incidents
+from lib.diagnosis.trends import Jump
 from lib.store import Store
 from lib.store import history as hs
 from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, main_text, screenshot, wait_for_app
@@ -32,8 +32,8 @@ def _jump(metric: str, day: int, delta: float, *, across: bool = False, threshol
 ])
 def test_a_jump_at_about_1x_the_threshold_is_likely_noise(delta: float, noise: bool) -> None:
     j = _jump("faithfulness", 10, delta)
-    assert episodes.likely_noise(j) is noise
-    assert episodes.jump_line(j).endswith("likely noise") is noise
+    assert incidents.likely_noise(j) is noise
+    assert incidents.jump_line(j).endswith("likely noise") is noise
 
 
 def test_an_episode_lists_every_jump_of_its_metric_inside_it_largest_first() -> None:
@@ -45,16 +45,16 @@ def test_an_episode_lists_every_jump_of_its_metric_inside_it_largest_first() -> 
                                    _jump("context_recall", 20, -0.156))
     episode = incidents.Incident("jump:faithfulness:r03", "episode", "faithfulness", "r03", leak_in.started_at,
                                  "t", jumps=(leak_in, noisy, leak_out), end_run="r28")
-    inside = episodes.episode_jumps(episode, [before, leak_in, noisy, regression, leak_out, after, other_metric])
+    inside = incidents.episode_jumps(episode, [before, leak_in, noisy, regression, leak_out, after, other_metric])
     assert [j.run_id for j in inside] == ["r28", "r03", "r20", "r18"]
 
 
 def test_the_demo_is_built_with_its_open_episode_rejudged_by_one_instrument(demo_db: Path) -> None:
     with Store(demo_db) as store:
         found, series = incidents.load(store)
-        lines = [s.sentence for s in standing.standing(store.metric_history(), found, series)]
+        lines = [s.sentence for s in incidents.standing(store.metric_history(), found, series)]
         episode = next(i for i in found if i.kind == "episode")
-        spec = episodes.rejudge_spec(store, episode, judge="offline-lexical-v2", endpoint="offline")
+        spec = incidents.rejudge_spec(store, episode, judge="offline-lexical-v2", endpoint="offline")
         row = hs.series(store, spec.series_id)
     assert row is not None and row["status"] == "done"
     assert (spec.run_ids[0], spec.run_ids[-1]) == ("nightly-20261002", "nightly-20261117")

@@ -9,7 +9,6 @@ import duckdb
 import pandas as pd
 import pytest
 
-from lib.app import job_log
 from lib.core.calls import JudgeReply, JudgeRequest, Message
 from lib.core.errors import InputError, StoreError
 from lib.core.labels import BINARY, Label, content_key
@@ -17,9 +16,9 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.checks import canary_status, lint_status
-from lib.diagnosis.diagnose import find_jumps
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
+from lib.diagnosis.trends import canary_status, find_jumps, lint_status
+from lib.jobs import job_log
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import RunBatch, Store

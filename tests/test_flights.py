@@ -10,9 +10,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lib.app.demo import demo_samples
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK
+from lib.jobs._demo import demo_samples
 from lib.judging import MemoryCache, OfflineJudge, OpenAIJudge
 from lib.judging.flights import Flights
 from lib.judging.harness import Instrument, score_samples

@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
-from lib.app.demo import LEAKY_FAITHFULNESS, demo_samples
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
 from lib.core.errors import JudgeError
 from lib.core.metrics import METRICS, sample_score
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict, aggregate
 from lib.core.samples import EvalSample, blank
+from lib.jobs._demo import LEAKY_FAITHFULNESS, demo_samples
 from lib.judging import MemoryCache, OfflineJudge
 from lib.judging.harness import Instrument, parse_verdicts, score_sample, score_samples
 

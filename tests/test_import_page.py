@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.imports import ImportRunner
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
 from lib.intake.uploads import (
@@ -23,6 +22,7 @@ from lib.intake.uploads import (
     run_facts,
     unknown_columns,
 )
+from lib.jobs import ImportRunner
 from lib.judging import OfflineJudge
 from lib.store import Store
 from tests.support.browser import (

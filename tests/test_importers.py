@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.diagnosis.diagnose import change_events
+from lib.diagnosis.trends import change_events
 from lib.intake.importers import detect, import_run
 from lib.store import Store
 from tests.test_cli import cli

@@ -1,4 +1,4 @@
-"""Incidents (lib.diagnosis.incidents, lib.diagnosis.standing): what is still open on the demo, episodes,
+"""Incidents (lib.diagnosis.incidents, lib.diagnosis.incidents): what is still open on the demo, episodes,
 states that persist.
 
 On the demo re-judged with the trusted instrument, an engineer must be told
@@ -20,11 +20,12 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from lib.app import ui
-from lib.app.demo import run_plans
 from lib.core.errors import InputError
-from lib.diagnosis import incidents, standing
-from lib.diagnosis.checks import CanaryStatus
-from lib.diagnosis.diagnose import Jump, Suspect
+from lib.diagnosis.incidents import _incidents as incidents
+from lib.diagnosis.incidents import _standing as standing
+from lib.diagnosis.trends import CanaryStatus, Jump
+from lib.diagnosis.trends._diagnose import Suspect
+from lib.jobs._demo import run_plans
 from lib.presentation import review
 from lib.store import Store
 

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from lib.app import job_log
-from lib.app.demo import build_demo
-from lib.app.rejudge_jobs import RejudgeRunner
 from lib.core.errors import JudgeError
 from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.results import FAILED
 from lib.diagnosis import rejudge
+from lib.jobs import RejudgeRunner, job_log
+from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from lib.judging.breaker import Limits
 from lib.judging.scoring import score_file

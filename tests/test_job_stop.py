@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.app import jobs
+from lib import jobs
 from lib.core.endpoints import normalise
 from lib.diagnosis.ablation import AblationSpec
 from lib.judging import OfflineJudge
@@ -130,7 +130,7 @@ def test_an_attempt_is_bounded_by_the_wall_clock(hung: OpenAIServer) -> None:
 
 SCRIPT = textwrap.dedent("""
     import signal, sys, time
-    from lib.app import jobs
+    from lib import jobs
     from lib.diagnosis.ablation import AblationSpec
     from lib.judging.openai_judge import OpenAIJudge
     from lib.store import Store

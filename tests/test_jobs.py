@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.jobs import JobRunner
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.diagnosis.ablation import AblationSpec
+from lib.jobs import Job, JobRunner, Runner
 from lib.judging import OfflineJudge
 from lib.judging.offline import STAND_IN_NOISE
 from lib.store import Store
@@ -136,3 +136,64 @@ def test_an_ablation_left_running_by_a_gone_process_is_stalled_and_resumes(store
         runner.shutdown()
     # the row a gone process left said 360; the resumed plan's judgings (baseline only: the arms need no call)
     assert status.state == "done" and status.done == status.total == 120
+
+
+# -- the one runner, parameterised by what a job does (lib.jobs.Runner) -------------------------------------------
+class Held:
+    """Work whose jobs wait for the test to let them go, counting runs; a job named 'bad' raises."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.ran: list[str] = []
+        self.recorded: list[str] = []
+
+    def job_id(self, spec: str) -> str:
+        return spec
+
+    def lane(self, spec: str) -> str:
+        return "slow" if spec.startswith("slow") else "fast"
+
+    def run(self, spec: str, job: Job) -> str:
+        self.ran.append(spec)
+        if spec.startswith("slow"):
+            assert self.go.wait(timeout=30), "the test never let the job go"
+        if spec == "bad":
+            raise ValueError("no such thing")
+        return spec.upper()
+
+    def failed(self, spec: str, exc: Exception) -> str:
+        self.recorded.append(spec)
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_one_runner_keeps_lanes_apart_stops_a_queued_job_and_records_a_failure() -> None:
+    work = Held()
+    runner: Runner[str, str] = Runner(work, name="held", lanes=("slow", "fast"))
+    try:
+        runner.submit("slow-1")
+        runner.submit("slow-2")                                 # queued behind slow-1 in its lane
+        assert runner.wait(runner.submit("fast"), timeout=30) == "FAST"   # never queued behind the slow lane
+        assert runner.running("slow-2") and runner.stop("slow-2")
+        runner.wait(runner.submit("bad"), timeout=30)
+        assert runner.error("bad") == "ValueError: no such thing" and work.recorded == ["bad"]
+        work.go.set()
+        assert runner.wait("slow-1", timeout=30) == "SLOW-1"
+        assert runner.wait("slow-2", timeout=30) is None        # stopped while queued: never started
+        assert "slow-2" not in work.ran and not runner.stop("slow-2")   # nothing left to stop
+        assert not runner.known("other") and runner.result("slow-1") == "SLOW-1"
+    finally:
+        runner.shutdown()
+
+
+@pytest.mark.parametrize(("rerun_done", "runs"), [(True, 2), (False, 1)])
+def test_a_finished_job_submitted_again_runs_again_only_when_the_work_says_so(rerun_done: bool, runs: int) -> None:
+    work = Held()
+    runner: Runner[str, str] = Runner(work, name="held", lanes=("fast",), rerun_done=rerun_done)
+    try:
+        runner.wait(runner.submit("fast"), timeout=30)
+        runner.wait(runner.submit("fast"), timeout=30)
+        runner.wait(runner.submit("bad"), timeout=30)
+        runner.wait(runner.submit("bad"), timeout=30)            # a failed job always runs again
+    finally:
+        runner.shutdown()
+    assert work.ran.count("fast") == runs and work.ran.count("bad") == 2

@@ -9,9 +9,9 @@ import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from lib.app.demo import demo_samples
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import EXCLUDED, OK
+from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.loop import LoopThread

@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import OK
+from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_sample
 from lib.judging.loop import LoopThread

@@ -1,9 +1,13 @@
 """The packages of lib/ import one way (issue 15): each imports only itself and the packages below it.
 
-core < store < intake < judging < diagnosis < presentation < app, cli. An import
+core < store < intake < judging < diagnosis < jobs < presentation < app, cli: the two front ends, the
+dashboard (app) and the command line (cli), sit side by side on what both run (jobs) and never import each
+other. An import
 made only for type checking (under `if TYPE_CHECKING:`) does not count for the
 layers; relative imports do, and so does the body of `if not TYPE_CHECKING:`.
 Inside a package, no module imports one that imports it back, however lazily.
+A module named with a leading underscore (lib/diagnosis/ablation/_plan.py) is private to its package: code
+elsewhere in lib, and the pages, import the package's public face (its __init__). Tests may reach inside.
 The pages hold no store calls and no SQL: they read through lib.app.loaders.
 """
 
@@ -16,9 +20,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["core", "store", "intake", "judging", "diagnosis", "presentation", "app", "cli"]
+ORDER = ["core", "store", "intake", "judging", "diagnosis", "jobs", "presentation", "app", "cli"]
 ALLOWED = {pkg: set(ORDER[:i + 1]) for i, pkg in enumerate(ORDER)}
-ALLOWED["cli"] = set(ORDER)   # the CLI, like the dashboard, uses the job runner and the job log in lib.app
+ALLOWED["cli"] -= {"app"}   # a front end beside the dashboard: what both run is in lib.jobs
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
@@ -124,6 +128,47 @@ def test_a_page_reads_through_lib_and_never_the_store_itself(page: str) -> None:
 def test_no_import_circle_inside_a_package(package: str) -> None:
     """A lazy import or a type-only one does not make a circle acceptable: it hides it."""
     assert _circles(ROOT, f"lib.{package}") == []
+
+
+def _private_reaches(path: Path, root: Path = ROOT) -> list[str]:
+    """Our private modules (a `_name` part) a module imports from outside the package that holds them. Another
+    tool's privates (inspect_ai's, in the worker that runs in Inspect's environment) are that tool's business."""
+    here = _module_name(path, root)
+    found = []
+    for name in sorted(_imported(path, root, typing=True)):
+        parts = name.split(".")
+        if parts[0] != "lib":
+            continue
+        private = [i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")]
+        if private and not (here + ".").startswith(".".join(parts[:private[0]]) + "."):
+            found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("where", ["lib", "pages"])
+def test_code_outside_a_package_imports_only_its_public_face(where: str) -> None:
+    """lib.diagnosis.ablation, not lib.diagnosis.ablation._plan: a package's private modules can then be split,
+    merged or renamed without touching its users, and sibling packages cannot import each other in a circle
+    through a back door (their faces would make the circle, which the test above sees)."""
+    files = [*sorted((ROOT / where).rglob("*.py")), *([ROOT / "app.py"] if where == "pages" else [])]
+    found = {str(p.relative_to(ROOT)): _private_reaches(p) for p in files}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_public_face_rule_catches_a_reach_inside(tmp_path: Path) -> None:
+    for part in ("lib/diagnosis/ablation", "lib/diagnosis/trends", "lib/app"):
+        (tmp_path / part).mkdir(parents=True)
+        (tmp_path / part / "__init__.py").write_text("")
+    (tmp_path / "lib/diagnosis/ablation/_plan.py").write_text("BASELINE = 'baseline'\n")
+    (tmp_path / "lib/diagnosis/ablation/_engine.py").write_text("from ._plan import BASELINE\n")
+    inside = tmp_path / "lib/diagnosis/ablation/_engine.py"
+    sibling = tmp_path / "lib/diagnosis/trends/_noise.py"
+    sibling.write_text("def f():\n    from lib.diagnosis.ablation._plan import BASELINE\n")
+    outside = tmp_path / "lib/app/x.py"
+    outside.write_text("from lib.diagnosis.ablation import _plan\nfrom lib.diagnosis.ablation import BASELINE\n")
+    assert _private_reaches(inside, tmp_path) == []
+    assert _private_reaches(sibling, tmp_path) == ["lib.diagnosis.ablation._plan"]
+    assert _private_reaches(outside, tmp_path) == ["lib.diagnosis.ablation._plan"]
 
 
 def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:

@@ -20,9 +20,8 @@ import pytest
 from lib.core.endpoints import normalise
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import AblationResult, AblationSpec, run_ablation
+from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, run_ablation
 from lib.diagnosis.cost import estimate_ablation, needs_confirmation
-from lib.diagnosis.verdicts import LEAK
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.structured import JSON_OBJECT_SCHEMA, JSON_SCHEMA, MODES, ModeBook

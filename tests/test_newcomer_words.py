@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from lib.core.formatting import signed
-from lib.diagnosis.ablation_analysis import _stored_words, four_readings_gap
-from lib.diagnosis.ablation_result import ArmVerdict
+from lib.diagnosis.ablation import four_readings_gap
+from lib.diagnosis.ablation._analysis import _stored_words
+from lib.diagnosis.ablation._result import ArmVerdict
 
 BASE = ArmVerdict(metric="faithfulness", arm="ground_truth", kind="LEAK", expected="invariant", baseline=0.92,
                   ablated=0.78, delta=-0.14, lo=-0.16, hi=-0.12, noise=0.01, ratio=14.0, n=398, n_failed=0,

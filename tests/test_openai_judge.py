@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.calls import JudgeRequest, Message
 from lib.core.errors import JudgeError
 from lib.core.metrics import METRIC_NAMES, split_sentences
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK, aggregate
 from lib.core.samples import EvalSample
+from lib.jobs._demo import demo_samples
 from lib.judging import Judge, MemoryCache, OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.judging.openai_judge import _retry_after

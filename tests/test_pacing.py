@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import OK
 from lib.core.samples import EvalSample
+from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.pacing import OK as CALL_OK

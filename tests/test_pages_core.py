@@ -17,10 +17,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from lib.app import ui
-from lib.app.demo import INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import prompt_hash
-from lib.diagnosis.diagnose import Jump, RunChanges, Suspect
+from lib.diagnosis.trends import Jump, RunChanges
+from lib.diagnosis.trends._diagnose import Suspect
+from lib.jobs._demo import INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, run_plans
 from lib.presentation import views
 from lib.presentation.charts import run_from_selection, trend_figure
 

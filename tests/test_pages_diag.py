@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.trends import find_jumps
 from lib.presentation import review
 from lib.store import Store
 

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.trends import find_jumps
 from lib.store import Store
 from tests.support.browser import (
     MAIN,

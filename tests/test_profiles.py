@@ -6,7 +6,8 @@ import pytest
 
 from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
 from lib.core.profiles import STRICT, expectation_for, profile_lines, tool_of
-from lib.diagnosis.verdicts import LEAK, SENSITIVE, CellEvidence, classify
+from lib.diagnosis.ablation import LEAK
+from lib.diagnosis.ablation._verdicts import SENSITIVE, CellEvidence, classify
 
 
 @pytest.mark.parametrize(("tool", "metric", "blanked", "expected"), [

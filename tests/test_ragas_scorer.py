@@ -18,7 +18,8 @@ import pytest
 
 from lib.core.errors import InputError
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, SENSITIVE, AblationSpec, run_ablation
+from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationSpec, run_ablation
+from lib.diagnosis.ablation._engine import SENSITIVE
 from lib.intake.ingest import run_from_frame
 from lib.judging.scorers.ragas_metrics import score_with_ragas
 from lib.store import Store

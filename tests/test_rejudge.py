@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.demo import FIXED_FAITHFULNESS, build_demo, run_plans
 from lib.core.errors import InputError, NotFoundError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.diagnosis import rejudge
-from lib.diagnosis.diagnose import split_jump
+from lib.diagnosis.trends._diagnose import split_jump
+from lib.jobs._demo import FIXED_FAITHFULNESS, build_demo, run_plans
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
 from lib.store import history as hs

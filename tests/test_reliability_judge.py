@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.calls import JudgeRequest, Message
 from lib.core.errors import JudgeError
 from lib.core.metrics import split_sentences
@@ -28,6 +27,7 @@ from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK, aggregate
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import LEAK, AblationSpec, run_ablation
+from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store

@@ -28,8 +28,7 @@ import pytest
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import OK, SampleResult
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.ablation_plan import plan
+from lib.diagnosis.ablation import AblationSpec, plan
 from lib.store import Store
 from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo, mini_demo_run_ids
 

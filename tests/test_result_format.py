@@ -12,7 +12,7 @@ import pytest
 
 from lib.core.errors import InputError
 from lib.diagnosis.ablation import LEAK, AblationResult
-from lib.diagnosis.ablation_result import RESULT_FORMAT, ArmVerdict
+from lib.diagnosis.ablation._result import RESULT_FORMAT, ArmVerdict
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ablation_result_format2.json"
 

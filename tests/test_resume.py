@@ -15,7 +15,7 @@ import pytest
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.records import MAIN
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.checks import lint_status
+from lib.diagnosis.trends import lint_status
 from lib.judging import OfflineJudge
 from lib.store import Store
 from tests.support.ablate_child import make_judge, resume_spec

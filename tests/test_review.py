@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import run_plans
 from lib.core.metrics import METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.jobs._demo import run_plans
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.presentation import ablation_views, review
@@ -205,7 +205,7 @@ def test_alarm_spells_group_consecutive_alarm_runs() -> None:
 # -- the meeting's conclusions (issue 28 item 3) and plain text (item 4) ----------------------------------------
 def test_the_export_carries_every_incidents_state_note_and_who_and_the_rejudged_finding_above_the_tables(
         demo_db: Path, tmp_path: Path) -> None:
-    from lib.diagnosis import incidents
+    from lib.diagnosis.incidents import _incidents as incidents
 
     with Store(copy_db(demo_db, tmp_path / "demo.duckdb")) as store:
         found, _ = incidents.load(store)

@@ -8,7 +8,7 @@ from lib.core.errors import InputError
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import load_scorer
-from lib.diagnosis.ablation_judging import score_groups
+from lib.diagnosis.ablation._judging import score_groups
 
 seen: list[tuple[str, list[list[str]]]] = []
 

@@ -29,17 +29,16 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page
 
-from lib.app.demo import demo_samples
 from lib.core.errors import InputError, NotFoundError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
-from lib.diagnosis import diagnose, provenance
-from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, run_ablation
-from lib.diagnosis.ablation_plan import plan
+from lib.diagnosis import provenance, trends
+from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, plan, run_ablation
 from lib.intake import inbox
 from lib.intake.chunked import ingest_file
+from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store
@@ -251,7 +250,7 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         assert store.ablations(EVIL[0])["ablation_id"].tolist() == [spec.ablation_id]
         assert len(store.ablation_results(spec.ablation_id)) == len(plan(store, spec).judged_arms("faithfulness")) * 22
         assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts").empty
-        assert diagnose.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
+        assert trends.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
         assert set(provenance.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}
         store.delete_run(EVIL[3])
         assert not store.has_run(EVIL[3]) and store.has_run(EVIL[4])

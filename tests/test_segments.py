@@ -1,8 +1,8 @@
-"""Comparable segments (lib.diagnosis.segments) and the one noise vocabulary (lib.diagnosis.noise).
+"""Comparable segments (lib.diagnosis.trends) and the one noise vocabulary (lib.diagnosis.trends).
 
 A score is comparable with another only under one instrument; the demo's
 faithfulness has five. Each noise figure a page prints is one of two named
-quantities, computed in lib.diagnosis.noise: the run-to-run spread (and the jump
+quantities, computed in lib.diagnosis.trends: the run-to-run spread (and the jump
 threshold derived from it) and the judge repeat spread.
 """
 
@@ -15,9 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.app.demo import run_plans
-from lib.diagnosis import diagnose, noise, segments
+from lib.diagnosis import trends
 from lib.diagnosis.stats import run_noise_sd
+from lib.diagnosis.trends import _noise as noise
+from lib.diagnosis.trends import _segments as segments
+from lib.jobs._demo import run_plans
 from lib.presentation import views
 from lib.store import Store
 
@@ -60,7 +62,7 @@ def test_now_is_compared_with_the_last_run_of_the_same_instrument(prompts: list[
 def test_the_demo_faithfulness_has_five_segments_and_its_jumps_say_which_cross_one(demo_db: Path) -> None:
     with Store(demo_db) as store:
         h = store.metric_history()
-        jumps = diagnose.find_jumps(store, history=h)
+        jumps = trends.find_jumps(store, history=h)
     segs = [s for s in segments.segments(h) if s.metric == "faithfulness"]
     assert [s.first_run for s in segs] == [PLANS[i].run_id for i in (0, 18, 30, 45, 75)]
     assert segs[1].level == pytest.approx(0.785, abs=0.01)
@@ -91,11 +93,11 @@ def test_the_run_to_run_spread_leaves_out_the_step_between_instruments() -> None
 def test_every_page_figure_of_a_metric_comes_from_one_place(demo_db: Path) -> None:
     with Store(demo_db) as store:
         h = store.metric_history()
-        jumps = diagnose.find_jumps(store, history=h)
+        jumps = trends.find_jumps(store, history=h)
     spreads = noise.metric_noise(h)
     faith = spreads["faithfulness"]
     assert faith.threshold == pytest.approx(noise.jump_threshold(faith.spread))
-    assert diagnose.trend_noise(h)["faithfulness"] == faith.spread                     # the Trends band's sd
+    assert trends.trend_noise(h)["faithfulness"] == faith.spread                     # the Trends band's sd
     (card,) = [c for c in views.metric_cards(h) if c.metric == "faithfulness"]          # the Overview's card
     # the card's step is left out of its spread (spread_without), and without pairs the spread alone decides
     steps = noise.within_steps(h[h["metric"] == "faithfulness"]["score"].tolist(),

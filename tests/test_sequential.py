@@ -1,4 +1,4 @@
-"""The sequential ablation's statistics and stopping rule (lib.diagnosis.sequential), pure: values in, values out."""
+"""The sequential ablation's statistics and stopping rule (lib.diagnosis.ablation), pure: values in, values out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lib.diagnosis.sequential import (
+from lib.diagnosis.ablation._sequential import (
     ALPHA,
     EXHAUSTED,
     MOVE,
@@ -22,7 +22,7 @@ from lib.diagnosis.sequential import (
     seeded_order,
     stop_reason,
 )
-from lib.diagnosis.verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
+from lib.diagnosis.ablation._verdicts import EXPECT_SENSITIVE, INVARIANT, CellEvidence
 
 # -- the confidence sequence --------------------------------------------------------------------------------
 
@@ -127,9 +127,9 @@ def test_first_stop_replays_the_looks() -> None:
 
 def test_a_chunk_judges_open_arms_and_the_baseline_the_replay_check_needs() -> None:
     from lib.core.samples import EvalSample
-    from lib.diagnosis.ablation_plan import Plan
-    from lib.diagnosis.ablation_spec import AblationSpec
-    from lib.diagnosis.sequential_run import REPLAY_MIN, chunk_units
+    from lib.diagnosis.ablation import AblationSpec
+    from lib.diagnosis.ablation._plan import Plan
+    from lib.diagnosis.ablation._sequential_run import REPLAY_MIN, chunk_units
 
     spec = AblationSpec("r", ("faithfulness",), ("ground_truth", "contexts"), repeats=2)
     samples = tuple(EvalSample(f"s{i:03d}", "q", "a", ("c",), "g") for i in range(200))

@@ -16,19 +16,11 @@ from pathlib import Path
 import pytest
 
 from lib.core.metrics import METRIC_NAMES
-from lib.diagnosis.ablation import (
-    CLEAN,
-    INSENSITIVE,
-    LEAK,
-    SENSITIVE,
-    AblationResult,
-    AblationSpec,
-    matrix_spec,
-    run_ablation,
-)
-from lib.diagnosis.sequential import EXHAUSTED, FALSE_LEAK_LEVEL, MOVE, NOTHING, NULL, STOPS
-from lib.diagnosis.verdicts import MEASURED, UNCHANGED
-from lib.diagnosis.verdicts import NULL as NULL_MEASURED
+from lib.diagnosis.ablation import INSENSITIVE, LEAK, AblationResult, AblationSpec, run_ablation
+from lib.diagnosis.ablation._engine import CLEAN, SENSITIVE, matrix_spec
+from lib.diagnosis.ablation._sequential import EXHAUSTED, FALSE_LEAK_LEVEL, MOVE, NOTHING, NULL, STOPS
+from lib.diagnosis.ablation._verdicts import MEASURED, UNCHANGED
+from lib.diagnosis.ablation._verdicts import NULL as NULL_MEASURED
 from lib.judging import OfflineJudge
 from lib.judging.offline import STAND_IN_NOISE as JUDGE_NOISE
 from lib.store import Store
@@ -59,7 +51,7 @@ def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 @pytest.fixture(scope="module")
 def demo_pairs(store: Store) -> list[tuple[AblationResult, AblationResult]]:
     """The whole matrix (5 metrics x 3 fields, joint arms too) on the run the leak starts at and the last run."""
-    from lib.app.demo import run_plans
+    from lib.jobs._demo import run_plans
 
     leak_start = next(p.run_id for p in run_plans() if p.label == "harness refactor")
     return [compare(store, matrix_spec(run_id, METRIC_NAMES), judge()) for run_id in (leak_start, store.run_ids()[-1])]

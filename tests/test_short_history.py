@@ -20,8 +20,11 @@ from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import OK, SampleResult
 from lib.core.samples import EvalSample
-from lib.diagnosis import diagnose, incidents, noise
-from lib.diagnosis.noise import FLOOR, MIN_PAIRS, MIN_SPREAD_STEPS, PairedStep, call_step, paired_k
+from lib.diagnosis import trends
+from lib.diagnosis.incidents import _incidents as incidents
+from lib.diagnosis.trends import PairedStep, call_step
+from lib.diagnosis.trends import _noise as noise
+from lib.diagnosis.trends._noise import FLOOR, MIN_PAIRS, MIN_SPREAD_STEPS, paired_k
 from lib.presentation import charts, views
 from lib.store import Store
 
@@ -163,7 +166,7 @@ def test_a_short_history_is_decided_on_each_runs_paired_change(short: tuple[Path
     db, n, last = short
     with Store(db) as store:
         h = store.metric_history()
-        jumps, lapsed = diagnose.steps_beyond(store, history=h)
+        jumps, lapsed = trends.steps_beyond(store, history=h)
         cards = {c.metric: c for c in views.metric_cards(h, paired=store.paired_steps(views.card_steps(h)))}
         found, _ = incidents.load(store)
     latest = f"run-{n}"
@@ -202,7 +205,7 @@ def test_a_jump_the_spread_later_covers_stays_an_incident_marked_no_longer_beyon
     db = tmp_path / "lapse.duckdb"
     with Store(db) as store:
         record(store, lapsing_runs())
-        jumps, lapsed = diagnose.steps_beyond(store)
+        jumps, lapsed = trends.steps_beyond(store)
         found, _ = incidents.load(store)
         assert "run-2" not in {j.run_id for j in jumps}
         (step,) = [j for j in lapsed if j.run_id == "run-2"]

@@ -14,7 +14,7 @@ from lib.core.records import MetricRecord, RunRecord
 from lib.core.results import OK, SampleResult
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.diagnose import change_events
+from lib.diagnosis.trends import change_events
 from lib.store import Store
 from lib.store.databases import ForeignDatabaseError
 

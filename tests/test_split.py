@@ -14,7 +14,7 @@ from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.samples import EvalSample
 from lib.core.settings import load
-from lib.diagnosis.splits import plan_split, run_split
+from lib.diagnosis.trends import plan_split, run_split
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer
 from tests.support.reliability_support import ROOT, child_env

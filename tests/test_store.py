@@ -13,12 +13,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from lib.app import job_log
 from lib.core.errors import InputError, NotFoundError, StoreError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
+from lib.jobs import job_log
 from lib.store import SCHEMA_VERSION, Store
 from lib.store import batches as bs
 from lib.store import history as hs

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.app.demo import demo_samples
 from lib.core.calls import JudgeRequest, Message, ReplyShape
 from lib.core.errors import JudgeError
 from lib.core.metrics import split_sentences
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
+from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.scoring import evaluate_run

@@ -137,7 +137,7 @@ def test_ablating_an_imported_run_without_a_scorer_names_the_tools_own(fresh_db:
 
 def test_the_run_pages_template_change_reads_inspect_templates_under_inspects_profile(fresh_db: Path,
                                                                                       inspect_logs) -> None:
-    from lib.diagnosis.diagnose import run_changes
+    from lib.diagnosis.trends import run_changes
 
     runs = [("clean", "insp-faith", "faithfulness"), ("leaky", "insp-faith-leaky", "faithfulness"),
             ("passages", "insp-faith", "answer_correctness"), ("fact", "insp-fact", "answer_correctness")]

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from lib.core.errors import InputError
-from lib.diagnosis.diagnose import change_events
+from lib.diagnosis.trends import change_events
 from lib.intake.importers import prepare_import
 from lib.intake.importers.inspect import ZSTD, _member
 from lib.store import Store

@@ -9,7 +9,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from lib.core.records import MAIN
-from lib.diagnosis import diagnose, rejudge
+from lib.diagnosis import rejudge, trends
 from lib.presentation import charts, history_charts, trend_figures, views
 from lib.store import Store
 
@@ -19,9 +19,9 @@ SINCE, UNTIL = datetime(2000, 1, 1), datetime(2100, 1, 1)
 def _figures(store: Store, shown: list[str], since: datetime = SINCE, until: datetime = UNTIL) -> dict[str, dict]:
     history = store.metric_history(suite=MAIN)
     window = views.in_range(history, since, until)
-    jumps = views.in_range(views.jumps_frame(diagnose.find_jumps(store, history=history)), since, until)
-    return trend_figures.trend_figures(window, views.in_range(diagnose.change_events(history), since, until), jumps,
-                                       diagnose.trend_noise(history), rejudge.finished_series(store), shown, since,
+    jumps = views.in_range(views.jumps_frame(trends.find_jumps(store, history=history)), since, until)
+    return trend_figures.trend_figures(window, views.in_range(trends.change_events(history), since, until), jumps,
+                                       trends.trend_noise(history), rejudge.finished_series(store), shown, since,
                                        until)
 
 
@@ -53,13 +53,13 @@ def test_a_range_draws_only_its_runs(demo_db: Path) -> None:
 
 def test_the_chart_shades_each_instrument_and_draws_the_rejudged_line_with_its_own_jump(
         rejudged_demo_db: Path) -> None:
-    from lib.app.demo import run_plans
-    from lib.diagnosis import segments
+    from lib.diagnosis import trends
+    from lib.jobs._demo import run_plans
 
     with Store(rejudged_demo_db) as store:
         fig = go.Figure(_figures(store, ["faithfulness"])["faithfulness"])
         history = store.metric_history(suite=MAIN)
-    segs = [s for s in segments.segments(history) if s.metric == "faithfulness"]
+    segs = [s for s in trends.segments(history) if s.metric == "faithfulness"]
     assert len(segs) == 5
     # every other segment tinted, edge to edge with its runs
     tinted = [s for s in fig.layout.shapes if s.type == "rect" and s.fillcolor == history_charts.SEGMENT_FILL]

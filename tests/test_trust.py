@@ -23,12 +23,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.app import trust
-from lib.app.jobs import JobRunner
 from lib.core.endpoints import normalise, redact
 from lib.core.errors import InputError, TrustError
 from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.diagnose import find_jumps
+from lib.diagnosis.trends import find_jumps
+from lib.jobs import JobRunner
 from lib.judging import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder

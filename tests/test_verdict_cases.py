@@ -24,19 +24,12 @@ from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import EXCLUDED, OK, SampleResult
 from lib.core.samples import EvalSample
-from lib.diagnosis.ablation import (
-    CLEAN,
-    INCONCLUSIVE,
-    LEAK,
-    AblationResult,
-    AblationSpec,
-    ArmVerdict,
-    four_readings_spec,
-    run_ablation,
-)
-from lib.diagnosis.ablation_plan import SMALL_PROBE, probe_size
-from lib.diagnosis.diagnose import RunChanges, TemplateChange, split_jump, suspects_for
-from lib.diagnosis.verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
+from lib.diagnosis.ablation import INCONCLUSIVE, LEAK, AblationResult, AblationSpec, four_readings_spec, run_ablation
+from lib.diagnosis.ablation._engine import CLEAN, ArmVerdict
+from lib.diagnosis.ablation._plan import SMALL_PROBE, probe_size
+from lib.diagnosis.ablation._verdicts import FLOOR, MEASURED, STATIC, UNCHANGED
+from lib.diagnosis.trends import RunChanges
+from lib.diagnosis.trends._diagnose import TemplateChange, split_jump, suspects_for
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.presentation.views import PAGE_COMPARE, suspect_actions
@@ -253,7 +246,7 @@ def test_the_suggested_test_for_every_jump_is_its_split() -> None:
                          templates=[TemplateChange("faithfulness", "h1", "h2", "", ("answer", "contexts"),
                                                    ("answer", "contexts", "ground_truth"), ("ground_truth",))],
                          bindings={"faithfulness": ("projected", "replay")}, pipeline={"retriever.k": (3, 5)})
-    from lib.diagnosis.diagnose import Jump
+    from lib.diagnosis.trends import Jump
     jump = Jump("faithfulness", "b", "a", datetime(2026, 10, 2), 0.7, 0.9, 0.2, 0.05, 0.01,
                 suspects_for(changes, "faithfulness"))
     actions = suspect_actions(jump)
@@ -368,7 +361,7 @@ def test_a_refusal_is_excluded_from_faithfulness_and_judged_for_relevance(answer
 @pytest.mark.parametrize("answer", ["...", "?", "It is.", "Yes.", "  it, is  "])
 @pytest.mark.parametrize("judge", ["offline", "offline noisy", "scorer"])
 def test_an_answer_with_no_claim_is_excluded_from_faithfulness_on_every_path(answer: str, judge: str) -> None:
-    from lib.diagnosis.ablation_judging import score_group
+    from lib.diagnosis.ablation._judging import score_group
     from tests.support.scorers import whole_sample_faithfulness
 
     [f] = syn.facts(1)
@@ -533,7 +526,7 @@ def test_the_demo_latest_run_passes_the_gate_with_its_own_judge(demo_db: Path, t
 def test_a_verdict_of_the_offline_judge_on_other_data_says_what_it_cannot_tell(judge: str | None,
                                                                               generator: str | None,
                                                                               said: bool) -> None:
-    from lib.diagnosis.verdict_words import OFFLINE_REACH, reach_note
+    from lib.diagnosis.ablation._verdict_words import OFFLINE_REACH, reach_note
 
     assert (reach_note(judge, generator == "gen-model-a") == OFFLINE_REACH) is said
 
@@ -571,14 +564,14 @@ BANDED = [
 
 @pytest.mark.parametrize(("deltas", "mismatch"), [r[1:] for r in REPLAYS], ids=[r[0] for r in REPLAYS])
 def test_each_branch_of_the_replay_check(deltas: list[float], mismatch: bool) -> None:
-    from lib.diagnosis.ablation_analysis import replay_mismatch
+    from lib.diagnosis.ablation._analysis import replay_mismatch
 
     assert replay_mismatch(deltas, min_effect=0.02)[0] is mismatch
 
 
 @pytest.mark.parametrize(("deltas", "band", "mismatch"), [r[1:] for r in BANDED], ids=[r[0] for r in BANDED])
 def test_a_replay_move_must_clear_the_judges_repeat_band(deltas: list[float], band: float, mismatch: bool) -> None:
-    from lib.diagnosis.ablation_analysis import replay_mismatch
+    from lib.diagnosis.ablation._analysis import replay_mismatch
 
     assert replay_mismatch(deltas, min_effect=0.02, band=band)[0] is mismatch
 

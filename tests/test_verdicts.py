@@ -1,5 +1,5 @@
 """The verdict rule, one row per branch: deleting or loosening any condition in
-lib.diagnosis.verdicts.classify turns a row red.
+lib.diagnosis.ablation.classify turns a row red.
 
 The evidence in each row is written by hand from the rule's definition (paired
 interval, noise band, headroom, failures, static evidence, replay); the
@@ -12,9 +12,9 @@ import dataclasses
 
 import pytest
 
-from lib.diagnosis import verdict_words
-from lib.diagnosis import verdicts as v
-from lib.diagnosis.verdicts import CellEvidence, classify
+from lib.diagnosis.ablation import _verdict_words as verdict_words
+from lib.diagnosis.ablation import _verdicts as v
+from lib.diagnosis.ablation._verdicts import CellEvidence, classify
 
 GT = ("ground_truth",)
 
@@ -264,7 +264,7 @@ def test_each_headline_reads_its_own_cells(cells: list[object], start: str) -> N
 
 
 def test_a_sequential_ablation_whose_arms_all_stopped_leaves_no_rest() -> None:
-    from lib.diagnosis import sequential
+    from lib.diagnosis.ablation import _sequential as sequential
 
     both = [arm(stop=sequential.NULL), arm(arm="question", stop=sequential.NULL)]
     assert "the rest judged" not in verdict_words.sequential_words(both, 400)  # type: ignore[arg-type]
@@ -278,7 +278,7 @@ def test_a_cs_is_said_to_be_a_confidence_sequence() -> None:
 
 
 def test_a_split_with_no_move_gives_no_side() -> None:
-    from lib.diagnosis.diagnose import Split
+    from lib.diagnosis.trends import Split
 
     s = Split("faithfulness", "a", "b", 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 40)
     assert "neither the instrument (+0.000) nor the outputs (+0.000) moved it" in s.sentence

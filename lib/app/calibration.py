@@ -2,9 +2,9 @@
 
 `plan_gate` says, before any call, what the gate will judge (the suite's calibration set: its version and
 size) and what it costs (calls left after the call cache, for the current instrument and the candidate),
-and whether either judge is paid. `run_gate` judges through lib.diagnosis.calibrate, with judges built from
+and whether either judge is paid. `run_gate` judges through lib.diagnosis.agreement, with judges built from
 the server's settings alone (lib.judging.build), never from a form's endpoint. `GateRunner` runs gates on a
-worker thread the process owns (as lib.app.jobs does ablations), so a widget interaction never kills one and
+worker thread the process owns (lib.jobs' runner, as for ablations), so a widget interaction never kills one and
 no paid judge is ever called on the page's script thread. Its results live in the process (a gate writes
 nothing but the call cache: running it again answers from the cache).
 """
@@ -14,9 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
-import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lib.app import access
@@ -26,17 +23,18 @@ from lib.core.records import MAIN
 from lib.core.samples import EvalSample
 from lib.core.settings import Settings
 from lib.diagnosis import cost
-from lib.diagnosis.agreement import Agreement
-from lib.diagnosis.agreement_stats import Estimate
-from lib.diagnosis.calibrate import (
+from lib.diagnosis.agreement import (
     MARGIN,
     SEED,
+    Agreement,
     Calibration,
     Contender,
+    Estimate,
     calibrate,
     calibration_samples,
     current_contender,
 )
+from lib.jobs import ONE, Job, Runner, print_failure
 from lib.judging.build import build_judge, endpoint_of
 from lib.judging.offline import VARIANTS
 from lib.store import Store
@@ -222,7 +220,32 @@ class GateStatus:
     error: str = ""
 
 
-class GateRunner:
+@dataclass(frozen=True)
+class _Gate:
+    """A gate as a job: the plan it counted and the server's settings its judges are built from."""
+
+    plan: GatePlan
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class _Gates:
+    store: Store
+
+    def job_id(self, spec: _Gate) -> str:
+        return spec.plan.gate_id
+
+    def lane(self, spec: _Gate) -> str:
+        return ONE
+
+    def run(self, spec: _Gate, job: Job) -> Calibration:
+        return run_gate(self.store, spec.plan.request, spec.settings, spec.plan.version)
+
+    def failed(self, spec: _Gate, exc: Exception) -> str:   # shown on the page; the trace goes to the server log
+        return print_failure(exc)
+
+
+class GateRunner(Runner[_Gate, Calibration]):
     """Runs gates on one background thread against one Store; the same gate submitted twice is one job.
 
     Args:
@@ -230,44 +253,20 @@ class GateRunner:
     """
 
     def __init__(self, store: Store) -> None:
-        self._store = store
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate")
-        self._lock = threading.Lock()
-        self._futures: dict[str, Future] = {}
+        super().__init__(_Gates(store), name="gate", rerun_done=False)
 
-    def submit(self, plan: GatePlan, settings: Settings) -> str:
+    def submit(self, plan: GatePlan, settings: Settings) -> str:  # type: ignore[override]
         """Start the gate the plan counted (or join it when it runs or ran); returns its id at once.
 
         Its judges are built from `settings` (the server's), as `plan_gate` counted them.
         """
-        with self._lock:
-            fut = self._futures.get(plan.gate_id)
-            if fut is None or (fut.done() and fut.exception() is not None):
-                self._futures[plan.gate_id] = self._pool.submit(self._run, plan, settings)
-        return plan.gate_id
-
-    def _run(self, plan: GatePlan, settings: Settings) -> Calibration:
-        try:
-            return run_gate(self._store, plan.request, settings, plan.version)
-        except Exception:   # kept on the future and shown on the page; the trace goes to the server log
-            traceback.print_exc()
-            raise
+        return super().submit(_Gate(plan, settings))
 
     def status(self, gate_id: str) -> GateStatus:
-        fut = self._futures.get(gate_id)
-        if fut is None:
+        if not self.known(gate_id):
             return GateStatus(gate_id, "unknown")
-        if not fut.done():
+        if self.running(gate_id):
             return GateStatus(gate_id, "running")
-        exc = fut.exception()
-        if exc is not None:
-            return GateStatus(gate_id, "failed", error=f"{type(exc).__name__}: {exc}")
-        return GateStatus(gate_id, "done", fut.result())
-
-    def wait(self, gate_id: str, timeout: float | None = None) -> None:
-        fut = self._futures.get(gate_id)
-        if fut is not None:
-            fut.exception(timeout=timeout)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self.error(gate_id):
+            return GateStatus(gate_id, "failed", error=self.error(gate_id))
+        return GateStatus(gate_id, "done", self.result(gate_id))

@@ -4,7 +4,7 @@ The first page a newcomer opens should not be a spinner for the length of
 the build. The dashboard starts one build per process, in a child process
 (`python -m lib.app.demo_start PATH`, which judges the runs on every core and
 prints its progress); a thread reads that progress and the page shows how
-many of the nightly runs are judged until the file appears whole (lib.app.demo
+many of the nightly runs are judged until the file appears whole (lib.jobs, the demo build
 writes it aside and moves it in place). A child process, not a thread of the
 server: worker processes spawned from inside Streamlit would re-run the
 dashboard's script in each worker.
@@ -17,8 +17,8 @@ import sys
 import threading
 from pathlib import Path
 
-from lib.app.demo import N_RUNS, build_demo
 from lib.core.settings import ROOT
+from lib.jobs import N_RUNS, build_demo
 
 
 class DemoBuild:

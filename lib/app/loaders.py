@@ -13,15 +13,16 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from lib.app import calibration, job_log, ui_history
+from lib.app import calibration, ui_history
 from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
-from lib.diagnosis import batch_jobs, checks, cost, diagnose, provenance, rejudge, splits, standing
+from lib.diagnosis import batch, cost, provenance, rejudge, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
-from lib.diagnosis.checks import CanaryStatus
-from lib.diagnosis.diagnose import Jump
+from lib.diagnosis.incidents import Standing, standing
+from lib.diagnosis.trends import CanaryStatus, Jump
+from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
 
@@ -34,17 +35,17 @@ def history(db_path: str, version: str, suite: str = MAIN) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def jumps(db_path: str, version: str) -> list[Jump]:
-    return diagnose.find_jumps(open_store(db_path), history=history(db_path, version, MAIN))
+    return trends.find_jumps(open_store(db_path), history=history(db_path, version, MAIN))
 
 
 @st.cache_data(show_spinner=False)
 def events(db_path: str, version: str) -> pd.DataFrame:
-    return diagnose.change_events(history(db_path, version, MAIN))
+    return trends.change_events(history(db_path, version, MAIN))
 
 
 @st.cache_data(show_spinner=False)
 def trend_noise(db_path: str, version: str) -> dict[str, float]:
-    return diagnose.trend_noise(history(db_path, version, MAIN))
+    return trends.trend_noise(history(db_path, version, MAIN))
 
 
 @st.cache_data(show_spinner=False)
@@ -76,7 +77,7 @@ def trend_panels(db_path: str, version: str, series_version: str, shown: tuple[s
 def agreement_trend(db_path: str, version: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Trends' agreement with people: each segment's (a table), and each instrument change's sentence
     (columns metric, started_at, run_id, text)."""
-    from lib.diagnosis.agreement_trend import segments_frame, trend_agreement
+    from lib.diagnosis.agreement import segments_frame, trend_agreement
 
     segs, changes = trend_agreement(open_store(db_path), history(db_path, version, MAIN))
     return segments_frame(segs), pd.DataFrame(
@@ -87,8 +88,7 @@ def agreement_trend(db_path: str, version: str) -> tuple[pd.DataFrame, pd.DataFr
 @st.cache_data(show_spinner=False)
 def agreement_table(db_path: str, version: str, metric: str) -> pd.DataFrame:
     """The Labels page's agreement of each instrument with people on `metric` (text cells)."""
-    from lib.diagnosis.agreement import agreement_by_instrument
-    from lib.diagnosis.agreement_trend import agreements_frame
+    from lib.diagnosis.agreement import agreement_by_instrument, agreements_frame
 
     return agreements_frame(agreement_by_instrument(open_store(db_path), MAIN, metric))
 
@@ -106,17 +106,17 @@ def metric_cards(db_path: str, version: str) -> list[views.MetricCard]:
 
 
 @st.cache_data(show_spinner=False)
-def standings(db_path: str, version: str, full_version: str) -> list[standing.Standing]:
+def standings(db_path: str, version: str, full_version: str) -> list[Standing]:
     """Per metric with an open incident: now, against the trusted baseline, and the re-judged word (the
     Overview's incident panel); `full_version` is ui_history.version (incident states and series included)."""
     found, series_ = incidents(db_path, full_version)
-    return standing.standing(history(db_path, version, MAIN), found, series_)
+    return standing(history(db_path, version, MAIN), found, series_)
 
 
 # -- the standing checks (Overview, Canary) ------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def canary(db_path: str, version: str) -> CanaryStatus:
-    return checks.canary_status(open_store(db_path), history=history(db_path, version, CANARY))
+    return trends.canary_status(open_store(db_path), history=history(db_path, version, CANARY))
 
 
 @st.cache_data(show_spinner=False)
@@ -126,7 +126,7 @@ def canary_samples(db_path: str, version: str, run_id: str, columns: tuple[str, 
 
 @st.cache_data(show_spinner=False)
 def lint(db_path: str, version: str) -> pd.DataFrame:
-    return checks.lint_status(open_store(db_path))
+    return trends.lint_status(open_store(db_path))
 
 
 # -- the weekly review (Review) ----------------------------------------------------------------------
@@ -201,9 +201,9 @@ def ablation_record(db_path: str, ablation_id: str) -> dict[str, object] | None:
     return open_store(db_path).ablation(ablation_id)
 
 
-def batch_jobs_newest(db_path: str) -> list[batch_jobs.BatchJob]:
+def batch_jobs_newest(db_path: str) -> list[batch.BatchJob]:
     """The latest batch jobs as their last poll stored them, read fresh (a poll from the CLI writes no run)."""
-    return batch_jobs.newest(open_store(db_path))
+    return batch.newest(open_store(db_path))
 
 
 def job_note(db_path: str, ablation_id: str) -> job_log.JobNote | None:
@@ -228,8 +228,8 @@ def run_metrics(db_path: str, version: str, run_id: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def run_changes(db_path: str, version: str, run_id: str, baseline: str | None = None) -> diagnose.RunChanges:
-    return diagnose.run_changes(open_store(db_path), run_id, baseline)
+def run_changes(db_path: str, version: str, run_id: str, baseline: str | None = None) -> trends.RunChanges:
+    return trends.run_changes(open_store(db_path), run_id, baseline)
 
 
 @st.cache_data(show_spinner=False)
@@ -261,12 +261,12 @@ def sample_scores(db_path: str, version: str, run_id: str) -> pd.DataFrame:
     return open_store(db_path).sample_scores(run_id, MAIN)
 
 
-def split_plan(db_path: str, metric: str, baseline: str, run_id: str) -> splits.SplitPlan:
+def split_plan(db_path: str, metric: str, baseline: str, run_id: str) -> trends.SplitPlan:
     """The split's plan on this server's terms (InputError: it cannot run here, and why), read fresh."""
-    return splits.plan_split(open_store(db_path), metric, baseline, run_id, load_settings())
+    return trends.plan_split(open_store(db_path), metric, baseline, run_id, load_settings())
 
 
 @st.cache_data(show_spinner=False)
-def split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> diagnose.Split:
+def split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> trends.Split:
     store = open_store(db_path)
-    return splits.run_split(store, splits.plan_split(store, metric, baseline, run_id, load_settings()))
+    return trends.run_split(store, trends.plan_split(store, metric, baseline, run_id, load_settings()))

@@ -23,16 +23,14 @@ import streamlit as st
 
 from lib.app import demo_start, gate, trust
 from lib.app.calibration import GateRunner
-from lib.app.demo import ensure_demo
-from lib.app.imports import ImportRunner
-from lib.app.jobs import JobRunner
 from lib.app.snapshots import SnapshotKeeper
 from lib.core import settings
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import InputError, StoreBusyError, StoreError
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.diagnose import RunChanges
+from lib.diagnosis.trends import RunChanges
 from lib.intake import inbox
+from lib.jobs import ImportRunner, JobRunner, ensure_demo
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
 from lib.judging.offline import VARIANTS

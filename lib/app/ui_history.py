@@ -3,7 +3,7 @@
 The Trends page calls rejudge_panel (choose runs and an instrument, see the
 cost, launch, watch progress); the Overview calls incident_panel (open
 incidents first, oldest first, with their evidence and a state form). The
-logic lives in lib.diagnosis.rejudge, lib.diagnosis.incidents and lib.diagnosis.standing; this module only
+logic lives in lib.diagnosis.rejudge, lib.diagnosis.incidents and lib.diagnosis.incidents; this module only
 lays widgets out and calls them. Stored text (notes, run ids, templates) is
 shown as text, never as HTML.
 """
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import streamlit as st
 
 from lib.app import access, gate
-from lib.app.rejudge_jobs import RejudgeRunner
 from lib.app.ui import Context, load_settings, open_store
 from lib.core.endpoints import OFFLINE
 from lib.core.errors import EvaldriftError
 from lib.core.prompts import BINDINGS
-from lib.diagnosis import episodes, incidents, noise, rejudge, standing
-from lib.diagnosis.diagnose import Jump
+from lib.diagnosis import incidents, rejudge, trends
+from lib.diagnosis.trends import Jump
+from lib.jobs import RejudgeRunner
 from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.presentation import glossary
@@ -162,10 +162,10 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
     return incidents.load(open_store(db_path))
 
 
-def incident_panel(ctx: Context, standings: list[standing.Standing], found: list[incidents.Incident],
+def incident_panel(ctx: Context, standings: list[incidents.Standing], found: list[incidents.Incident],
                    jumps: Sequence[Jump] = ()) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
-    lib.diagnosis.standing), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
+    lib.diagnosis.incidents), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
     jump inside it, largest first."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
@@ -188,13 +188,13 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
         st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
-        inside = episodes.episode_jumps(inc, jumps) if inc.is_open and inc.kind == "episode" else []
+        inside = incidents.episode_jumps(inc, jumps) if inc.is_open and inc.kind == "episode" else []
         if inside:
             st.caption(f"Every {md(inc.metric)} jump in this episode, largest first:",
-                       help=noise.HELP[noise.JUMP_THRESHOLD])
+                       help=trends.HELP[trends.JUMP_THRESHOLD])
             for j in inside:
-                st.text(episodes.jump_line(j))
-        if episodes.needs_rejudge(inc):
+                st.text(incidents.jump_line(j))
+        if incidents.needs_rejudge(inc):
             _episode_rejudge(ctx, inc)
         for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
             st.caption(md(line))
@@ -230,7 +230,7 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
     """The re-judge that reads an episode across instrument changes with one instrument: one click, or its
     progress, or where its finding is."""
     try:
-        spec = episodes.rejudge_spec(ctx.store, inc, judge=ctx.judge, endpoint=ctx.endpoint)
+        spec = incidents.rejudge_spec(ctx.store, inc, judge=ctx.judge, endpoint=ctx.endpoint)
     except EvaldriftError as exc:
         st.caption(md(exc))
         return

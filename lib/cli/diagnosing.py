@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from lib.app.jobs import run_guarded
 from lib.cli.common import (
     EXIT_FINDING,
     EXIT_INCONCLUSIVE,
@@ -28,6 +27,7 @@ from lib.core.errors import InputError
 from lib.core.samples import FIELDS
 from lib.diagnosis.ablation import AblationResult, AblationSpec, load_scorer
 from lib.intake import inbox
+from lib.jobs import run_guarded
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
 from lib.store import Store
@@ -135,7 +135,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from lib.core.degenerate import chance_summary
     from lib.core.prompts import fields_read, lint, prompt_hash
-    from lib.diagnosis.checks import lint_status
+    from lib.diagnosis.trends import lint_status
 
     if args.template is None and args.metric is not None:
         raise UsageError("--metric goes with --template FILE (stored templates carry their metric)")
@@ -186,7 +186,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from lib.diagnosis.splits import plan_split, run_split
+    from lib.diagnosis.trends import plan_split, run_split
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
@@ -206,7 +206,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lib.diagnosis.diagnose import ablations_called_for
+    from lib.diagnosis.trends import ablations_called_for
     from lib.presentation.mdtext import plain_text
     from lib.presentation.report import run_report
 

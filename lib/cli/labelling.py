@@ -26,8 +26,7 @@ from lib.cli.common import (
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS, PROJECTED
 from lib.core.records import MAIN
-from lib.diagnosis.agreement import Agreement, agreement_by_instrument
-from lib.diagnosis.agreement_stats import Estimate
+from lib.diagnosis.agreement import Agreement, Estimate, agreement_by_instrument
 from lib.intake import inbox
 from lib.intake.labels import import_labels, labels_from_rows
 
@@ -126,7 +125,7 @@ def _template(path: str | None) -> str | None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from lib.diagnosis.calibrate import Contender, calibrate, calibration_samples, current_contender
+    from lib.diagnosis.agreement import Contender, calibrate, calibration_samples, current_contender
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:

@@ -19,7 +19,7 @@ from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
 from lib.core.samples import BLANKABLE
-from lib.diagnosis.verdicts import MIN_EFFECT
+from lib.diagnosis.ablation import MIN_EFFECT
 
 
 # -- parser and entry point -------------------------------------------------------------

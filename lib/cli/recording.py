@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.app import job_log
 from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
 from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.records import RunRecord
 from lib.intake import inbox
+from lib.jobs import job_log
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from lib.app.demo import build_demo
+    from lib.jobs import build_demo
 
     path = _db_path(args, must_exist=False)
     timings = build_demo(path, progress=_progress("building demo runs"))

@@ -104,7 +104,7 @@ class AblationCost:
     `not_rejudged` (arms whose prompts equal the baseline's), `from_cache`,
     `excluded` (degenerate samples: no call) and `calls`. `calls` assumes
     every repeat runs; `calls_if_identical` is what is left when the first
-    samples repeat identically and the rest are judged once (lib.diagnosis.ablation_plan).
+    samples repeat identically and the rest are judged once (lib.diagnosis.ablation._plan).
     """
 
     judgings: int
@@ -162,8 +162,8 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
         spec: the ablation.
         cacheable: whether the judge keeps its replies in the call cache (a model: yes; offline: no).
     """
-    from lib.diagnosis.ablation_plan import BASELINE
-    from lib.diagnosis.ablation_plan import plan as make_plan
+    from lib.diagnosis.ablation import BASELINE
+    from lib.diagnosis.ablation import plan as make_plan
 
     plan = make_plan(store, spec)
     row = store.ablation(spec.ablation_id)

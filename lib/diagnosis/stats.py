@@ -205,7 +205,7 @@ def step_flags(values: Sequence[float], *, k: float = 4.0, floor: float = 0.005,
     values[i] (flags[0] is False). k = 4 keeps false alarms rare over hundreds
     of steps (about 6 in 100,000 under normal noise); `floor` stops a perfectly
     quiet series from flagging rounding noise. `sd` is the noise sd of one run
-    (default: robust_step_sd of the values; lib.diagnosis.noise passes the spread measured
+    (default: robust_step_sd of the values; lib.diagnosis.trends._noise passes the spread measured
     within comparable segments).
     """
     threshold = jump_threshold(robust_step_sd(values) if sd is None else sd, k=k, floor=floor)

@@ -13,7 +13,7 @@ judge calls of one job and trips on the first of:
 
 Tripping calls `on_trip` (the judge's `stop`: waits end, no new attempt
 starts) and says why in one sentence. The job is then stopped, never scored
-from what it did not ask: lib.app.jobs records it as stopped, and Resume asks the
+from what it did not ask: lib.jobs records it as stopped, and Resume asks the
 failed calls again.
 """
 

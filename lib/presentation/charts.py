@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from lib.diagnosis.noise import SCORE_RANGE
+from lib.diagnosis.trends import SCORE_RANGE
 from lib.presentation.thin import MAX_POINTS, thin
 
 

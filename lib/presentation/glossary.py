@@ -3,7 +3,7 @@ README's Glossary are both this table (tests/test_docs.py checks the README carr
 
 from __future__ import annotations
 
-from lib.diagnosis import noise
+from lib.diagnosis import trends
 
 GLOSSARY: dict[str, str] = {
     "instrument": "What did the measuring: the judge model, its prompt template (by hash), the binding and the "
@@ -13,9 +13,9 @@ GLOSSARY: dict[str, str] = {
     "binding": "How a template's fields are filled: projected (from the metric's typed view, only the fields it may "
                "receive: our harness) or replay (from the whole sample, as a historical harness did: how an "
                "ablation reproduces a leak). \"replay -> projected\" means the run switched from the one to the other.",
-    "run-to-run spread": noise.HELP[noise.RUN_SPREAD],
-    "jump threshold": noise.HELP[noise.JUMP_THRESHOLD],
-    "judge repeat spread": noise.HELP[noise.JUDGE_SPREAD],
+    "run-to-run spread": trends.HELP[trends.RUN_SPREAD],
+    "jump threshold": trends.HELP[trends.JUMP_THRESHOLD],
+    "judge repeat spread": trends.HELP[trends.JUDGE_SPREAD],
     "episode": "A jump and the later jump that reverses it (leak in, leak out), shown as one incident.",
     "split": "The 2x2 test of a jump between two runs: each run's outputs judged with each run's instrument, which "
              "divides the move into what the instrument changed and what the outputs changed.",

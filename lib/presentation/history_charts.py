@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lib.diagnosis.rejudge import Series
-from lib.diagnosis.segments import Segment
+from lib.diagnosis.trends import Segment
 from lib.presentation.charts import safe
 
 SEGMENT_FILL = "rgba(121,134,203,0.10)"

@@ -28,7 +28,7 @@ from lib.core.metrics import get_metric
 from lib.core.prompts import fields_read, lint
 from lib.core.records import MAIN
 from lib.core.samples import FIELDS
-from lib.diagnosis import checks, diagnose, provenance
+from lib.diagnosis import provenance, trends
 from lib.diagnosis.ablation import AblationResult, AblationSpec
 from lib.presentation.mdtext import md_text
 from lib.store import Store
@@ -123,7 +123,7 @@ def _metrics(store: Store, run_id: str, prev: str | None, suite: str) -> list[st
     return [*out, "", "Failed and excluded samples are counted, never scored; `n` is the samples scored.", ""]
 
 
-def _jumps(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[str]:
+def _jumps(jumps: list[trends.Jump], results: list[AblationResult]) -> list[str]:
     out = ["## Jumps at this run", ""]
     if not jumps:
         return [*out, "No metric moved beyond its jump threshold (its paired per-sample change, and the "
@@ -148,7 +148,7 @@ def _jumps(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[st
     return out
 
 
-def _changes(changes: diagnose.RunChanges) -> list[str]:
+def _changes(changes: trends.RunChanges) -> list[str]:
     out = ["## What changed against the previous run", ""]
     if changes.prev_run_id is None:
         return [*out, "This is the first run: nothing to compare.", ""]
@@ -178,7 +178,7 @@ def _changes(changes: diagnose.RunChanges) -> list[str]:
 
 def _canary(store: Store, run_id: str) -> list[str]:
     out = ["## Canary", ""]
-    status = checks.canary_status(store)
+    status = trends.canary_status(store)
     if status.baseline is None:
         return [*out, md_text(status.sentence), ""]
     here = status.frame[status.frame["run_id"] == run_id]
@@ -292,20 +292,20 @@ def run_report(store: Store, run_id: str, *, ablation_results: Sequence[Ablation
     store.run(run_id)
     prev = store.previous_run(run_id)
     results = list(ablation_results or [])
-    jumps = [j for j in diagnose.find_jumps(store, suite=suite) if j.run_id == run_id]
+    jumps = [j for j in trends.find_jumps(store, suite=suite) if j.run_id == run_id]
     pending = _stored_ablations(store, run_id, results)
     parts = _header(store, run_id, prev)
     parts += _summary(jumps, results)
     parts += _metrics(store, run_id, prev, suite)
     parts += _jumps(jumps, results)
-    parts += _changes(diagnose.run_changes(store, run_id, suite=suite))
+    parts += _changes(trends.run_changes(store, run_id, suite=suite))
     parts += _canary(store, run_id)
     parts += _provenance(store, run_id, prev, suite)
     parts += _ablations(results, pending)
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _summary(jumps: list[diagnose.Jump], results: list[AblationResult]) -> list[str]:
+def _summary(jumps: list[trends.Jump], results: list[AblationResult]) -> list[str]:
     out = ["## In short", ""]
     if jumps:
         out += [f"- {md_text(j.sentence)}" for j in jumps]

@@ -22,8 +22,8 @@ from datetime import date, datetime, time, timedelta
 import pandas as pd
 
 from lib.core.records import MAIN
-from lib.diagnosis import checks, diagnose, incidents, standing
-from lib.diagnosis.agreement_trend import trend_agreement
+from lib.diagnosis import incidents, trends
+from lib.diagnosis.agreement import trend_agreement
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
 from lib.presentation.mdtext import markdown_text as markdown_text  # the plain-text export
 from lib.presentation.mdtext import md_text
@@ -50,7 +50,7 @@ class Change:
 class JumpFinding:
     """A jump beyond noise, which side its first suspect is on, and the ablations that tested it."""
 
-    jump: diagnose.Jump
+    jump: trends.Jump
     side: str                                 # 'instrument' | 'pipeline' | 'unexplained'
     ablations: tuple[AblationBrief, ...]
 
@@ -162,7 +162,7 @@ class Review:
     canary_threshold: float | None
     ablations: tuple[AblationBrief, ...]
     still_open: tuple[str, ...] = ()          # incidents started by the range's end and not closed: carried forward
-    conclusions: tuple[str, ...] = ()         # what re-judged series say, per metric (lib.diagnosis.standing)
+    conclusions: tuple[str, ...] = ()         # what re-judged series say, per metric (lib.diagnosis.incidents)
     incidents: tuple[IncidentNote, ...] = ()  # every incident started by the range's end: state, note, who
     agreement: tuple[str, ...] = ()           # at each instrument change in range: agreement with people, both sides
 
@@ -246,7 +246,7 @@ def _within(ts: object, lo: datetime, hi: datetime) -> bool:
     return lo <= t < hi
 
 
-def _side(jump: diagnose.Jump) -> str:
+def _side(jump: trends.Jump) -> str:
     kind = jump.suspects[0].kind if jump.suspects else "none"
     if kind in INSTRUMENT_KINDS:
         return "instrument"
@@ -274,17 +274,17 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
     ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, hi))
 
     jumps = []
-    for j in diagnose.find_jumps(store, suite=suite, history=history):
+    for j in trends.find_jumps(store, suite=suite, history=history):
         if j.run_id in in_range:
             tested = tuple(b for b in briefs if b.run_id == j.run_id and b.tests(j.metric))
             jumps.append(JumpFinding(j, _side(j), tested))
 
-    events = diagnose.change_events(history)
+    events = trends.change_events(history)
     changes = [Change(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), r.kind,
                       r.metric if isinstance(r.metric, str) else None, r.text)
                for r in events.itertuples(index=False) if r.run_id in in_range]
 
-    canary = checks.canary_status(store)
+    canary = trends.canary_status(store)
     frame = canary.frame[canary.frame["run_id"].isin(in_range)]
     alarms = tuple(CanaryAlarm(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), float(r.score),
                                float(canary.threshold or 0.0))
@@ -297,7 +297,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
     rejudged = sorted({s.metric for s in series})
-    conclusions = tuple(s.sentence for s in standing.standing(history, found, series, metrics=rejudged) if s.rejudged)
+    conclusions = tuple(s.sentence for s in incidents.standing(history, found, series, metrics=rejudged) if s.rejudged)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),

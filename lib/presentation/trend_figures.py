@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from lib.diagnosis import noise, segments
+from lib.diagnosis import trends
 from lib.diagnosis.rejudge import Series
 from lib.presentation import charts, history_charts, views
 from lib.presentation.thin import MAX_POINTS
@@ -35,10 +35,10 @@ def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFram
     for m in shown:
         mine = window[window["metric"] == m]
         fig = charts.trend_figure(mine, metric=m, events=views.events_for(events, [m]),
-                                  jumps=jumps[jumps["metric"] == m], band=noise.band(noise_sd.get(m, float("nan"))),
+                                  jumps=jumps[jumps["metric"] == m], band=trends.band(noise_sd.get(m, float("nan"))),
                                   height=300 if len(shown) > 1 else 460, legend=len(shown) == 1,
                                   max_points=SMALL_MULTIPLE_POINTS if len(shown) > 1 else MAX_POINTS)
-        history_charts.shade_segments(fig, segments.segments(mine), y=float(mine["score"].min()) - 0.01)
+        history_charts.shade_segments(fig, trends.segments(mine), y=float(mine["score"].min()) - 0.01)
         for s in series:
             if s.metric == m:
                 history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))

@@ -112,7 +112,7 @@ class AblationsMixin(StoreBase):
 
     def record_job_note(self, ablation_id: str, *, state: str, reason: str, output_mode: str | None,
                         pacing: str | None) -> None:
-        """Write (or replace) how an ablation job ended (lib.app.job_log); `pacing` is JSON or None."""
+        """Write (or replace) how an ablation job ended (lib.jobs.job_log); `pacing` is JSON or None."""
         with self.transaction() as cur:
             cur.execute("INSERT OR REPLACE INTO job_log VALUES (?, ?, ?, ?, ?, ?)",
                         [ablation_id, state, reason, output_mode, pacing, _now()])

@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from lib.app.demo import build_demo, run_plans  # noqa: E402
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec, run_ablation  # noqa: E402
+from lib.jobs._demo import build_demo, run_plans  # noqa: E402
 from lib.judging.harness import Instrument, score_samples  # noqa: E402
 from lib.judging.openai_judge import OpenAIJudge  # noqa: E402
 from lib.store import Store  # noqa: E402

@@ -8,11 +8,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from lib.app.demo import build_demo, run_plans
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import aggregate
 from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.jobs._demo import build_demo, run_plans
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.openai_judge import OpenAIJudge

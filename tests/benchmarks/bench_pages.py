@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.pages or ())
     from playwright.sync_api import sync_playwright
 
-    from lib.app.demo import build_demo  # after sys.path: this tree's lib
+    from lib.jobs._demo import build_demo  # after sys.path: this tree's lib
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     targets: list[tuple[Path, str]] = []

@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lib.core.records import MAIN  # noqa: E402
-from lib.diagnosis import diagnose, noise  # noqa: E402
+from lib.diagnosis import trends  # noqa: E402
 from lib.presentation import charts, views  # noqa: E402
 from lib.store import Store  # noqa: E402
 from tests.benchmarks import bench_store  # noqa: E402
@@ -36,12 +36,12 @@ def charts_at(report: Report, store: Store, n_runs: int) -> None:
     """Trends' five figures as the page builds them: seconds, megabytes of figure JSON, points drawn."""
     history = store.metric_history(suite=MAIN)
     t = time.perf_counter()
-    jumps = views.jumps_frame(diagnose.find_jumps(store, history=history))
-    events = diagnose.change_events(history)
-    noise_sd = diagnose.trend_noise(history)
+    jumps = views.jumps_frame(trends.find_jumps(store, history=history))
+    events = trends.change_events(history)
+    noise_sd = trends.trend_noise(history)
     figures = [charts.trend_figure(history[history["metric"] == m], metric=m,
                                    events=views.events_for(events, [m]), jumps=jumps[jumps["metric"] == m],
-                                   band=noise.band(noise_sd.get(m, float("nan"))))
+                                   band=trends.band(noise_sd.get(m, float("nan"))))
                for m in views.ordered_metrics(history["metric"].unique())]
     ms = (time.perf_counter() - t) * 1000
     size = sum(len(f.to_json()) for f in figures) / 1e6

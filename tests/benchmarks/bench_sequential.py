@@ -9,7 +9,7 @@ Figures, each beside its target:
   the leak starts and on the last (fixed) run: judge calls sequential / every sample (target <= 1/3), and the
   cells whose verdict (kind and branch) agrees (target: all);
 - synthetic runs (tests/support/seq_synthetic: a leaky and a clean external harness): verdict agreement;
-- simulated ablations of one invariant arm (lib.diagnosis.sequential_run.sequential_cell, the engine's own
+- simulated ablations of one invariant arm (lib.diagnosis.ablation.sequential_cell, the engine's own
   decision path, on simulated per-claim verdicts): the false-LEAK rate with no dependence and with a true move
   exactly at the smallest effect worth naming (target <= FALSE_LEAK_LEVEL), and the samples judged.
 
@@ -35,12 +35,17 @@ if str(ROOT) not in sys.path:
 
 from lib.core.metrics import METRIC_NAMES, get_metric  # noqa: E402
 from lib.core.samples import EvalSample  # noqa: E402
-from lib.diagnosis.ablation import AblationResult, AblationSpec, matrix_spec, run_ablation  # noqa: E402
-from lib.diagnosis.ablation_analysis import _Arm  # noqa: E402
-from lib.diagnosis.ablation_plan import Plan  # noqa: E402
-from lib.diagnosis.sequential import FALSE_LEAK_LEVEL, seeded_order  # noqa: E402
-from lib.diagnosis.sequential_run import sequential_cell  # noqa: E402
-from lib.diagnosis.verdicts import LEAK  # noqa: E402
+from lib.diagnosis.ablation import (  # noqa: E402
+    LEAK,
+    AblationResult,
+    AblationSpec,
+    run_ablation,
+)
+from lib.diagnosis.ablation._analysis import ArmResults  # noqa: E402
+from lib.diagnosis.ablation._engine import matrix_spec  # noqa: E402
+from lib.diagnosis.ablation._plan import Plan  # noqa: E402
+from lib.diagnosis.ablation._sequential import FALSE_LEAK_LEVEL, seeded_order  # noqa: E402
+from lib.diagnosis.ablation._sequential_run import sequential_cell  # noqa: E402
 from lib.judging.harness import OK  # noqa: E402
 from lib.store import Store  # noqa: E402
 from tests.benchmarks.report import Figure, Report  # noqa: E402
@@ -50,7 +55,7 @@ FLIP = 0.03          # a judge's per-claim chance of answering the other way, ea
 
 # -- simulated ablations of one invariant arm ---------------------------------------------------------------
 
-def _arm(labels: np.ndarray, lengths: np.ndarray, ids: list[str]) -> _Arm:
+def _arm(labels: np.ndarray, lengths: np.ndarray, ids: list[str]) -> ArmResults:
     """An arm's stored results from simulated per-claim labels [sample, repeat, claim] (claims beyond a sample's
     length are ignored)."""
     reps = labels.shape[1]
@@ -59,7 +64,7 @@ def _arm(labels: np.ndarray, lengths: np.ndarray, ids: list[str]) -> _Arm:
     scores = {sid: score[i] for i, sid in enumerate(ids)}
     per = {sid: [labels[i, r, :lengths[i]].tolist() for r in range(reps)] for i, sid in enumerate(ids)}
     rows = {sid: [(OK, "")] * reps for sid in ids}
-    return _Arm(scores, per, 0, 0, len(ids) * reps, Counter(), rows)  # type: ignore[arg-type]
+    return ArmResults(scores, per, 0, 0, len(ids) * reps, Counter(), rows)  # type: ignore[arg-type]
 
 
 def simulate(sims: int, *, effect: float = 0.0, n: int = 400, repeats: int = 3, seed: int = 0) -> dict[str, float]:
@@ -112,7 +117,7 @@ def agreement(seq: AblationResult, full: AblationResult) -> tuple[int, int]:
 
 def demo_matrix(db: Path) -> list[tuple[str, AblationResult, AblationResult]]:
     """The whole matrix on the run where the leak starts and on the last run, each judged both ways."""
-    from lib.app.demo import run_plans
+    from lib.jobs._demo import run_plans
     from lib.judging import OfflineJudge
     from lib.judging.offline import STAND_IN_NOISE as JUDGE_NOISE
 
@@ -187,7 +192,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         demo = args.db
         if demo is None:
-            from lib.app.demo import build_demo
+            from lib.jobs._demo import build_demo
             demo = Path(tmp) / "demo.duckdb"
             build_demo(demo)
         sequential(report, demo, Path(tmp), sims=args.sims)

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from lib.diagnosis import checks, diagnose, provenance
+from lib.diagnosis import provenance, trends
 from lib.presentation import review
 from lib.store import Store
 from lib.store.parquet import ParquetStore, export_parquet
@@ -128,10 +128,10 @@ def queries(report: Report, store: Store, n_runs: int, *, label: str = "") -> No
                       f"< {TREND_MS:.0f} ms", ms < TREND_MS, f"store.metric_history(), {len(history):,} rows"))
     last = store.run_ids()[-1]
     calls = {
-        "find_jumps": lambda: diagnose.find_jumps(store),
-        "change_events": lambda: diagnose.change_events(history),
-        "canary_status": lambda: checks.canary_status(store),
-        "lint_status": lambda: checks.lint_status(store),
+        "find_jumps": lambda: trends.find_jumps(store),
+        "change_events": lambda: trends.change_events(history),
+        "canary_status": lambda: trends.canary_status(store),
+        "lint_status": lambda: trends.lint_status(store),
         "data_version": store.data_version,
         "run_scores": lambda: (store.sample_scores(last), store.samples_frame(last)),
         "provenance_run": lambda: provenance.provenance(store, last, "faithfulness"),
@@ -151,7 +151,7 @@ def parquet(report: Report, work: Path, path: Path, n_runs: int) -> None:
     """Export to Parquet partitioned by run month (the default) and by run day; the dashboard's reads over each."""
     with Store(path) as store:
         reference = store.metric_history()
-        ref_jumps = [j.sentence for j in diagnose.find_jumps(store, history=reference)]
+        ref_jumps = [j.sentence for j in trends.find_jumps(store, history=reference)]
         last = store.run_ids()[-1]
     for granularity in ("month", "day"):
         dest = work / f"parquet-{n_runs}-{granularity}"
@@ -171,10 +171,10 @@ def parquet(report: Report, work: Path, path: Path, n_runs: int) -> None:
             report.add(Figure(f"parquet_trend_ms[{granularity}]@{n_runs}", f"trend over Parquet ({tag})", ms, "ms",
                               f"< {TREND_MS:.0f} ms", ms < TREND_MS, "ParquetStore.metric_history()"))
             same = _same_history(reference, history) and [
-                j.sentence for j in diagnose.find_jumps(pq, history=history)] == ref_jumps
+                j.sentence for j in trends.find_jumps(pq, history=history)] == ref_jumps
             report.add(Figure(f"parquet_same[{granularity}]@{n_runs}", f"same trend and jumps as over DuckDB ({tag})",
                               float(same), "", "identical", same))
-            ms, _ = median_ms(lambda: diagnose.find_jumps(pq))
+            ms, _ = median_ms(lambda: trends.find_jumps(pq))
             report.add(Figure(f"parquet_jumps_ms[{granularity}]@{n_runs}", f"find_jumps over Parquet ({tag})", ms,
                               "ms"))
             ms, _ = median_ms(lambda: (pq.sample_scores(last), pq.samples_frame(last)))

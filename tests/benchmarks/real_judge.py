@@ -48,8 +48,6 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from lib.app.demo import FIXED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples  # noqa: E402
-from lib.app.jobs import run_guarded  # noqa: E402
 from lib.cli.diagnosing import format_ablation  # noqa: E402
 from lib.core import settings as settings_mod  # noqa: E402
 from lib.core.prompts import PROJECTED, REPLAY  # noqa: E402
@@ -57,6 +55,8 @@ from lib.core.records import MAIN, MetricRecord, RunRecord  # noqa: E402
 from lib.core.results import aggregate  # noqa: E402
 from lib.diagnosis.ablation import AblationSpec  # noqa: E402
 from lib.diagnosis.cost import estimate_ablation  # noqa: E402
+from lib.jobs import run_guarded  # noqa: E402
+from lib.jobs._demo import FIXED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples  # noqa: E402
 from lib.judging import OfflineJudge  # noqa: E402
 from lib.judging.breaker import Limits  # noqa: E402
 from lib.judging.build import settings_judge  # noqa: E402

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if "sequential" in sections:
         report.section("Sequential ablation: calls saved, verdicts against every sample, simulated false alarms")
         if not demo_path.exists():
-            from lib.app.demo import build_demo
+            from lib.jobs._demo import build_demo
             build_demo(demo_path, n_runs=demo_runs)
         bench_sequential.sequential(report, demo_path, work, sims=400)   # about 20 s of simulation
 

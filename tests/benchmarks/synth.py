@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from lib.app.demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples
 from lib.core.metrics import METRIC_NAMES, get_metric, items_of
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, prompt_hash
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
+from lib.jobs._demo import FIXED_FAITHFULNESS, INSTRUCTED_FAITHFULNESS, LEAKY_FAITHFULNESS, demo_samples
 from lib.store import RunBatch, Store
 
 FIRST = datetime(2021, 1, 4, 2, 0)

@@ -1,7 +1,7 @@
 """Helpers the reliability, kill, concurrency and security tests share (the browser ones are in browser.py).
 
 - `mini_demo`: a small demo history (a few of the demo's nightly runs, scored
-  for real by lib.app.demo) built once per test session; copy it before writing.
+  for real by lib.jobs._demo) built once per test session; copy it before writing.
 - `child_env`: the environment for a child process of the tests.
 """
 
@@ -16,14 +16,14 @@ from tests.support.browser import ROOT, copy_db
 
 __all__ = ["LOCK_WORDS", "ROOT", "build_mini_demo", "child_env", "copy_db", "mini_demo", "mini_demo_run_ids"]
 
-# Plans of lib.app.demo.run_plans: a clean run, the first leaking run (ground_truth rendered into
+# Plans of lib.jobs._demo.run_plans: a clean run, the first leaking run (ground_truth rendered into
 # faithfulness), and a leaking run after the retriever regression.
 MINI_DEMO_PLANS = (0, 30, 58)
 
 
 def build_mini_demo(path: Path, plans: tuple[int, ...] = MINI_DEMO_PLANS) -> Path:
-    """Record the chosen demo nightly runs (scored by lib.app.demo.score_run) into `path`."""
-    from lib.app.demo import demo_samples, run_plans, score_run
+    """Record the chosen demo nightly runs (scored by lib.jobs._demo.score_run) into `path`."""
+    from lib.jobs._demo import demo_samples, run_plans, score_run
     from lib.store import Store
 
     main, canary = demo_samples()
@@ -47,7 +47,7 @@ def mini_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def mini_demo_run_ids() -> list[str]:
-    from lib.app.demo import run_plans
+    from lib.jobs._demo import run_plans
 
     plans = run_plans()
     return [plans[i].run_id for i in MINI_DEMO_PLANS]

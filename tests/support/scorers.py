@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lib.app.demo import LEAKY_FAITHFULNESS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.results import OK
 from lib.core.samples import EvalSample
+from lib.jobs._demo import LEAKY_FAITHFULNESS
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_sample
 

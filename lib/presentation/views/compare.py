@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from lib.diagnosis.diagnose import RunChanges, Split
 from lib.diagnosis.stats import Flips, PairedDiff, flips, paired_bootstrap
+from lib.diagnosis.trends import RunChanges, Split
 from lib.presentation.views.common import ordered_metrics
 from lib.presentation.views.run import metric_table, verdict_list
 

@@ -8,9 +8,15 @@ from datetime import datetime
 
 import pandas as pd
 
-from lib.diagnosis.diagnose import Jump
-from lib.diagnosis.noise import PairedStep, call_step, spread_without, within_steps
-from lib.diagnosis.segments import last_same_instrument, segment_index
+from lib.diagnosis.trends import (
+    Jump,
+    PairedStep,
+    call_step,
+    last_same_instrument,
+    segment_index,
+    spread_without,
+    within_steps,
+)
 from lib.presentation.views.common import PAGE_COMPARE, SPARK_RUNS, ordered_metrics
 
 
@@ -23,8 +29,8 @@ class MetricCard:
     score: float | None
     previous: float | None    # the last earlier run measured with the same instrument (None: there is none)
     delta: float | None
-    threshold: float          # the step's jump threshold (lib.diagnosis.noise.call_step; nan: not decided)
-    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.diagnosis.noise; nan: not measured)
+    threshold: float          # the step's jump threshold (lib.diagnosis.trends.call_step; nan: not decided)
+    noise_sd: float           # the run-to-run spread: sd of one run's score (lib.diagnosis.trends; nan: not measured)
     spark: tuple[float, ...]  # the last SPARK_RUNS scores, oldest first
     judge_model: str | None
     n: int
@@ -56,7 +62,7 @@ def card_steps(history: pd.DataFrame) -> list[tuple[str, str, str]]:
 def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS,
                  paired: pd.DataFrame | None = None) -> list[MetricCard]:
     """Per metric (registry order): latest score, its change since the last run measured with the same
-    instrument (lib.diagnosis.segments), decided as a jump is (lib.diagnosis.noise.call_step: the paired
+    instrument (lib.diagnosis.trends), decided as a jump is (lib.diagnosis.trends.call_step: the paired
     per-sample change from `paired`, store.paired_steps of card_steps, and the run-to-run spread once measured,
     the step left out), and sparkline values."""
     cards = []

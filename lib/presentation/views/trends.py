@@ -7,7 +7,7 @@ from datetime import date, datetime, time
 
 import pandas as pd
 
-from lib.diagnosis.diagnose import Jump
+from lib.diagnosis.trends import Jump
 
 
 def day_bounds(first: date, last: date) -> tuple[datetime, datetime]:

@@ -1,0 +1,210 @@
+"""An ablation's plan: its samples and instruments, the arms that need no call, and the repeats that can stop.
+
+Two economies, both decided from what the ablation can see before or while
+it judges, never guessed:
+
+- An arm whose blanked prompts are byte-identical to the baseline's (the run's
+  template and binding render none of the blanked fields) would ask the judge
+  the same question again. It is not re-judged: `Plan.unchanged` names it,
+  its judgings are counted as not re-judged, and its verdict says the prompt
+  did not change (lib.diagnosis.ablation._verdicts, UNCHANGED) instead of presenting a noise-free
+  equality as a measurement.
+- A judge that answers the same request the same way every time (a model at
+  temperature 0, whose seed changes nothing) makes repeats cost calls and
+  measure nothing. The baseline's first samples (`probe_size`: a quarter of
+  them, at least 3 and at most `PROBE`, so a 12-sample ablation probes 3) are
+  judged in every repeat first; when every one of them gives identical
+  verdicts in every repeat (`identical_repeats`), the rest of the ablation is
+  judged once, and the verdict rests on the paired interval over samples.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+
+from lib.core.errors import EvaldriftError, InputError, NotFoundError
+from lib.core.prompts import build_prompt
+from lib.core.results import EXCLUDED, FAILED, OK
+from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.ablation._sequential import seeded_order
+from lib.judging.harness import Instrument
+
+if TYPE_CHECKING:
+    from lib.diagnosis.ablation._spec import AblationSpec
+    from lib.store import Store
+
+BASELINE = "none"
+PROBE = 20          # the most samples whose baseline is judged in every repeat before repeats may stop
+SMALL_PROBE = 3     # the fewest (a probe costs its size x (repeats - 1) calls more than one pass)
+MIN_PROBED = 10     # judged (not excluded) probe samples needed to call the judge deterministic, at most
+
+
+def probe_size(n: int) -> int:
+    """The samples probed for identical repeats among n: a quarter, at least SMALL_PROBE, at most PROBE."""
+    return min(PROBE, max(SMALL_PROBE, math.ceil(n / 4)))
+
+
+def min_probed(probe: int) -> int:
+    """Judged samples a probe of this size needs to call the judge deterministic: half, at most MIN_PROBED."""
+    return min(MIN_PROBED, math.ceil(probe / 2))
+
+Key = tuple[str, str, int, str]   # a stored result's key: (metric, arm, repeat, sample id)
+
+
+class Unit(NamedTuple):
+    """One judging of an ablation: a sample, in one arm of one metric, in one repeat."""
+
+    metric: str
+    arm: str
+    rep: int
+    sample: EvalSample
+
+
+def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fields: Sequence[str]) -> bool:
+    """True when blanking `fields` leaves every sample's judge prompt (and items) byte-identical.
+
+    A prompt that cannot be built (a wiring error) counts as changed: the
+    judging path records that failure as it always did.
+    """
+    for s in samples:
+        try:
+            before = build_prompt(instrument.template, instrument.metric, s, instrument.binding)
+            after = build_prompt(instrument.template, instrument.metric, blank(s, fields), instrument.binding)
+        except (EvaldriftError, ValueError):
+            return False
+        if before != after:
+            return False
+    return bool(samples)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an ablation judges.
+
+    Attributes:
+        spec: the ablation.
+        samples: the samples, in id order (the first `limit` when limited); a sequential ablation's in the
+            order its seed fixes (lib.diagnosis.ablation._sequential.seeded_order), the order they are judged in.
+        instruments: per metric, the run's template and binding.
+        fields: the fields the run's samples came with.
+        unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged).
+    """
+
+    spec: AblationSpec
+    samples: tuple[EvalSample, ...]
+    instruments: dict[str, Instrument]
+    fields: tuple[str, ...]
+    unchanged: frozenset[tuple[str, str]]
+
+    def arms_for(self, metric: str) -> tuple[str, ...]:
+        """The baseline, the arms asked for and the metric's joint arm (unchanged ones included)."""
+        return self.spec.arms_for(metric, self.fields)
+
+    def judged_arms(self, metric: str) -> tuple[str, ...]:
+        return tuple(a for a in self.arms_for(metric) if (metric, a) not in self.unchanged)
+
+    @property
+    def planned(self) -> int:
+        """Every judging the spec asks for: metrics x arms x repeats x samples."""
+        return sum(len(self.arms_for(m)) for m in self.spec.metrics) * self.spec.repeats * len(self.samples)
+
+    @property
+    def not_rejudged(self) -> int:
+        """Judgings of unchanged arms: answered by the baseline's prompt, never sent."""
+        return len(self.unchanged) * self.spec.repeats * len(self.samples)
+
+    @property
+    def total(self) -> int:
+        """Judgings to make when every repeat runs."""
+        return self.planned - self.not_rejudged
+
+    @property
+    def probes(self) -> bool:
+        """Repeats can stop: there are repeats, and samples beyond the probe to save them on."""
+        n = len(self.samples)
+        return self.spec.scorer is None and self.spec.repeats >= 2 and n > probe_size(n)
+
+    @property
+    def probe_ids(self) -> tuple[str, ...]:
+        return tuple(s.sample_id for s in self.samples[:probe_size(len(self.samples))]) if self.probes else ()
+
+    def units(self, done: set[Key]) -> list[Unit]:
+        """The judgings left, the probe first (the baseline's first probe_size samples in every repeat)."""
+        spec = self.spec
+        probe = set(self.probe_ids)
+        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
+                for s in self.samples if (m, arm, rep, s.sample_id) not in done]
+        first = [u for u in todo if u.arm == BASELINE and u.sample.sample_id in probe]
+        return first + [u for u in todo if not (u.arm == BASELINE and u.sample.sample_id in probe)]
+
+    def repeats_stopped(self, frame: pd.DataFrame) -> bool:
+        """The probe's stored results show identical repeats: the rest is judged once."""
+        return self.probes and identical_repeats(frame, self.spec.metrics, self.probe_ids, self.spec.repeats)
+
+
+def plan(store: Store, spec: AblationSpec) -> Plan:
+    """Read the run's samples and instruments, check the arms, and find the arms that need no call."""
+    store.run(spec.run_id)
+    samples = store.samples(spec.run_id, spec.suite)
+    if not samples:
+        raise NotFoundError(f"run {spec.run_id!r} has no samples in suite {spec.suite!r}")
+    if spec.limit:
+        samples = samples[: spec.limit]
+    if spec.sequential:   # judged in an order fixed by the seed: each judged prefix is a random sample
+        by_id = {s.sample_id: s for s in samples}
+        samples = [by_id[i] for i in seeded_order(list(by_id), spec.seed)]
+    had = store.run_fields(spec.run_id)
+    for arm in spec.arms:
+        missing = [f for f in arm_fields(arm) if f not in had]
+        if missing:
+            raise InputError(f"run {spec.run_id!r} has no {missing[0]} to blank (its samples came with "
+                             f"{', '.join(had)})", field="blank")
+    instruments = {}
+    for m in spec.metrics:
+        inst = store.instrument(spec.run_id, m, spec.suite)
+        if spec.scorer is None and (inst.template is None or inst.binding is None):
+            raise InputError(f"run {spec.run_id!r} recorded no template or binding for {m!r} (unattributed "
+                             f"scores); ablate it through its own harness with a scorer", field="metric")
+        instruments[m] = Instrument(m, inst.template or "", inst.binding or "projected")
+    unchanged: set[tuple[str, str]] = set()
+    if spec.scorer is None:  # an external scorer's prompts are its own: nothing to compare
+        for m in spec.metrics:
+            unchanged.update((m, arm) for arm in spec.arms_for(m, had)[1:]
+                             if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
+    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged))
+
+
+def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Sequence[str], repeats: int) -> bool:
+    """True when the baseline's probe samples gave identical verdicts in every repeat, for every metric.
+
+    Needs every probe judging stored, none failed (a failure says nothing
+    about determinism), at least min_probed judged (not excluded) samples per
+    metric, and per sample the same item labels and score in all `repeats`.
+    """
+    if repeats < 2:
+        return False
+    part = frame[(frame["arm"] == BASELINE) & frame["metric"].isin(list(metrics))
+                 & frame["sample_id"].isin(list(probe_ids))]
+    if len(part) < len(metrics) * len(probe_ids) * repeats or (part["status"] == FAILED).any():
+        return False
+    for _, rows in part.groupby("metric"):
+        judged = 0
+        for _, reps in rows.groupby("sample_id"):
+            if (reps["status"] == EXCLUDED).all():
+                continue
+            if not (reps["status"] == OK).all():
+                return False
+            answers = {(float(r.score), tuple(bool(x["label"]) for x in json.loads(r.verdicts)))
+                       for r in reps.itertuples(index=False)}
+            if len(answers) != 1:
+                return False
+            judged += 1
+        if judged < min_probed(len(probe_ids)):
+            return False
+    return True

@@ -1,0 +1,217 @@
+"""The verdict on one ablation cell: a pure function of what was measured and what the wiring renders.
+
+A cell is one metric with one set of fields blanked. What decides its verdict,
+and nothing else:
+
+- what the wiring table expects (the blanked fields are ones the metric must
+  never receive: "invariant"; or include one it receives: "sensitive");
+- the static evidence: the fields the run's template or binding renders
+  (None when the scorer is external code that nobody reads);
+- the paired interval of (blanked - as wired) over samples;
+- the judge's repeat noise band (None: not measured; 0: repeats identical);
+- the headroom: how far the score can fall (blanking removes support, so an
+  effect shows as a fall; a score already at the floor cannot show it);
+- failures and the number of paired samples;
+- whether the re-judged baseline reproduced the stored score (replay);
+- whether blanking changed the judge's prompt at all: when every blanked
+  prompt is byte-identical to the baseline's, the arm is not re-judged and
+  its verdict rests on that fact alone (UNCHANGED), never on a measurement.
+
+A move counts when its interval lies wholly beyond the smallest effect worth
+naming (so it excludes zero too) and its mean exceeds the noise band when the
+band is not zero, at any number of samples (a small n's interval is exact). A
+null needs MIN_PAIRED samples and an interval within `null_bound`: `rule_out`,
+or HEADROOM_SHARE of the room the score has above the judge's floor when that
+is smaller; a received field whose interval excludes zero on the side of a
+fall is never INSENSITIVE. A wiring that renders a must-never-receive field is
+a LEAK whatever was measured (the measurement, failures included, is said
+beside it), and nothing clears a run whose
+instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
+REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
+the branch that decided it; `lib.diagnosis.ablation._verdict_words` turns both into a sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TypeGuard
+
+from lib.core.metrics import EXPECT_SENSITIVE, INVARIANT
+from lib.core.results import MAX_FAILED_SHARE
+
+LEAK = "LEAK"
+CLEAN = "CLEAN"
+SENSITIVE = "SENSITIVE"
+INSENSITIVE = "INSENSITIVE"
+INCONCLUSIVE = "INCONCLUSIVE"
+REPLAY_MISMATCH = "REPLAY MISMATCH"
+AS_EXPECTED = frozenset({CLEAN, SENSITIVE})
+
+
+MIN_PAIRED = 20          # fewer paired samples and a cell says nothing measured
+MIN_EFFECT = 0.02        # the smallest effect worth naming (default; AblationSpec.min_effect)
+RULE_OUT = 0.05          # a null must rule out a move this large (the interval's far end)
+
+# Why a verdict was reached: the branch of `classify` (tests name them; the wording reads them).
+NOTHING_TO_JUDGE = "nothing to judge"
+FAILURES = "failures"
+TOO_FEW = "too few samples"
+MEASURED = "measured move"
+STATIC = "renders the field"
+REPLAY = "replay not reproduced"
+WITHIN_NOISE = "within noise"
+FLOOR = "no room to fall"
+NULL = "null measured"
+WIDE = "interval too wide"
+UNCHANGED = "prompt unchanged"
+SMALL_FALL = "a fall below the effect"
+HEADROOM_SHARE = 0.5     # a null must rule out a fall of this share of the room above the judge's floor
+
+
+@dataclass(frozen=True)
+class CellEvidence:
+    """Everything a cell's verdict may rest on.
+
+    Attributes:
+        metric: the metric.
+        fields: the blanked fields.
+        expected: INVARIANT or EXPECT_SENSITIVE (from the wiring table).
+        renders: the fields the run's wiring puts in front of the judge; None
+            when it cannot be read (an external scorer).
+        n: samples scored in both arms.
+        mean, lo, hi: the paired change (blanked - as wired) and its 95% interval.
+        noise: the judge's repeat noise band (None: one repeat; 0.0: identical repeats).
+        baseline: the as-wired mean; blanking can lower the score by at most this much.
+        n_failed, n_units: failed judgings and all judgings of both arms.
+        nothing_to_judge: blanking removed every item the metric judges.
+        replay_mismatch: the re-judged baseline did not reproduce the stored score.
+        min_effect: the smallest effect worth naming.
+        rule_out: the move a null must rule out.
+        unchanged: the samples whose prompts blanking left byte-identical, when that is every sample (0: the
+            prompt changed, and the cell was judged).
+        sequence: (lo, hi) is a confidence sequence at the look that stopped a sequential ablation's arm,
+            not a fixed-n interval (the words say so; the decision reads the interval the same way).
+        floor: the judge's floor for the metric: its mean score with all of the metric's inputs blanked,
+            measured in the same ablation (None: not measured, and 0 is used).
+    """
+
+    metric: str
+    fields: tuple[str, ...]
+    expected: str
+    renders: frozenset[str] | None
+    n: int
+    mean: float | None
+    lo: float | None
+    hi: float | None
+    noise: float | None
+    baseline: float | None
+    n_failed: int = 0
+    n_units: int = 0
+    nothing_to_judge: bool = False
+    replay_mismatch: bool = False
+    min_effect: float = MIN_EFFECT
+    rule_out: float = RULE_OUT
+    unchanged: int = 0
+    sequence: bool = False
+    floor: float | None = None
+
+    @property
+    def headroom(self) -> float | None:
+        """How far the score can fall when the fields are blanked: the baseline above the judge's floor for the
+        metric (its score with all the metric's inputs blanked, when the ablation measured it; else 0)."""
+        if self.baseline is None:
+            return None
+        return self.baseline - (self.floor if _real(self.floor) else 0.0)
+
+    @property
+    def null_bound(self) -> float:
+        """The move a null must rule out: rule_out, or HEADROOM_SHARE of the headroom when that is smaller."""
+        room = self.headroom
+        return self.rule_out if room is None else min(self.rule_out, HEADROOM_SHARE * max(room, 0.0))
+
+    @property
+    def falls(self) -> bool:
+        """The interval excludes zero on the side of a fall (blanking a received field removes support)."""
+        return _real(self.hi) and self.hi < 0
+
+    @property
+    def rendered_forbidden(self) -> tuple[str, ...]:
+        """Blanked fields that the metric must never receive and that its wiring renders."""
+        if self.expected != INVARIANT or self.renders is None:
+            return ()
+        return tuple(f for f in self.fields if f in self.renders)
+
+    @property
+    def far(self) -> float | None:
+        """The largest move the interval allows (what a null rules out)."""
+        if self.lo is None or self.hi is None:
+            return None
+        return max(abs(self.lo), abs(self.hi))
+
+    @property
+    def beyond_effect(self) -> bool:
+        """The interval lies wholly beyond the smallest effect worth naming (so it excludes zero)."""
+        return _real(self.lo) and _real(self.hi) and (self.lo > self.min_effect or self.hi < -self.min_effect)
+
+    @property
+    def beyond_noise(self) -> bool:
+        """The mean move exceeds the noise band; a zero or unmeasured band leaves it to the interval."""
+        return not self.noise or (_real(self.mean) and abs(self.mean) > self.noise)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A cell's verdict and the branch of `classify` that reached it."""
+
+    kind: str
+    why: str
+
+
+def _real(x: float | None) -> TypeGuard[float]:
+    return x is not None and not math.isnan(x)
+
+
+def classify(e: CellEvidence) -> Decision:
+    """The verdict on one cell. Pure: the same evidence always gives the same decision.
+
+    The order is the rule: what the wiring shows decides before any count (a rendered forbidden field is a
+    LEAK whatever the failures or the number of samples, with the measurement beside it); a move whose
+    interval clears the smallest effect decides at any n (a small n's interval is exact: stats.paired_interval);
+    only a null (CLEAN, INSENSITIVE) needs MIN_PAIRED samples and room to fall.
+    """
+    static = bool(e.rendered_forbidden)
+    if e.unchanged:  # the judge was asked nothing new: what that proves depends only on the wiring
+        if static:   # rendered, yet empty in every sample: nothing to measure, and never cleared
+            return Decision(INCONCLUSIVE, UNCHANGED)
+        if e.expected != INVARIANT:
+            return Decision(INSENSITIVE, UNCHANGED)
+        return Decision(REPLAY_MISMATCH, UNCHANGED) if e.replay_mismatch else Decision(CLEAN, UNCHANGED)
+    if e.nothing_to_judge and e.expected == EXPECT_SENSITIVE:
+        return Decision(SENSITIVE, NOTHING_TO_JUDGE)
+    failed = bool(e.n_units) and e.n_failed / e.n_units > MAX_FAILED_SHARE
+    moved = _real(e.mean) and e.beyond_effect and e.beyond_noise
+    if static:
+        return Decision(LEAK, MEASURED) if moved and not failed else Decision(LEAK, STATIC)
+    if failed:
+        return Decision(INCONCLUSIVE, FAILURES)
+    if not _real(e.mean):
+        return Decision(INCONCLUSIVE, TOO_FEW)
+    if moved:
+        if e.expected == INVARIANT:
+            return Decision(LEAK, MEASURED)
+        return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(SENSITIVE, MEASURED)
+    if e.beyond_effect:
+        return Decision(INCONCLUSIVE, WITHIN_NOISE)
+    if e.expected != INVARIANT and e.falls:
+        return Decision(INCONCLUSIVE, SMALL_FALL)
+    if e.n < MIN_PAIRED:
+        return Decision(INCONCLUSIVE, TOO_FEW)
+    if e.headroom is not None and (e.headroom < e.rule_out or (e.far is not None and e.far > e.null_bound
+                                                               and e.far <= e.rule_out)):
+        return Decision(INCONCLUSIVE, FLOOR)
+    if e.far is not None and e.far <= e.null_bound:
+        if e.expected != INVARIANT:
+            return Decision(INSENSITIVE, NULL)
+        return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(CLEAN, NULL)
+    return Decision(INCONCLUSIVE, WIDE)

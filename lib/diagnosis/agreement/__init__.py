@@ -1,0 +1,24 @@
+"""Is the judge right? Agreement of each instrument with people's labels, on the timeline, and the gate for a new
+judge.
+
+Private modules: _stats (pure agreement statistics), _agreement, _trend (per segment and per instrument change),
+_calibrate (the new-judge gate).
+"""
+
+from lib.diagnosis.agreement._agreement import Agreement, agreement_by_instrument
+from lib.diagnosis.agreement._calibrate import (
+    MARGIN,
+    SEED,
+    Calibration,
+    Contender,
+    calibrate,
+    calibration_samples,
+    current_contender,
+)
+from lib.diagnosis.agreement._stats import Estimate
+from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, trend_agreement
+
+__all__ = [
+    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Estimate", "agreement_by_instrument",
+    "agreements_frame", "calibrate", "calibration_samples", "current_contender", "segments_frame", "trend_agreement",
+]

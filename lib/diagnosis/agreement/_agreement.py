@@ -1,0 +1,334 @@
+"""Is the judge right? Agreement of each instrument with people's labels, with intervals over samples.
+
+People's labels (lib.store.labels) are paired with the judge's stored verdicts on the same samples: an item
+label with the judge's verdict on that item, a sample label with the judge's sample score. A label pairs only
+with a judging of the content the labeller saw (`lib.core.labels.content_key`). Several people's current
+labels of one item are averaged (a binary tie is left out). From the pairs, per instrument (judge model,
+prompt hash, binding, scoring library):
+
+- accuracy and Cohen's kappa of binary verdicts (item verdicts; a sample's score >= 0.5 for a binary sample
+  label),
+- AUC of the judge's sample score against binary sample labels,
+- bias (judge minus people) and mean error of sample scores (a sample whose items are all labelled has the
+  people's score the metric's own reduction gives),
+
+each with a 95% bootstrap interval over samples. The headline is accuracy where there are binary verdicts,
+else 1 - mean error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from lib.core.labels import BINARY, content_key
+from lib.core.metrics import get_metric, items_of, sample_score
+from lib.core.results import OK
+from lib.core.samples import EvalSample
+from lib.diagnosis.agreement import _stats as st
+from lib.diagnosis.agreement._stats import NONE, Estimate
+from lib.store import Store
+
+
+def instrument_text(judge_model: object, prompt_hash: object, binding: object, scorer: object = None) -> str:
+    """An instrument as one line: 'offline-lexical-v2 · prompt 1a2b3c4d5e6f · projected'."""
+    parts = [str(judge_model or "unknown judge")]
+    if prompt_hash:
+        parts.append(f"prompt {prompt_hash}")
+    if binding:
+        parts.append(str(binding))
+    if scorer and isinstance(scorer, str):
+        parts.append(scorer)
+    return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Labels paired with judgings.
+
+    Attributes:
+        items: one row per (judging, labelled item): run_id, sample_id, instrument, judge (bool), people (bool).
+        samples: one row per (judging, labelled sample): run_id, sample_id, instrument, judge (score),
+            people (score), binary (True when the people's label is a binary sample label).
+        n_labels: current labels the pairs drew on.
+    """
+
+    items: pd.DataFrame
+    samples: pd.DataFrame
+    n_labels: int
+
+    def where(self, column: str, values: Sequence[object]) -> Pairs:
+        keep = set(values)
+        return Pairs(self.items[self.items[column].isin(keep)], self.samples[self.samples[column].isin(keep)],
+                     self.n_labels)
+
+    @property
+    def sample_ids(self) -> set[str]:
+        return set(self.items["sample_id"]) | set(self.samples["sample_id"])
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How far one instrument agrees with people on one metric.
+
+    Attributes:
+        metric: the metric.
+        instrument: the instrument as text (instrument_text), or a name the caller gave.
+        version: the calibration set's version the labels were read at.
+        n_samples: labelled samples with at least one pair.
+        n_runs: runs the judgings came from.
+        n_items: item pairs (verdicts compared).
+        accuracy: share of binary verdicts agreeing with people.
+        kappa: Cohen's kappa of binary verdicts.
+        auc: AUC of the judge's sample score against binary sample labels.
+        bias: mean judge minus people, sample scores.
+        mean_error: mean |judge - people|, sample scores.
+    """
+
+    metric: str
+    instrument: str
+    version: int
+    n_samples: int
+    n_runs: int
+    n_items: int
+    accuracy: Estimate = NONE
+    kappa: Estimate = NONE
+    auc: Estimate = NONE
+    bias: Estimate = NONE
+    mean_error: Estimate = NONE
+
+    @property
+    def headline(self) -> Estimate:
+        """Accuracy of binary verdicts where there are any, else 1 - mean error."""
+        if self.accuracy.known:
+            return self.accuracy
+        e = self.mean_error
+        return Estimate(1 - e.value, 1 - e.high, 1 - e.low) if e.known else NONE
+
+    @property
+    def headline_name(self) -> str:
+        return "accuracy" if self.accuracy.known else "1 - mean error"
+
+
+def _consensus(labels: pd.DataFrame) -> pd.DataFrame:
+    """Per (sample, item, content): the mean of the people's current labels, and whether all were binary."""
+    if labels.empty:
+        return pd.DataFrame(columns=["sample_id", "item", "content", "value", "binary"])
+    frame = labels.assign(item=labels["item"].astype("Int64").fillna(0), is_binary=labels["kind"] == BINARY)
+    out = frame.groupby(["sample_id", "item", "content"], as_index=False).agg(
+        value=("value", "mean"), binary=("is_binary", "all"))
+    out["item"] = out["item"].astype(int)   # 0: the whole sample
+    return out
+
+
+def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
+                copies: pd.DataFrame | None = None) -> Pairs:
+    """Pair current labels (Store.labels) with judgings.
+
+    `judgings` holds the columns of Store.labelled_judgings, and either `copies` (its second frame: each
+    judged copy of a sample's text) or the sample's text in its own columns (question, answer, contexts,
+    ground_truth) with `verdicts` as JSON. Judgings not scored (failed, excluded) pair with nothing: a failure
+    is not a verdict.
+    """
+    spec = get_metric(metric)
+    cons = _consensus(labels)
+    by_sample: dict[str, dict[str, dict[int, tuple[float, bool]]]] = {}
+    for r in cons.itertuples(index=False):
+        by_sample.setdefault(r.sample_id, {}).setdefault(r.content, {})[int(r.item)] = (float(r.value), bool(r.binary))
+    texts: dict[object, EvalSample] = {}
+    if copies is not None:
+        for c in copies.itertuples(index=False):
+            texts[c.copy] = EvalSample(c.sample_id, c.question, c.answer, tuple(c.contexts), c.ground_truth)
+    keys: dict[object, str] = {}
+    people_score: dict[tuple[str, str], tuple[float, bool] | None] = {}
+    item_rows, sample_rows = [], []
+    for j in judgings.itertuples(index=False):
+        if j.status != OK or j.sample_id not in by_sample:
+            continue
+        if copies is not None:
+            copy, sample = j.copy, texts[j.copy]
+        else:
+            copy = (j.sample_id, j.question, j.answer, tuple(j.contexts), j.ground_truth)
+            sample = EvalSample(*copy)
+        if copy not in keys:
+            keys[copy] = content_key(metric, sample)
+        labelled = by_sample[j.sample_id].get(keys[copy])
+        if not labelled:
+            continue
+        inst = instrument_text(j.judge_model, j.prompt_hash, j.binding, j.scorer)
+        base = {"run_id": j.run_id, "sample_id": j.sample_id, "instrument": inst}
+        if not any(k > 0 for k in labelled):
+            verdicts: list = []
+        elif copies is not None:
+            verdicts = list(j.verdict_labels or [])
+        else:
+            verdicts = [bool(v["label"]) for v in json.loads(j.verdicts)]
+        for item, (value, binary) in labelled.items():
+            if item == 0 or not binary or value == 0.5 or item > len(verdicts):
+                continue
+            item_rows.append({**base, "judge": bool(verdicts[item - 1]), "people": value > 0.5})
+        whole = _people_sample_score(spec, sample, labelled, people_score, keys[copy])
+        if whole is not None and j.score is not None and not math.isnan(j.score):
+            sample_rows.append({**base, "judge": float(j.score), "people": whole[0], "binary": whole[1]})
+    items = pd.DataFrame(item_rows, columns=["run_id", "sample_id", "instrument", "judge", "people"])
+    samples = pd.DataFrame(sample_rows, columns=["run_id", "sample_id", "instrument", "judge", "people", "binary"])
+    return Pairs(items, samples, len(labels))
+
+
+def _people_sample_score(spec, sample: EvalSample, labelled: dict[int, tuple[float, bool]],
+                         memo: dict, content: str) -> tuple[float, bool] | None:
+    """The people's score of a sample: a whole-sample label, else the metric's reduction of all its items."""
+    key = (sample.sample_id, content)
+    if key in memo:
+        return memo[key]
+    result: tuple[float, bool] | None = None
+    if 0 in labelled:
+        value, binary = labelled[0]
+        if not (binary and value == 0.5):
+            result = (round(value) * 1.0 if binary else value, binary)
+    else:
+        n = len(items_of(spec, spec.project(sample)))
+        marks = [labelled.get(k) for k in range(1, n + 1)]
+        if n and all(m is not None and m[1] and m[0] != 0.5 for m in marks):
+            result = (sample_score(spec, [m[0] > 0.5 for m in marks]), False)   # type: ignore[index]
+    memo[key] = result
+    return result
+
+
+def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed: int = 0,
+              reps: int = st.BOOTSTRAP) -> Agreement:
+    """The agreement figures of a set of pairs, each with its bootstrap interval over samples."""
+    items, samples = pairs.items, pairs.samples
+    binary_samples = samples[samples["binary"].astype(bool)]
+    verdict_j = np.concatenate([items["judge"].to_numpy(bool), binary_samples["judge"].to_numpy(float) >= 0.5])
+    verdict_p = np.concatenate([items["people"].to_numpy(bool), binary_samples["people"].to_numpy(float) > 0.5])
+    verdict_c = np.concatenate([items["sample_id"].to_numpy(str), binary_samples["sample_id"].to_numpy(str)])
+    all_ids = sorted(pairs.sample_ids)
+    draws, _ = st.replicate_weights(all_ids, reps=reps, seed=seed)
+    pos = {sid: k for k, sid in enumerate(all_ids)}
+
+    def index(ids: np.ndarray) -> np.ndarray:
+        return np.array([pos[s] for s in ids], dtype=int)
+
+    def est(stat, n: int, ids: np.ndarray) -> Estimate:
+        if n == 0:
+            return NONE
+        point = stat(np.ones(n))
+        return st.interval(st.boot(stat, n, draws, index(ids)), point)
+
+    def fast(point: float, replicates: np.ndarray, n: int) -> Estimate:
+        return st.interval(replicates, point) if n else NONE
+
+    agree = (verdict_j == verdict_p).astype(float)
+    vi = index(verdict_c)
+    accuracy = fast(float(agree.mean()) if len(agree) else math.nan, st.boot_mean(agree, draws, vi), len(agree))
+    kappa = fast(st.cohen_kappa(verdict_j, verdict_p), st.boot_kappa(verdict_j, verdict_p, draws, vi), len(agree))
+    bj, bp = binary_samples["judge"].to_numpy(float), binary_samples["people"].to_numpy(float) > 0.5
+    auc = est(lambda w: st.auc(bj, bp, w), len(bj), binary_samples["sample_id"].to_numpy(str))
+    diff = samples["judge"].to_numpy(float) - samples["people"].to_numpy(float)
+    si = index(samples["sample_id"].to_numpy(str))
+    bias = fast(st.bias(diff, np.zeros(len(diff))), st.boot_mean(diff, draws, si), len(diff))
+    mean_error = fast(st.mean_error(diff, np.zeros(len(diff))), st.boot_mean(np.abs(diff), draws, si), len(diff))
+    runs = set(items["run_id"]) | set(samples["run_id"])
+    return Agreement(metric=metric, instrument=instrument, version=version, n_samples=len(all_ids),
+                     n_runs=len(runs), n_items=len(items), accuracy=accuracy, kappa=kappa, auc=auc, bias=bias,
+                     mean_error=mean_error)
+
+
+def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None = None,
+                   run_ids: Sequence[str] | None = None) -> tuple[Pairs, int]:
+    """The pairs of a suite's calibration set (at `version`, default the current one) with stored judgings."""
+    version = store.calibration_version(suite) if version is None else version
+    labels = store.labels(suite, metric=metric, version=version)
+    if labels.empty:
+        return Pairs(pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people"]),
+                     pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people", "binary"]), 0), \
+            version
+    judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
+    return pair_labels(labels, judgings, metric, copies), version
+
+
+def agreement_by_instrument(store: Store, suite: str, metric: str, *, version: int | None = None,
+                            seed: int = 0) -> list[Agreement]:
+    """Each instrument's agreement with the calibration set, from its stored judgings (first used first)."""
+    pairs, version = labelled_pairs(store, suite, metric, version=version)
+    order = list(dict.fromkeys([*pairs.samples["instrument"], *pairs.items["instrument"]]))
+    return [agreement(pairs.where("instrument", [inst]), metric=metric, instrument=inst, version=version, seed=seed)
+            for inst in order]
+
+
+def agreement_of_runs(store: Store, suite: str, metric: str, run_ids: Sequence[str], *,
+                      version: int | None = None, seed: int = 0, label: str | None = None) -> Agreement:
+    """The agreement of the judgings of some runs (a segment of the trend) with the calibration set."""
+    pairs, version = labelled_pairs(store, suite, metric, version=version, run_ids=run_ids)
+    names = list(dict.fromkeys([*pairs.samples["instrument"], *pairs.items["instrument"]]))
+    return agreement(pairs, metric=metric, instrument=label or " + ".join(names) or "no judgings", version=version,
+                     seed=seed)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate instrument against the current one, paired over the same labelled samples.
+
+    Attributes:
+        current: the current instrument's agreement.
+        candidate: the candidate's.
+        difference: candidate minus current headline, with its paired bootstrap interval.
+        margin: how much worse the candidate may be before it fails.
+        worse: the candidate is worse beyond the margin (see `is_worse`).
+    """
+
+    current: Agreement
+    candidate: Agreement
+    difference: Estimate
+    margin: float
+
+    @property
+    def worse(self) -> bool:
+        return is_worse(self.difference, self.margin)
+
+
+def is_worse(difference: Estimate, margin: float) -> bool:
+    """A candidate fails when it is lower by more than `margin` and its paired interval lies wholly below 0.
+
+    Both conditions: a drop inside the margin is tolerated however sure, and a large drop the samples cannot
+    tell from chance is not called worse (an equal judge, difference 0, always passes).
+    """
+    if not difference.known:
+        return False
+    return difference.value < -margin and math.isfinite(difference.high) and difference.high < 0
+
+
+def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, margin: float,
+            names: tuple[str, str] = ("current", "candidate"), seed: int = 0, reps: int = st.BOOTSTRAP) -> Comparison:
+    """The paired comparison of two instruments' pairs over the samples both have pairs on."""
+    both = sorted(current.sample_ids & candidate.sample_ids)
+    a, b = current.where("sample_id", both), candidate.where("sample_id", both)
+    agree_a = agreement(a, metric=metric, instrument=names[0], version=version, seed=seed, reps=reps)
+    agree_b = agreement(b, metric=metric, instrument=names[1], version=version, seed=seed, reps=reps)
+    # The same draws of samples for both, replicate by replicate: the difference's interval is paired.
+    draws, _ = st.replicate_weights(both, reps=reps, seed=seed)
+    pos = {sid: k for k, sid in enumerate(both)}
+    use_accuracy = agree_a.accuracy.known and agree_b.accuracy.known
+
+    def headline(p: Pairs, w_of: np.ndarray | None) -> float:
+        if use_accuracy:
+            bs = p.samples[p.samples["binary"].astype(bool)]
+            agree = np.concatenate([(p.items["judge"].to_numpy(bool) == p.items["people"].to_numpy(bool)),
+                                    (bs["judge"].to_numpy(float) >= 0.5) == (bs["people"].to_numpy(float) > 0.5)])
+            ids = np.concatenate([p.items["sample_id"].to_numpy(str), bs["sample_id"].to_numpy(str)])
+        else:
+            agree = 1 - np.abs(p.samples["judge"].to_numpy(float) - p.samples["people"].to_numpy(float))
+            ids = p.samples["sample_id"].to_numpy(str)
+        w = np.ones(len(ids)) if w_of is None else w_of[[pos[s] for s in ids]]
+        return st.weighted_mean(agree.astype(float), w)
+
+    point = headline(b, None) - headline(a, None)
+    reps_diff = np.array([headline(b, d) - headline(a, d) for d in draws]) if both else np.array([])
+    difference = st.interval(reps_diff, point) if both else NONE
+    return Comparison(agree_a, agree_b, difference, margin)

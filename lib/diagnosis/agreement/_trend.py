@@ -1,0 +1,133 @@
+"""Agreement with people on the timeline: each comparable segment's agreement, and each instrument change's
+agreement before and after it.
+
+A segment (lib.diagnosis.trends._segments) is a stretch of runs measured with one instrument; its agreement pools the
+judgings of its runs on the labelled samples, the interval drawn over samples. An instrument change is the
+boundary between two segments; its sentence reads e.g. "judge model offline-lexical-v1 -> offline-lexical-v2:
+agreement with people on 150 labelled samples 0.93 [0.91, 0.95] -> 0.93 [0.91, 0.95], bias +0.01 -> +0.01".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from lib.core.records import MAIN
+from lib.diagnosis.agreement._agreement import Agreement, agreement, labelled_pairs
+from lib.diagnosis.agreement._stats import Estimate
+from lib.diagnosis.trends import INSTRUMENT_COLUMNS, Segment, segment_index, segments
+from lib.store import Store
+
+_NAMES = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding", "scorer": "scoring library"}
+
+
+def estimate_text(e: Estimate, signed: bool = False) -> str:
+    """'0.84 [0.80, 0.88]' (signed: '+0.02 [-0.01, +0.05]'); '-' when unknown."""
+    if not e.known:
+        return "-"
+    f = "{:+.2f}" if signed else "{:.2f}"
+    if e.low != e.low:   # NaN: no interval
+        return f.format(e.value)
+    return f"{f.format(e.value)} [{f.format(e.low)}, {f.format(e.high)}]"
+
+
+@dataclass(frozen=True)
+class SegmentAgreement:
+    """One comparable segment of a metric and its agreement with people (which names the segment's instrument
+    as the agreement reads it: `agreement.instrument`, e.g. 'offline-lexical-v2 · prompt 1a2b3c4d5e6f · projected').
+    """
+
+    segment: Segment
+    agreement: Agreement
+
+
+@dataclass(frozen=True)
+class ChangeAgreement:
+    """An instrument change of a metric (the first run of a segment) and agreement on either side."""
+
+    metric: str
+    run_id: str
+    started_at: datetime
+    change: str            # what changed: 'judge model a -> b; prompt x -> y'
+    before: Agreement
+    after: Agreement
+
+    @property
+    def sentence(self) -> str:
+        b, a = self.before, self.after
+        n = max(b.n_samples, a.n_samples)
+        text = (f"{self.change}: agreement with people on {n} labelled samples ({b.headline_name}, calibration set "
+                f"v{a.version}) {estimate_text(b.headline)} -> {estimate_text(a.headline)}")
+        if b.bias.known and a.bias.known:
+            text += f", bias (judge - people) {b.bias.value:+.2f} -> {estimate_text(a.bias, signed=True)}"
+        return text
+
+
+def _change_text(before: pd.Series, after: pd.Series) -> str:
+    parts = [f"{_NAMES[c]} {before[c]} -> {after[c]}" for c in INSTRUMENT_COLUMNS
+             if c in before.index and str(before[c]) != str(after[c])]
+    return "; ".join(parts) or "instrument change"
+
+
+def trend_agreement(store: Store, history: pd.DataFrame, *, suite: str = MAIN, seed: int = 0
+                    ) -> tuple[list[SegmentAgreement], list[ChangeAgreement]]:
+    """Every labelled metric's segments with their agreement, and its instrument changes with both sides'.
+
+    Args:
+        store: the store (labels and judgings).
+        history: store.metric_history(suite=suite) (all runs: a segment is cut where its instrument changes).
+    """
+    # The Review and the incidents it lists both ask on one store: answer once per data version.
+    memo_key = (suite, seed, store.data_version(), len(history), tuple(sorted(history["metric"].unique())))
+    memo: dict = store.__dict__.setdefault("_agreement_memo", {})
+    if memo_key not in memo:
+        memo.clear()
+        memo[memo_key] = _trend_agreement(store, history, suite, seed)
+    return memo[memo_key]
+
+
+def _trend_agreement(store: Store, history: pd.DataFrame, suite: str, seed: int
+                     ) -> tuple[list[SegmentAgreement], list[ChangeAgreement]]:
+    segs: list[SegmentAgreement] = []
+    changes: list[ChangeAgreement] = []
+    for metric in sorted(history["metric"].unique()) if not history.empty else []:
+        if store.labels(suite, metric=metric).empty:
+            continue
+        pairs, version = labelled_pairs(store, suite, metric)
+        h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+        h = h.assign(_seg=segment_index(h).loc[h.index])
+        previous: tuple[SegmentAgreement, pd.Series] | None = None
+        for segment, (_, g) in zip(segments(h), h.groupby("_seg", sort=True), strict=True):
+            runs = g["run_id"].tolist()
+            first = g.iloc[0]
+            inst = " · ".join(str(first[c]) for c in INSTRUMENT_COLUMNS if c in g and isinstance(first[c], str))
+            found = agreement(pairs.where("run_id", runs), metric=metric, instrument=inst, version=version, seed=seed)
+            here = SegmentAgreement(segment=segment, agreement=found)
+            segs.append(here)
+            if previous is not None:
+                changes.append(ChangeAgreement(metric, runs[0], segment.start, _change_text(previous[1], first),
+                                               previous[0].agreement, found))
+            previous = (here, first)
+    return segs, changes
+
+
+def segments_frame(segs: list[SegmentAgreement]) -> pd.DataFrame:
+    """The segments as a table for a page or an export (text cells, one row a segment)."""
+    return pd.DataFrame([{
+        "metric": s.segment.metric, "from": s.segment.start, "to": s.segment.end, "runs": s.segment.n_runs,
+        "instrument": s.agreement.instrument,
+        "labelled samples": s.agreement.n_samples, "agreement": estimate_text(s.agreement.headline),
+        "kappa": estimate_text(s.agreement.kappa), "bias": estimate_text(s.agreement.bias, signed=True)}
+        for s in segs], columns=["metric", "from", "to", "runs", "instrument", "labelled samples", "agreement",
+                                 "kappa", "bias"])
+
+
+def agreements_frame(found: list[Agreement]) -> pd.DataFrame:
+    """Agreements per instrument as a table (text cells): the Labels page's and the CLI's figures."""
+    return pd.DataFrame([{
+        "instrument": a.instrument, "labelled samples": a.n_samples, "runs": a.n_runs,
+        "accuracy": estimate_text(a.accuracy), "kappa": estimate_text(a.kappa), "AUC": estimate_text(a.auc),
+        "bias": estimate_text(a.bias, signed=True), "mean error": estimate_text(a.mean_error)} for a in found],
+        columns=["instrument", "labelled samples", "runs", "accuracy", "kappa", "AUC", "bias", "mean error"])
