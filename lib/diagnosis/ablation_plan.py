@@ -32,6 +32,7 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.ablation_floor import floor_arm
 from lib.diagnosis.sequential import seeded_order
 from lib.judging.harness import Instrument
 
@@ -93,7 +94,8 @@ class Plan:
             order its seed fixes (lib.diagnosis.sequential.seeded_order), the order they are judged in.
         instruments: per metric, the run's template and binding.
         fields: the fields the run's samples came with.
-        unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged).
+        unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged); the floor
+            arm too, when its prompts are (then the floor is the baseline).
     """
 
     spec: AblationSpec
@@ -109,10 +111,26 @@ class Plan:
     def judged_arms(self, metric: str) -> tuple[str, ...]:
         return tuple(a for a in self.arms_for(metric) if (metric, a) not in self.unchanged)
 
+    def floor_arm(self, metric: str) -> str | None:
+        """The arm that measures the judge's floor for the metric (lib.diagnosis.ablation_floor)."""
+        return floor_arm(metric, self.fields)
+
+    def measured_arms(self, metric: str) -> tuple[str, ...]:
+        """arms_for, and the floor arm when it is not one of them: every arm an ablation judges or reads."""
+        floor = self.floor_arm(metric)
+        return tuple(dict.fromkeys((*self.arms_for(metric), floor))) if floor else self.arms_for(metric)
+
+    def judged_floor(self, metric: str) -> str | None:
+        """The floor arm when it is judged as an arm of its own (not a cell's arm, not unchanged), else None."""
+        floor = self.floor_arm(metric)
+        if floor is None or floor in self.arms_for(metric) or (metric, floor) in self.unchanged:
+            return None
+        return floor
+
     @property
     def planned(self) -> int:
-        """Every judging the spec asks for: metrics x arms x repeats x samples."""
-        return sum(len(self.arms_for(m)) for m in self.spec.metrics) * self.spec.repeats * len(self.samples)
+        """Every judging the spec asks for: metrics x arms (the floor arm too) x repeats x samples."""
+        return sum(len(self.measured_arms(m)) for m in self.spec.metrics) * self.spec.repeats * len(self.samples)
 
     @property
     def not_rejudged(self) -> int:
@@ -138,7 +156,8 @@ class Plan:
         """The judgings left, the probe first (the baseline's first probe_size samples in every repeat)."""
         spec = self.spec
         probe = set(self.probe_ids)
-        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
+        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.measured_arms(m)
+                if (m, arm) not in self.unchanged for rep in range(spec.repeats)
                 for s in self.samples if (m, arm, rep, s.sample_id) not in done]
         first = [u for u in todo if u.arm == BASELINE and u.sample.sample_id in probe]
         return first + [u for u in todo if not (u.arm == BASELINE and u.sample.sample_id in probe)]
@@ -175,8 +194,9 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
     unchanged: set[tuple[str, str]] = set()
     if spec.scorer is None:  # an external scorer's prompts are its own: nothing to compare
         for m in spec.metrics:
-            unchanged.update((m, arm) for arm in spec.arms_for(m, had)[1:]
-                             if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
+            floor = floor_arm(m, had)
+            arms = dict.fromkeys((*spec.arms_for(m, had)[1:], *([floor] if floor else [])))
+            unchanged.update((m, arm) for arm in arms if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
     return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged))
 
 
