@@ -116,14 +116,18 @@ class Plan:
         return floor_arm(metric, self.fields)
 
     def measured_arms(self, metric: str) -> tuple[str, ...]:
-        """arms_for, and the floor arm when it is not one of them: every arm an ablation judges or reads."""
-        floor = self.floor_arm(metric)
-        return tuple(dict.fromkeys((*self.arms_for(metric), floor))) if floor else self.arms_for(metric)
+        """arms_for, and the floor arm when it is not one of them and some arm is judged (a null to read it):
+        every arm an ablation judges or reads."""
+        floor, arms = self.floor_arm(metric), self.arms_for(metric)
+        if floor is None or all((metric, a) in self.unchanged for a in arms[1:]):
+            return arms
+        return tuple(dict.fromkeys((*arms, floor)))
 
     def judged_floor(self, metric: str) -> str | None:
         """The floor arm when it is judged as an arm of its own (not a cell's arm, not unchanged), else None."""
         floor = self.floor_arm(metric)
-        if floor is None or floor in self.arms_for(metric) or (metric, floor) in self.unchanged:
+        if floor is None or floor in self.arms_for(metric) or floor not in self.measured_arms(metric) \
+                or (metric, floor) in self.unchanged:
             return None
         return floor
 
@@ -135,7 +139,8 @@ class Plan:
     @property
     def not_rejudged(self) -> int:
         """Judgings of unchanged arms: answered by the baseline's prompt, never sent."""
-        return len(self.unchanged) * self.spec.repeats * len(self.samples)
+        counted = [(m, a) for m, a in self.unchanged if a in self.measured_arms(m)]   # a floor left out: no count
+        return len(counted) * self.spec.repeats * len(self.samples)
 
     @property
     def total(self) -> int:
