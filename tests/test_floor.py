@@ -70,16 +70,29 @@ def gold_with_other_passages(n: int) -> list[EvalSample]:
 
 
 def test_the_floor_arm_is_planned_and_counted_in_the_estimate(fresh_db: Path) -> None:
+    """A leaky template: blanking contexts leaves the reference, so the floor arm asks the judge something new."""
     with Store(fresh_db) as store:
-        syn.record(store, "r1", gold_with_other_passages(40), "faithfulness", FAITH, PROJECTED)
+        syn.record(store, "r1", gold_with_other_passages(40), "faithfulness", syn.LEAKY_FAITHFULNESS, syn.REPLAY)
         spec = AblationSpec("r1", ("faithfulness",), ("contexts",), repeats=1, sequential=False)
         p = make_plan(store, spec)
         cost = estimate_ablation(store, spec, cacheable=False)
     assert p.floor_arm("faithfulness") == "question+contexts+ground_truth"
     assert "question+contexts+ground_truth" in p.measured_arms("faithfulness")
     assert "question+contexts+ground_truth" not in p.arms_for("faithfulness")   # a measurement, not a cell
-    # baseline, contexts, the floor: 3 x 40 judgings; the joint arm (question+ground_truth) renders nothing new
-    assert cost.judgings == 4 * 40 and cost.not_rejudged == 40 and cost.calls == 3 * 40
+    # baseline, contexts, the joint arm (question+ground_truth: the template renders the reference), the floor
+    assert cost.judgings == 4 * 40 and cost.not_rejudged == 0 and cost.calls == 4 * 40
+
+
+def test_a_floor_arm_asking_what_another_arm_asks_is_read_from_it(fresh_db: Path) -> None:
+    """The correct template renders only answer and contexts: the floor arm's prompts are the contexts arm's,
+    so the floor is read from that arm and costs no judging."""
+    with Store(fresh_db) as store:
+        syn.record(store, "r1", gold_with_other_passages(40), "faithfulness", FAITH, PROJECTED)
+        spec = AblationSpec("r1", ("faithfulness",), ("contexts",), repeats=1, sequential=False)
+        p = make_plan(store, spec)
+        cost = estimate_ablation(store, spec, cacheable=False)
+    assert p.floor_arm("faithfulness") == "contexts" and p.judged_floor("faithfulness") is None
+    assert cost.judgings == 3 * 40 and cost.not_rejudged == 40 and cost.calls == 2 * 40
 
 
 def test_the_issues_floor_case_is_inconclusive_with_its_floor_and_exit_3(fresh_db: Path) -> None:

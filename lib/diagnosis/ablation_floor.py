@@ -34,8 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from lib.core.errors import EvaldriftError
 from lib.core.metrics import get_metric
-from lib.core.samples import BLANKABLE, arm_name
+from lib.core.prompts import build_prompt
+from lib.core.samples import BLANKABLE, EvalSample, arm_name, blank
+from lib.judging.harness import Instrument
 
 
 def floor_arm(metric: str, fields: Sequence[str] | None = None) -> str | None:
@@ -93,4 +96,17 @@ def floor_scores(arm: str | None, metric: str, unchanged: Collection[tuple[str, 
     return getattr(found, "scores", None) if found is not None else None
 
 
-__all__ = ["floor_arm", "floor_level", "floor_scores"]
+def same_prompts(samples: Sequence[EvalSample], instrument: Instrument, a: Sequence[str], b: Sequence[str]) -> bool:
+    """True when blanking fields `a` and blanking fields `b` give every sample the same judge prompt: the floor
+    arm then reads the other arm's results instead of asking the judge the same questions again."""
+    for s in samples:
+        try:
+            if build_prompt(instrument.template, instrument.metric, blank(s, a), instrument.binding) != \
+                    build_prompt(instrument.template, instrument.metric, blank(s, b), instrument.binding):
+                return False
+        except (EvaldriftError, ValueError):
+            return False
+    return bool(samples)
+
+
+__all__ = ["floor_arm", "floor_level", "floor_scores", "same_prompts"]

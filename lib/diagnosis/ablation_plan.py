@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
@@ -32,7 +32,7 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
-from lib.diagnosis.ablation_floor import floor_arm
+from lib.diagnosis.ablation_floor import floor_arm, same_prompts
 from lib.diagnosis.sequential import seeded_order
 from lib.judging.harness import Instrument
 
@@ -96,6 +96,8 @@ class Plan:
         fields: the fields the run's samples came with.
         unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged); the floor
             arm too, when its prompts are (then the floor is the baseline).
+        floor_alias: per metric, a judged arm whose prompts equal the floor arm's in every sample (a template
+            that renders no field but the metric's own two): the floor is read from it, never judged twice.
     """
 
     spec: AblationSpec
@@ -103,6 +105,7 @@ class Plan:
     instruments: dict[str, Instrument]
     fields: tuple[str, ...]
     unchanged: frozenset[tuple[str, str]]
+    floor_alias: dict[str, str] = field(default_factory=dict)
 
     def arms_for(self, metric: str) -> tuple[str, ...]:
         """The baseline, the arms asked for and the metric's joint arm (unchanged ones included)."""
@@ -112,8 +115,9 @@ class Plan:
         return tuple(a for a in self.arms_for(metric) if (metric, a) not in self.unchanged)
 
     def floor_arm(self, metric: str) -> str | None:
-        """The arm that measures the judge's floor for the metric (lib.diagnosis.ablation_floor)."""
-        return floor_arm(metric, self.fields)
+        """The arm that measures the judge's floor for the metric (lib.diagnosis.ablation_floor), or the judged
+        arm that asks the same questions."""
+        return self.floor_alias.get(metric) or floor_arm(metric, self.fields)
 
     def measured_arms(self, metric: str) -> tuple[str, ...]:
         """arms_for, and the floor arm when it is not one of them and some arm is judged (a null to read it):
@@ -202,7 +206,16 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
             floor = floor_arm(m, had)
             arms = dict.fromkeys((*spec.arms_for(m, had)[1:], *([floor] if floor else [])))
             unchanged.update((m, arm) for arm in arms if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
-    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged))
+    alias: dict[str, str] = {}
+    for m in spec.metrics if spec.scorer is None else ():
+        floor = floor_arm(m, had)
+        cells = [a for a in spec.arms_for(m, had)[1:] if (m, a) not in unchanged]
+        if floor is None or floor in cells or (m, floor) in unchanged:
+            continue
+        same = next((a for a in cells if same_prompts(samples, instruments[m], arm_fields(floor), arm_fields(a))), None)
+        if same is not None:
+            alias[m] = same
+    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged), alias)
 
 
 def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Sequence[str], repeats: int) -> bool:
