@@ -93,9 +93,10 @@ def test_only_the_arms_whose_prompts_change_are_judged(fresh_db: Path, server: O
     # baseline, ground_truth, the joint arm; the last asks what the ground_truth arm asked (question is not
     # rendered), so the call cache answers it
     # (the judge repeats itself: the probe's repeats stopped the rest, so each arm is judged once past it)
+    # and the judge's floor (question, contexts and ground_truth blanked: a new prompt here), judged once too
     baseline = probe_size(20) * 2 + (20 - probe_size(20))
-    assert server.n_calls + result.cached == baseline + 2 * 20 and result.cached >= 20 - 4
-    assert result.judgings == baseline + 2 * 20 and result.calls == server.n_calls
+    assert server.n_calls + result.cached == baseline + 3 * 20 and result.cached >= 20 - 4
+    assert result.judgings == baseline + 3 * 20 and result.calls == server.n_calls
     assert result.not_rejudged == 2 * 20
     assert ("Not re-judged (prompt unchanged, nothing measured): faithfulness with question blanked."
             in result.summary)

@@ -141,7 +141,8 @@ def test_a_chunk_judges_open_arms_and_the_baseline_the_replay_check_needs() -> N
         assert all(start <= int(u[3].sample_id[1:]) < start + 20 for u in units)
         return {(u[1], u[2]) for u in units}
 
-    both = {(a, r) for a in ("none", "ground_truth", "contexts") for r in range(2)}
+    floor = "question+contexts+ground_truth"   # the judge's floor, judged beside the baseline while an arm is open
+    both = {(a, r) for a in ("none", "ground_truth", "contexts", floor) for r in range(2)}
     assert cells({}, 0) == both                                            # every open arm, with its baseline
     assert cells({}, 0, baseline_only=True) == {("none", 0), ("none", 1)}  # the probe
     one = {("faithfulness", "contexts"): Stop(MOVE, 20)}
@@ -149,5 +150,8 @@ def test_a_chunk_judges_open_arms_and_the_baseline_the_replay_check_needs() -> N
     every = {("faithfulness", a): Stop(MOVE, 20) for a in ("ground_truth", "contexts")}
     assert cells(every, REPLAY_MIN - 20) == {("none", 0), ("none", 1)}     # the baseline up to REPLAY_MIN
     assert cells(every, REPLAY_MIN) == set()
+    # past REPLAY_MIN the baseline goes on while the replay's own interval is undecided (replay_samples)
+    assert cells(every, REPLAY_MIN, replaying={"faithfulness"}) == {("none", 0), ("none", 1)}
+    assert cells(every, 40, replaying=set()) == set()
     done = {("faithfulness", "none", 0, f"s{i:03d}") for i in range(20)}
     assert cells({}, 0, done) == both - {("none", 0)}                      # a resumed chunk skips what is stored

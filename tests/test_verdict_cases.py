@@ -138,7 +138,7 @@ def test_a_metric_at_its_floor_is_inconclusive_not_insensitive(fresh_db: Path) -
     assert result.exit_code == 3
     assert not result.summary.startswith("miswired")
     assert v.kind == INCONCLUSIVE
-    assert f"already at {v.baseline:.3f}: blanking contexts cannot lower it" in v.sentence
+    assert f"already at {v.baseline:.3f}, only " in v.sentence and "blanking contexts cannot lower it" in v.sentence
     assert v.why == FLOOR and v.headroom is not None and v.headroom < 0.05
 
 

@@ -162,3 +162,30 @@ def version(store: Store) -> str:
     row = _rows(store, """SELECT (SELECT count(*) FROM rejudges), (SELECT max(updated_at) FROM rejudges),
                                  (SELECT sum(done) FROM rejudges), (SELECT count(*) FROM incident_states)""")[0]
     return "|".join(str(x) for x in row)
+
+
+def series_paired_steps(store: Store, series_id: str, steps: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Per (earlier run, later run) of a re-judged series: the per-sample change, paired by sample id.
+
+    Columns: prev_run_id, run_id, n (samples ok in both), mean and sd of (later - earlier), as Store.paired_steps
+    gives them for the stored series (summed here in a fixed order); a step with no pair is absent.
+    """
+    cols = ["prev_run_id", "run_id", "n", "mean", "sd"]
+    if not steps:
+        return pd.DataFrame(columns=cols)
+    prevs, runs = (list(x) for x in zip(*steps, strict=True))
+    diffs = _df(store, """
+        WITH p AS (SELECT unnest(?::VARCHAR[]) AS prev_run_id, unnest(?::VARCHAR[]) AS run_id)
+        SELECT p.prev_run_id, p.run_id, b.score - a.score AS diff
+        FROM p
+        JOIN rejudge_scores a ON a.series_id = ? AND a.run_id = p.prev_run_id
+        JOIN rejudge_scores b ON b.series_id = ? AND b.run_id = p.run_id AND b.sample_id = a.sample_id
+        WHERE a.status = 'ok' AND b.status = 'ok' AND a.score IS NOT NULL AND b.score IS NOT NULL
+          AND NOT isnan(a.score) AND NOT isnan(b.score)
+        ORDER BY p.prev_run_id, p.run_id, a.sample_id""", [prevs, runs, series_id, series_id])
+    if diffs.empty:
+        return pd.DataFrame(columns=cols)
+    out = diffs.groupby(["prev_run_id", "run_id"], sort=False)["diff"].agg(n="count", mean="mean", sd="std")
+    out = out.reset_index()
+    out["sd"] = out["sd"].fillna(0.0)
+    return out[cols]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
 from lib.diagnosis.ablation import _verdict_words as verdict_words
+from lib.diagnosis.ablation._floor import floor_level, floor_scores
 from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
@@ -139,12 +140,14 @@ def band_of(spec: AblationSpec, base: ArmResults) -> tuple[float, float | None]:
 
 def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults, band: float | None,
              renders: frozenset[str] | None, mismatch: bool, *, interval: tuple[float, float] | None = None,
-             order: Sequence[str] | None = None) -> tuple[CellEvidence, list[str], list[float], list[float]]:
+             order: Sequence[str] | None = None, floor: Mapping[str, Sequence[float]] | None = None
+             ) -> tuple[CellEvidence, list[str], list[float], list[float]]:
     """A cell's evidence: the paired change over samples scored in both arms, and its 95% interval.
 
     The interval is the paired bootstrap's unless `interval` gives one (a sequential ablation's confidence
-    sequence); `order` lists the common samples in that order (default: by id). Returns the evidence, the
-    common samples, and their as-wired and blanked scores.
+    sequence); `order` lists the common samples in that order (default: by id); `floor` is the floor arm's
+    scores per sample (lib.diagnosis.ablation_floor), read over the samples the baseline scored. Returns the
+    evidence, the common samples, and their as-wired and blanked scores.
     """
     fields = arm_fields(arm)
     expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
@@ -161,15 +164,17 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, 
     e = CellEvidence(mspec.name, fields, expected, renders, len(common), mean, lo, hi, band, _mean_scores(base),
                      base.failed + abl.failed, base.units + abl.units,
                      nothing_to_judge=mspec.items_from in fields and not abl.scores and abl.excluded > 0,
-                     replay_mismatch=mismatch, min_effect=spec.min_effect, sequence=interval is not None)
+                     replay_mismatch=mismatch, min_effect=spec.min_effect, sequence=interval is not None,
+                     floor=floor_level(base.scores, floor))
     return e, common, a, b
 
 
 def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults, band: float | None,
           renders: frozenset[str] | None, mismatch: bool, probe: int = 0,
-          interval: tuple[float, float] | None = None) -> ArmVerdict:
+          interval: tuple[float, float] | None = None, floor: Mapping[str, Sequence[float]] | None = None
+          ) -> ArmVerdict:
     fields = arm_fields(arm)
-    e, common, a, b = evidence(spec, mspec, arm, base, abl, band, renders, mismatch, interval=interval)
+    e, common, a, b = evidence(spec, mspec, arm, base, abl, band, renders, mismatch, interval=interval, floor=floor)
     deltas = np.asarray(b) - np.asarray(a)
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common) if common else None
@@ -241,8 +246,11 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: ArmResult
     if mismatch:
         sentence = (f"REPLAY MISMATCH: {measured}: this ablation did not reproduce the instrument that produced the "
                     f"run's score, so nothing in it can clear the run.")
-    else:
-        sentence = f"{measured}: the run's score reproduces."
+    elif d.lo >= -allowed - 1e-9 and d.hi <= allowed + 1e-9:
+        sentence = f"{measured}: the run's score reproduces (the interval lies within ±{allowed:.3f})."
+    else:   # every sample judged and still wider than the tolerance: say what it could not rule out
+        sentence = (f"{measured}: no mismatch shown, but on these {d.n} samples the interval does not rule out a "
+                    f"move beyond {allowed:.3f} either.")
     return ReplayCheck(metric, s_mean, r_mean, r_mean - s_mean, band, mismatch, sentence, allowed)
 
 
@@ -340,6 +348,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
         _, band = band_of(spec, base)
         check = _replay_check(store, spec, m, base, band, inst.judge_model)
         replay.append(check)
+        floor = floor_scores(plan.floor_arm(m), m, plan.unchanged, base.scores, arms)
         for arm in plan.arms_for(m)[1:]:
             abl = arms.get((m, arm))
             if (m, arm) in plan.unchanged:
@@ -347,10 +356,10 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
                                              check.mismatch, len(plan.samples)))
             elif abl is not None and sequential_cell is not None and spec.sequential:
                 cells.append(sequential_cell(spec, plan, get_metric(m), arm, base, abl, _renders(spec, m, inst),
-                                             check.mismatch, probe))
+                                             check.mismatch, probe, floor=floor))
             elif abl is not None:
                 cells.append(cell_verdict(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst),
-                                         check.mismatch, probe))
+                                         check.mismatch, probe, floor=floor))
     cells = _joint_notes(cells)
     note = verdict_words.judge_note(spec.judge if spec.scorer is None else None, judges)
     calls = int(frame["calls"].sum()) if len(frame) else 0

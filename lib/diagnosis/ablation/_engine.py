@@ -172,7 +172,7 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
         return False
     chunk = 50
     for m in spec.metrics:
-        for arm in plan.arms_for(m):
+        for arm in plan.measured_arms(m):   # the floor arm too (lib.diagnosis.ablation_floor)
             for rep in range(spec.repeats):
                 todo = [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
                 for i in range(0, len(todo), chunk):

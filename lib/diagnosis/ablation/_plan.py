@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
@@ -32,6 +32,7 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.ablation._floor import floor_arm, same_prompts
 from lib.diagnosis.ablation._sequential import seeded_order
 from lib.judging.harness import Instrument
 
@@ -93,7 +94,10 @@ class Plan:
             order its seed fixes (lib.diagnosis.ablation._sequential.seeded_order), the order they are judged in.
         instruments: per metric, the run's template and binding.
         fields: the fields the run's samples came with.
-        unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged).
+        unchanged: the (metric, arm) cells whose prompts blanking leaves unchanged (never judged); the floor
+            arm too, when its prompts are (then the floor is the baseline).
+        floor_alias: per metric, a judged arm whose prompts equal the floor arm's in every sample (a template
+            that renders no field but the metric's own two): the floor is read from it, never judged twice.
     """
 
     spec: AblationSpec
@@ -101,6 +105,7 @@ class Plan:
     instruments: dict[str, Instrument]
     fields: tuple[str, ...]
     unchanged: frozenset[tuple[str, str]]
+    floor_alias: dict[str, str] = field(default_factory=dict)
 
     def arms_for(self, metric: str) -> tuple[str, ...]:
         """The baseline, the arms asked for and the metric's joint arm (unchanged ones included)."""
@@ -109,15 +114,37 @@ class Plan:
     def judged_arms(self, metric: str) -> tuple[str, ...]:
         return tuple(a for a in self.arms_for(metric) if (metric, a) not in self.unchanged)
 
+    def floor_arm(self, metric: str) -> str | None:
+        """The arm that measures the judge's floor for the metric (lib.diagnosis.ablation_floor), or the judged
+        arm that asks the same questions."""
+        return self.floor_alias.get(metric) or floor_arm(metric, self.fields)
+
+    def measured_arms(self, metric: str) -> tuple[str, ...]:
+        """arms_for, and the floor arm when it is not one of them and some arm is judged (a null to read it):
+        every arm an ablation judges or reads."""
+        floor, arms = self.floor_arm(metric), self.arms_for(metric)
+        if floor is None or all((metric, a) in self.unchanged for a in arms[1:]):
+            return arms
+        return tuple(dict.fromkeys((*arms, floor)))
+
+    def judged_floor(self, metric: str) -> str | None:
+        """The floor arm when it is judged as an arm of its own (not a cell's arm, not unchanged), else None."""
+        floor = self.floor_arm(metric)
+        if floor is None or floor in self.arms_for(metric) or floor not in self.measured_arms(metric) \
+                or (metric, floor) in self.unchanged:
+            return None
+        return floor
+
     @property
     def planned(self) -> int:
-        """Every judging the spec asks for: metrics x arms x repeats x samples."""
-        return sum(len(self.arms_for(m)) for m in self.spec.metrics) * self.spec.repeats * len(self.samples)
+        """Every judging the spec asks for: metrics x arms (the floor arm too) x repeats x samples."""
+        return sum(len(self.measured_arms(m)) for m in self.spec.metrics) * self.spec.repeats * len(self.samples)
 
     @property
     def not_rejudged(self) -> int:
         """Judgings of unchanged arms: answered by the baseline's prompt, never sent."""
-        return len(self.unchanged) * self.spec.repeats * len(self.samples)
+        counted = [(m, a) for m, a in self.unchanged if a in self.measured_arms(m)]   # a floor left out: no count
+        return len(counted) * self.spec.repeats * len(self.samples)
 
     @property
     def total(self) -> int:
@@ -138,7 +165,8 @@ class Plan:
         """The judgings left, the probe first (the baseline's first probe_size samples in every repeat)."""
         spec = self.spec
         probe = set(self.probe_ids)
-        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.judged_arms(m) for rep in range(spec.repeats)
+        todo = [Unit(m, arm, rep, s) for m in spec.metrics for arm in self.measured_arms(m)
+                if (m, arm) not in self.unchanged for rep in range(spec.repeats)
                 for s in self.samples if (m, arm, rep, s.sample_id) not in done]
         first = [u for u in todo if u.arm == BASELINE and u.sample.sample_id in probe]
         return first + [u for u in todo if not (u.arm == BASELINE and u.sample.sample_id in probe)]
@@ -175,9 +203,19 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
     unchanged: set[tuple[str, str]] = set()
     if spec.scorer is None:  # an external scorer's prompts are its own: nothing to compare
         for m in spec.metrics:
-            unchanged.update((m, arm) for arm in spec.arms_for(m, had)[1:]
-                             if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
-    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged))
+            floor = floor_arm(m, had)
+            arms = dict.fromkeys((*spec.arms_for(m, had)[1:], *([floor] if floor else [])))
+            unchanged.update((m, arm) for arm in arms if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
+    alias: dict[str, str] = {}
+    for m in spec.metrics if spec.scorer is None else ():
+        floor = floor_arm(m, had)
+        cells = [a for a in spec.arms_for(m, had)[1:] if (m, a) not in unchanged]
+        if floor is None or floor in cells or (m, floor) in unchanged:
+            continue
+        same = next((a for a in cells if same_prompts(samples, instruments[m], arm_fields(floor), arm_fields(a))), None)
+        if same is not None:
+            alias[m] = same
+    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged), alias)
 
 
 def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Sequence[str], repeats: int) -> bool:

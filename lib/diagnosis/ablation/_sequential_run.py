@@ -11,7 +11,7 @@ analysis (`sequential_cell`) replays the same looks to say where each arm stoppe
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -19,12 +19,14 @@ import numpy as np
 
 from lib.core.metrics import MetricSpec, get_metric
 from lib.core.profiles import expectation_for, tool_of
-from lib.core.results import EXCLUDED, FAILED
+from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import arm_fields
 from lib.diagnosis.ablation import _verdict_words as verdict_words
 from lib.diagnosis.ablation._analysis import ZERO_BAND, ArmResults, band_of, cell_verdict, collect, restrict
+from lib.diagnosis.ablation._floor import floor_scores
 from lib.diagnosis.ablation._judging import Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation._plan import BASELINE, Plan, Unit
+from lib.diagnosis.ablation._replay_samples import replay_decided, replay_deltas
 from lib.diagnosis.ablation._sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.ablation._verdicts import CellEvidence
 from lib.diagnosis.stats import noise_band
@@ -57,14 +59,16 @@ def _per_sample(arm: ArmResults, order: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults,
-              judged: int, since: int = 0) -> Stop | None:
+              judged: int, since: int = 0, floor: Mapping[str, Sequence[float]] | None = None) -> Stop | None:
     """Where an arm stopped, replaying its looks after `since` over its first `judged` samples of `order`.
 
     The evidence at a look is what `lib.diagnosis.ablation._analysis.evidence` reads from the arms restricted to the
-    samples judged by then (figures per sample computed once here), with the CS as its interval.
+    samples judged by then (figures per sample computed once here), with the CS as its interval; the judge's
+    floor (`floor`: the floor arm's scores per sample) is read over the same samples.
     """
     marks = looks(len(order))
     b, a = _per_sample(base, order), _per_sample(abl, order)
+    f = np.array([float(np.mean(floor[s])) if floor is not None and floor.get(s) else np.nan for s in order])
     paired = b["scored"] & a["scored"]
     before = np.concatenate(([0], np.cumsum(paired)))            # pairs among the first j samples
     deltas = (a["mean"] - b["mean"])[paired]
@@ -75,6 +79,7 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
         n = int(before[k])
         cs = cs_at_looks(deltas[:n], [int(before[j]) for j in marks if j <= k])
         base_scored = b["scored"][:k]
+        floored = base_scored & ~np.isnan(f[:k])
         var = b["var"][:k][~np.isnan(b["var"][:k])]
         band = None
         if spec.repeats >= 2 and len(var):
@@ -87,13 +92,15 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
                             int(b["units"][:k].sum() + a["units"][:k].sum()),
                             nothing_to_judge=mspec.items_from in fields and not a["scored"][:k].any()
                             and a["excluded"][:k].sum() > 0,
-                            min_effect=spec.min_effect, sequence=True)
+                            min_effect=spec.min_effect, sequence=True,
+                            floor=float(np.mean(f[:k][floored])) if floored.any() else None)
 
     return first_stop(len(order), judged, at, since=since)
 
 
 def sequential_cell(spec: AblationSpec, plan: Plan, mspec: MetricSpec, arm: str, base: ArmResults, abl: ArmResults,
-                    renders: frozenset[str] | None, mismatch: bool, probe: int = 0) -> ArmVerdict:
+                    renders: frozenset[str] | None, mismatch: bool, probe: int = 0,
+                    floor: Mapping[str, Sequence[float]] | None = None) -> ArmVerdict:
     """A sequential ablation's verdict on one arm: decided on the samples judged when it stopped.
 
     An arm a look decided reads its confidence sequence at that look, over the samples judged by then (the
@@ -101,14 +108,16 @@ def sequential_cell(spec: AblationSpec, plan: Plan, mspec: MetricSpec, arm: str,
     as judging all samples does. The sentence says how many samples were judged and why judging stopped.
     """
     order = [s.sample_id for s in plan.samples]
-    stop = cell_stop(spec, order, mspec, arm, base, abl, len(order)) or Stop(EXHAUSTED, len(order))
+    stop = cell_stop(spec, order, mspec, arm, base, abl, len(order), floor=floor) or Stop(EXHAUSTED, len(order))
     if stop.early:
         ids = order[:stop.samples]
         b, a = restrict(base, ids), restrict(abl, ids)
         interval = (stop.lo, stop.hi) if stop.lo is not None and stop.hi is not None else None
-        cell = cell_verdict(spec, mspec, arm, b, a, band_of(spec, b)[1], renders, mismatch, probe, interval=interval)
+        cell = cell_verdict(spec, mspec, arm, b, a, band_of(spec, b)[1], renders, mismatch, probe, interval=interval,
+                            floor=floor)
     else:
-        cell = cell_verdict(spec, mspec, arm, base, abl, band_of(spec, base)[1], renders, mismatch, probe)
+        cell = cell_verdict(spec, mspec, arm, base, abl, band_of(spec, base)[1], renders, mismatch, probe,
+                            floor=floor)
     words = verdict_words.stop_words(stop.reason, stop.samples, len(order))
     return replace(cell, stop=stop.reason, judged=stop.samples, sentence=f"{cell.sentence} {words}")
 
@@ -120,22 +129,29 @@ def open_arms(plan: Plan, frame, stops: dict[tuple[str, str], Stop], start: int,
     arms = collect(frame)
     for m in spec.metrics:
         base = arms.get((m, BASELINE))
+        floor = floor_scores(plan.floor_arm(m), m, plan.unchanged, base.scores, arms) if base is not None else None
         for arm in plan.judged_arms(m)[1:]:
             if (m, arm) in stops or base is None or (m, arm) not in arms:
                 continue
-            st = cell_stop(spec, order, get_metric(m), arm, base, arms[(m, arm)], k, since=start)
+            st = cell_stop(spec, order, get_metric(m), arm, base, arms[(m, arm)], k, since=start, floor=floor)
             if st is not None:
                 stops[(m, arm)] = st
 
 
 def chunk_units(plan: Plan, stops: dict[tuple[str, str], Stop], start: int, k: int, reps: Sequence[int],
-                done: set, *, baseline_only: bool = False) -> list[Unit]:
-    """The judgings of samples [start, k) of the order: each open arm, and the baseline of its metric."""
+                done: set, *, baseline_only: bool = False, replaying: Collection[str] | None = None) -> list[Unit]:
+    """The judgings of samples [start, k) of the order: each open arm, and the baseline of its metric (and its
+    floor arm while an arm is open: a null reads its headroom over the samples it was decided on)."""
     spec = plan.spec
     units = []
     for m in spec.metrics:
         open_ = [a for a in plan.judged_arms(m)[1:] if (m, a) not in stops]
-        arms = [BASELINE] if open_ or start < REPLAY_MIN else []
+        floor = plan.judged_floor(m)
+        # the baseline also serves the replay check, judged until its own interval decides (replay_samples);
+        # `replaying` names the metrics whose replay is undecided (None: the first REPLAY_MIN samples)
+        replay = start < REPLAY_MIN if replaying is None else m in replaying
+        arms = [BASELINE] if open_ or replay else []
+        arms += [floor] if open_ and floor and not baseline_only else []
         arms += [] if baseline_only else open_
         units += [Unit(m, arm, rep, s) for arm in arms for rep in reps for s in plan.samples[start:k]
                   if (m, arm, rep, s.sample_id) not in done]
@@ -144,8 +160,11 @@ def chunk_units(plan: Plan, stops: dict[tuple[str, str], Stop], start: int, k: i
 
 def _remaining(plan: Plan, stops: dict, k: int, reps: int) -> int:
     left = len(plan.samples) - k
-    return sum((len([a for a in plan.judged_arms(m)[1:] if (m, a) not in stops]) + 1) * reps * left
-               for m in plan.spec.metrics)
+    def arms(m: str) -> int:
+        open_ = len([a for a in plan.judged_arms(m)[1:] if (m, a) not in stops])
+        return open_ + 1 + (1 if open_ and plan.judged_floor(m) else 0)   # the baseline; the floor while open
+
+    return sum(arms(m) * reps * left for m in plan.spec.metrics)
 
 
 def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer | None, done: set,
@@ -157,6 +176,8 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
     reps: Sequence[int] = range(spec.repeats)
     judging = Judging(store, plan, judge, len(done), plan.total, progress) if judge is not None else None
     start = 0
+    stored = {m: _stored_scores(store, spec, m) for m in spec.metrics}
+    replaying: set[str] | None = None
     for k in looks(len(plan.samples)):
         if start == 0 and plan.probes and judging is not None:   # the probe: its samples' baseline, every repeat
             probe = set(plan.probe_ids)
@@ -167,18 +188,20 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
             if plan.repeats_stopped(store.ablation_results(aid)):
                 reps = [0]
             done = store.ablation_done_keys(aid)
-        units = chunk_units(plan, stops, start, k, reps, done)
+        units = chunk_units(plan, stops, start, k, reps, done, replaying=replaying)
         if judging is not None:
             if judging.run(units, should_stop):
                 return True
         elif _score_chunk(store, plan, scorer, units, should_stop):  # type: ignore[arg-type]
             return True
-        open_arms(plan, store.ablation_results(aid), stops, start, k)
+        frame = store.ablation_results(aid)
+        open_arms(plan, frame, stops, start, k)
+        replaying = _replaying(plan, frame, stored)
         start = k
         if judging is not None:
             judging.total = judging.count + _remaining(plan, stops, k, len(reps))
             store.set_ablation_total(aid, judging.total)
-        if not chunk_units(plan, stops, start, len(plan.samples), reps, set()):
+        if not chunk_units(plan, stops, start, len(plan.samples), reps, set(), replaying=replaying):
             break
     if judging is not None:   # every arm decided or judged in full: what was judged is the whole of it
         judging.total = judging.count
@@ -187,6 +210,28 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
     else:
         store.set_ablation_total(aid, len(store.ablation_done_keys(aid)))
     return False
+
+
+def _stored_scores(store: Store, spec: AblationSpec, metric: str) -> dict[str, float]:
+    frame = store.sample_scores(spec.run_id, spec.suite, metric)
+    return {r.sample_id: float(r.score) for r in frame.itertuples(index=False) if r.status == OK}
+
+
+def _replaying(plan: Plan, frame, stored: dict[str, dict[str, float]]) -> set[str]:
+    """The metrics whose replay check is not yet decided by its own interval over the baseline judged so far."""
+    spec = plan.spec
+    arms = collect(frame)
+    out = set()
+    for m in spec.metrics:
+        base = arms.get((m, BASELINE))
+        scores = base.scores if base is not None else {}
+        band = band_of(spec, base)[1] if base is not None else None   # as the replay check reads it
+        deltas = replay_deltas(stored[m], scores)
+        if stored[m] and not replay_decided(deltas, min_effect=spec.min_effect, band=band,
+                                            total=len(set(stored[m]) & {s.sample_id for s in plan.samples}),
+                                            at_least=REPLAY_MIN):
+            out.add(m)
+    return out
 
 
 def _score_chunk(store: Store, plan: Plan, scorer: Scorer, units: list[Unit],

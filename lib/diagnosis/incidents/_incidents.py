@@ -12,6 +12,7 @@ id is stable (kind, metric, first run), so its state follows it as history grows
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -117,6 +118,8 @@ def series_step(series: pd.DataFrame, run_id: str, threshold: float) -> str | No
         return None
     i = int(hit[0])
     delta = float(s.loc[i, "score"] - s.loc[i - 1, "score"])
+    if "step_threshold" in s and not math.isnan(float(s.loc[i, "step_threshold"])):
+        threshold = float(s.loc[i, "step_threshold"])   # the step's own (rejudge.load_series: one rule)
     if abs(delta) > threshold:
         return (f"re-judged with one instrument, it still moves {delta:+.3f} here (threshold ±{threshold:.3f}): "
                 "the system changed")

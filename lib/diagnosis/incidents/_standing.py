@@ -84,7 +84,9 @@ def _series_words(s: Series) -> list[str]:
         out.append(f"the re-judged series ({s.label or s.series_id}) says the system {verb} {abs(j.delta):.3f} on "
                    f"{when:%Y-%m-%d}")
     if not s.jumps:
-        out.append(f"the re-judged series ({s.label or s.series_id}) shows no step beyond ±{s.threshold:.3f}")
+        out.append(f"the re-judged series ({s.label or s.series_id}) shows no step beyond ±{s.threshold:.3f}"
+                   if s.threshold == s.threshold else
+                   f"the re-judged series ({s.label or s.series_id}) has no step it can decide yet")
     return out
 
 

@@ -260,9 +260,15 @@ class Series:
 
 
 def load_series(store: Store, series_id: str) -> Series | None:
-    """A series with its spread, threshold and jumps (None when absent)."""
-    from lib.diagnosis.stats import step_flags
-    from lib.diagnosis.trends import run_spread
+    """A series with its spread, threshold and jumps (None when absent).
+
+    A step is a jump by the rule the stored series use (lib.diagnosis.trends: its paired per-sample
+    change, and the run-to-run spread once measured, the step left out); `threshold` is the widest a decided
+    step had, and each jump carries its own.
+    """
+    from itertools import pairwise
+
+    from lib.diagnosis.trends import PairedStep, run_spread, series_calls, series_threshold, step_thresholds
 
     row = hs.series(store, series_id)
     if row is None:
@@ -270,10 +276,19 @@ def load_series(store: Store, series_id: str) -> Series | None:
     frame = hs.series_history(store, series_id)
     s = frame.dropna(subset=["score"]).reset_index(drop=True)
     scores = s["score"].astype(float).tolist()
+    ids = [str(x) for x in s["run_id"]]
     spread = run_spread(scores)
-    flags, threshold = step_flags(scores, sd=spread)
-    jumps = tuple(SeriesJump(str(s.loc[i, "run_id"]), s.loc[i, "started_at"], scores[i - 1], scores[i],
-                             scores[i] - scores[i - 1], threshold) for i, f in enumerate(flags) if f)
+    pairs = hs.series_paired_steps(store, series_id, list(pairwise(ids)))
+    paired = {(str(r.prev_run_id), str(r.run_id)): PairedStep(int(r.n), float(r.mean), float(r.sd))
+              for r in pairs.itertuples(index=False)}
+    calls = series_calls(scores, ids, paired)
+    threshold = series_threshold(calls)
+    # each step's own threshold beside its run (nan: the first run, or a step not decided), for what the
+    # incidents say of the series at a run (incidents.series_step)
+    frame = frame.merge(pd.DataFrame({"run_id": ids, "step_threshold": step_thresholds(calls)}), on="run_id",
+                        how="left")
+    jumps = tuple(SeriesJump(ids[i], s.loc[i, "started_at"], scores[i - 1], scores[i], scores[i] - scores[i - 1],
+                             c.threshold) for i, c in enumerate(calls) if c is not None and c.beyond)
     return Series(series_id, str(row["metric"]), str(row["label"] or ""), frame, spread, threshold, jumps)
 
 
