@@ -20,6 +20,7 @@ from lib.app.demo import build_demo
 from lib.core.calls import JudgeRequest, Message
 from lib.judging import OfflineJudge
 from tests.support.browser import new_page
+from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer
 
 if TYPE_CHECKING:
