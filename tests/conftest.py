@@ -115,6 +115,15 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _private_copy(built_once("demo", build_demo), tmp_path_factory, "demo")
 
 
+def small_demo(n_runs: int, dest: Path) -> Path:
+    """A copy at `dest` of the demo's first `n_runs` nightly runs (build_demo(n_runs=...)), built once per code
+    (built_once) for every file and session that asks for the same size; `dest` is the caller's to write."""
+    source = built_once(f"demo-{n_runs}-runs", lambda path: build_demo(path, n_runs=n_runs, workers=1))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, dest)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from lib.app import job_log
-from lib.app.demo import build_demo
 from lib.app.rejudge_jobs import RejudgeRunner
 from lib.core.errors import JudgeError
 from lib.core.prompts import DEFAULT_TEMPLATES
@@ -26,6 +25,7 @@ from lib.judging.breaker import Limits
 from lib.judging.scoring import score_file
 from lib.store import Store
 from lib.store import history as hs
+from tests.conftest import small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"     # 24 samples
@@ -49,7 +49,7 @@ class Failing(OfflineJudge):
 @pytest.fixture(scope="module")
 def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("small") / "small.duckdb"
-    build_demo(path, n_runs=2, workers=1)
+    small_demo(2, path)
     return path
 
 
