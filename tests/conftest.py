@@ -249,6 +249,10 @@ HEAVY_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cold_ragas: run the Ragas adapter on the Ragas Python itself, not a warm one")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the HEAVY_FIRST files first, each file's tests still together and in their own order."""
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
