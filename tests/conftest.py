@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -20,6 +21,7 @@ from lib.core.calls import JudgeRequest, Message
 from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from tests.support.browser import new_page
+from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer
 
 if TYPE_CHECKING:
@@ -113,6 +115,15 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _private_copy(built_once("demo", build_demo), tmp_path_factory, "demo")
 
 
+def small_demo(n_runs: int, dest: Path) -> Path:
+    """A copy at `dest` of the demo's first `n_runs` nightly runs (build_demo(n_runs=...)), built once per code
+    (built_once) for every file and session that asks for the same size; `dest` is the caller's to write."""
+    source = built_once(f"demo-{n_runs}-runs", lambda path: build_demo(path, n_runs=n_runs, workers=1))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, dest)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,
@@ -177,7 +188,33 @@ def _tool_outputs(kind: str, tmp_path_factory: pytest.TempPathFactory, server: O
                     "promptfoo": (tool_runs.PROMPTFOO_DIR, tool_runs.build_promptfoo),
                     "ragas": (tool_runs.RAGAS_PYTHON, tool_runs.build_ragas)}[kind]
     env = tool_runs.tool_env(*where)
-    return build(env, server.base_url, tmp_path_factory.mktemp(f"{kind}-runs"))
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")   # the same in every xdist worker of one test run
+    if not run:
+        return build(env, server.base_url, tmp_path_factory.mktemp(f"{kind}-runs"))
+    return _built_once_per_run(f"{kind}-{run}", lambda out: build(env, server.base_url, out))
+
+
+def _built_once_per_run(name: str, build: Callable[[Path], dict[str, Path]]) -> dict[str, Path]:
+    """`build(folder)`'s files, made once per test run and shared by its xdist workers (a file lock: the first
+    builds, the other waits and reads the same files; each tool run costs up to 30 s of CPU). Read-only."""
+    folder = CACHE / "tool-runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not manifest.exists():
+                for stale in folder.iterdir():
+                    if time.time() - stale.stat().st_mtime > 7_200:
+                        shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+                out = folder / f"{name}-{os.getpid()}"
+                shutil.rmtree(out, ignore_errors=True)
+                out.mkdir()
+                paths = build(out)
+                manifest.write_text(json.dumps({k: str(v) for k, v in paths.items()}), encoding="utf-8")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return {k: Path(v) for k, v in json.loads(manifest.read_text(encoding="utf-8")).items()}
 
 
 @pytest.fixture(scope="session")
@@ -226,3 +263,28 @@ def mlflow_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Open
 
     python = tool_runs.tool_env(*more_tools.MLFLOW_PYTHON)
     return more_tools.build_mlflow(python, more_tools_judge.base_url, tmp_path_factory.mktemp("mlflow-runs"))
+
+
+# -- the order files run in ----------------------------------------------------------------------------------------
+# The files that take longest (measured: browser and `streamlit run` files, real tool runs), longest first. .ci/run
+# hands whole files to the two xdist workers in collection order (--dist loadfile --no-loadscope-reorder), so
+# these start at once and the short files fill in behind them, instead of a long file starting last on one
+# worker while the other idles. A file not listed runs after these, in its usual order.
+HEAVY_FIRST = (
+    "test_e2e.py", "test_reliability_concurrency.py", "test_browser_links.py", "test_security.py",
+    "test_first_start.py", "test_browser_history.py", "test_login.py", "test_ragas_scorer.py",
+    "test_pages_journeys.py", "test_import_page.py", "test_tool_imports.py", "test_browser_newcomer.py",
+    "test_browser_labels.py", "test_cli_while_dashboard.py", "test_reliability_kill.py", "test_databases.py",
+    "test_import_page_more_tools.py", "test_tool_ablations.py", "test_more_tool_imports.py", "test_ablation.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cold_ragas: run the Ragas adapter on the Ragas Python itself, not a warm one")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the HEAVY_FIRST files first, each file's tests still together and in their own order."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), order[id(item)]))

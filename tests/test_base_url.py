@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from lib.core.errors import InputError
 from lib.core.settings import load
 from tests.conftest import offline_responder
+from tests.support.cli import run_cli
 from tests.support.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,9 +50,8 @@ def test_a_plain_base_url_is_taken_as_given(url: str) -> None:
 def score(base_url: str, db: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-operator-key", EVALDRIFT_JUDGE_MODEL="team-model")
-    return subprocess.run([sys.executable, "-m", "lib", "score", "--db", str(db), str(EXAMPLE), "--run-id", "r1",
-                           "--metrics", "faithfulness", "--judge", "openai"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return run_cli("score", "--db", db, EXAMPLE, "--run-id", "r1", "--metrics", "faithfulness", "--judge", "openai",
+                   env=env)
 
 
 def test_the_cli_refuses_a_bad_base_url_in_one_line_and_sends_the_key_as_bearer(tmp_path: Path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from lib.judging import OpenAIJudge
 from lib.judging.breaker import Breaker, Limits, trips
 from lib.store import Store
 from tests.conftest import offline_responder
+from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo, mini_demo_run_ids
 
@@ -200,20 +199,17 @@ def test_the_cli_says_why_the_job_stopped_and_exits_inconclusive(db: Path) -> No
         server.fail_always(Fault("429", retry_after=1e9))
         env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_JOB_DEADLINE="1",
                         EVALDRIFT_JUDGE_TIMEOUT="2")
-        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
-                               mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
-                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        proc = run_cli("ablate", "--db", db, "--run", mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank",
+                       "ground_truth", "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes", env=env)
     assert proc.returncode == 3, proc.stderr
     assert "stopped at the job's deadline of 1 s (EVALDRIFT_JOB_DEADLINE)" in proc.stderr
     assert "run the same command to resume" in proc.stderr
     with OpenAIServer(offline_responder) as server:   # the JSON a CI job reads says why as well
         server.fail_always(Fault("500"))
         env = child_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", EVALDRIFT_BREAKER_FAILURES="3")
-        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run",
-                               mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank", "ground_truth",
-                               "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes", "--json"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        proc = run_cli("ablate", "--db", db, "--run", mini_demo_run_ids()[1], "--metric", "faithfulness", "--blank",
+                       "ground_truth", "--judge", "openai", "--model", MODEL, "--limit", "10", "--yes", "--json",
+                       env=env)
     out = json.loads(proc.stdout)
     assert proc.returncode == out["exit_code"] == 3
     assert out["stopped"].startswith("stopped after 3 judge calls failed in a row (the last: server error (500)")

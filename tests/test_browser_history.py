@@ -14,8 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page
 
-from lib.jobs._demo import build_demo
-from tests.conftest import offline_responder
+from tests.conftest import offline_responder, small_demo
 from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, new_page, screenshot, wait_for_app
 from tests.support.openai_server import OpenAIServer
 
@@ -44,7 +43,7 @@ _TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
     work = tmp_path_factory.mktemp("browser-history")
     db = work / "demo.duckdb"
-    build_demo(db, n_runs=RUNS, workers=1)
+    small_demo(RUNS, db)
     # The server judges with a model on a loopback OpenAI-compatible server that takes 50 ms a call, so
     # the re-judge lasts seconds, not the fraction of a second the offline judge takes: its progress can
     # be watched at the page's one-second poll on any machine.

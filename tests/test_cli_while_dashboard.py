@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Browser
 
 from lib.intake.runjson import run_to_json
-from lib.jobs._demo import build_demo
 from lib.store.snapshot import snapshot_path
+from tests.conftest import small_demo
 from tests.support.browser import StreamlitServer, chromium, new_page, wait_for_app
 from tests.test_cli import cli
 from tests.test_validate import good_run
@@ -32,7 +32,7 @@ def browser() -> Iterator[Browser]:
 def running(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[StreamlitServer]:
     work = tmp_path_factory.mktemp("held")
     db = work / "evals.duckdb"
-    build_demo(db, n_runs=RUNS, workers=1)
+    small_demo(RUNS, db)
     with StreamlitServer(db, log_dir=work / "logs") as server:
         visit(browser, server)   # a session opens the store: from now on the dashboard holds the file
         yield server

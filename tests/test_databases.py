@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -30,6 +28,7 @@ from tests.support.browser import (
     new_page,
     wait_for_app,
 )
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -97,8 +96,7 @@ def test_a_file_that_is_no_database_is_refused_and_left_as_it_was(tmp_path: Path
 def test_the_cli_refuses_a_foreign_file_with_exit_2_and_writes_nothing(tmp_path: Path) -> None:
     other = foreign_duckdb(tmp_path / "other.duckdb")
     before = digest(other)
-    proc = subprocess.run([sys.executable, "-m", "lib", "runs", "--db", str(other)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = run_cli("runs", "--db", other)
     assert proc.returncode == 2
     assert "not an evaldrift database" in proc.stderr and "Traceback" not in proc.stderr
     assert untouched(other, before)

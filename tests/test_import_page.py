@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from tests.support.browser import (
     new_page,
     wait_for_app,
 )
+from tests.support.cli import run_cli
 from tests.support.tool_runs import ROWS as TOOL_ROWS
 
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"
@@ -105,9 +104,8 @@ def upload(page, name: str, data: bytes) -> None:
 @pytest.mark.e2e
 def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> None:
     db = tmp_path / "evals.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "lib", "score", "--db", str(db), str(ROOT / "data" / "examples" /
-                          "kettle_faq.jsonl"), "--run-id", "nightly-1", "--metrics", "faithfulness",
-                           "--started-at", "2026-12-01T02:00"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = run_cli("score", "--db", db, ROOT / "data" / "examples" / "kettle_faq.jsonl", "--run-id", "nightly-1",
+                   "--metrics", "faithfulness", "--started-at", "2026-12-01T02:00")
     assert proc.returncode == 0, proc.stderr
     with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
         page = new_page(browser)

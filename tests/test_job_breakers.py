@@ -19,12 +19,12 @@ from lib.core.prompts import DEFAULT_TEMPLATES
 from lib.core.results import FAILED
 from lib.diagnosis import rejudge
 from lib.jobs import RejudgeRunner, job_log
-from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from lib.judging.breaker import Limits
 from lib.judging.scoring import score_file
 from lib.store import Store
 from lib.store import history as hs
+from tests.conftest import small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"     # 24 samples
@@ -48,7 +48,7 @@ class Failing(OfflineJudge):
 @pytest.fixture(scope="module")
 def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("small") / "small.duckdb"
-    build_demo(path, n_runs=2, workers=1)
+    small_demo(2, path)
     return path
 
 

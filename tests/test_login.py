@@ -29,6 +29,7 @@ from tests.support.browser import (
     new_page,
     wait_for_app,
 )
+from tests.support.cli import run_cli
 
 oidc = pytest.importorskip("oidc_provider_mock", reason="pip install -r tests/requirements.txt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")   # Authlib's, from inside the provider
@@ -238,12 +239,8 @@ def paid_dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> I
                                                                                               str]]:
     """The dashboard behind login, its paid judge a loopback OpenAI server, and a paid ablation done there (its
     faithfulness blanked ground_truth only, so the four readings are still to launch)."""
-    import subprocess
-    import sys
-
     from lib.diagnosis.ablation import AblationSpec
     from tests.conftest import offline_responder
-    from tests.support.browser import ROOT
     from tests.support.openai_server import OpenAIServer
 
     work = tmp_path_factory.mktemp("paid")
@@ -252,10 +249,8 @@ def paid_dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     try:
         env = {**os.environ, "OPENAI_BASE_URL": judge.base_url, "OPENAI_API_KEY": "sk-test",
                "EVALDRIFT_JUDGE_MODEL": "team-model"}
-        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", "latest", "--metric",
-                               "faithfulness", "--blank", "ground_truth", "--judge", "openai", "--limit", "4",
-                               "--repeats", "1", "--json", "--yes"], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
+        proc = run_cli("ablate", "--db", db, "--run", "latest", "--metric", "faithfulness", "--blank", "ground_truth",
+                       "--judge", "openai", "--limit", "4", "--repeats", "1", "--json", "--yes", env=env)
         assert proc.returncode in (0, 1, 3), proc.stderr
         ablation_id = AblationSpec.from_dict(json.loads(proc.stdout)["spec"]).ablation_id
         with behind_login(db, work, base_url=judge.base_url) as server:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,7 @@ from lib.store import Store
 from tests.benchmarks.judge_server import respond
 from tests.support import ragas_wirings
 from tests.support.openai_server import OpenAIServer
+from tests.support.warm_python import WarmPython
 
 RAGAS_PYTHON = os.environ.get("EVALDRIFT_RAGAS_PYTHON", "/tmp/ragas-venv/bin/python")
 N = 24
@@ -48,10 +50,24 @@ def samples() -> list[EvalSample]:
     return out
 
 
+@pytest.fixture(scope="module")
+def warm_ragas() -> Iterator[str]:
+    """The Ragas Python with Ragas imported once for the module (tests/support/warm_python.py): each adapter
+    call still runs ragas_worker.py in that interpreter, in a forked child, without 5 s of imports."""
+    if not Path(RAGAS_PYTHON).exists():
+        yield RAGAS_PYTHON   # the cold path says what is missing
+        return
+    with WarmPython(RAGAS_PYTHON, ("ragas", "ragas.metrics.collections", "ragas.llms", "openai"),
+                    env={"RAGAS_DO_NOT_TRACK": "true", "DO_NOT_TRACK": "1"}) as warm:
+        yield str(warm.path)
+
+
 @pytest.fixture
-def ragas_env(monkeypatch: pytest.MonkeyPatch):
+def ragas_env(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
     server = OpenAIServer(respond).start()
-    monkeypatch.setenv("EVALDRIFT_RAGAS_PYTHON", RAGAS_PYTHON)
+    # one test runs the adapter on the Ragas Python itself, cold, as a user's does; the others on a warm one
+    cold = request.node.get_closest_marker("cold_ragas") is not None
+    monkeypatch.setenv("EVALDRIFT_RAGAS_PYTHON", RAGAS_PYTHON if cold else request.getfixturevalue("warm_ragas"))
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
     monkeypatch.setenv("EVALDRIFT_JUDGE_MODEL", "judge-model")
@@ -87,6 +103,7 @@ def test_without_ragas_the_adapter_says_where_it_looked(monkeypatch: pytest.Monk
 
 
 @needs_ragas
+@pytest.mark.cold_ragas
 def test_the_adapter_runs_ragas_faithfulness_on_the_operators_endpoint(ragas_env: OpenAIServer) -> None:
     scores, version, errors = score_with_ragas("faithfulness", samples()[:4])
     assert version.startswith("0.") and not errors

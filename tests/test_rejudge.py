@@ -20,10 +20,11 @@ from lib.core.errors import InputError, NotFoundError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.diagnosis import rejudge
 from lib.diagnosis.trends._diagnose import split_jump
-from lib.jobs._demo import FIXED_FAITHFULNESS, build_demo, run_plans
+from lib.jobs._demo import FIXED_FAITHFULNESS, run_plans
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.store import Store
 from lib.store import history as hs
+from tests.conftest import small_demo
 
 PLANS = run_plans()
 LEAK, INSTRUCTED, REGRESSION, FIX = (PLANS[i].run_id for i in (30, 45, 58, 75))
@@ -107,7 +108,7 @@ def test_a_finished_series_is_answered_from_the_store(rejudged) -> None:
 @pytest.fixture(scope="module")
 def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("small") / "small.duckdb"
-    build_demo(path, n_runs=4, workers=1)
+    small_demo(4, path)
     return path
 
 

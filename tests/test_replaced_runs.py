@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from lib.core.results import OK, SampleResult
 from lib.core.samples import EvalSample
 from lib.core.settings import load
 from lib.store import RunBatch, Store
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,7 +146,7 @@ def test_only_a_launcher_restores_from_the_page(tmp_path: Path) -> None:
 
 # -- the CLI ----------------------------------------------------------------------------------------------
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lib", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_cli(*args)
 
 
 def test_cli_says_what_it_replaced_and_lists_restores_and_purges_the_copy(tmp_path: Path) -> None:

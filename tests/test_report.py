@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from lib.core.samples import EvalSample
 from lib.presentation.mdtext import plain_text
 from lib.presentation.report import md_escape, md_fence, run_report
 from lib.store import Store
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LEAK_RUN = 30   # the demo's harness refactor: faithfulness starts reading ground_truth
@@ -118,9 +116,8 @@ def test_report_command_runs_the_suspects_ablation_and_writes_the_finding(demo_d
     db = tmp_path / "demo.duckdb"
     shutil.copy(demo_db, db)
     out = tmp_path / "finding.md"
-    proc = subprocess.run([sys.executable, "-m", "lib", "report", "--db", str(db), "--run", run_ids[LEAK_RUN],
-                           "--out", str(out), "--ablate", "--limit", "120", "--repeats", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    proc = run_cli("report", "--db", db, "--run", run_ids[LEAK_RUN], "--out", out, "--ablate", "--limit", "120",
+                   "--repeats", "2")
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout
     text = out.read_text(encoding="utf-8")
@@ -136,9 +133,7 @@ def test_report_command_runs_the_suspects_ablation_and_writes_the_finding(demo_d
 
 def test_report_command_writes_plain_text_with_plain(demo_db: Path, run_ids: list[str], tmp_path: Path) -> None:
     out = tmp_path / "finding.txt"
-    proc = subprocess.run([sys.executable, "-m", "lib", "report", "--db", str(demo_db), "--run", run_ids[LEAK_RUN],
-                           "--out", str(out), "--plain"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    proc = run_cli("report", "--db", demo_db, "--run", run_ids[LEAK_RUN], "--out", out, "--plain")
     assert proc.returncode == 0, proc.stderr
     with Store(demo_db) as store:
         markdown = run_report(store, run_ids[LEAK_RUN])
@@ -149,9 +144,7 @@ def test_report_command_writes_plain_text_with_plain(demo_db: Path, run_ids: lis
 
 
 def test_report_command_refuses_an_output_folder_that_does_not_exist(demo_db: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "lib", "report", "--db", str(demo_db), "--run", "latest",
-                           "--out", str(tmp_path / "missing" / "f.md")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    proc = run_cli("report", "--db", demo_db, "--run", "latest", "--out", tmp_path / "missing" / "f.md")
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: --out: no folder") and "Traceback" not in proc.stderr
 

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import re
 import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
@@ -44,8 +43,9 @@ from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
+from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
-from tests.support.reliability_support import ROOT, child_env
+from tests.support.reliability_support import child_env
 
 MODEL = "evaldrift-test-model"
 PLANTED_KEY = "sk-PLANTED-xyz"
@@ -171,10 +171,9 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
     outputs = []
     for fault in (None, Fault("500")):
         openai_server.fail_always(fault)
-        proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", XSS_RUN,
-                               "--metric", "faithfulness", "--blank", "contexts", "--judge", "openai", "--model", MODEL,
-                               "--repeats", "1" if fault is None else "3", "--json", "--yes"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        proc = run_cli("ablate", "--db", db, "--run", XSS_RUN, "--metric", "faithfulness", "--blank", "contexts",
+                       "--judge", "openai", "--model", MODEL, "--repeats", "1" if fault is None else "3", "--json",
+                       "--yes", env=env)
         assert proc.returncode in (0, 1, 3), proc.stderr
         outputs += [proc.stdout, proc.stderr]
     assert "server error (500)" in outputs[2]             # the failures are reported ...
@@ -261,8 +260,7 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
 
     # the command line
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "lib", *args], cwd=ROOT, env=child_env(), capture_output=True,
-                              text=True, timeout=300)
+        return run_cli(*args, env=child_env())
 
     proc = cli("ingest", "--db", str(db), "--run-id", "cli'); DROP TABLE samples; --", str(jsonl))
     assert proc.returncode == 0, proc.stderr

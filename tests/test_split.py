@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from lib.core.samples import EvalSample
 from lib.core.settings import load
 from lib.diagnosis.trends import plan_split, run_split
 from lib.store import Store
+from tests.support.cli import run_cli
 from tests.support.openai_server import OpenAIServer
 from tests.support.reliability_support import ROOT, child_env
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, Facts, record, samples
@@ -40,9 +40,7 @@ def two_runs(db: Path, judge_model: str) -> None:
 
 
 def split_cli(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lib", "split", "--db", str(db), "--run", "b",
-                           "--metric", "faithfulness", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=child_env(**env), timeout=180)
+    return run_cli("split", "--db", db, "--run", "b", "--metric", "faithfulness", *args, env=child_env(**env))
 
 
 def test_a_model_judged_jump_is_split_on_the_operators_server_after_a_yes(tmp_path: Path,

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +30,7 @@ from lib.jobs import JobRunner
 from lib.judging import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
+from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,10 +275,8 @@ def test_credentials_in_the_base_url_are_refused_and_shown_nowhere_in_cli_output
         db: Path, leak_run: str, server_a: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_"))}
     env.update(OPENAI_BASE_URL=with_credentials(server_a.base_url), OPENAI_API_KEY=MARKER)
-    proc = subprocess.run([sys.executable, "-m", "lib", "ablate", "--db", str(db), "--run", leak_run,
-                           "--metric", "faithfulness", "--blank", "ground_truth", "--judge", "openai",
-                           "--model", MODEL, "--repeats", "1", "--limit", "20", "--yes"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_cli("ablate", "--db", db, "--run", leak_run, "--metric", "faithfulness", "--blank", "ground_truth",
+                   "--judge", "openai", "--model", MODEL, "--repeats", "1", "--limit", "20", "--yes", env=env)
     assert proc.returncode == 2 and "must not carry credentials" in proc.stderr, proc.stderr
     assert server_a.n_calls == 0                    # refused before any call: never sent as Basic auth
     assert SECRET not in proc.stdout + proc.stderr and "judge-user" not in proc.stdout + proc.stderr

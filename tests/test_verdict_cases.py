@@ -7,10 +7,8 @@ ablates it and checks what the verdict may say (DESIGN.md section 6).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -35,6 +33,7 @@ from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.presentation.views import PAGE_COMPARE, suspect_actions
 from lib.store import Store
 from tests.support import synthetic_runs as syn
+from tests.support.cli import run_cli
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, PROJECTED, REPLAY, WHOLE_SAMPLE_FAITHFULNESS
 
 FAITH = DEFAULT_TEMPLATES["faithfulness"]
@@ -258,8 +257,7 @@ def test_the_suggested_test_for_every_jump_is_its_split() -> None:
 # -- 6. the judge that replays the run, and the --json a CI job reads ---------------------------------------------
 
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lib", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ))
+    return run_cli(*args)
 
 
 def ablate_json(db: Path, *extra: object) -> tuple[int, dict]:
