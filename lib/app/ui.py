@@ -23,7 +23,7 @@ import streamlit as st
 
 from lib.app import demo_start, gate, trust
 from lib.app.calibration import GateRunner
-from lib.app.demo import ensure_demo
+from lib.app.demo import N_RUNS, ensure_demo
 from lib.app.imports import ImportRunner
 from lib.app.jobs import JobRunner
 from lib.app.snapshots import SnapshotKeeper
@@ -207,8 +207,8 @@ def _demo_progress(path: Path) -> None:
                                            f"{total} runs. The dashboard opens on the demo when it is done.")
             return
         st.progress(build.done / build.total if build.total else 0.0,
-                    text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
-                         "judged. The dashboard opens on it when the last one is recorded.")
+                    text=f"First start: building the demo database, {build.done} of {build.total or N_RUNS} "
+                         "nightly runs judged. The dashboard opens on it when the last one is recorded.")
 
     st.title("evaldrift")
     show()
