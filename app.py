@@ -2,8 +2,16 @@
 
 import streamlit as st
 
-from lib.app.gate import require_user
-from lib.app.ui import load_settings, navigating
+from lib.app import demo_start
+
+try:
+    secrets = dict(st.secrets)
+except Exception:   # no secrets.toml: the environment alone decides
+    secrets = {}
+demo_start.start_early(secrets)   # a first start: the demo build judges while the imports below run
+
+from lib.app.gate import require_user  # noqa: E402 (after the early start, on purpose)
+from lib.app.ui import load_settings, navigating  # noqa: E402
 
 st.set_page_config(page_title="evaldrift", layout="wide")
 

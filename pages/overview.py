@@ -17,6 +17,7 @@ from lib.presentation import glossary, views
 ctx = ui.sidebar()
 
 CARD_WIDTH = 250   # px: a metric's name, its score and "within threshold" uncut
+SPARK_HEIGHT = 40  # px
 COLUMN_CONFIG = {
     "score": st.column_config.NumberColumn(format="%.3f"),
     "runs": st.column_config.NumberColumn("runs using it"),
@@ -68,7 +69,8 @@ ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_hi
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
 for card in cards:
-    with cards_row:
+    # our own sparkline under the metric: st.metric's chart_data logs Vega "Infinite extent" warnings
+    with cards_row, st.container(border=True, width=CARD_WIDTH, key=f"card_{card.metric}"):
         st.metric(
             card.metric,
             f"{card.score:.3f}" if card.score is not None else "—",
@@ -77,7 +79,6 @@ for card in cards:
             delta_description=("beyond threshold" if card.beyond_noise else "within threshold"
                                if card.decided else "not decided: too few runs")
             if card.previous_run else "new instrument",
-            chart_data=list(card.spark), chart_type="line", border=True, width=CARD_WIDTH,
             help=(f"Latest run {ui.md_literal(card.run_id)}, judge {ui.md_literal(card.judge_model or 'unrecorded')}, "
                   f"n={card.n}, {card.n_failed} failed. Change against "
                   f"{ui.md_literal(card.previous_run or 'no earlier run')}, the last run measured with the same "
@@ -86,6 +87,8 @@ for card in cards:
                   f"{f' ({card.basis})' if card.basis else ''}: {trends.HELP[trends.JUMP_THRESHOLD]} "
                   f"Sparkline: the last {len(card.spark)} runs."),
         )
+        st.vega_lite_chart(views.sparkline_spec(card.spark), height=SPARK_HEIGHT, width="stretch",
+                           key=f"spark_{card.metric}")
 
 left, right = st.columns([3, 2], gap="large")
 with left:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,14 +79,35 @@ def test_ablation_run_latest_opens_the_latest_run(server: StreamlitServer, page:
     assert "No run" not in main_text(page)
 
 
-def test_recording_a_state_without_a_name_asks_for_it_beside_the_button(server: StreamlitServer, page: Page) -> None:
+def test_the_overview_has_one_name_box_and_recording_without_a_name_says_where_it_is(
+        server: StreamlitServer, page: Page) -> None:
+    # Login off: the page's own "Your name" box was repeated in every incident's form (three boxes on the demo).
     open_page(page, server, "")
+    assert page.locator(MAIN).get_by_role("textbox", name="Your name").count() == 1
     form = page.locator(MAIN).locator('[data-testid="stForm"]').first
-    assert form.locator('[class*="st-key-user_"] input').count() == 1   # a name box in the form, by the button
     form.get_by_role("button", name="Record").click()
     wait_for_app(page)
-    assert "Type your name in “Your name” above the state" in main_text(page)
+    assert "Type your name in “Your name” under “Open incidents”" in main_text(page)
     assert "field 'user'" not in main_text(page)
+
+
+VEGA_WARNING = "Infinite extent"
+
+
+def test_the_overview_sparklines_draw_every_card_with_no_vega_warning(server: StreamlitServer, page: Page) -> None:
+    # Issue 28 item 6: st.metric's own sparkline logged Vega's "Infinite extent" warnings in the console.
+    logged: list[str] = []
+    page.on("console", lambda m: logged.append(f"{m.type}: {m.text}"))
+    open_page(page, server, "")
+    cards = page.locator(MAIN).locator('[data-testid="stMetric"]')
+    assert cards.count() == 5
+    charts = page.locator(MAIN).locator('[data-testid="stVegaLiteChart"], [data-testid="stMetric"] canvas, '
+                                        '[data-testid="stMetric"] svg.marks')
+    assert charts.count() >= 5   # a sparkline per card
+    page.reload()
+    wait_for_app(page, timeout=120)
+    time.sleep(1.0)   # Vega logs as it draws
+    assert [m for m in logged if VEGA_WARNING in m] == []
 
 
 def test_the_pipeline_config_keeps_each_line_whole_at_1024_px(server: StreamlitServer, page: Page) -> None:

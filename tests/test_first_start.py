@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.browser import chromium, free_port, new_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,3 +65,39 @@ def test_the_first_start_shows_the_demo_being_built_then_the_overview_and_a_clea
         server.wait(timeout=30)
     written = log.read_text(encoding="utf-8", errors="replace")
     assert "ScriptRunContext" not in written and "Traceback" not in written, written[-2000:]
+
+
+def test_the_demo_build_module_is_light_so_app_py_starts_the_build_before_its_own_imports() -> None:
+    # Issue 28 item 1: the build began only after the dashboard had imported pandas, DuckDB and the pages' code.
+    code = ("import sys, lib.app.demo_start; "
+            "print(sorted(m for m in ('pandas', 'duckdb', 'lib.jobs', 'lib.app.ui') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    source = (ROOT / "app.py").read_text()
+    assert source.index("demo_start.start_early(") < source.index("from lib.app.ui import")
+
+
+@pytest.mark.parametrize(("db_setting", "demo_there", "starts"), [
+    (None, False, True),          # the demo is the database and is missing: build it now
+    (None, True, False),          # already built
+    ("other.duckdb", False, False),   # the operator's own database: never the demo
+    ("bad setting", False, False),   # a setting the page refuses (here the judge's URL): left to the page
+])
+def test_start_early_builds_only_a_missing_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                db_setting: str | None, demo_there: bool, starts: bool) -> None:
+    from lib.app import demo_start
+    from lib.core import settings
+
+    demo = tmp_path / "data" / "demo.duckdb"
+    if demo_there:
+        demo.parent.mkdir()
+        demo.write_bytes(b"")
+    monkeypatch.setattr(settings, "DEMO_DB", demo)
+    if db_setting == "bad setting":
+        monkeypatch.setenv("OPENAI_BASE_URL", "ftp://judge.example")
+    elif db_setting is not None:
+        monkeypatch.setenv("EVALDRIFT_DB", str(tmp_path / db_setting))
+    started: list[Path] = []
+    monkeypatch.setattr(demo_start, "demo_build", started.append)
+    demo_start.start_early({})
+    assert started == ([demo] if starts else [])

@@ -81,7 +81,8 @@ def test_overview_shows_every_metric_with_a_sparkline_and_the_latest_faithfulnes
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     assert [m.label for m in app.metric] == list(METRIC_NAMES)
-    assert all(m.proto.chart_data for m in app.metric)
+    sparks = [c.proto.spec for c in app.get("vega_lite_chart")]
+    assert len(sparks) == len(METRIC_NAMES) and all('"domain"' in spec for spec in sparks)
     alert = next(t for t in texts(app) if "faithfulness" in t and "jump threshold" in t)
     assert "0.645" in alert  # the leak fixed at run 75: faithfulness falls to its true level
     assert any(t.startswith("prompt: faithfulness prompt") for t in (e.value for e in app.text))
@@ -239,6 +240,24 @@ def test_metric_cards_give_latest_score_delta_and_sparkline_in_registry_order() 
     # five runs with no per-sample scores: too few differences for a spread, no pairs: not decided either way
     (short,) = views.metric_cards(history_frame({"faithfulness": [0.5, 0.5, 0.5, 0.5, 0.9]}))
     assert not short.decided and not short.beyond_noise and math.isnan(short.noise_sd)
+
+
+@pytest.mark.parametrize(("values", "points", "domain"), [
+    ((0.5, 0.6, 0.55), [0.5, 0.6, 0.55], (0.5, 0.6)),          # a moving series: its own range
+    ((0.5, 0.5, 0.5), [0.5, 0.5, 0.5], (0.49, 0.51)),         # flat: a band around the value
+    ((0.7,), [0.7, 0.7], (0.69, 0.71)),                       # one run: drawn as a flat line
+    ((float("nan"), 0.4, 0.6), [0.4, 0.6], (0.4, 0.6)),       # an unscored run: no point
+    ((), [], (0.0, 1.0)),                                     # nothing yet: still a finite domain
+])
+def test_a_sparkline_fixes_both_scales_to_finite_domains(values: tuple[float, ...], points: list[float],
+                                                        domain: tuple[float, float]) -> None:
+    # Issue 28 item 6: a scale left to the data met no data when Streamlit first drew it ("Infinite extent").
+    spec = views.sparkline_spec(values)
+    assert [p["score"] for p in spec["data"]["values"]] == points
+    y = spec["encoding"]["y"]["scale"]["domain"]
+    assert y == pytest.approx(list(domain))
+    x = spec["encoding"]["x"]["scale"]["domain"]
+    assert all(math.isfinite(v) for v in [*x, *y]) and x[0] < x[1] and y[0] < y[1]
 
 
 def make_jump(metric: str, day: int, *suspects: Suspect) -> Jump:

@@ -4,7 +4,7 @@ The first page a newcomer opens should not be a spinner for the length of
 the build. The dashboard starts one build per process, in a child process
 (`python -m lib.app.demo_start PATH`, which judges the runs on every core and
 prints its progress); a thread reads that progress and the page shows how
-many of the nightly runs are judged until the file appears whole (lib.jobs, the demo build
+many of the nightly runs are judged until the file appears whole (lib.jobs
 writes it aside and moves it in place). A child process, not a thread of the
 server: worker processes spawned from inside Streamlit would re-run the
 dashboard's script in each worker.
@@ -17,8 +17,8 @@ import sys
 import threading
 from pathlib import Path
 
+from lib.core import settings
 from lib.core.settings import ROOT
-from lib.jobs import N_RUNS, build_demo
 
 
 class DemoBuild:
@@ -27,7 +27,7 @@ class DemoBuild:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.done = 0
-        self.total = N_RUNS
+        self.total = 0   # the child's first line says how many runs (this module stays light: see start_early)
         self.error = ""
         self.rejudged = (0, 0)   # runs re-judged of those to re-judge, once every run is judged
         self._thread = threading.Thread(target=self._run, name="evaldrift-demo-build", daemon=True)
@@ -71,9 +71,26 @@ def demo_build(path: str | Path) -> DemoBuild:
         return build
 
 
+def start_early(secrets: dict[str, object] | None = None) -> None:
+    """On a first start, start the demo build before the dashboard imports its own modules.
+
+    app.py calls this first: the build then judges while the server imports pandas, DuckDB and the pages'
+    code (about 2 CPU s), instead of after. It starts the build only when the configured database is the
+    demo's and is not there yet; any other case (a misconfigured setting included) is left to the page.
+    """
+    try:
+        path = settings.load(secrets=secrets).db_path
+    except Exception:   # the page says what is wrong with the setting
+        return
+    if settings.is_demo_path(path) and not path.exists():
+        demo_build(path)
+
+
 def main(argv: list[str]) -> int:
     """Build the demo at argv[0], printing 'progress DONE TOTAL' at the start and after each run, then
     'rejudge DONE TOTAL' as the open episodes are re-judged."""
+    from lib.jobs import build_demo
+
     # This process is ours and runs one thread: its workers fork, with the imports and the eval set already made.
     build_demo(argv[0], progress=lambda done, total: print(f"progress {done} {total}", flush=True),
                start_method="fork",
@@ -81,7 +98,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["DemoBuild", "demo_build"]
+__all__ = ["DemoBuild", "demo_build", "start_early"]
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

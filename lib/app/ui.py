@@ -30,7 +30,7 @@ from lib.core.errors import InputError, StoreBusyError, StoreError
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.trends import RunChanges
 from lib.intake import inbox
-from lib.jobs import ImportRunner, JobRunner, ensure_demo
+from lib.jobs import N_RUNS, ImportRunner, JobRunner, ensure_demo
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
 from lib.judging.offline import VARIANTS
@@ -205,8 +205,8 @@ def _demo_progress(path: Path) -> None:
                                            f"{total} runs. The dashboard opens on the demo when it is done.")
             return
         st.progress(build.done / build.total if build.total else 0.0,
-                    text=f"First start: building the demo database, {build.done} of {build.total} nightly runs "
-                         "judged. The dashboard opens on it when the last one is recorded.")
+                    text=f"First start: building the demo database, {build.done} of {build.total or N_RUNS} "
+                         "nightly runs judged. The dashboard opens on it when the last one is recorded.")
 
     st.title("evaldrift")
     show()

@@ -204,19 +204,16 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
             for c in inc.changes:
                 st.text(f"{c.at:%Y-%m-%d %H:%M} {c.user}: {c.state}" + (f" ({c.note})" if c.note else ""))
         with st.form(f"form_{inc.incident_id}", border=False):
-            here = ""
-            if not (user or ctx.user):   # the name box above may be out of sight: one in the form, by the button
-                here = st.text_input("Your name", key=f"user_{inc.incident_id}",
-                                     help="Recorded with the state change (login is off).")
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")   # four in a row cut "Record" at 1024 px
             state = c1.selectbox("State", incidents.STATES, index=incidents.STATES.index(inc.state)
                                  if inc.state in incidents.STATES else 0,
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")
             if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):
-                who = user or here
-                if not who.strip():
-                    st.error("Type your name in “Your name” above the state: it is recorded with the change.")
+                who = user
+                if not who.strip():   # one name box for the page (login off), under "Open incidents"
+                    st.error("Type your name in “Your name” under “Open incidents” at the top of the page: it is "
+                             "recorded with the change.")
                     return
                 try:
                     incidents.set_state(ctx.store, inc.incident_id, state, note=note, user=who)

@@ -191,6 +191,8 @@ def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
             value = getattr(m, name)
             if value is not None and (problem := too_long(len(value), limit)):
                 raise InputError(problem, field=name, source=where)
+        if _longest(_result_texts(m.results)) <= limit:   # the usual case: none is near it
+            continue
         for i, r in enumerate(m.results, start=1):
             texts = [("reason", r.reason)] + [(f"verdicts[{k}].{n}", getattr(v, n))
                                               for k, v in enumerate(r.verdicts, start=1)
@@ -200,10 +202,37 @@ def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
                     raise InputError(problem, row=i, field=name, source=where)
 
 
+def _all_text_clean(texts: list[object]) -> bool:
+    """Are these all storable text? One check over them joined (a run holds some 10^5 of them); on False the
+    caller checks field by field to name the first at fault, so the refusal is the same either way."""
+    try:
+        joined = "\n".join(texts)   # type: ignore[arg-type]   # a non-text value: TypeError
+    except TypeError:
+        return False
+    return text_problem(joined) is None
+
+
+def _longest(texts: Sequence[object]) -> float:
+    """The longest text's length; infinite when one is not text (the field-by-field pass then names it)."""
+    if not all(isinstance(t, str) or t is None for t in texts):
+        return float("inf")
+    return max((len(t) for t in texts if isinstance(t, str)), default=0)
+
+
+def _result_texts(results: Sequence[SampleResult]) -> list[object]:
+    try:
+        return [t for r in results
+                for t in (r.sample_id, r.reason, *(x for v in r.verdicts for x in (v.item, v.verdict, v.evidence)))]
+    except (AttributeError, TypeError):   # not a result or a verdict: the field-by-field pass names it
+        return [results]
+
+
 def _check_results(results: Sequence[SampleResult], known: set[str], where: str) -> None:
+    texts_ok = _all_text_clean(_result_texts(results))
     seen: set[str] = set()
     for i, r in enumerate(results, start=1):
-        check_text(r.sample_id, field="sample_id", source=where, row=i)
+        if not texts_ok:
+            check_text(r.sample_id, field="sample_id", source=where, row=i)
         if r.sample_id not in known:
             raise InputError(f"score for unknown sample {r.sample_id!r}", row=i, field="sample_id", source=where)
         if r.sample_id in seen:
@@ -211,7 +240,8 @@ def _check_results(results: Sequence[SampleResult], known: set[str], where: str)
         seen.add(r.sample_id)
         if r.status not in STATUS_NAMES:
             raise InputError(f"unknown status {r.status!r}", row=i, field="status", source=where)
-        check_text(r.reason, field="reason", source=where, row=i)
+        if not texts_ok:
+            check_text(r.reason, field="reason", source=where, row=i)
         if r.status == OK:
             if not _is_score(r.score):
                 raise InputError(f"score must be a number in [0, 1], got {_short(r.score)}", row=i, field="score",
@@ -222,8 +252,9 @@ def _check_results(results: Sequence[SampleResult], known: set[str], where: str)
             if not isinstance(v, Verdict) or not isinstance(v.label, bool):
                 raise InputError("must be a verdict (item, label true/false, verdict, evidence)", row=i,
                                  field=f"verdicts[{k}]", source=where)
-            for name in ("item", "verdict", "evidence"):
-                check_text(getattr(v, name), field=f"verdicts[{k}].{name}", source=where, row=i)
+            if not texts_ok:
+                for name in ("item", "verdict", "evidence"):
+                    check_text(getattr(v, name), field=f"verdicts[{k}].{name}", source=where, row=i)
 
 
 def _is_score(value: object) -> bool:

@@ -41,6 +41,7 @@ from lib.presentation.views.overview import (
     metric_cards,
     recent_jumps,
     run_labels,
+    sparkline_spec,
     suspect_actions,
     unattributed,
 )
@@ -76,5 +77,5 @@ __all__ = ["ALL_METRICS", "NOT_RECORDED", "PAGE_ABLATION", "PAGE_COMPARE", "PAGE
            "history_summary", "in_range", "jumps_frame", "lint_findings", "lint_summary", "location_column",
            "metric_cards", "metric_display", "metric_sides", "metric_table", "ordered_metrics", "other_scores",
            "paired_deltas", "paired_summary", "previous_in", "recent_jumps", "run_days", "run_labels", "sample_list",
-           "sample_status", "sample_table", "signed", "split_cells", "suspect_actions", "unattributed", "verdict_list",
-           "verdict_records"]
+           "sample_status", "sample_table", "signed", "sparkline_spec", "split_cells", "suspect_actions",
+           "unattributed", "verdict_list", "verdict_records"]

@@ -92,6 +92,37 @@ def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS,
     return cards
 
 
+FLAT_PAD = 0.01     # a flat series is drawn mid-card in a band this wide on each side
+
+
+def sparkline_spec(values: Sequence[float]) -> dict[str, object]:
+    """A card's sparkline as a Vega-Lite spec (st.vega_lite_chart): the scores oldest first, no axes.
+
+    Both scales get their domain from the values themselves. Streamlit draws a chart before it hands it the
+    data (and st.metric's own sparkline adds a hover layer that starts empty), so a scale left to the data
+    meets no data at first and Vega logs "Infinite extent" in the console; a fixed domain never does. A flat
+    series gets a band around its value, and a single run is drawn as a flat line.
+    """
+    points = [float(v) for v in values if v == v]   # NaN: no point
+    if len(points) == 1:
+        points = points * 2
+    lo, hi = (min(points), max(points)) if points else (0.0, 1.0)
+    if lo == hi:
+        lo, hi = lo - FLAT_PAD, hi + FLAT_PAD
+    return {
+        "data": {"values": [{"run": i, "score": v} for i, v in enumerate(points)]},
+        "mark": {"type": "line", "strokeWidth": 2, "strokeCap": "round", "tooltip": False},
+        "encoding": {
+            "x": {"field": "run", "type": "quantitative", "axis": None,
+                  "scale": {"domain": [0, max(len(points) - 1, 1)], "nice": False, "zero": False}},
+            "y": {"field": "score", "type": "quantitative", "axis": None,
+                  "scale": {"domain": [lo, hi], "nice": False, "zero": False}},
+        },
+        "config": {"view": {"stroke": None}},
+        "padding": {"left": 2, "right": 2, "top": 2, "bottom": 2},
+    }
+
+
 def recent_jumps(jumps: Sequence[Jump]) -> tuple[list[Jump], list[Jump]]:
     """Split jumps into the latest one per metric (newest first) and the earlier rest (newest first)."""
     latest: dict[str, Jump] = {}
