@@ -27,7 +27,8 @@ SECTIONS = ((bench_inflight, "Judge engine: calls in flight (50 ms a call) and c
 
 
 def engine(report: Report, work: Path, demo_runs: int) -> None:
-    """Each engine benchmark in its own section (the batch one goes to README's Scaling, the rest to Performance)."""
+    """Each engine benchmark in its own section (the batch one to tests/benchmarks/README.md's Scaling, the rest to
+    Performance)."""
     runs = max(demo_runs, bench_inflight.LEAKY_RUN + 1)
     for module, title in SECTIONS:
         report.section(title)
