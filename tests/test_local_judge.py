@@ -144,13 +144,15 @@ def test_the_cli_says_what_it_measured_and_a_rerun_costs_nothing_and_says_so(
     assert "verdicts asked as json_object_schema" in first.stdout
     again = cli(*args)
     assert again.returncode == first.returncode and llama_server.n_calls == calls
-    assert "answered from the store: no judge call now (when it ran: 42 judgings:" in again.stdout
+    # 54 judgings: 12 samples in four arms (baseline, ground_truth, the joint arm and the judge's floor), the first
+    # 3 samples' baseline three times before the repeats stopped
+    assert "answered from the store: no judge call now (when it ran: 54 judgings:" in again.stdout
     # the Ablation page's estimate for it (the issue's page offered "Launch up to 2 calls to the paid judge")
     spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=llama_server.base_url)
     with Store(leaky_db) as store:
         estimate = estimate_ablation(store, spec, cacheable=True)
     assert estimate.calls == 0 and not needs_confirmation(estimate, None)
-    assert estimate.sentence.startswith("108 judgings, already made: this ablation is done")
+    assert estimate.sentence.startswith("144 judgings, already made: this ablation is done")
 
 
 def test_a_call_slower_than_the_setting_but_within_four_median_calls_is_waited_for() -> None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Locator, Page
 
 from tests.support.browser import (
     MAIN,
@@ -294,6 +294,16 @@ def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dash
     page.context.close()
 
 
+def _visible_stop(page: Page) -> Locator:
+    """The ablation's Stop button once drawn (a fragment rerun may briefly draw a second, hidden, one)."""
+    stop = page.locator(".st-key-abl_stop button").filter(visible=True).first
+    try:
+        stop.wait_for(timeout=60_000)
+    except Exception:
+        raise AssertionError(body_text(page, MAIN)) from None
+    return stop
+
+
 def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashboard: tuple,
                                                                         browser: Browser) -> None:
     """Any signed-in viewer could press Stop on a colleague's paid job (noticed after issue 23)."""
@@ -309,23 +319,12 @@ def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashb
         owner.get_by_text("Launch up to").filter(has_text="calls to the paid judge team-model").click()
         wait_for_app(owner)
         owner.get_by_role("button", name="Launch ablation").click()
-        # a fragment rerun may briefly draw a second, hidden, button
-        stop = owner.locator(".st-key-abl_stop button").filter(visible=True).first
-        try:
-            stop.wait_for(timeout=60_000)
-        except Exception:
-            owner.screenshot(path="/tmp/stop-owner.png")
-            raise AssertionError(body_text(owner, MAIN)) from None
+        stop = _visible_stop(owner)
         link = owner.url
         assert "ablation=" in link
 
         viewer.goto(link)
-        their_stop = viewer.locator(".st-key-abl_stop button").filter(visible=True).first
-        try:
-            their_stop.wait_for(timeout=60_000)
-        except Exception:
-            viewer.screenshot(path="/tmp/stop-viewer.png")
-            raise AssertionError(body_text(viewer, MAIN)) from None
+        their_stop = _visible_stop(viewer)
         assert not any(b.is_enabled() for b in viewer.locator(".st-key-abl_stop button").all())
         assert "may stop a job on a paid judge" in body_text(viewer, MAIN)
         their_stop.click(force=True)   # a disabled button does nothing, even clicked

@@ -15,6 +15,7 @@ import pytest
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.records import MAIN
 from lib.diagnosis.ablation import AblationSpec, run_ablation
+from lib.diagnosis.ablation import plan as make_plan
 from lib.diagnosis.trends import lint_status
 from lib.judging import OfflineJudge
 from lib.store import Store
@@ -48,9 +49,11 @@ def leaky_run(db: Path) -> str:
 
 
 def planned_units(store: Store, spec: AblationSpec) -> list[tuple[str, str, int, str]]:
-    """Every (metric, arm, repeat, sample) of the spec, in the order a one-at-a-time judge works through them."""
+    """Every (metric, arm, repeat, sample) of the spec, in the order a one-at-a-time judge works through them (the
+    arms the plan measures: the spec's, and the judge's floor arm when it is judged as one of its own)."""
     ids = [s.sample_id for s in store.samples(spec.run_id, spec.suite)][: spec.limit]
-    return [(m, arm, rep, sid) for m in spec.metrics for arm in spec.arms_for(m) for rep in range(spec.repeats)
+    p = make_plan(store, spec)
+    return [(m, arm, rep, sid) for m in spec.metrics for arm in p.measured_arms(m) for rep in range(spec.repeats)
             for sid in ids]
 
 
