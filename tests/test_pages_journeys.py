@@ -9,6 +9,7 @@ in-page link, a pasted link), does one thing, and reads what the page shows.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,8 +106,18 @@ def table_cells(page: Page, header: str) -> list[str]:
 
 
 def option_texts(page: Page, key: str) -> list[str]:
+    """The keyed selectbox's options as its open list shows them, read once the list has settled: the list draws
+    its rows in passes, and one read mid-draw once missed two rows (the CI run of 33b5049)."""
     page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
-    texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
+    options = page.locator('[role="listbox"] [role="option"]')
+    options.first.wait_for()
+    texts: list[str] = []
+    for _ in range(50):
+        now = [t.strip() for t in options.all_inner_texts()]
+        if now == texts:
+            break
+        texts = now
+        time.sleep(0.1)
     page.keyboard.press("Escape")
     return texts
 
