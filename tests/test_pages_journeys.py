@@ -9,7 +9,6 @@ in-page link, a pasted link), does one thing, and reads what the page shows.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -106,20 +105,15 @@ def table_cells(page: Page, header: str) -> list[str]:
 
 
 def option_texts(page: Page, key: str) -> list[str]:
-    """The keyed selectbox's options as its open list shows them, read once the list has settled: the list draws
-    its rows in passes, and one read mid-draw once missed two rows (the CI run of 33b5049)."""
+    """The keyed selectbox's options in the order the open list shows them, top to bottom. The list is virtualised:
+    it reuses its row elements, so their order in the document is not the order on screen (the fresh-clone CI runs
+    of 33b5049 and 31c43f4 read two rows out of place and expected the wrong baseline; the page was right)."""
     page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
     options = page.locator('[role="listbox"] [role="option"]')
     options.first.wait_for()
-    texts: list[str] = []
-    for _ in range(50):
-        now = [t.strip() for t in options.all_inner_texts()]
-        if now == texts:
-            break
-        texts = now
-        time.sleep(0.1)
+    rows = options.evaluate_all("els => els.map(e => [e.getBoundingClientRect().top, e.innerText])")
     page.keyboard.press("Escape")
-    return texts
+    return [text.strip() for _, text in sorted(rows, key=lambda row: row[0])]
 
 
 # -- item 2: the first pick in a run selector sticks ---------------------------------------------------------
@@ -162,6 +156,7 @@ def test_compares_baseline_follows_a_changed_run_to_the_run_before_it(dashboard:
     wait_for_app(page)
     open_from_sidebar(page, "Compare")
     runs = [t.split()[0] for t in option_texts(page, "compare_run")]
+    assert runs == sorted(runs, reverse=True)   # newest first, as the list shows them (the demo's ids sort by date)
     assert selected(page, "compare_base").startswith(runs[1])
     pick(page, "compare_run", runs[4])
     assert selected(page, "compare_run").startswith(runs[4])
