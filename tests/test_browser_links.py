@@ -17,7 +17,7 @@ from lib.intake.chunked import ingest_file
 from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store
 from tests.support.browser import StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app
-from tests.test_pages_journeys import query, selected, table_cells
+from tests.test_pages_journeys import query, selected, table_cells_showing
 
 pytestmark = pytest.mark.e2e
 SPLIT_S = 240.0   # the split re-judges both runs' samples with both instruments (offline), on a busy machine
@@ -131,7 +131,7 @@ def test_a_run_link_with_a_page_number_opens_that_page_and_turning_the_page_writ
     open_link(page, big_server, "run?run=big&metric=faithfulness&page=3")
     assert page.locator(".st-key-run_page input").input_value() == "3"
     assert f"page 3 of {BIG_PAGES}" in main_text(page)
-    cells = table_cells(page, "sample_id")
+    cells = table_cells_showing(page, "sample_id", first_sample_on_page(3))
     assert first_sample_on_page(3) in cells and first_sample_on_page(1) not in cells, cells[:8]
     assert query(page)["page"] == "3"
     box = page.locator(".st-key-run_page input")
@@ -139,7 +139,8 @@ def test_a_run_link_with_a_page_number_opens_that_page_and_turning_the_page_writ
     box.press("Enter")
     wait_for_app(page)
     assert f"page 5 of {BIG_PAGES}" in main_text(page)
-    assert first_sample_on_page(5) in table_cells(page, "sample_id")
+    cells = table_cells_showing(page, "sample_id", first_sample_on_page(5))
+    assert first_sample_on_page(5) in cells and first_sample_on_page(3) not in cells, cells[:8]
     assert query(page)["page"] == "5" and query(page)["run"] == "big"
     box.fill("1")
     box.press("Enter")

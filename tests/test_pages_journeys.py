@@ -9,6 +9,7 @@ in-page link, a pasted link), does one thing, and reads what the page shows.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,6 +103,16 @@ def table_cells(page: Page, header: str) -> list[str]:
         return [c.strip() for c in grid.locator('[role="gridcell"]').all_text_contents()]
     table = page.locator(f'{MAIN} [data-testid="stTable"]').filter(has=page.locator("th", has_text=named)).first
     return [c.strip() for c in table.locator("tbody td").all_text_contents()]
+
+
+def table_cells_showing(page: Page, header: str, cell: str, *, timeout: float = 15.0) -> list[str]:
+    """table_cells once they hold `cell`, or as they stand after `timeout` seconds. The grid draws its accessible copy
+    after the script run ends, so right after a rerun it can still hold the previous rows (the fresh-clone CI run of
+    f10f9cf read page 3's rows with "page 5 of 9" already in the caption)."""
+    deadline = time.monotonic() + timeout
+    while cell not in (cells := table_cells(page, header)) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    return cells
 
 
 def option_texts(page: Page, key: str) -> list[str]:
