@@ -95,6 +95,14 @@ def _scores(frame):
     return frame.sort_values(["arm", "sample_id"])[columns].reset_index(drop=True)
 
 
+def differing_rows(a, b) -> str:
+    """The rows where two frames of the same shape differ, both sides, for an assertion's message."""
+    if a.shape != b.shape:
+        return f"shapes differ: {a.shape} against {b.shape}"
+    differ = (a != b).any(axis=1)
+    return f"batch:\n{a[differ].to_string()}\nlive:\n{b[differ].to_string()}"
+
+
 def test_an_ablation_through_a_batch_equals_the_live_one_and_fills_the_call_cache(db: Path, server: OpenAIServer,
                                                                                 tmp_path: Path) -> None:
     spec = spec_for(server)
@@ -114,7 +122,8 @@ def test_an_ablation_through_a_batch_equals_the_live_one_and_fills_the_call_cach
         assert bt.submit(store, client, kind=bt.ABLATION, spec=spec) is None   # nothing left to ask
     live, live_frame = live_results(db, spec, tmp_path)
     assert result.summary == live.summary                # type: ignore[attr-defined]
-    assert _scores(frame).equals(_scores(live_frame))
+    batch_rows, live_rows = _scores(frame), _scores(live_frame)
+    assert batch_rows.equals(live_rows), differing_rows(batch_rows, live_rows)
 
 
 def test_a_restarted_process_polls_the_same_batch_and_shows_its_progress(db: Path, server: OpenAIServer) -> None:

@@ -76,9 +76,28 @@ def selected(page: Page, key: str) -> str:
     return page.locator(f".st-key-{key} input[role=combobox]").first.input_value().strip()
 
 
+def open_list(page: Page, key: str, *, timeout: float = 10.0) -> list[tuple[float, str]]:
+    """Open the keyed selectbox and wait until its list stops moving; its rows as (top, text), top to bottom.
+
+    The list is virtualised and scrolls to the selected option as it opens, reusing its row elements: read or
+    clicked before it settles, a row's text is not the row on screen (fresh-clone CI runs read two rows out of
+    place, and a click on runs[7] once landed on another run)."""
+    page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
+    options = page.locator('[role="listbox"] [role="option"]')
+    options.first.wait_for()
+    deadline = time.monotonic() + timeout
+    rows = None
+    while True:
+        page.wait_for_timeout(150)
+        now = options.evaluate_all("els => els.map(e => [e.getBoundingClientRect().top, e.innerText])")
+        if now == rows or time.monotonic() > deadline:
+            return sorted((top, text.strip()) for top, text in now)
+        rows = now
+
+
 def pick(page: Page, key: str, option: str) -> None:
     """Open the keyed selectbox and click the option whose text starts with `option`; wait for the rerun."""
-    page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
+    open_list(page, key)
     page.get_by_role("option").filter(has_text=re.compile("^" + re.escape(option))).first.click()
     wait_for_app(page)
 
@@ -119,12 +138,9 @@ def option_texts(page: Page, key: str) -> list[str]:
     """The keyed selectbox's options in the order the open list shows them, top to bottom. The list is virtualised:
     it reuses its row elements, so their order in the document is not the order on screen (the fresh-clone CI runs
     of 33b5049 and 31c43f4 read two rows out of place and expected the wrong baseline; the page was right)."""
-    page.locator(f".st-key-{key} button[aria-haspopup=listbox]").first.click()
-    options = page.locator('[role="listbox"] [role="option"]')
-    options.first.wait_for()
-    rows = options.evaluate_all("els => els.map(e => [e.getBoundingClientRect().top, e.innerText])")
+    rows = open_list(page, key)
     page.keyboard.press("Escape")
-    return [text.strip() for _, text in sorted(rows, key=lambda row: row[0])]
+    return [text for _, text in rows]
 
 
 # -- item 2: the first pick in a run selector sticks ---------------------------------------------------------
