@@ -64,6 +64,9 @@ def detect(path: str | Path) -> str:
     raise InputError("cannot tell the format: give one of " + ", ".join(FORMATS), source=str(path))
 
 
+MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names --metric-map maps
+
+
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
          metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
     """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
@@ -145,9 +148,11 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     metrics = list(got.sources)
     if not metrics:
         unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
+        hint = ("map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE
+                else f"a {fmt} file's scores are read by our metrics' own names")
         raise InputError("no score this tool names maps to one of our metrics ("
-                         + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "")
-                         + "map an Inspect scorer with --metric-map SCORER=METRIC)", field="metrics", source=name)
+                         + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "") + hint + ")",
+                         field="metrics", source=name)
     frame, clamped = clamp_scores(got.frame, metrics)
     frame, repeats = fold_repeats(frame, metrics) if "id" in frame.columns else (frame, {})
     notes: dict[str, object] = {"tool": got.tool, **got.notes, **repeats}
