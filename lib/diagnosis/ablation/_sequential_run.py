@@ -244,10 +244,14 @@ def _score_chunk(store: Store, plan: Plan, scorer: Scorer, units: list[Unit],
             return True
         store.add_ablation_batches(plan.spec.ablation_id, score_groups(scorer, groups))
         return False
-    for (m, arm, rep), samples in groups.items():
-        if should_stop and should_stop():
-            return True
-        store.add_ablation_results(plan.spec.ablation_id, m, arm, rep, score_group(scorer, m, arm, samples))
+    scored: dict[tuple[str, str, int], list] = {}
+    try:
+        for (m, arm, rep), samples in groups.items():
+            if should_stop and should_stop():
+                return True
+            scored[(m, arm, rep)] = score_group(scorer, m, arm, samples)
+    finally:   # one commit for the chunk; what was scored before a stop or a scorer's error is kept
+        store.add_ablation_batches(plan.spec.ablation_id, scored)
     return False
 
 
