@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -61,11 +62,23 @@ def _run(k: int, samples: list[EvalSample]) -> RunRecord:
     return RunRecord(f"run-{k}", DAYS[k], {"retriever": {"top_k": 3 + k}}, {MAIN: samples}, metrics, f"run {k}")
 
 
+@pytest.fixture(scope="module")
+def _small_store_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """small_store's database, built once for the module (never opened after: copied)."""
+    path = tmp_path_factory.mktemp("small") / "small.duckdb"
+    _build_small_store(path)
+    assert not Path(f"{path}.wal").exists()   # closed and checkpointed: the file alone is the database
+    return path
+
+
 @pytest.fixture
-def small_store(tmp_path: Path) -> Path:
+def small_store(_small_store_built: Path, tmp_path: Path) -> Path:
     """Three runs over two months (one recorded twice), an ablation, a cached judge call and two labels: every
-    table holds rows."""
-    path = tmp_path / "small.duckdb"
+    table holds rows. A private copy for the test to write to."""
+    return Path(shutil.copy(_small_store_built, tmp_path / "small.duckdb"))
+
+
+def _build_small_store(path: Path) -> None:
     samples = _samples()
     with Store(path) as store:
         for k in range(3):
@@ -80,7 +93,6 @@ def small_store(tmp_path: Path) -> Path:
         store.add_labels([Label(suite=MAIN, sample_id=first.sample_id, metric="faithfulness", item=item, kind=BINARY,
                                 value=1.0, content=content_key("faithfulness", first), labeller="ana",
                                 labelled_at=DAYS[0], source="test") for item in (1, None)])
-    return path
 
 
 def _team_records(store: Store) -> None:

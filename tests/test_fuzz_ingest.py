@@ -16,9 +16,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +34,8 @@ from lib.intake.chunked import ingest_file
 from lib.intake.ingest import NO_SCORE
 from lib.store import Store
 from tests.reliability_cases import BAD_INPUTS, CLI_CASES, README, UPDATE_COMMAND, CliCase, readme_with_section
-from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo
+from tests.support.cli import run_cli
+from tests.support.reliability_support import child_env, copy_db, mini_demo
 
 FORMATS = ("jsonl", "csv", "parquet")
 TEXTS = ("question", "answer", "ground_truth")
@@ -500,7 +498,7 @@ class CliResult:
 
 @pytest.fixture(scope="module")
 def cli_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, CliResult], dict[str, object]]:
-    """Every CLI case run as a real `python -m lib` subprocess, a few at a time."""
+    """Every CLI case run through `lib.cli.main` as `python -m lib` runs it (tests/support/cli.py)."""
     tmp = tmp_path_factory.mktemp("cli")
     db = copy_db(mini_demo(tmp_path_factory), tmp / "demo.duckdb")
     good = tmp / "good.jsonl"
@@ -531,12 +529,12 @@ def cli_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Cli
             own["db"] = str(copy_db(db, tmp / f"{case.id}.duckdb"))
             copies.append(Path(own["db"]))
         args = [a.format(**own) for a in case.args]
-        proc = subprocess.run([sys.executable, "-m", "lib", *args], cwd=ROOT, env=child_env(), capture_output=True,
-                              text=True, timeout=120)
+        # in this process (tests/support/cli.py): what a bad command line prints and returns is decided by
+        # lib.cli.main; an exception escaping it would fail the test here as a traceback would in a real process
+        proc = run_cli(*args, env=child_env())
         return case.id, CliResult(proc.returncode, proc.stdout, proc.stderr)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(pool.map(run, CLI_CASES))
+    results = dict(map(run, CLI_CASES))   # one at a time: run_cli swaps this process's stdout and environment
     return results, {"dbs": [db, *copies], "counts": counts, "new": Path(places["new"])}
 
 

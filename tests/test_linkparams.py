@@ -4,6 +4,7 @@ parameters out of range (issue 9 item 8). Every bad parameter gets a message, ne
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -22,10 +23,10 @@ from tests.test_validate import good_run
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def db_with_ablation_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """One ablation done (with a result), another still running (no result yet)."""
-    db = tmp_path / "team.duckdb"
+@pytest.fixture(scope="module")
+def _ablation_in_progress_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """db_with_ablation_in_progress's database, built once for the module (never opened after: copied)."""
+    db = tmp_path_factory.mktemp("linkparams") / "team.duckdb"
     with Store(db) as store:
         store.record_run(good_run("r0"))
         store.record_run(good_run("r1"))
@@ -34,6 +35,15 @@ def db_with_ablation_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert done is not None
         store.start_ablation("abl-running", "r1", "main", {"run_id": "r1", "metrics": ["faithfulness"],
                                                           "blanks": ["question"], "repeats": 1}, "offline", 4)
+    assert not Path(f"{db}.wal").exists()   # closed and checkpointed: the file alone is the database
+    return db
+
+
+@pytest.fixture
+def db_with_ablation_in_progress(_ablation_in_progress_built: Path, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """One ablation done (with a result), another still running (no result yet): a private copy."""
+    db = Path(shutil.copy(_ablation_in_progress_built, tmp_path / "team.duckdb"))
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     yield db
     ui.open_store(str(db)).close()

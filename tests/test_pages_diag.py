@@ -30,10 +30,10 @@ def app_db(demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     return path
 
 
-@pytest.fixture
-def leak_run(app_db: Path) -> str:
+@pytest.fixture(scope="module")
+def leak_run(demo_db: Path) -> str:
     """The run where the demo's harness refactor started leaking ground_truth (its first faithfulness jump)."""
-    with Store(app_db) as store:
+    with Store(demo_db) as store:
         return next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
 
 
@@ -49,10 +49,12 @@ def texts(elements) -> list[str]:
 
 
 def wait_for(at: AppTest, done, timeout: float = WAIT) -> AppTest:
-    """Re-run the page (as the progress fragment does) until `done(at)` or the timeout."""
-    deadline = time.monotonic() + timeout
+    """Re-run the page (as the progress fragment does) until `done(at)` or the timeout; waits of 0.2 s growing to
+    the fragment's own 1 s (run_every), since each re-run renders the whole page."""
+    deadline, pause = time.monotonic() + timeout, 0.2
     while not done(at) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(pause)
+        pause = min(1.0, pause * 1.5)
         at.run()
     return at
 

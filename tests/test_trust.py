@@ -62,9 +62,10 @@ def db(demo_db: Path, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def leak_run(db: Path) -> str:
-    with Store(db) as store:
+@pytest.fixture(scope="module")
+def leak_run(demo_db: Path) -> str:
+    """The demo's first faithfulness jump (the same run in every test's copy `db`), found once for the module."""
+    with Store(demo_db) as store:
         return next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -70,13 +70,19 @@ class AblationsMixin(StoreBase):
     def add_ablation_results(self, ablation_id: str, metric: str, arm: str, rep: int,
                              results: Sequence[SampleResult]) -> None:
         """Store a batch of per-sample results and advance the progress count, atomically."""
-        if not results:
+        self.add_ablation_batches(ablation_id, {(metric, arm, rep): results})
+
+    def add_ablation_batches(self, ablation_id: str,
+                             batches: Mapping[tuple[str, str, int], Sequence[SampleResult]]) -> None:
+        """Store batches of per-sample results keyed by (metric, arm, repeat) and advance the progress count, in
+        one commit (one statement per flush, not one per arm: a commit costs more than its rows)."""
+        rows = [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
+                 r.calls, r.cached, r.raw[:RAW_KEPT] if r.status == FAILED and r.raw else None)
+                for (metric, arm, rep), results in batches.items() for r in results]
+        if not rows:
             return
-        frame = pd.DataFrame(
-            [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
-              r.calls, r.cached, r.raw[:RAW_KEPT] if r.status == FAILED and r.raw else None) for r in results],
-            columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score", "reason", "verdicts",
-                     "calls", "cached", "raw"])
+        frame = pd.DataFrame(rows, columns=["ablation_id", "metric", "arm", "rep", "sample_id", "status", "score",
+                                            "reason", "verdicts", "calls", "cached", "raw"])
         with self._write_lock:
             with self.transaction() as cur:
                 cur.register("_incoming", frame)

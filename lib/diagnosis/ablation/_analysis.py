@@ -77,15 +77,17 @@ def collect(frame: pd.DataFrame) -> dict[tuple[str, str], ArmResults]:
     arms: dict[tuple[str, str], ArmResults] = {}
     for (metric, arm), part in frame.groupby(["metric", "arm"], sort=False):
         a = ArmResults(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
-        for row in part.itertuples(index=False):
-            a.rows[row.sample_id].append((row.status, row.reason or ""))
-            if row.status == OK:
-                a.scores[row.sample_id].append(float(row.score))
-                a.labels[row.sample_id].append([bool(x["label"]) for x in json.loads(row.verdicts)])
-            elif row.status == FAILED:
+        # whole columns as lists: iterating rows of Arrow-backed columns costs a Python call per cell
+        for sample_id, status, reason, score, verdicts in zip(
+                *(part[c].tolist() for c in ("sample_id", "status", "reason", "score", "verdicts")), strict=True):
+            a.rows[sample_id].append((status, reason or ""))
+            if status == OK:
+                a.scores[sample_id].append(float(score))
+                a.labels[sample_id].append([bool(x["label"]) for x in json.loads(verdicts)])
+            elif status == FAILED:
                 a.failed += 1
-                a.reasons[row.reason.split(" (after")[0]] += 1
-            elif row.status == EXCLUDED:
+                a.reasons[reason.split(" (after")[0]] += 1
+            elif status == EXCLUDED:
                 a.excluded += 1
         arms[(metric, arm)] = a
     return arms

@@ -164,9 +164,9 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
                   if (todo := [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done])}
         if should_stop and should_stop():
             return True
-        for (m, arm, rep), results in score_groups(scorer, groups).items():
-            store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
-            count += len(results)
+        scored = score_groups(scorer, groups)
+        store.add_ablation_batches(spec.ablation_id, scored)
+        count += sum(map(len, scored.values()))
         if progress:
             progress(count, plan.total)
         return False

@@ -53,8 +53,7 @@ class Judging:
             store.ablation_done_keys(plan.spec.ablation_id))))))
 
     def flush(self) -> None:
-        for (m, arm, rep), results in list(self._buffer.items()):
-            self.store.add_ablation_results(self.plan.spec.ablation_id, m, arm, rep, results)
+        self.store.add_ablation_batches(self.plan.spec.ablation_id, dict(self._buffer))
         self._buffer.clear()
         self._last_flush = time.monotonic()
         if self.progress:

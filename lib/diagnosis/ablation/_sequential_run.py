@@ -242,13 +242,16 @@ def _score_chunk(store: Store, plan: Plan, scorer: Scorer, units: list[Unit],
     if many_form(scorer) is not None:   # a tool that is slow to start: the chunk's arms and repeats in one call
         if should_stop and should_stop():
             return True
-        for (m, arm, rep), results in score_groups(scorer, groups).items():
-            store.add_ablation_results(plan.spec.ablation_id, m, arm, rep, results)
+        store.add_ablation_batches(plan.spec.ablation_id, score_groups(scorer, groups))
         return False
-    for (m, arm, rep), samples in groups.items():
-        if should_stop and should_stop():
-            return True
-        store.add_ablation_results(plan.spec.ablation_id, m, arm, rep, score_group(scorer, m, arm, samples))
+    scored: dict[tuple[str, str, int], list] = {}
+    try:
+        for (m, arm, rep), samples in groups.items():
+            if should_stop and should_stop():
+                return True
+            scored[(m, arm, rep)] = score_group(scorer, m, arm, samples)
+    finally:   # one commit for the chunk; what was scored before a stop or a scorer's error is kept
+        store.add_ablation_batches(plan.spec.ablation_id, scored)
     return False
 
 
