@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric-map", action="append", default=[], metavar="SCORER=METRIC",
                    help="an Inspect scorer's, DeepEval metric's or MLflow scorer's metric (repeatable; "
                         "model_graded_fact is answer_correctness)")
-    p.add_argument("--grader", metavar="MODEL", help="the grader model, for files that do not name it (a Ragas CSV never does); a file's own grader wins")
+    p.add_argument("--grader", metavar="MODEL",
+                   help="the grader model, for files that do not name it (a Ragas CSV never does); a file's own "
+                        "grader wins")
     p.add_argument("--provider", metavar="ID", help="promptfoo: the provider whose results to import, when the "
                                                     "file has several (each is its own run)")
     p.add_argument("--mlflow-run", dest="provider", metavar="ID", help="MLflow: the evaluation to import (run id or "
