@@ -8,6 +8,7 @@ not on it signs in too but sees no page, by the front door or a deep link.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,10 +19,13 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.support.browser import (
     MAIN,
     SIDEBAR_NAV,
+    VIEWPORT,
+    WAIT_S,
     StreamlitServer,
     chromium,
     copy_db,
@@ -41,11 +45,13 @@ DEMO_METRIC = "faithfulness"
 
 
 @pytest.fixture(scope="module")
-def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
-    """The dashboard behind login (allow-list: @team.example), and the provider it trusts, both on loopback."""
-    work = tmp_path_factory.mktemp("login")
-    with behind_login(copy_db(demo_db, work / "team.duckdb"), work) as server:
-        yield server
+def dashboard(paid_dashboard: tuple) -> StreamlitServer:
+    """The dashboard behind login (allow-list: @team.example), and the provider it trusts, both on loopback.
+
+    One server for the module: the paid dashboard's (its judge a loopback OpenAI server that no test here but
+    the paid ones makes call), so the provider, the server's first start and each user's sign-in are paid once.
+    """
+    return paid_dashboard[0]
 
 
 @contextmanager
@@ -73,6 +79,7 @@ def behind_login(db: Path, work: Path, *, base_url: str | None = None) -> Iterat
             with StreamlitServer(db, env=env, port=port, log_dir=work / "logs",
                                  args=("--secrets.files", str(secrets_file))) as server:
                 server.idp_url = f"http://localhost:{idp.server_port}"   # to give a test user claims of its own
+                server.sessions = {}   # user -> the browser's storage state (its login cookie) after signing in
                 yield server
     finally:
         mp.undo()
@@ -99,7 +106,23 @@ def sign_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
     page.get_by_role("button", name="Authorize").click()
     page.wait_for_url(f"{server.url}/**")
     wait_for_app(page)
+    server.sessions[who] = page.context.storage_state()
     return page
+
+
+def signed_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
+    """A blank page in a fresh browser context holding `who`'s login cookie from a real sign-in on `server`.
+
+    For the tests of what a signed-in user may do, not of signing in: the
+    provider's round trip and the Overview it lands on are paid once per user
+    and server (by the first `sign_in`, or here), and the test opens its own
+    page directly. The cookie is the one Streamlit set; nothing is forged.
+    """
+    if who not in server.sessions:
+        sign_in(browser, server, who).context.close()
+    context = browser.new_context(viewport=VIEWPORT, storage_state=server.sessions[who])  # type: ignore[arg-type]
+    context.set_default_timeout(WAIT_S * 1000)
+    return context.new_page()
 
 
 def test_a_user_on_the_allow_list_signs_in_and_sees_the_pages(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -139,7 +162,7 @@ def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: Stream
 @pytest.mark.parametrize(("who", "may_launch"), [(ALLOWED, True), (VIEWER, False)])
 def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
         dashboard: StreamlitServer, browser: Browser, who: str, may_launch: bool) -> None:
-    page = sign_in(browser, dashboard, who)
+    page = signed_in(browser, dashboard, who)
     page.goto(dashboard.url + "/ablation")
     wait_for_app(page)
     launch = page.get_by_role("button", name="Launch ablation")
@@ -160,7 +183,7 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
 @pytest.mark.parametrize(("who", "may_score"), [(ALLOWED, True), (VIEWER, False)])
 def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
         dashboard: StreamlitServer, browser: Browser, who: str, may_score: bool) -> None:
-    page = sign_in(browser, dashboard, who)
+    page = signed_in(browser, dashboard, who)
     page.goto(dashboard.url + "/import")
     wait_for_app(page)
     row = {"id": "q1", "question": "When?", "answer": "At nine.", "contexts": ["It opens at nine."],
@@ -179,21 +202,26 @@ def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
 
 
 def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: StreamlitServer, browser: Browser) -> None:
-    page = sign_in(browser, dashboard, ALLOWED)
+    page = signed_in(browser, dashboard, ALLOWED)
     page.goto(dashboard.url + "/")
     wait_for_app(page)
     body = body_text(page)
     assert f"Recorded as {ALLOWED} (signed in)." in body and "Your name" not in body   # no name to type
     state = page.locator('[class*="st-key-state_"]').first
     state.evaluate("e => e.scrollIntoView({block: 'center'})")
-    state.locator("input[role=combobox]").click()
+    picked = state.locator("input[role=combobox]")
+    picked.click()
     page.get_by_role("option", name="explained as system change", exact=True).click()
+    page.wait_for_function("e => e.value === 'explained as system change'", arg=picked.element_handle())
     page.locator('[class*="st-key-note_"] input').first.fill("checked by the signed-in user")
     page.locator('[class*="st-key-record_"] button').first.click()
+    # read back from the store on the next run: the change carries the signed-in user, not a typed name. The form's
+    # run and the rerun it asks for may not have begun when a short quiet spell ends: wait for the line itself.
+    recorded = f"{ALLOWED}: explained as system change (checked by the signed-in user)"
+    with contextlib.suppress(PlaywrightTimeoutError):   # if it never comes, the assertion says what is shown instead
+        page.wait_for_function("t => document.body.textContent.replaceAll('\\u2060', '').includes(t)", arg=recorded)
     wait_for_app(page)
-    # read back from the store on the next run: the change carries the signed-in user, not a typed name
-    assert f"{ALLOWED}: explained as system change (checked by the signed-in user)" in \
-        page.text_content("body").replace("\u2060", "")
+    assert recorded in page.text_content("body").replace("\u2060", "")
     page.context.close()
 
 
@@ -263,7 +291,7 @@ def paid_dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user(
         paid_dashboard: tuple, browser: Browser, who: str, may_launch: bool) -> None:
     server, judge, ablation_id = paid_dashboard
-    page = sign_in(browser, server, who)
+    page = signed_in(browser, server, who)
     page.goto(f"{server.url}/ablation?ablation={ablation_id}")
     wait_for_app(page)
     four = page.get_by_role("button", name="Launch the four readings on this run")
@@ -287,7 +315,9 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
 
 def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
                                                                             browser: Browser) -> None:
-    page = sign_in(browser, dashboard, VIEWER)
+    page = signed_in(browser, dashboard, VIEWER)
+    page.goto(dashboard.url + "/")   # the Overview names the database
+    wait_for_app(page)
     text = body_text(page, MAIN)
     assert "Database team.duckdb" in text
     assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
@@ -310,8 +340,8 @@ def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashb
     server, judge, _ = paid_dashboard
     judge.latency = 3.0   # slow enough that the job is still running while both users look at it
     try:
-        owner = sign_in(browser, server, ALLOWED)
-        viewer = sign_in(browser, server, VIEWER)   # before the job: a page polls while one runs
+        owner = signed_in(browser, server, ALLOWED)
+        viewer = signed_in(browser, server, VIEWER)   # before the job: signing in waits for a page that settles
         owner.goto(server.url + "/ablation")
         wait_for_app(owner)
         owner.get_by_text("(from the sidebar)").click()
