@@ -12,11 +12,16 @@ import streamlit as st
 
 import lib.app.ui
 from lib.app import loaders
-from lib.presentation import charts, review
+from lib.presentation import charts, review, static_tables
 from lib.presentation.clip import clip_cells
 
 SAMPLE_COLUMNS = ["sample_id", "question", "answer", "ground_truth"]
 md = review.md_escape
+
+
+def shown(value: object) -> str:
+    """A sample's text cell for st.text ('—' when the run recorded none)."""
+    return value if isinstance(value, str) else static_tables.MISSING
 
 ctx = lib.app.ui.sidebar()
 version = ctx.version
@@ -60,9 +65,12 @@ for spell in spells:
                      query_params={"run": spell.first_run, "metric": "faithfulness", "blank": "ground_truth"},
                      icon=":material/science:")
 with st.expander(f"Every alarm run ({len(status.alarm_runs)})"):
-    st.dataframe(frame[frame["alarm"]][["run_id", "started_at", "score"]], hide_index=True, column_config={
-        "started_at": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
-        "score": st.column_config.NumberColumn("canary faithfulness", format="%.3f")})
+    # static (run ids, times and scores are our own records): the page draws no data grid, whose code a fresh
+    # browser session would load and run for a table it shows collapsed
+    alarms = frame[frame["alarm"]][["run_id", "started_at", "score"]]
+    st.table(static_tables.styled(alarms.assign(started_at=alarms["started_at"].dt.strftime("%Y-%m-%d %H:%M"))
+                                  .rename(columns={"started_at": "started", "score": "canary faithfulness"}),
+                                  formats={"canary faithfulness": "{:.3f}"}))
 
 st.subheader("What the canary set is")
 st.markdown("Each canary answer has one claim the passages state and several correct claims that **only the "
@@ -73,7 +81,11 @@ st.markdown("Each canary answer has one claim the passages state and several cor
 latest_samples = loaders.canary_samples(ctx.db_path, version, str(latest["run_id"]), tuple(SAMPLE_COLUMNS))
 latest_samples = latest_samples.assign(**{c: clip_cells(latest_samples[c]) for c in SAMPLE_COLUMNS
                                          if c in latest_samples})
-st.dataframe(latest_samples, hide_index=True, column_config={
-    "sample_id": st.column_config.TextColumn("sample", width=110, pinned=True),
-    "answer": st.column_config.TextColumn(width="large"), "ground_truth": st.column_config.TextColumn(width="large")},
-    row_height=72)   # answers and references wrap over three lines
+for sample in latest_samples.itertuples(index=False):   # sample text as plain text (st.text: no Markdown)
+    with st.container(border=True):
+        st.text(f"{sample.sample_id} · {sample.question}")
+        left, right = st.columns(2)
+        left.caption("answer")
+        left.text(shown(sample.answer))
+        right.caption("ground_truth (the reference)")
+        right.text(shown(sample.ground_truth))

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from lib.core.records import CANARY
 from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.trends import find_jumps
+from lib.diagnosis.trends import canary_status, find_jumps
 from lib.presentation import review
 from lib.store import Store
 
@@ -141,9 +142,19 @@ def test_canary_page_shows_the_alarm_history_and_the_canary_set(app_db: Path, le
     spells = [t for t in texts(at.markdown) if t.startswith("Canary alarmed on")]
     assert len(spells) == 1 and leak_run in spells[0]
     assert at.get("plotly_chart")
-    samples = at.dataframe[-1].value
+    with Store(app_db) as store:
+        status = canary_status(store)
+        samples = store.samples_frame(str(status.frame.iloc[-1]["run_id"]), CANARY)
+    alarms = at.table[0].value   # every alarm run, in the expander
+    assert list(alarms.columns) == ["run_id", "started", "canary faithfulness"]
+    assert list(alarms["run_id"]) == list(status.alarm_runs) and len(alarms) == 45
+    # every canary sample of the latest run, its question, answer and reference each as plain text
+    shown = texts(at.text)
     assert len(samples) == 12
-    assert list(samples.columns) == ["sample_id", "question", "answer", "ground_truth"]
+    for row in samples.itertuples(index=False):
+        assert f"{row.sample_id} · {row.question}" in shown
+        assert row.answer in shown and row.ground_truth in shown
+    assert not at.dataframe   # no data grid for a fresh browser session to load (issue 28 item 8)
 
 
 def test_review_page_shows_the_leak_jump_and_exports_markdown(app_db: Path, leak_run: str) -> None:
