@@ -9,11 +9,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from lib.diagnosis.incidents import _incidents as incidents
 from lib.store import Store
-from tests.support.browser import MAIN, StreamlitServer, chromium, copy_db, exceptions_shown, main_text, wait_for_app
+from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
+    MAIN,
+    StreamlitServer,
+    chromium,
+    copy_db,
+    exceptions_shown,
+    main_text,
+    module_tabs,
+    tab_page,
+    wait_for_app,
+)
 from tests.test_pages_journeys import selected
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +53,30 @@ def open_page(page: Page, server: StreamlitServer, path: str) -> None:
     assert exceptions_shown(page) == [], path
 
 
+@pytest.fixture(scope="module")
+def review(server: StreamlitServer, tabs: BrowserContext) -> Iterator[Page]:
+    """The Review, opened once for the tests that read it and download from it (a download changes nothing)."""
+    p = tabs.new_page()
+    try:
+        open_page(p, server, "review")
+        yield p
+    finally:
+        p.close()
+
+
+@pytest.fixture(scope="module")
+def overview(server: StreamlitServer, tabs: BrowserContext) -> Iterator[tuple[Page, list[str]]]:
+    """The Overview, opened once, with what its console logged from before the first load (a test may reload it)."""
+    p = tabs.new_page()
+    logged: list[str] = []
+    p.on("console", lambda m: logged.append(f"{m.type}: {m.text}"))
+    try:
+        open_page(p, server, "")
+        yield p, logged
+    finally:
+        p.close()
+
+
 def download(page: Page, label: str) -> str:
     with page.expect_download() as info:
         page.locator(MAIN).get_by_role("button", name=label).click()
@@ -50,8 +84,8 @@ def download(page: Page, label: str) -> str:
 
 
 def test_the_review_export_carries_the_rejudged_finding_and_every_incidents_state_above_the_tables(
-        server: StreamlitServer, page: Page) -> None:
-    open_page(page, server, "review")
+        review: Page) -> None:
+    page = review
     shown = main_text(page)
     assert shown.index("says the system lost 0.145 on 2026-10-31") < shown.index("What moved beyond noise")
     assert NOTE in shown
@@ -62,8 +96,8 @@ def test_the_review_export_carries_the_rejudged_finding_and_every_incidents_stat
     assert NOTE in markdown[:tables]
 
 
-def test_the_plain_text_download_has_no_markdown(server: StreamlitServer, page: Page) -> None:
-    open_page(page, server, "review")
+def test_the_plain_text_download_has_no_markdown(review: Page) -> None:
+    page = review
     text = download(page, "Download as plain text")
     markdown = download(page, "Download the review as Markdown")
     assert text != markdown
@@ -80,9 +114,9 @@ def test_ablation_run_latest_opens_the_latest_run(server: StreamlitServer, page:
 
 
 def test_the_overview_has_one_name_box_and_recording_without_a_name_says_where_it_is(
-        server: StreamlitServer, page: Page) -> None:
+        overview: tuple[Page, list[str]]) -> None:
     # Login off: the page's own "Your name" box was repeated in every incident's form (three boxes on the demo).
-    open_page(page, server, "")
+    page, _ = overview
     assert page.locator(MAIN).get_by_role("textbox", name="Your name").count() == 1
     form = page.locator(MAIN).locator('[data-testid="stForm"]').first
     form.get_by_role("button", name="Record").click()
@@ -94,11 +128,9 @@ def test_the_overview_has_one_name_box_and_recording_without_a_name_says_where_i
 VEGA_WARNING = "Infinite extent"
 
 
-def test_the_overview_sparklines_draw_every_card_with_no_vega_warning(server: StreamlitServer, page: Page) -> None:
+def test_the_overview_sparklines_draw_every_card_with_no_vega_warning(overview: tuple[Page, list[str]]) -> None:
     # Issue 28 item 6: st.metric's own sparkline logged Vega's "Infinite extent" warnings in the console.
-    logged: list[str] = []
-    page.on("console", lambda m: logged.append(f"{m.type}: {m.text}"))
-    open_page(page, server, "")
+    page, logged = overview
     cards = page.locator(MAIN).locator('[data-testid="stMetric"]')
     assert cards.count() == 5
     charts = page.locator(MAIN).locator('[data-testid="stVegaLiteChart"], [data-testid="stMetric"] canvas, '

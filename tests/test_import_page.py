@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page
 
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
@@ -23,14 +25,15 @@ from lib.intake.uploads import (
 from lib.jobs import ImportRunner
 from lib.judging import OfflineJudge
 from lib.store import Store
-from tests.support.browser import (
+from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
     MAIN,
     ROOT,
     StreamlitServer,
     chromium,
     exceptions_shown,
     main_text,
-    new_page,
+    module_tabs,
+    tab_page,
     wait_for_app,
 )
 from tests.support.cli import run_cli
@@ -38,6 +41,13 @@ from tests.support.tool_runs import ROWS as TOOL_ROWS
 
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"
 ROWS = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the page tests; each starts its own dashboard on its own database."""
+    with chromium() as b:
+        yield b
 
 
 def jsonl(rows: list[dict]) -> bytes:
@@ -102,13 +112,22 @@ def upload(page, name: str, data: bytes) -> None:
 
 
 @pytest.mark.e2e
-def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path) -> None:
+def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path, page: Page) -> None:
+    """First, on the same dashboard: a misspelt column and a file without scores are said before recording."""
     db = tmp_path / "evals.duckdb"
     proc = run_cli("score", "--db", db, ROOT / "data" / "examples" / "kettle_faq.jsonl", "--run-id", "nightly-1",
                    "--metrics", "faithfulness", "--started-at", "2026-12-01T02:00")
     assert proc.returncode == 0, proc.stderr
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
+        rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
+        upload(page, "mine.jsonl", jsonl(rows))
+        text = main_text(page)
+        assert "Column 'context' is not read: did you mean 'contexts'?" in text
+        assert "carries no score column and scoring is off" in text
+        assert exceptions_shown(page) == []
+
         page.goto(f"{server.url}/import")
         wait_for_app(page)
         upload(page, "mine.jsonl", jsonl(bad_rows()))
@@ -181,12 +200,11 @@ def fill(page, key: str, text: str) -> None:
 
 
 @pytest.mark.e2e
-def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_path: Path, inspect_logs,
+def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_path: Path, page: Page, inspect_logs,
                                                                           promptfoo_results, ragas_results) -> None:
     db = tmp_path / "evals.duckdb"
     Store(db).close()
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
         page.goto(f"{server.url}/import")
         wait_for_app(page)
 
@@ -241,19 +259,3 @@ def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_pa
     assert set(ragas_metrics["judge_model"]) == {"judge-model"}
     assert ragas_metrics.loc["faithfulness", "scorer"] == "ragas 0.4.3 faithfulness"
     assert (ragas_run.started_at, dict(ragas_run.pipeline)) == (datetime(2026, 11, 2, 2, 0), {"retriever": "bm25"})
-
-
-@pytest.mark.e2e
-def test_a_misspelt_column_and_a_file_without_scores_are_said_before_recording(tmp_path: Path) -> None:
-    rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
-    db = tmp_path / "evals.duckdb"
-    Store(db).close()
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-        upload(page, "mine.jsonl", jsonl(rows))
-        text = main_text(page)
-        assert "Column 'context' is not read: did you mean 'contexts'?" in text
-        assert "carries no score column and scoring is off" in text
-        assert exceptions_shown(page) == []

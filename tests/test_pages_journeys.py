@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from lib.diagnosis.trends import find_jumps
 from lib.store import Store
@@ -28,7 +28,8 @@ from tests.support.browser import (
     copy_db,
     exceptions_shown,
     main_text,
-    new_page,
+    module_tabs,  # noqa: F401  (a fixture: one browser context for the module)
+    tab_page,  # noqa: F401  (a fixture: `page`, a tab of its own in that context)
     wait_for_app,
 )
 
@@ -41,6 +42,7 @@ VERDICT_S = 180.0   # an offline ablation of 20 samples, on a busy 2-core machin
 class Dashboard:
     server: StreamlitServer
     leak_run: str   # the demo's first faithfulness jump: the harness starts handing ground_truth to faithfulness
+    overview: Page  # the Overview, opened once as the module starts and never changed: tests only read it
 
     def url(self, path: str = "") -> str:
         return f"{self.server.url}/{path.lstrip('/')}"
@@ -53,21 +55,22 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Dashboard]:
-    """The demo (EVALDRIFT_DB) and a second copy offered by name (EVALDRIFT_DB_DIR), opened once at the root."""
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, tabs: BrowserContext) -> Iterator[Dashboard]:
+    """The demo (EVALDRIFT_DB) and a second copy offered by name (EVALDRIFT_DB_DIR), opened once at the root (that
+    tab stays open, for the tests that only read the Overview)."""
     work = tmp_path_factory.mktemp("journeys")
     db = copy_db(demo_db, work / "demo.duckdb")
     copy_db(demo_db, work / "more" / OTHER_DB)
     with Store(db) as store:
         leak_run = next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
     with StreamlitServer(db, log_dir=work / "logs", env={"EVALDRIFT_DB_DIR": str(work / "more")}) as server:
-        page = new_page(browser)
+        overview = tabs.new_page()
         try:
-            page.goto(server.url + "/")
-            wait_for_app(page)
+            overview.goto(server.url + "/")
+            wait_for_app(overview)
+            yield Dashboard(server, leak_run, overview)
         finally:
-            page.context.close()
-        yield Dashboard(server, leak_run)
+            overview.close()
 
 
 # -- reading and driving widgets ------------------------------------------------------------------------------
@@ -144,18 +147,23 @@ def option_texts(page: Page, key: str) -> list[str]:
 
 
 # -- item 2: the first pick in a run selector sticks ---------------------------------------------------------
-@pytest.mark.parametrize(("title", "key"), [("Run", "run_pick"), ("Compare", "compare_run"),
-                                            ("Ablation", "abl_run")])
-def test_the_first_pick_in_a_run_selector_opened_from_the_sidebar_sticks(dashboard: Dashboard, page: Page,
-                                                                        title: str, key: str) -> None:
-    page.goto(dashboard.url())
-    wait_for_app(page)
-    open_from_sidebar(page, title)
+def first_pick_sticks(page: Page, title: str, key: str) -> None:
+    """On a page just opened from the sidebar, pick an older run in the keyed selector: it stays picked."""
     older = option_texts(page, key)[4].split()[0]
     assert older not in selected(page, key)
     pick(page, key, older)
     assert selected(page, key).startswith(older), f"{title}: the first pick snapped back to {selected(page, key)}"
     assert query(page)["run"] == older
+
+
+@pytest.mark.parametrize(("title", "key"), [("Run", "run_pick"), ("Compare", "compare_run")])
+def test_the_first_pick_in_a_run_selector_opened_from_the_sidebar_sticks(dashboard: Dashboard, page: Page,
+                                                                        title: str, key: str) -> None:
+    """The Ablation page's selector is checked the same way in the item 7 test, which opens it the same way."""
+    page.goto(dashboard.url())
+    wait_for_app(page)
+    open_from_sidebar(page, title)
+    first_pick_sticks(page, title, key)
 
 
 # -- item 3: the database chooser keeps its value across pages ------------------------------------------------
@@ -206,11 +214,13 @@ def test_a_bad_run_id_in_a_link_is_said_not_silently_replaced(dashboard: Dashboa
 
 # -- item 7: the Ablation page starts at the open jump --------------------------------------------------------
 def test_the_ablation_page_from_the_sidebar_starts_at_the_open_jumps_run(dashboard: Dashboard, page: Page) -> None:
+    """And item 2 on the same page: the first pick in its run selector sticks."""
     page.goto(dashboard.url())
     wait_for_app(page)
     open_from_sidebar(page, "Ablation")
     assert selected(page, "abl_run") == dashboard.leak_run
     assert query(page)["run"] == dashboard.leak_run
+    first_pick_sticks(page, "Ablation", "abl_run")
 
 
 # -- item 4: after an ablation finishes, the form shows its spec -----------------------------------------------
@@ -219,8 +229,16 @@ def multiselect_values(page: Page, key: str) -> list[str]:
     return [t.strip() for t in tags.all_inner_texts()]
 
 
+# -- item 5: the result and the Review count judgings with the same words ---------------------------------------
+COUNTS = re.compile(r"(\d+) judgings: (\d+) scored, (\d+) excluded before any call, (\d+) failed; (\d+) judge calls, "
+                    r"(\d+) judgings answered from the call cache")
+
+
 def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard, page: Page) -> None:
-    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}&metric=faithfulness&blank=question"))
+    """Item 4, and item 5 on the same first ablation (one launch, not two): its result and the Review count its
+    judgings with the same words."""
+    run = dashboard.leak_run
+    page.goto(dashboard.url(f"ablation?run={run}&metric=faithfulness&blank=question"))
     wait_for_app(page)
     for key, value in (("abl_repeats", "1"), ("abl_limit", "20")):
         field = page.locator(f".st-key-{key} input")
@@ -228,9 +246,17 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
         field.press("Enter")
         wait_for_app(page)
     page.locator(".st-key-abl_launch button").click()
+    page.wait_for_url(re.compile(r"[?&]ablation=abl-"), timeout=60_000)
+    ablation_id = query(page)["ablation"]
     four = page.locator(".st-key-abl_four button")
     four.wait_for(timeout=VERDICT_S * 1000)
+    page.get_by_text(COUNTS).first.wait_for(timeout=VERDICT_S * 1000)
     wait_for_app(page)
+    on_result = COUNTS.search(main_text(page))
+    assert on_result is not None
+    judgings, scored, excluded, failed, calls, cached = map(int, on_result.groups())
+    assert judgings == scored + excluded + failed
+    assert calls + cached >= scored
     assert multiselect_values(page, "abl_blanks") == ["question"]
     four.click()
     page.get_by_text("The four readings").first.wait_for(timeout=VERDICT_S * 1000)
@@ -245,32 +271,6 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
     assert re.search(r"also blanks (contexts\+ground_truth|ground_truth\+contexts) together", main_text(page))
     assert query(page)["blank"] in ("ground_truth,contexts", "contexts,ground_truth")
 
-
-# -- item 5: the result and the Review count judgings with the same words ---------------------------------------
-COUNTS = re.compile(r"(\d+) judgings: (\d+) scored, (\d+) excluded before any call, (\d+) failed; (\d+) judge calls, "
-                    r"(\d+) judgings answered from the call cache")
-
-
-def test_an_ablations_counts_agree_on_the_result_and_the_review(dashboard: Dashboard, page: Page) -> None:
-    run = dashboard.leak_run
-    page.goto(dashboard.url(f"ablation?run={run}&metric=faithfulness&blank=question"))
-    wait_for_app(page)
-    for key, value in (("abl_repeats", "1"), ("abl_limit", "20")):
-        field = page.locator(f".st-key-{key} input")
-        field.fill(value)
-        field.press("Enter")
-        wait_for_app(page)
-    page.locator(".st-key-abl_launch button").click()
-    page.wait_for_url(re.compile(r"[?&]ablation=abl-"), timeout=60_000)
-    ablation_id = query(page)["ablation"]
-    page.get_by_text(COUNTS).first.wait_for(timeout=VERDICT_S * 1000)
-    wait_for_app(page)
-    on_result = COUNTS.search(main_text(page))
-    assert on_result is not None
-    judgings, scored, excluded, failed, calls, cached = map(int, on_result.groups())
-    assert judgings == scored + excluded + failed
-    assert calls + cached >= scored
-
     day = datetime.strptime(run.split("-")[1], "%Y%m%d").date()
     page.goto(dashboard.url(f"review?from={day}&to={day}"))
     wait_for_app(page)
@@ -281,9 +281,9 @@ def test_an_ablations_counts_agree_on_the_result_and_the_review(dashboard: Dashb
 
 # -- item 8: the Review's week buttons stop at the data --------------------------------------------------------
 def test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first(dashboard: Dashboard, page: Page) -> None:
-    page.goto(dashboard.url())
+    page.goto(dashboard.url("review"))   # the sidebar's link
     wait_for_app(page)
-    open_from_sidebar(page, "Review")
+    assert exceptions_shown(page) == []
     assert page.locator(".st-key-rev_next button").first.is_disabled(), "Next week walks past the latest run"
     assert page.locator(".st-key-rev_prev button").first.is_enabled()
     page.goto(dashboard.url("review?from=2026-09-01&to=2026-09-07"))
@@ -340,9 +340,8 @@ def test_the_reviews_canary_table_shows_rounded_scores_and_dates(dashboard: Dash
 
 
 # -- item 14: no Deploy button in the header ---------------------------------------------------------------------
-def test_the_header_offers_no_deploy_button(dashboard: Dashboard, page: Page) -> None:
-    page.goto(dashboard.url())
-    wait_for_app(page)
+def test_the_header_offers_no_deploy_button(dashboard: Dashboard) -> None:
+    page = dashboard.overview
     header = page.locator('[data-testid="stHeader"]')
     assert header.count() == 1
     assert page.get_by_role("button", name="Deploy").count() == 0

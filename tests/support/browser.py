@@ -7,6 +7,8 @@
 - `chromium()`: Playwright's sync API driving /usr/bin/chromium, headless.
   Missing Chromium skips the test on a workstation and fails it in CI, which
   installs it (.ci/run).
+- `module_tabs` and `tab_page`: fixtures (import them into a test module that has a module-scoped `browser`
+  fixture) giving the module one browser context and each test a tab of its own in it, as `page`.
 - `wait_for_app(page)`: until Streamlit has finished running the page script
   and drawn what it sent (no status widget, no skeleton, every Plotly chart
   drawn), for a short quiet spell.
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Playwright
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "app.py"
@@ -242,6 +244,29 @@ def new_page(browser: Browser, *, timeout: float = WAIT_S) -> Page:
     context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
     context.set_default_timeout(timeout * 1000)
     return context.new_page()
+
+
+@pytest.fixture(scope="module", name="tabs")
+def module_tabs(browser: Browser) -> Iterator[BrowserContext]:
+    """One browser context for a test module: each test opens its own tab in it (its own Streamlit session), and
+    the tabs share the context's HTTP and code caches, so a page load does not fetch and compile the app's scripts
+    anew (measured on the demo: about a third less Chromium CPU per load than in a fresh context)."""
+    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(WAIT_S * 1000)
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture(name="page")
+def tab_page(tabs: BrowserContext) -> Iterator[Page]:
+    """A new tab in the module's context (`tabs`): a Streamlit session of its own, at the desktop size."""
+    p = tabs.new_page()
+    try:
+        yield p
+    finally:
+        p.close()
 
 
 # -- reading the page -------------------------------------------------------------------------------
