@@ -22,20 +22,20 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.trends import find_jumps
 from lib.store import Store
-from tests.support.browser import (
+from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
     MAIN,
     POINT_JS,
     ROOT,
     SIDEBAR_NAV,
-    VIEWPORT,
-    WAIT_S,
     StreamlitServer,
     chromium,
     copy_db,
     exceptions_shown,
     main_text,
+    module_tabs,
     new_page,
     screenshot,
+    tab_page,
     wait_for_app,
 )
 
@@ -97,32 +97,7 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    """One browser context for the module's pages, so the dashboard's static files are fetched and compiled once.
-
-    Each test's page is still a tab of its own, and so a Streamlit session of its own; a link that must open in
-    a fresh browser (the finished ablation's) gets a new context.
-    """
-    ctx = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
-    ctx.set_default_timeout(WAIT_S * 1000)
-    try:
-        yield ctx
-    finally:
-        ctx.close()
-
-
-@pytest.fixture
-def page(context: BrowserContext) -> Iterator[Page]:
-    """A new tab (its own Streamlit session) in the module's browser context."""
-    p = context.new_page()
-    try:
-        yield p
-    finally:
-        p.close()
-
-
-@pytest.fixture(scope="module")
-def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, context: BrowserContext) -> Iterator[Dashboard]:
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, tabs: BrowserContext) -> Iterator[Dashboard]:
     """The dashboard on a private copy of the demo, opened once at its root by a first visitor.
 
     The root visit opens the database and fills the process-wide caches, so the
@@ -133,7 +108,7 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, context: 
     db = copy_db(demo_db, work / "demo.duckdb")
     leak_run, leak_sample = leak_facts(db)
     with StreamlitServer(db, log_dir=work / "logs") as server:
-        page = context.new_page()
+        page = tabs.new_page()
         try:
             page.goto(server.url + "/")
             wait_for_app(page)
