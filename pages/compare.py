@@ -23,6 +23,7 @@ ctx = ui.sidebar()
 SCORE = st.column_config.NumberColumn(format="%.3f", width=56)
 DELTA = st.column_config.NumberColumn(format="%+.3f", width=60)
 SIDE_FORMATS = {"baseline": "{:.3f}", "run": "{:.3f}", "delta": "{:+.3f}"}
+MOVES = 8   # the largest per-sample moves shown without asking
 SIDE_LABELS = {"judge_model": "judge model", "prompt_hash": "prompt hash"}
 # the flipped verdicts' widths fit 1024 px beside the sidebar; an item or its evidence wraps over four lines
 FLIP_ROW = 84
@@ -120,10 +121,19 @@ else:
     with d1:
         st.plotly_chart(figure, key="compare_hist")
     with d2:
-        st.caption("Largest per-sample moves")
-        st.dataframe(deltas, hide_index=True, height=280, key="compare_deltas",
-                     column_config={"sample_id": st.column_config.TextColumn(width=76), "baseline": SCORE,
-                                    "run": SCORE, "delta": DELTA})
+        # the largest moves as a static table (a grid costs the browser a tenth of a second or more to draw, and
+        # this page is measured against one chart, issue 28); every sample's move in a grid on request
+        moves = st.container()
+        show_all = len(deltas) > MOVES and st.toggle(f"Show all {len(deltas)} samples", key="compare_all_moves")
+        with moves:
+            if show_all:
+                st.caption("Per-sample moves, largest first")
+                st.dataframe(deltas, hide_index=True, height=280, key="compare_deltas",
+                             column_config={"sample_id": st.column_config.TextColumn(width=76), "baseline": SCORE,
+                                            "run": SCORE, "delta": DELTA})
+            else:
+                st.caption("Largest per-sample moves" + (f" ({MOVES} of {len(deltas)})" if len(deltas) > MOVES else ""))
+                st.table(static_tables.styled(deltas.head(MOVES), formats=SIDE_FORMATS))
 
 st.subheader(f"Verdicts that flipped: {ui.md_literal(metric)}")
 if flip_counts is None:

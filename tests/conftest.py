@@ -12,7 +12,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -20,12 +19,9 @@ import pytest
 from lib.core.calls import JudgeRequest, Message
 from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
-from tests.support.browser import new_page
+from tests.support.browser import _module_tab, module_tabs, tab_page  # noqa: F401  (fixtures: `tabs`, `page`)
 from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer
-
-if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
 
 ENV_PREFIXES = ("OPENAI_", "EVALDRIFT_")
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,17 +154,6 @@ def openai_server() -> Iterator[OpenAIServer]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context (its own Streamlit session) in the requesting module's `browser`."""
-    p = new_page(browser)
-    try:
-        yield p
-    finally:
-        p.context.close()
-
 
 
 # -- files the real tools write, once per session (tests/support/tool_runs.py) ----------------------------------

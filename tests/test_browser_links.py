@@ -16,14 +16,12 @@ from lib.diagnosis.trends import Jump, find_jumps
 from lib.intake.chunked import ingest_file
 from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store
-from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
+from tests.support.browser import (
     StreamlitServer,
     chromium,
     copy_db,
     exceptions_shown,
     main_text,
-    module_tabs,
-    tab_page,
     wait_for_app,
 )
 from tests.test_pages_journeys import query, selected, table_cells_showing

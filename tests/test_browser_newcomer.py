@@ -13,15 +13,13 @@ from playwright.sync_api import Browser, BrowserContext, Page
 
 from lib.diagnosis.incidents import _incidents as incidents
 from lib.store import Store
-from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
+from tests.support.browser import (
     MAIN,
     StreamlitServer,
     chromium,
     copy_db,
     exceptions_shown,
     main_text,
-    module_tabs,
-    tab_page,
     wait_for_app,
 )
 from tests.test_pages_journeys import selected

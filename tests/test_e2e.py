@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.trends import find_jumps
 from lib.store import Store
-from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
+from tests.support.browser import (
     MAIN,
     POINT_JS,
     ROOT,
@@ -32,10 +32,8 @@ from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtu
     copy_db,
     exceptions_shown,
     main_text,
-    module_tabs,
     new_page,
     screenshot,
-    tab_page,
     wait_for_app,
 )
 

@@ -25,15 +25,13 @@ from lib.intake.uploads import (
 from lib.jobs import ImportRunner
 from lib.judging import OfflineJudge
 from lib.store import Store
-from tests.support.browser import (  # noqa: F401  (module_tabs, tab_page: fixtures, a tab per test in one context)
+from tests.support.browser import (
     MAIN,
     ROOT,
     StreamlitServer,
     chromium,
     exceptions_shown,
     main_text,
-    module_tabs,
-    tab_page,
     wait_for_app,
 )
 from tests.support.cli import run_cli

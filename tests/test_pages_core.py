@@ -171,9 +171,15 @@ def test_compare_shows_the_config_diff_of_the_regression_against_the_run_before(
                                           "run": "e5-small-v2-int8"}]
     sides = table(app, "metric", "baseline", "run", "delta", "binding").set_index("metric")
     assert sides.loc["context_recall", "delta"] < -0.1
-    assert len(table(app, "sample_id", "baseline", "run", "delta")) > 300
     assert len(table(app, "sample_id", "flip", "item", "evidence")) > 0
     assert app.query_params.get("run_b") == PLANS[57].run_id
+    # the largest moves at once, in a static table; every sample's move in a grid once asked for
+    moves = table(app, "sample_id", "baseline", "run", "delta")
+    assert len(moves) == 8 and moves["delta"].abs().is_monotonic_decreasing
+    assert not [d for d in app.dataframe if "delta" in d.value.columns]
+    app.toggle("compare_all_moves").set_value(True).run()
+    every = table(app, "sample_id", "baseline", "run", "delta")
+    assert len(every) > 300 and every.head(8).equals(moves)
 
 
 @pytest.mark.slow

@@ -29,8 +29,6 @@ from tests.support.browser import (
     copy_db,
     exceptions_shown,
     main_text,
-    module_tabs,  # noqa: F401  (a fixture: one browser context for the module)
-    tab_page,  # noqa: F401  (a fixture: `page`, a tab of its own in that context)
     wait_for_app,
 )
 

@@ -9,7 +9,7 @@ HTML tag or table cell can come from a value) and formats numbers; the
 frame's data is unchanged, so a test reads numbers, not text.
 
 Only for our own records' values (metric names, judge models, prompt hashes,
-bindings, config values, run ids); sample text and judge verdicts stay in
+bindings, config values, run and sample ids); sample text and judge verdicts stay in
 grids, which draw text as text (Markdown would still make a bare URL a link).
 Pure: pandas in, a pandas Styler out, no Streamlit.
 """
