@@ -26,6 +26,7 @@ from tests.support.browser import (
     SIDEBAR_NAV,
     VIEWPORT,
     WAIT_S,
+    ReusedTab,
     StreamlitServer,
     chromium,
     copy_db,
@@ -80,6 +81,7 @@ def behind_login(db: Path, work: Path, *, base_url: str | None = None) -> Iterat
                                  args=("--secrets.files", str(secrets_file))) as server:
                 server.idp_url = f"http://localhost:{idp.server_port}"   # to give a test user claims of its own
                 server.sessions = {}   # user -> the browser's storage state (its login cookie) after signing in
+                server.tabs = {}       # user -> the tab signed_in hands out in a context with that cookie
                 yield server
     finally:
         mp.undo()
@@ -111,18 +113,38 @@ def sign_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
 
 
 def signed_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
-    """A blank page in a fresh browser context holding `who`'s login cookie from a real sign-in on `server`.
+    """A blank tab in a browser context holding `who`'s login cookie from a real sign-in on `server`.
 
     For the tests of what a signed-in user may do, not of signing in: the
     provider's round trip and the Overview it lands on are paid once per user
     and server (by the first `sign_in`, or here), and the test opens its own
-    page directly. The cookie is the one Streamlit set; nothing is forged.
+    page directly. The cookie is the one Streamlit set; nothing is forged. The
+    user's context and tab are kept for the next test (`done` blanks the tab):
+    a page load in a reused tab costs Chromium half the CPU of one in a new
+    context.
     """
     if who not in server.sessions:
         sign_in(browser, server, who).context.close()
-    context = browser.new_context(viewport=VIEWPORT, storage_state=server.sessions[who])  # type: ignore[arg-type]
-    context.set_default_timeout(WAIT_S * 1000)
-    return context.new_page()
+    if who not in server.tabs:
+        context = browser.new_context(viewport=VIEWPORT, storage_state=server.sessions[who])  # type: ignore[arg-type]
+        context.set_default_timeout(WAIT_S * 1000)
+        server.tabs[who] = ReusedTab(context)
+    page = server.tabs[who].take()
+    _KEPT[page] = server.tabs[who]
+    return page
+
+
+_KEPT: dict[Page, ReusedTab] = {}   # a signed-in user's tab -> where it goes back to
+
+
+def done(page: Page) -> None:
+    """End a test's use of `page`: a signed-in user's tab is blanked for the next test, any other page's context
+    (a sign-in of the test's own) is closed."""
+    kept = _KEPT.pop(page, None)
+    if kept is not None:
+        kept.hand_back()
+    else:
+        page.context.close()
 
 
 def test_a_user_on_the_allow_list_signs_in_and_sees_the_pages(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -134,7 +156,7 @@ def test_a_user_on_the_allow_list_signs_in_and_sees_the_pages(dashboard: Streaml
     page.goto(dashboard.url + "/trends")
     wait_for_app(page)
     assert DEMO_METRIC in body_text(page, MAIN)
-    page.context.close()
+    done(page)
 
 
 def test_a_user_not_on_the_allow_list_sees_no_page(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -147,7 +169,7 @@ def test_a_user_not_on_the_allow_list_sees_no_page(dashboard: StreamlitServer, b
         wait_for_app(page)
         text = body_text(page)
         assert "not on this dashboard's list of users" in text and DEMO_METRIC not in text, deep
-    page.context.close()
+    done(page)
 
 
 def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -156,7 +178,7 @@ def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: Stream
     wait_for_app(page)
     assert page.get_by_role("button", name="Sign in").is_visible()
     assert DEMO_METRIC not in body_text(page)
-    page.context.close()
+    done(page)
 
 
 @pytest.mark.parametrize(("who", "may_launch"), [(ALLOWED, True), (VIEWER, False)])
@@ -177,7 +199,7 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
         assert launch.is_enabled()
     else:
         assert page.get_by_text("Launch up to").count() == 0
-    page.context.close()
+    done(page)
 
 
 @pytest.mark.parametrize(("who", "may_score"), [(ALLOWED, True), (VIEWER, False)])
@@ -198,7 +220,7 @@ def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
     wait_for_app(page)
     assert record.is_enabled() is may_score
     assert ("EVALDRIFT_ABLATION_USERS" in body_text(page)) is not may_score
-    page.context.close()
+    done(page)
 
 
 def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -222,7 +244,7 @@ def test_an_incident_state_is_recorded_as_the_signed_in_user(dashboard: Streamli
         page.wait_for_function("t => document.body.textContent.replaceAll('\\u2060', '').includes(t)", arg=recorded)
     wait_for_app(page)
     assert recorded in page.text_content("body").replace("\u2060", "")
-    page.context.close()
+    done(page)
 
 
 def provider_user(server: StreamlitServer, sub: str, claims: dict) -> None:
@@ -251,7 +273,7 @@ def test_an_unverified_email_or_a_forged_address_is_not_let_in(
         wait_for_app(page)
         text = body_text(page)
         assert refusal in text and DEMO_METRIC not in text, deep
-    page.context.close()
+    done(page)
 
 
 def test_a_verified_email_is_let_in(dashboard: StreamlitServer, browser: Browser) -> None:
@@ -259,7 +281,7 @@ def test_a_verified_email_is_let_in(dashboard: StreamlitServer, browser: Browser
     page = sign_in(browser, dashboard, "carol-verified")
     assert "Signed in as carol@team.example" in body_text(page)
     assert DEMO_METRIC in body_text(page, MAIN)
-    page.context.close()
+    done(page)
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +332,7 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
         four.click(force=True)    # a disabled button does nothing, even clicked
         wait_for_app(page)
         assert len(judge.requests) == calls
-    page.context.close()
+    done(page)
 
 
 def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
@@ -321,7 +343,7 @@ def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dash
     text = body_text(page, MAIN)
     assert "Database team.duckdb" in text
     assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
-    page.context.close()
+    done(page)
 
 
 def _visible_stop(page: Page) -> Locator:
@@ -360,10 +382,10 @@ def test_only_a_listed_user_may_stop_a_paid_ablation_another_launched(paid_dashb
         their_stop.click(force=True)   # a disabled button does nothing, even clicked
         time.sleep(2)
         assert stop.is_visible() and stop.is_enabled()   # still running for its owner
-        viewer.context.close()
+        done(viewer)
 
         stop.click()
         owner.get_by_text("Nothing was decided").or_(owner.get_by_text("stopped")).first.wait_for(timeout=60_000)
-        owner.context.close()
+        done(owner)
     finally:
         judge.latency = 0.0

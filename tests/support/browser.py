@@ -259,8 +259,9 @@ def module_tabs(browser: Browser) -> Iterator[BrowserContext]:
         context.close()
 
 
-class _Tab:
-    """The module's one tab, made when a test first asks for it and again if a test closed it."""
+class ReusedTab:
+    """One tab in `context` that tests take in turn (a test module's `page`, a signed-in user's tab): made when
+    first taken, and again if a test closed it."""
 
     def __init__(self, context: BrowserContext) -> None:
         self.context = context
@@ -285,8 +286,8 @@ class _Tab:
 
 
 @pytest.fixture(scope="module")
-def _module_tab(tabs: BrowserContext) -> Iterator[_Tab]:
-    tab = _Tab(tabs)
+def _module_tab(tabs: BrowserContext) -> Iterator[ReusedTab]:
+    tab = ReusedTab(tabs)
     try:
         yield tab
     finally:
@@ -295,7 +296,7 @@ def _module_tab(tabs: BrowserContext) -> Iterator[_Tab]:
 
 
 @pytest.fixture(name="page")
-def tab_page(_module_tab: _Tab) -> Iterator[Page]:
+def tab_page(_module_tab: ReusedTab) -> Iterator[Page]:
     """The module's tab in its context (`tabs`), blank, at the desktop size. Each test's first navigation opens a
     Streamlit session of its own (loading a page ends the tab's last session), while the tab's renderer process is
     kept: measured on the demo, a page load in a reused tab costs Chromium about 2.2 CPU s against 3.9 s in a new
