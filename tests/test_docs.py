@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -20,8 +21,21 @@ from lib.core.settings import SETTINGS
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 _SKIP = ("node_modules", "data")   # data/: databases and what users drop there, not docs
-DOCS = sorted(p for p in ROOT.rglob("*.md")
-              if not any(part.startswith(".") or part in _SKIP for part in p.relative_to(ROOT).parts))
+
+
+def project_docs(root: Path) -> list[Path]:
+    """The .md files of the project under `root`: not in a dot folder, node_modules or data/, nor in a virtual
+    environment made inside the checkout (a folder holding pyvenv.cfg, whatever its name: `python -m venv V`)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP
+                         and not (here / d / "pyvenv.cfg").exists())
+        found += [here / f for f in files if f.endswith(".md")]
+    return sorted(found)
+
+
+DOCS = project_docs(ROOT)
 DOC_IDS = [str(p.relative_to(ROOT)) for p in DOCS]
 
 _FENCE = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)   # indented too (a block in a list item)
@@ -212,6 +226,19 @@ def test_every_command_names_what_exists(doc: Path) -> None:
 @pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
 def test_every_quoted_setting_path_and_module_exists(doc: Path) -> None:
     assert not _quoted_problems(doc)
+
+
+def test_a_virtual_environment_made_inside_the_checkout_is_not_read_as_our_docs(tmp_path: Path) -> None:
+    """A fresh-clone run of .ci/run in `python -m venv V` failed here: the packages' own README.md files (with
+    links into their repositories) were checked as ours."""
+    for doc in ("README.md", "lib/README.md", "V/lib/python3.11/site-packages/openai/README.md",
+                "venv2/README.md", ".venv/README.md", "node_modules/x/README.md", "data/notes.md"):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / doc).write_text("# doc\n")
+    for venv in ("V", "venv2", ".venv"):
+        (tmp_path / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert [str(p.relative_to(tmp_path)) for p in project_docs(tmp_path)] == ["README.md", "lib/README.md"]
+    assert ROOT / "README.md" in DOCS and ROOT / "lib" / "store" / "README.md" in DOCS
 
 
 def test_every_doc_is_reachable_from_the_readme() -> None:
