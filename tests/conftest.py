@@ -173,15 +173,19 @@ def _tool_outputs(kind: str, tmp_path_factory: pytest.TempPathFactory, server: O
                     "promptfoo": (tool_runs.PROMPTFOO_DIR, tool_runs.build_promptfoo),
                     "ragas": (tool_runs.RAGAS_PYTHON, tool_runs.build_ragas)}[kind]
     env = tool_runs.tool_env(*where)
+    paths = _once_per_run(kind, tmp_path_factory,
+                          lambda out: {k: str(v) for k, v in build(env, server.base_url, out).items()})
+    return {k: Path(v) for k, v in paths.items()}
+
+
+def _once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory, build: Callable[[Path], dict]) -> dict:
+    """`build(folder)`'s result (JSON: the paths of the files it wrote), made once per test run: under xdist the
+    first worker to ask builds it and the other waits and reads the same files (a file lock; each tool run costs
+    up to 30 s of CPU); without xdist, in this session's temporary folder. The files are read-only."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")   # the same in every xdist worker of one test run
     if not run:
-        return build(env, server.base_url, tmp_path_factory.mktemp(f"{kind}-runs"))
-    return _built_once_per_run(f"{kind}-{run}", lambda out: build(env, server.base_url, out))
-
-
-def _built_once_per_run(name: str, build: Callable[[Path], dict[str, Path]]) -> dict[str, Path]:
-    """`build(folder)`'s files, made once per test run and shared by its xdist workers (a file lock: the first
-    builds, the other waits and reads the same files; each tool run costs up to 30 s of CPU). Read-only."""
+        return build(tmp_path_factory.mktemp(f"{kind}-runs"))
+    name = f"{kind}-{run}"
     folder = CACHE / "tool-runs"
     folder.mkdir(parents=True, exist_ok=True)
     manifest = folder / f"{name}.json"
@@ -195,11 +199,11 @@ def _built_once_per_run(name: str, build: Callable[[Path], dict[str, Path]]) -> 
                 out = folder / f"{name}-{os.getpid()}"
                 shutil.rmtree(out, ignore_errors=True)
                 out.mkdir()
-                paths = build(out)
-                manifest.write_text(json.dumps({k: str(v) for k, v in paths.items()}), encoding="utf-8")
+                manifest.write_text(json.dumps(build(out)), encoding="utf-8")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    return {k: Path(v) for k, v in json.loads(manifest.read_text(encoding="utf-8")).items()}
+    result: dict = json.loads(manifest.read_text(encoding="utf-8"))
+    return result
 
 
 @pytest.fixture(scope="session")
@@ -236,7 +240,9 @@ def deepeval_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Op
     from tests.support import more_tools, tool_runs
 
     python = tool_runs.tool_env(*more_tools.DEEPEVAL_PYTHON)
-    return more_tools.build_deepeval(python, more_tools_judge.base_url, tmp_path_factory.mktemp("deepeval-runs"))
+    paths = _once_per_run("deepeval", tmp_path_factory, lambda out: {
+        k: str(v) for k, v in more_tools.build_deepeval(python, more_tools_judge.base_url, out).items()})
+    return {k: Path(v) for k, v in paths.items()}
 
 
 @pytest.fixture(scope="session")
@@ -247,7 +253,13 @@ def mlflow_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Open
     from tests.support import more_tools, tool_runs
 
     python = tool_runs.tool_env(*more_tools.MLFLOW_PYTHON)
-    return more_tools.build_mlflow(python, more_tools_judge.base_url, tmp_path_factory.mktemp("mlflow-runs"))
+
+    def build(out: Path) -> dict:
+        store, ids = more_tools.build_mlflow(python, more_tools_judge.base_url, out)
+        return {"store": str(store), "ids": ids}
+
+    built = _once_per_run("mlflow", tmp_path_factory, build)
+    return Path(built["store"]), dict(built["ids"])
 
 
 # -- the order files run in ----------------------------------------------------------------------------------------
