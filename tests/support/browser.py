@@ -11,7 +11,10 @@
   `browser` fixture) giving the module one browser context and one tab in it, reused by each test as `page`.
 - `wait_for_app(page)`: until Streamlit has finished running the page script
   and drawn what it sent (no status widget, no skeleton, every Plotly chart
-  drawn), for a short quiet spell.
+  and data grid drawn), with no run or upload asked for and not finished, as
+  the page's WebSocket frames tell (`watch`, `ScriptRuns`).
+- `steady_box(locator)`: an element's box once it has stopped moving, to click
+  at a point inside it.
 - `screenshot(page, name)`: artifacts/screenshots/<name>.png under the repo
   root (git-ignored: test artifacts, never committed).
 """
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
+    from playwright.sync_api import Browser, BrowserContext, FloatRect, Locator, Page, Playwright, Request, WebSocket
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "app.py"
@@ -55,6 +59,7 @@ APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
 SKELETON = '[data-testid="stSkeleton"]'
 PLOTLY_CHART = '[data-testid="stPlotlyChart"]'
+DATA_GRID = '[data-testid="stDataFrame"]'
 EXCEPTION = '[data-testid="stException"]'
 MAIN = '[data-testid="stMain"]'
 SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
@@ -207,6 +212,94 @@ class StreamlitServer:
         self.stop()
 
 
+# -- what the page's connection says about its script runs ---------------------------------------------------
+class ScriptRuns:
+    """A page's Streamlit script runs as its WebSocket frames tell them (Playwright sees every frame): a run asked
+    for (a `rerun_script` message sent) and not yet started (no `new_session` since), or started and not finished
+    (no `script_finished` since). A run that ends early for a rerun (st.rerun, st.switch_page) counts as asked:
+    the next one follows. A file upload in flight counts as asked too: its rerun is asked for when the file is in.
+    `known` is False until this page's connection was seen opening, since a connection already open when watching
+    began may be mid-run."""
+
+    def __init__(self) -> None:
+        self.socket: object = None
+        self.asked = False
+        self.running = False
+        self.uploading = False              # upload URLs asked for and not yet given
+        self.waited = False                 # wait_for_app has returned on this connection
+        self.uploads: set[object] = set()   # files on their way to the server: a rerun is asked when they are in
+
+    @property
+    def known(self) -> bool:
+        return self.socket is not None
+
+    @property
+    def idle(self) -> bool:
+        return self.known and not (self.asked or self.running or self.uploading or self.uploads)
+
+    def opened(self, socket: WebSocket) -> None:
+        if not socket.url.endswith("/_stcore/stream"):
+            return
+        self.socket, self.asked, self.running, self.uploading = socket, False, False, False
+        self.waited = False
+        socket.on("framesent", lambda payload: self._sent(socket, payload))
+        socket.on("framereceived", lambda payload: self._received(socket, payload))
+
+    def request_sent(self, request: Request) -> None:
+        if "/_stcore/upload_file/" in request.url:
+            self.uploads.add(request)
+
+    def request_done(self, request: Request) -> None:
+        self.uploads.discard(request)
+
+    def _sent(self, socket: WebSocket, payload: str | bytes) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        if socket is not self.socket or not isinstance(payload, bytes):
+            return
+        kind = BackMsg.FromString(payload).WhichOneof("type")
+        if kind == "rerun_script":
+            self.asked = True
+        elif kind == "file_urls_request":   # an upload begins: where to put the file, then the file, then a rerun
+            self.uploading = True
+
+    def _received(self, socket: WebSocket, payload: str | bytes) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if socket is not self.socket or not isinstance(payload, bytes):
+            return
+        msg = ForwardMsg.FromString(payload)
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.asked, self.running = False, True
+        elif kind == "file_urls_response":
+            self.uploading = False
+        elif kind == "script_finished":
+            self.running = False
+            self.asked = self.asked or msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN
+
+
+_RUNS: weakref.WeakKeyDictionary[Page, ScriptRuns] = weakref.WeakKeyDictionary()
+
+
+def watch(page: Page) -> ScriptRuns:
+    """Follow `page`'s script runs from its next connection on (wait_for_app reads them)."""
+    runs = _RUNS.get(page)
+    if runs is None:
+        runs = _RUNS[page] = ScriptRuns()
+        page.on("websocket", runs.opened)
+        page.on("request", runs.request_sent)
+        page.on("requestfinished", runs.request_done)
+        page.on("requestfailed", runs.request_done)
+    return runs
+
+
+def watch_context(context: BrowserContext) -> BrowserContext:
+    """Follow the script runs of every tab opened in `context` from now on."""
+    context.on("page", watch)
+    return context
+
+
 # -- Chromium ---------------------------------------------------------------------------------------
 def _unavailable(reason: str) -> NoReturn:
     """Skip on a workstation; fail in CI, whose setup (.ci/run) installs Chromium and Playwright."""
@@ -241,7 +334,7 @@ def chromium() -> Iterator[Browser]:
 
 def new_page(browser: Browser, *, timeout: float = WAIT_S) -> Page:
     """A page in a fresh browser context (its own Streamlit session), at a desktop size, patient."""
-    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = watch_context(browser.new_context(viewport=VIEWPORT))  # type: ignore[arg-type]
     context.set_default_timeout(timeout * 1000)
     return context.new_page()
 
@@ -251,7 +344,7 @@ def module_tabs(browser: Browser) -> Iterator[BrowserContext]:
     """One browser context for a test module: each test opens its own tab in it (its own Streamlit session), and
     the tabs share the context's HTTP and code caches, so a page load does not fetch and compile the app's scripts
     anew (measured on the demo: about a third less Chromium CPU per load than in a fresh context)."""
-    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = watch_context(browser.new_context(viewport=VIEWPORT))  # type: ignore[arg-type]
     context.set_default_timeout(WAIT_S * 1000)
     try:
         yield context
@@ -270,6 +363,7 @@ class ReusedTab:
     def take(self) -> Page:
         if self.page is None or self.page.is_closed():
             self.page = self.context.new_page()
+            watch(self.page)
         return self.page
 
     def hand_back(self) -> None:
@@ -308,32 +402,48 @@ def tab_page(_module_tab: ReusedTab) -> Iterator[Page]:
 
 
 # -- reading the page -------------------------------------------------------------------------------
-_SETTLED_JS = """([idle, status, skeleton, chart]) => {
+_SETTLED_JS = """([idle, status, skeleton, chart, grid]) => {
     if (!document.querySelector(idle)) return false;
     if (document.querySelector(status) || document.querySelector(skeleton)) return false;
-    return Array.from(document.querySelectorAll(chart)).every(c => c.querySelector('.main-svg'));
+    // a data grid, once mounted (its canvas), lists its header cells a moment after (offscreen too)
+    const drawn = (g) => !g.querySelector('canvas') || g.querySelector('[role="columnheader"]');
+    return Array.from(document.querySelectorAll(chart)).every(c => c.querySelector('.main-svg'))
+        && Array.from(document.querySelectorAll(grid)).every(drawn);
 }"""
+QUIET_S = 0.5     # a page whose connection was not watched from its start: drawn and unchanged for this long
+LOADED_S = 0.1    # a watched page's first wait on a connection (after a goto): nothing the test did can be pending
+ACTED_S = 0.35    # a later wait (after a click, a key, a file): Streamlit sends some widgets' changes late (a data
+                  # grid's selection, a slider's value: about 150-200 ms after the input), so the run it asks for
+                  # must have been asked for by the end of this spell
 
 
-def wait_for_app(page: Page, *, timeout: float = WAIT_S, quiet: float = 0.5) -> None:
+def wait_for_app(page: Page, *, timeout: float = WAIT_S, quiet: float = QUIET_S) -> None:
     """Wait until Streamlit has finished running the page's script and drawn its output.
 
-    Settled means: the app root reports data-test-script-state="notRunning", no
-    status widget ("Running..."/"Stop") and no loading skeleton is shown, and
-    every Plotly chart has drawn its SVG; and it stays so for `quiet` seconds,
-    because a finished run is often followed by another (st.navigation, query
-    parameters written back to the URL, st.switch_page).
+    Drawn means: the app root reports data-test-script-state="notRunning", no
+    status widget ("Running..."/"Stop") and no loading skeleton is shown, every
+    Plotly chart has drawn its SVG and every mounted data grid its header cells.
+    Finished means, on a page whose connection was watched from its start
+    (`watch`: every page of `new_page`, `tabs` and the module's `page`): no
+    script run or upload asked for and not yet started, no run started and not
+    finished (a run that ends early for another, st.rerun or st.switch_page,
+    is followed by it), and so it stays for LOADED_S on the first wait after
+    the page connected, ACTED_S on a later one. On a page not watched from its
+    start, finished means drawn and unchanged for `quiet` seconds.
     """
     deadline = time.monotonic() + timeout
+    runs = watch(page)
     page.wait_for_selector(APP_ROOT, state="attached", timeout=timeout * 1000)
-    args = [APP_IDLE, STATUS_WIDGET, SKELETON, PLOTLY_CHART]
+    args = [APP_IDLE, STATUS_WIDGET, SKELETON, PLOTLY_CHART, DATA_GRID]
+    spell = min(quiet, ACTED_S if runs.waited else LOADED_S) if runs.known else quiet
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError(f"the page never settled within {timeout:.0f} s: {page.url}")
         page.wait_for_function(_SETTLED_JS, arg=args, timeout=left * 1000, polling=100)
-        time.sleep(quiet)
-        if page.evaluate(_SETTLED_JS, args):
+        time.sleep(spell)
+        if page.evaluate(_SETTLED_JS, args) and (runs.idle or not runs.known):   # evaluate: frames seen by now
+            runs.waited = runs.known
             return
 
 
@@ -345,6 +455,20 @@ def exceptions_shown(page: Page) -> list[str]:
 def main_text(page: Page) -> str:
     """The visible text of the main area (not the sidebar)."""
     return page.locator(MAIN).inner_text()
+
+
+def steady_box(locator: Locator, *, timeout: float = WAIT_S) -> FloatRect:
+    """The element's bounding box once it has stopped moving (the same in two reads 100 ms apart): a chart or a
+    grid above it may still be settling its height just after the page is drawn."""
+    deadline = time.monotonic() + timeout
+    box = locator.bounding_box()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        again = locator.bounding_box()
+        if again is not None and again == box:
+            return again
+        box = again
+    raise AssertionError(f"{locator} kept moving for {timeout:.0f} s")
 
 
 _CONTENT_HEIGHT_JS = """(main) => {

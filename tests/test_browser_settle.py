@@ -1,0 +1,161 @@
+"""When a browser test may read the page: `wait_for_app` and the script runs it follows (tests/support/browser.py).
+
+Every browser check reads the page after `wait_for_app`, so a wait that returns between two script runs (a click's
+rerun not started yet, st.rerun's next run not started yet) would let a check read a stale page. The rule is
+tested frame by frame on Streamlit's own messages, then on a small app in the real browser.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from tests.support.browser import ScriptRuns, StreamlitServer, chromium, main_text, new_page, wait_for_app, watch
+
+EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+
+
+class Socket:
+    """What ScriptRuns needs of Playwright's WebSocket: its URL and its frame events."""
+
+    def __init__(self, url: str = "ws://127.0.0.1:1/_stcore/stream") -> None:
+        self.url = url
+        self.handlers: dict[str, object] = {}
+
+    def on(self, event: str, handler: object) -> None:
+        self.handlers[event] = handler
+
+    def send(self, kind: str) -> None:
+        msg = BackMsg()
+        if kind == "rerun":
+            msg.rerun_script.query_string = ""
+        else:
+            msg.app_heartbeat = True
+        self.handlers["framesent"](msg.SerializeToString())  # type: ignore[operator]
+
+    def receive(self, kind: str, status: int = ForwardMsg.FINISHED_SUCCESSFULLY) -> None:
+        msg = ForwardMsg()
+        if kind == "new_session":
+            msg.new_session.SetInParent()
+        elif kind == "finished":
+            msg.script_finished = status   # type: ignore[assignment]
+        else:
+            msg.delta.SetInParent()
+        self.handlers["framereceived"](msg.SerializeToString())  # type: ignore[operator]
+
+
+def play(steps: list[tuple], socket: Socket | None = None) -> ScriptRuns:
+    runs = ScriptRuns()
+    socket = socket or Socket()
+    runs.opened(socket)  # type: ignore[arg-type]
+    for step in steps:
+        getattr(socket, step[0])(*step[1:])
+    return runs
+
+
+@pytest.mark.parametrize(("steps", "idle"), [
+    ([], True),                                                          # opened, nothing asked yet
+    ([("send", "rerun")], False),                                        # asked, not started
+    ([("send", "rerun"), ("receive", "new_session")], False),            # started, not finished
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "delta")], False),
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished")], True),
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished", EARLY)], False),   # st.rerun: more
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished", EARLY), ("receive", "new_session"),
+      ("receive", "finished")], True),                                   # ... and the run it asked for ended
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished"), ("send", "rerun")], False),  # a click
+    # a click while a run ends: that run's end crosses the request, whose own run has not started
+    ([("send", "rerun"), ("receive", "new_session"), ("send", "rerun"), ("receive", "finished")], False),
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished"), ("send", "heartbeat")], True),
+    ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished", ForwardMsg.FINISHED_WITH_COMPILE_ERROR)],
+     True),
+])
+def test_a_page_is_idle_only_when_no_run_is_asked_for_or_under_way(steps: list[tuple], idle: bool) -> None:
+    runs = play(steps)
+    assert runs.known
+    assert runs.idle is idle
+
+
+def test_frames_of_another_connection_or_a_page_not_watched_from_its_start_decide_nothing() -> None:
+    assert not ScriptRuns().known and not ScriptRuns().idle          # the connection was never seen opening
+    other = Socket("ws://127.0.0.1:1/some/other/socket")
+    runs = ScriptRuns()
+    runs.opened(other)  # type: ignore[arg-type]
+    assert not runs.known and other.handlers == {}
+    old, new = Socket(), Socket()
+    runs.opened(old)  # type: ignore[arg-type]
+    runs.opened(new)  # type: ignore[arg-type]   # the page reconnected: only the new connection counts
+    old.send("rerun")
+    assert runs.idle
+    new.send("rerun")
+    assert not runs.idle
+
+
+# -- in the browser ---------------------------------------------------------------------------------------------
+APP = '''
+import time
+import streamlit as st
+
+n = st.session_state["n"] = st.session_state.get("n", 0) + 1
+if n == 1:                      # the first run asks for another at once (st.rerun), which draws late
+    st.rerun()
+if n == 2:
+    time.sleep(1.0)
+st.write(f"run {n}")
+if st.button("Slow"):           # a click whose run says so late
+    time.sleep(1.0)
+    st.write("clicked")
+if st.button("Switch"):
+    st.switch_page("pages/other.py")
+# a click whose callback runs before its run starts
+st.button("Callback", key="Callback", on_click=lambda: time.sleep(1.0))
+if st.session_state.get("Callback"):
+    st.write("called back")
+'''
+OTHER = '''
+import time
+import streamlit as st
+
+time.sleep(1.0)
+st.write("the other page")
+'''
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer]:
+    folder = tmp_path_factory.mktemp("settle-app")
+    (folder / "app.py").write_text(APP, encoding="utf-8")
+    (folder / "pages").mkdir()
+    (folder / "pages" / "other.py").write_text(OTHER, encoding="utf-8")
+    with StreamlitServer(folder / "none.duckdb", script="app.py", cwd=folder) as server:
+        yield server
+
+
+def test_wait_for_app_returns_after_the_run_a_rerun_a_click_or_a_page_switch_asked_for(
+        app_server: StreamlitServer) -> None:
+    with chromium() as browser:
+        page = new_page(browser)
+        page.goto(app_server.url)
+        wait_for_app(page)
+        assert "run 2" in main_text(page)              # not the first run's empty page: st.rerun's run, drawn
+        runs = watch(page)
+        assert runs.known and runs.idle                # Streamlit's own frames were read, and said so
+
+        started = time.monotonic()
+        page.get_by_role("button", name="Slow").click()
+        wait_for_app(page)
+        assert "clicked" in main_text(page) and "run 3" in main_text(page)
+        assert time.monotonic() - started >= 1.0
+
+        page.get_by_role("button", name="Callback").click()
+        wait_for_app(page)
+        assert "called back" in main_text(page)
+
+        page.get_by_role("button", name="Switch").click()
+        wait_for_app(page)
+        assert "the other page" in main_text(page)
+        assert runs.idle
+        page.context.close()
