@@ -33,6 +33,8 @@ class Socket:
         msg = BackMsg()
         if kind == "rerun":
             msg.rerun_script.query_string = ""
+        elif kind == "file_urls":
+            msg.file_urls_request.request_id = "r1"
         else:
             msg.app_heartbeat = True
         self.handlers["framesent"](msg.SerializeToString())  # type: ignore[operator]
@@ -43,9 +45,22 @@ class Socket:
             msg.new_session.SetInParent()
         elif kind == "finished":
             msg.script_finished = status   # type: ignore[assignment]
+        elif kind == "file_urls":
+            msg.file_urls_response.response_id = "r1"
         else:
             msg.delta.SetInParent()
         self.handlers["framereceived"](msg.SerializeToString())  # type: ignore[operator]
+
+
+class Request:
+    """What ScriptRuns needs of Playwright's Request: its URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+UPLOAD = Request("http://127.0.0.1:1/_stcore/upload_file/session/file")
+OTHER_REQUEST = Request("http://127.0.0.1:1/static/js/index.js")
 
 
 def play(steps: list[tuple], socket: Socket | None = None) -> ScriptRuns:
@@ -53,7 +68,10 @@ def play(steps: list[tuple], socket: Socket | None = None) -> ScriptRuns:
     socket = socket or Socket()
     runs.opened(socket)  # type: ignore[arg-type]
     for step in steps:
-        getattr(socket, step[0])(*step[1:])
+        if step[0] in ("request_sent", "request_done"):
+            getattr(runs, step[0])(step[1])
+        else:
+            getattr(socket, step[0])(*step[1:])
     return runs
 
 
@@ -72,6 +90,12 @@ def play(steps: list[tuple], socket: Socket | None = None) -> ScriptRuns:
     ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished"), ("send", "heartbeat")], True),
     ([("send", "rerun"), ("receive", "new_session"), ("receive", "finished", ForwardMsg.FINISHED_WITH_COMPILE_ERROR)],
      True),
+    # a file upload: where to put it (asked, answered), the file itself (sent, done), then the rerun it asks for
+    ([("send", "file_urls")], False),
+    ([("send", "file_urls"), ("receive", "file_urls")], True),
+    ([("send", "file_urls"), ("receive", "file_urls"), ("request_sent", UPLOAD)], False),
+    ([("send", "file_urls"), ("receive", "file_urls"), ("request_sent", UPLOAD), ("request_done", UPLOAD)], True),
+    ([("request_sent", OTHER_REQUEST)], True),                         # a script or a style sheet: no run
 ])
 def test_a_page_is_idle_only_when_no_run_is_asked_for_or_under_way(steps: list[tuple], idle: bool) -> None:
     runs = play(steps)
