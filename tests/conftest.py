@@ -173,8 +173,13 @@ def _tool_outputs(kind: str, tmp_path_factory: pytest.TempPathFactory, server: O
                     "promptfoo": (tool_runs.PROMPTFOO_DIR, tool_runs.build_promptfoo),
                     "ragas": (tool_runs.RAGAS_PYTHON, tool_runs.build_ragas)}[kind]
     env = tool_runs.tool_env(*where)
-    paths = _once_per_run(kind, tmp_path_factory,
-                          lambda out: {k: str(v) for k, v in build(env, server.base_url, out).items()})
+    return _files_once_per_run(kind, tmp_path_factory, lambda out: build(env, server.base_url, out))
+
+
+def _files_once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory,
+                        build: Callable[[Path], dict[str, Path]]) -> dict[str, Path]:
+    """`_once_per_run` for a build that returns its files by name."""
+    paths = _once_per_run(kind, tmp_path_factory, lambda out: {k: str(v) for k, v in build(out).items()})
     return {k: Path(v) for k, v in paths.items()}
 
 
@@ -240,9 +245,8 @@ def deepeval_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Op
     from tests.support import more_tools, tool_runs
 
     python = tool_runs.tool_env(*more_tools.DEEPEVAL_PYTHON)
-    paths = _once_per_run("deepeval", tmp_path_factory, lambda out: {
-        k: str(v) for k, v in more_tools.build_deepeval(python, more_tools_judge.base_url, out).items()})
-    return {k: Path(v) for k, v in paths.items()}
+    return _files_once_per_run("deepeval", tmp_path_factory,
+                               lambda out: more_tools.build_deepeval(python, more_tools_judge.base_url, out))
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,6 @@ from tests.support.browser import (
     copy_db,
     exceptions_shown,
     main_text,
-    steady_box,
     wait_for_app,
 )
 
@@ -466,7 +465,8 @@ def test_the_run_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sam
     assert metrics["kind"] == "stTable"   # five rows, nothing to sort or select: static, no grid to draw
     grid = page.locator(f'{MAIN} .st-key-run_samples [data-testid="stDataFrame"]')
     grid.scroll_into_view_if_needed()
-    box = steady_box(grid)
+    box = grid.bounding_box()
+    assert box is not None
     row_height, header = 72, 36          # pages/run.py SAMPLE_ROW; the grid's header row
     page.mouse.click(box["x"] + 18, box["y"] + header + 2 * row_height + row_height / 2)   # the third row
     wait_for_app(page)

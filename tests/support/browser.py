@@ -13,8 +13,6 @@
   and drawn what it sent (no status widget, no skeleton, every Plotly chart
   and data grid drawn), with no run or upload asked for and not finished, as
   the page's WebSocket frames tell (`watch`, `ScriptRuns`).
-- `steady_box(locator)`: an element's box once it has stopped moving, to click
-  at a point inside it.
 - `screenshot(page, name)`: artifacts/screenshots/<name>.png under the repo
   root (git-ignored: test artifacts, never committed).
 """
@@ -40,7 +38,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, FloatRect, Locator, Page, Playwright, Request, WebSocket
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Request, WebSocket
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "app.py"
@@ -455,20 +453,6 @@ def exceptions_shown(page: Page) -> list[str]:
 def main_text(page: Page) -> str:
     """The visible text of the main area (not the sidebar)."""
     return page.locator(MAIN).inner_text()
-
-
-def steady_box(locator: Locator, *, timeout: float = WAIT_S) -> FloatRect:
-    """The element's bounding box once it has stopped moving (the same in two reads 100 ms apart): a chart or a
-    grid above it may still be settling its height just after the page is drawn."""
-    deadline = time.monotonic() + timeout
-    box = locator.bounding_box()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        again = locator.bounding_box()
-        if again is not None and again == box:
-            return again
-        box = again
-    raise AssertionError(f"{locator} kept moving for {timeout:.0f} s")
 
 
 _CONTENT_HEIGHT_JS = """(main) => {
