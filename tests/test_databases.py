@@ -84,6 +84,35 @@ def test_a_foreign_duckdb_file_is_refused_read_only_and_never_written(tmp_path: 
     con.close()
 
 
+def test_a_foreign_file_with_a_pending_log_is_refused_and_neither_it_nor_its_log_is_written(tmp_path: Path) -> None:
+    """A read-write open replays a write-ahead log into its file, so a file that has one is looked at read-only."""
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE orders (id INTEGER, item VARCHAR)")
+    con.execute("CHECKPOINT")
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")   # the insert stays in the log, as after a crash
+    con.execute("INSERT INTO orders VALUES (1, 'tea')")
+    con.close()
+    wal = Path(f"{other}.wal")
+    before = digest(other), digest(wal)
+    with pytest.raises(ForeignDatabaseError, match=r"other\.duckdb is not an evaldrift database"):
+        Store(other)
+    assert (digest(other), digest(wal)) == before
+
+
+def test_an_evaldrift_file_with_a_pending_log_opens_with_what_the_log_holds(tmp_path: Path) -> None:
+    path = tmp_path / "team.duckdb"
+    with Store(path):
+        pass
+    con = duckdb.connect(str(path))
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    con.execute("INSERT INTO meta VALUES ('left-in-the-log', 'yes')")
+    con.close()
+    assert Path(f"{path}.wal").exists()
+    with Store(path) as store:
+        assert store.cursor().execute("SELECT value FROM meta WHERE key = 'left-in-the-log'").fetchone() == ("yes",)
+
+
 def test_a_file_that_is_no_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
     text = tmp_path / "passwd.duckdb"
     text.write_text("root:x:0:0:root:/root:/bin/bash\n")

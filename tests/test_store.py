@@ -207,6 +207,17 @@ def test_reopening_a_file_keeps_its_runs(fresh_db: Path) -> None:
         assert store.resolve_run("latest") == "nightly-2"
 
 
+def test_opening_and_closing_a_current_database_writes_nothing_to_it(fresh_db: Path) -> None:
+    """Every command and page opens the store: an open that only reads leaves the file as it was."""
+    with Store(fresh_db) as store:
+        store.record_run(make_run())
+    before = fresh_db.read_bytes(), fresh_db.stat().st_mtime_ns
+    with Store(fresh_db) as store:
+        assert store.run_ids() == ["nightly-1"]
+    assert (fresh_db.read_bytes(), fresh_db.stat().st_mtime_ns) == before
+    assert not Path(f"{fresh_db}.wal").exists()
+
+
 def test_unknown_run_is_not_found(fresh_db: Path) -> None:
     with Store(fresh_db) as store:
         with pytest.raises(NotFoundError):

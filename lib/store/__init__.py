@@ -21,7 +21,7 @@ from lib.core.errors import StoreBusyError, StoreError
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
-from lib.store.databases import check_evaldrift
+from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_foreign
 from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
@@ -43,14 +43,18 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            check_evaldrift(self.path)   # another application's file is refused before anything is written to it
+        if existing and Path(f"{self.path}.wal").exists():
+            check_evaldrift(self.path)   # a read-write open would replay another application's log into its file
         try:
             self._con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
+            if existing:
+                raise ForeignDatabaseError(self.path, "not a DuckDB file") from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
         self._on_close: list[Callable[[], None]] = []
@@ -58,6 +62,9 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         if read_only:   # a snapshot (lib.store.snapshot): written by this code's migrations, only read here
             return
         try:
+            if existing:   # another application's file is refused before anything is written to it
+                with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
+                    refuse_foreign(cur, self.path)   # every CHECKPOINT) for the store's life
             with self.transaction() as cur:
                 migrate(cur, self.path)
             self._drop_stale_staging()

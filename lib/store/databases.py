@@ -2,10 +2,12 @@
 
 The browser never names a path. The operator configures EVALDRIFT_DB (one
 file) and/or EVALDRIFT_DB_DIR (a folder whose *.duckdb files are offered by
-name); the sidebar offers those names. Before evaldrift opens an existing
-file read-write (which would create its tables and a write-ahead log in it),
-`check_evaldrift` opens it read-only and refuses a file that is not an
-evaldrift database, so another application's file is never written.
+name); the sidebar offers those names. An existing file that is not an
+evaldrift database is refused before anything is written to it
+(`refuse_foreign`, on the store's own connection: DuckDB writes nothing to a
+file a connection only reads; a file with a pending write-ahead log, which a
+read-write open would replay into it, is looked at read-only first,
+`check_evaldrift`), so another application's file is never written.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ _HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 
 
 
 class ForeignDatabaseError(StoreError):
-    """The file exists but is not an evaldrift database; it was opened read-only and left untouched."""
+    """The file exists but is not an evaldrift database; it was only read, and left untouched."""
 
     def __init__(self, path: Path, why: str) -> None:
-        super().__init__(f"{path.name} is not an evaldrift database ({why}); evaldrift opened it read-only and "
-                         "wrote nothing to it")
+        super().__init__(f"{path.name} is not an evaldrift database ({why}); evaldrift only read it and wrote "
+                         "nothing to it")
         self.path = path
 
 
@@ -77,7 +79,13 @@ def check_evaldrift(path: str | Path) -> None:
             raise StoreBusyError(str(path)) from None
         raise ForeignDatabaseError(path, "not a DuckDB file") from None
     try:
-        if not is_evaldrift(con) and con.execute(_ANY_TABLE).fetchone()[0]:  # type: ignore[index]
-            raise ForeignDatabaseError(path, "no evaldrift schema in it")
+        refuse_foreign(con, path)
     finally:
         con.close()
+
+
+def refuse_foreign(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Raise ForeignDatabaseError when `con`'s database holds tables or views but not evaldrift's schema mark (an
+    empty database is evaldrift's to fill). Only reads."""
+    if not is_evaldrift(con) and con.execute(_ANY_TABLE).fetchone()[0]:  # type: ignore[index]
+        raise ForeignDatabaseError(path, "no evaldrift schema in it")

@@ -182,6 +182,8 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
     version = int(row[0]) if row else 0
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path} has schema {version}, newer than this evaldrift ({SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return   # nothing written: opening a current database leaves nothing for its close to write back
     for step in MIGRATIONS[version:]:
         for stmt in step.statements:
             cur.execute(stmt)
