@@ -3,7 +3,7 @@
 - The sidebar offers EVALDRIFT_DB and EVALDRIFT_DB_DIR's *.duckdb files by name;
   there is no box to type a path into, and no query parameter names one.
 - Another application's DuckDB file (or a file that is no database at all) is
-  refused after a read-only look: its bytes stay as they were, no WAL appears.
+  refused after a look that only reads: its bytes stay as they were, no WAL appears.
 - The choice survives moving between pages (issue 14 item 3).
 """
 
