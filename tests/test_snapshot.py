@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -62,25 +61,3 @@ def test_closing_a_store_while_its_keeper_is_copying_waits_for_the_copy(tmp_path
         assert not keeper._thread.is_alive()
     assert snapshot_time(db) is not None
 
-
-def test_a_store_opened_beside_the_dashboards_keeps_its_snapshots_working(tmp_path: Path,
-                                                                        capfd: pytest.CaptureFixture[str]) -> None:
-    """A second store on the dashboard's file in the same process (a test, a job) writes a run: the dashboard's
-    keeper snapshots it. Opening a store must leave no transaction behind on its connection, or the keeper's
-    checkpoint fails on every look."""
-    from lib.app.snapshots import SnapshotKeeper
-
-    db = tmp_path / "evals.duckdb"
-    with Store(db) as store:
-        store.record_run(good_run("r1"))
-    with Store(db) as owner:
-        keeper = SnapshotKeeper(owner, every=0.02)
-        with Store(db) as beside:
-            beside.record_run(good_run("r2"))
-            deadline = time.monotonic() + 10
-            while keeper.written < 2 and time.monotonic() < deadline:
-                time.sleep(0.02)
-        assert keeper.written >= 2, capfd.readouterr().err
-    assert "failed" not in capfd.readouterr().err
-    with Store(snapshot_path(db), read_only=True) as snap:
-        assert snap.run_ids() == ["r1", "r2"]
