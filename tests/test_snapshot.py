@@ -60,4 +60,3 @@ def test_closing_a_store_while_its_keeper_is_copying_waits_for_the_copy(tmp_path
         store.close()   # the keeper is reading or copying right now, most of the time
         assert not keeper._thread.is_alive()
     assert snapshot_time(db) is not None
-

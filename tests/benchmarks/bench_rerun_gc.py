@@ -23,22 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.benchmarks.bench_first_start import server_cpu  # noqa: E402
+from tests.benchmarks.report import vm_hwm_mib  # noqa: E402
 from tests.support.browser import StreamlitServer, chromium, wait_for_app  # noqa: E402
 
 PAGES = ("", "trends", "run", "compare", "review", "ablation", "canary", "labels")
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` (its threads included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def measure(db: Path, collect: bool, rounds: int) -> tuple[float, float, float]:
@@ -51,14 +40,14 @@ def measure(db: Path, collect: bool, rounds: int) -> tuple[float, float, float]:
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             page.goto(server.url)   # the first load opens the database and fills the caches: not counted
             wait_for_app(page)
-            cpu0, start, loads = cpu_s(server.proc.pid), time.monotonic(), 0
+            cpu0, start, loads = server_cpu(server.proc.pid), time.monotonic(), 0
             for _ in range(rounds):
                 for path in PAGES:
                     page.goto(f"{server.url}/{path}")
                     wait_for_app(page)
                     loads += 1
-            return ((cpu_s(server.proc.pid) - cpu0) / loads, (time.monotonic() - start) / loads,
-                    rss_mib(server.proc.pid))
+            return ((server_cpu(server.proc.pid) - cpu0) / loads, (time.monotonic() - start) / loads,
+                    vm_hwm_mib(server.proc.pid, "VmRSS"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,10 +109,10 @@ def median_ms(fn: Callable[[], object], repeats: int = 5) -> tuple[float, object
     return statistics.median(times), out
 
 
-def vm_hwm_mib(pid: int | str = "self") -> float:
-    """Peak resident memory (VmHWM) of a process, in MiB (Linux /proc)."""
+def vm_hwm_mib(pid: int | str = "self", field: str = "VmHWM") -> float:
+    """Peak resident memory (VmHWM) of a process, in MiB (Linux /proc); field="VmRSS": resident now."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
