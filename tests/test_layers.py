@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,23 @@ def test_the_sql_rule_catches_a_query(tmp_path: Path) -> None:
     module.write_text('def n(store):\n    return store.cursor().execute("SELECT count(*) FROM samples").fetchone()\n'
                       'TEXT = "Select a run from the list"\n')
     assert [f.split(":")[0] for f in _sql_in(module)] == ["2", "2"]
+
+
+SDK_CALLERS = {"lib.judging.openai_judge", "lib.judging.transport"}   # the only modules that import openai
+
+
+def test_only_the_modules_that_call_a_paid_judge_import_the_openai_sdk() -> None:
+    # The SDK costs 0.4 s to import: every start of the dashboard and of the command line paid it when the batch
+    # path (which the pages import) imported the SDK and the live judge at module level.
+    names = sorted(_module_name(p) for p in (ROOT / "lib").rglob("*.py"))
+    assert set(names) >= SDK_CALLERS
+    code = ("import importlib, sys\n"
+            f"for name in {[n for n in names if n not in SDK_CALLERS]!r}:\n"
+            "    importlib.import_module(name)\n"
+            "    if 'openai' in sys.modules:\n"
+            "        sys.exit(name)\n")
+    found = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert found.returncode == 0, f"importing {found.stderr.strip() or found.stdout} imported the SDK"
+    sdk = subprocess.run([sys.executable, "-c", "import sys, lib.judging.openai_judge; print('openai' in sys.modules)"],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    assert sdk.stdout.strip() == "True"   # the check can see the SDK arrive

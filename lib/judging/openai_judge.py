@@ -41,12 +41,12 @@ from typing import Any
 import httpx2
 import openai
 
-from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest, Usage
+from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest
 from lib.core.endpoints import normalise
 from lib.core.errors import JudgeError
 from lib.judging.loop import LoopThread
 from lib.judging.pacing import LIMITS, OK, OTHER, OVERLOAD, LimitBook, Pacer, PacingReport, Ticket
-from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, body_fields, is_refusal, next_mode
+from lib.judging.structured import BOOK, JSON_SCHEMA, TEXT, ModeBook, chat_body, is_refusal, next_mode, reply_of
 from lib.judging.transport import dropped_connection, http_client
 
 
@@ -85,33 +85,6 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
     seconds = ms / 1000.0 if ms is not None else _seconds(headers.get("retry-after"))
     # A negative or NaN hint would make time.sleep raise; fall back to our own backoff.
     return seconds if seconds is not None and 0.0 <= seconds <= math.inf else None
-
-
-def reply_of(body: Any) -> JudgeReply:
-    """The text, usage and fingerprint of a chat completion body (raises ValueError, KeyError or TypeError if
-    it is not one). The batch path reads its output lines with it too."""
-    choices = body["choices"]
-    choice = choices[0] if choices else None
-    text = (choice["message"].get("content") or "") if choice else ""
-    if not isinstance(text, str):
-        raise TypeError("the content is not text")
-    u = body.get("usage")
-    usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)) if u else Usage()
-    fingerprint = body.get("system_fingerprint")
-    return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
-
-
-def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
-    """The chat.completions body of a request in an output mode (a live call's, and a batch line's)."""
-    body: dict[str, object] = {
-        "model": request.model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-        "temperature": request.temperature,
-    }
-    if request.seed is not None:
-        body["seed"] = request.seed
-    body.update(body_fields(mode, request.shape))
-    return body
 
 
 TIMEOUT_STRETCH = 2   # a retry after a timeout waits this many timeouts (on one slot it queues behind the last)

@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
-from lib.core.calls import ReplyShape
+from lib.core.calls import JudgeReply, JudgeRequest, ReplyShape, Usage
 
 JSON_SCHEMA = "json_schema"
 JSON_OBJECT_SCHEMA = "json_object_schema"
@@ -197,3 +198,30 @@ def next_mode(mode: str) -> str | None:
 
 
 BOOK = ModeBook()   # the process's: one probe per endpoint and model, whichever judge asks
+
+
+def reply_of(body: Any) -> JudgeReply:
+    """The text, usage and fingerprint of a chat completion body (raises ValueError, KeyError or TypeError if
+    it is not one). The batch path reads its output lines with it too."""
+    choices = body["choices"]
+    choice = choices[0] if choices else None
+    text = (choice["message"].get("content") or "") if choice else ""
+    if not isinstance(text, str):
+        raise TypeError("the content is not text")
+    u = body.get("usage")
+    usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)) if u else Usage()
+    fingerprint = body.get("system_fingerprint")
+    return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
+
+
+def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:
+    """The chat.completions body of a request in an output mode (a live call's, and a batch line's)."""
+    body: dict[str, object] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "temperature": request.temperature,
+    }
+    if request.seed is not None:
+        body["seed"] = request.seed
+    body.update(body_fields(mode, request.shape))
+    return body

@@ -28,8 +28,7 @@ import openai
 
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.judging.harness import Instrument, build_request
-from lib.judging.openai_judge import chat_body
-from lib.judging.structured import JSON_SCHEMA
+from lib.judging.structured import JSON_SCHEMA, chat_body
 from lib.store import Store
 from tests.benchmarks.judge_server import JudgeServer
 

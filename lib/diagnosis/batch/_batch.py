@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import openai
 import pandas as pd
 
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
@@ -41,18 +40,23 @@ from lib.diagnosis.batch._jobs import ENDED, BatchJob, load
 from lib.diagnosis.batch._requests import ablation_requests, rejudge_requests
 from lib.judging.base import Judge
 from lib.judging.harness import parse_verdicts
-from lib.judging.openai_judge import chat_body, reply_of
-from lib.judging.structured import BOOK, JSON_SCHEMA
+from lib.judging.structured import BOOK, JSON_SCHEMA, chat_body, reply_of
 from lib.store import Store
 from lib.store import batches as bs
 from lib.store import history as hs
+
+if TYPE_CHECKING:
+    import openai
 
 ABLATION, REJUDGE = "ablation", "rejudge"
 CHAT: Final = "/v1/chat/completions"
 
 
 def client_for(base_url: str | None, api_key: str | None, *, timeout: float = 120.0) -> openai.OpenAI:
-    """The SDK client for the batch endpoints (from the operator's settings only)."""
+    """The SDK client for the batch endpoints (from the operator's settings only). The SDK is imported here, not
+    with the module: the dashboard's pages import this module, and the SDK costs 0.4 s to import."""
+    import openai
+
     return openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=3)
 
 
