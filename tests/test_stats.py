@@ -17,6 +17,8 @@ from lib.diagnosis.stats import (
     paired_bootstrap,
     robust_step_sd,
     run_noise_sd,
+    sample_mean,
+    sample_variance,
     step_flags,
 )
 
@@ -200,3 +202,14 @@ def test_below_twenty_pairs_the_interval_holds_its_level_where_the_bootstrap_doe
     assert exact / 300 >= 0.93 and boot / 300 < exact / 300
     big = paired_interval(np.zeros(20), np.full(20, 0.1))
     assert big == paired_bootstrap(np.zeros(20), np.full(20, 0.1))   # 20 pairs on: the bootstrap, as before
+
+
+@pytest.mark.parametrize("n", range(1, 13))
+def test_a_samples_mean_and_variance_over_its_repeats_are_numpys_to_the_last_bit(n: int) -> None:
+    # every ablation figure is built on these; the plain sums below eight values must not move one of them
+    rng = np.random.default_rng(n)
+    for _ in range(200):
+        repeats = rng.random(n).tolist() if n % 2 else (rng.integers(0, 7, n) / 7).tolist()
+        assert sample_mean(repeats) == float(np.mean(repeats))
+        if n >= 2:
+            assert sample_variance(repeats) == float(np.var(repeats, ddof=1))

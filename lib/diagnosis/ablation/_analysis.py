@@ -29,7 +29,7 @@ from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
 from lib.diagnosis.ablation._verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
-from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd
+from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd, sample_mean
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
 
@@ -111,7 +111,7 @@ def _item_flips(base: ArmResults, abl: ArmResults, common: list[str]):
 
 
 def _mean_scores(arm: ArmResults) -> float | None:
-    return float(np.mean([np.mean(x) for x in arm.scores.values()])) if arm.scores else None
+    return float(np.mean([sample_mean(x) for x in arm.scores.values()])) if arm.scores else None
 
 
 def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, band: float | None,
@@ -155,8 +155,8 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, 
     expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
     common = [s for s in order if s in base.scores and s in abl.scores] if order is not None else \
         sorted(set(base.scores) & set(abl.scores))
-    a = [float(np.mean(base.scores[s])) for s in common]
-    b = [float(np.mean(abl.scores[s])) for s in common]
+    a = [sample_mean(base.scores[s]) for s in common]
+    b = [sample_mean(abl.scores[s]) for s in common]
     if interval is not None:
         mean = float(np.mean(np.asarray(b) - np.asarray(a))) if common else None
         lo, hi = interval if common else (None, None)
@@ -235,8 +235,8 @@ def _replay_check(store: Store, spec: AblationSpec, metric: str, base: ArmResult
         return ReplayCheck(metric, None, None, None, band, False,
                            f"{metric}: no stored per-sample scores to compare the re-run with.")
     s_mean = float(np.mean([stored[s] for s in common]))
-    r_mean = float(np.mean([np.mean(base.scores[s]) for s in common]))
-    mismatch, d = replay_mismatch([float(np.mean(base.scores[s])) - stored[s] for s in common],
+    r_mean = float(np.mean([sample_mean(base.scores[s]) for s in common]))
+    mismatch, d = replay_mismatch([sample_mean(base.scores[s]) - stored[s] for s in common],
                                   min_effect=spec.min_effect, band=band, seed=len(common))
     allowed = max(spec.min_effect, band or 0.0)
     other = spec.scorer is None and spec.judge is not None and recorded is not None and spec.judge != recorded

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from lib.diagnosis.ablation._analysis import replay_mismatch
-from lib.diagnosis.stats import PairedDiff
+from lib.diagnosis.stats import PairedDiff, sample_mean
 
 
 def tolerance(min_effect: float, band: float | None) -> float:
@@ -58,7 +56,7 @@ def replay_decided(deltas: Sequence[float], *, min_effect: float, band: float | 
 
 def replay_deltas(stored: Mapping[str, float], rerun: Mapping[str, Sequence[float]]) -> list[float]:
     """Per sample scored both times (by id), the re-judged mean minus the stored score."""
-    return [float(np.mean(rerun[s])) - stored[s] for s in sorted(set(stored) & set(rerun)) if rerun[s]]
+    return [sample_mean(rerun[s]) - stored[s] for s in sorted(set(stored) & set(rerun)) if rerun[s]]
 
 
 __all__ = ["replay_decided", "replay_deltas", "tolerance", "within"]

@@ -29,7 +29,7 @@ from lib.diagnosis.ablation._plan import BASELINE, Plan, Unit
 from lib.diagnosis.ablation._replay_samples import replay_decided, replay_deltas
 from lib.diagnosis.ablation._sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.ablation._verdicts import CellEvidence
-from lib.diagnosis.stats import noise_band
+from lib.diagnosis.stats import noise_band, sample_mean, sample_variance
 
 if TYPE_CHECKING:
     from lib.diagnosis.ablation._result import ArmVerdict
@@ -45,12 +45,12 @@ def _per_sample(arm: ArmResults, order: Sequence[str]) -> dict[str, np.ndarray]:
     scored = np.array([s in arm.scores for s in order])
     mean = np.full(len(order), np.nan)
     var = np.full(len(order), np.nan)
-    for i, s in enumerate(order):   # plain sums: numpy's per-call cost dominates lists of 1-20 repeats
+    for i, s in enumerate(order):
         x = arm.scores.get(s)
         if x:
-            mean[i] = m = sum(x) / len(x)
+            mean[i] = sample_mean(x)
             if len(x) >= 2:
-                var[i] = sum((v - m) ** 2 for v in x) / (len(x) - 1)
+                var[i] = sample_variance(x)
     rows = [arm.rows.get(s, []) for s in order]
     units = np.array([len(r) for r in rows])
     failed = np.array([sum(st == FAILED for st, _ in r) for r in rows])
@@ -68,7 +68,7 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
     """
     marks = looks(len(order))
     b, a = _per_sample(base, order), _per_sample(abl, order)
-    f = np.array([float(np.mean(floor[s])) if floor is not None and floor.get(s) else np.nan for s in order])
+    f = np.array([sample_mean(floor[s]) if floor is not None and floor.get(s) else np.nan for s in order])
     paired = b["scored"] & a["scored"]
     before = np.concatenate(([0], np.cumsum(paired)))            # pairs among the first j samples
     deltas = (a["mean"] - b["mean"])[paired]
