@@ -181,6 +181,17 @@ def test_without_signing_in_a_deep_link_shows_only_the_sign_in(dashboard: Stream
     done(page)
 
 
+def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
+                                                                            browser: Browser) -> None:
+    # read on the Overview the viewer's sign-in lands on (this file's first sign-in of the viewer: the later
+    # tests of what a viewer may do reuse its cookie)
+    page = sign_in(browser, dashboard, VIEWER)
+    text = body_text(page, MAIN)
+    assert "Database team.duckdb" in text
+    assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
+    done(page)
+
+
 @pytest.mark.parametrize(("who", "may_launch"), [(ALLOWED, True), (VIEWER, False)])
 def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
         dashboard: StreamlitServer, browser: Browser, who: str, may_launch: bool) -> None:
@@ -332,17 +343,6 @@ def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user
         four.click(force=True)    # a disabled button does nothing, even clicked
         wait_for_app(page)
         assert len(judge.requests) == calls
-    done(page)
-
-
-def test_a_signed_in_viewer_sees_the_database_by_name_never_its_server_path(dashboard: StreamlitServer,
-                                                                            browser: Browser) -> None:
-    page = signed_in(browser, dashboard, VIEWER)
-    page.goto(dashboard.url + "/")   # the Overview names the database
-    wait_for_app(page)
-    text = body_text(page, MAIN)
-    assert "Database team.duckdb" in text
-    assert str(Path(dashboard.db).parent) not in body_text(page)    # no server path, in any form
     done(page)
 
 
