@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lib.core.errors import InputError
+from lib.core.metrics import get_metric
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
@@ -40,6 +41,9 @@ from tests.support.reliability_support import child_env, copy_db, mini_demo
 FORMATS = ("jsonl", "csv", "parquet")
 TEXTS = ("question", "answer", "ground_truth")
 METRICS = ("faithfulness", "context_recall")
+# the fields a file of these metrics must give a column for: the answer always, and what each metric receives
+# (the wiring table); a column none of them receives (the question, here) may be left out of the file
+NEEDED = {"answer"} | {f for m in METRICS for f in get_metric(m).receives}
 KINDS = {b.id: b for b in BAD_INPUTS}
 EXAMPLES = int(os.environ.get("EVALDRIFT_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
@@ -207,8 +211,9 @@ def corrupt(draw: st.DrawFn, case: Case) -> None:
         target = draw(st.sampled_from([*TEXTS, "contexts"]))
         rows[i][target] = draw(st.sampled_from([None, ABSENT])) if fmt == "jsonl" else None
         if len(rows) == 1 and rows[i][target] is ABSENT:
-            case.fail(None, target)  # absent from every row: the column itself is missing,
-            case.want_field = target  # named canonically (no column spells it)
+            if target in NEEDED:          # absent from every row: the column itself is missing,
+                case.fail(None, target)   # named canonically (no column spells it)
+                case.want_field = target
         else:
             case.fail(r, target)
     elif kind == "empty-text":
@@ -396,8 +401,10 @@ def _expected_samples(case: Case) -> dict[str, EvalSample]:
         if isinstance(ctx, str):
             ctx = json.loads(ctx)
         sid = row["sample_id"]
-        out[str(sid)] = EvalSample(str(sid), row["question"], row["answer"], tuple(ctx),  # type: ignore[arg-type]
-                                   row["ground_truth"])  # type: ignore[arg-type]
+        # a column left out of the whole file (one no metric receives) is stored as empty text
+        text = {k: "" if row[k] is ABSENT else row[k] for k in TEXTS}
+        out[str(sid)] = EvalSample(str(sid), text["question"], text["answer"], tuple(ctx),  # type: ignore[arg-type]
+                                   text["ground_truth"])  # type: ignore[arg-type]
     return out
 
 

@@ -21,6 +21,7 @@ from lib.intake.chunked import ingest_file
 from lib.intake.ingest import NO_SCORE, records_from_frame
 from lib.intake.reading import read_table
 from lib.store import Store
+from tests.support.cli import run_cli
 
 LONG_ANSWER = "Cairo 🐪 " * 25_000 + "end."
 RTL_QUESTION = "ما هي عاصمة مصر؟"
@@ -346,3 +347,21 @@ def test_unknown_template_metric_is_refused_before_writing(tmp_path: Path, store
 
     assert info.value.field == "templates"
     assert store_with_run.counts() == before
+
+
+@pytest.mark.parametrize(("metric", "refused"), [
+    ("faithfulness", None),                  # receives the answer and the passages: no question needed
+    ("answer_relevance", "question"),        # receives the question: its column must be there
+])
+def test_a_column_is_needed_only_when_a_metric_of_the_file_receives_it(tmp_path: Path, metric: str,
+                                                                      refused: str | None) -> None:
+    # Found by the fuzz test: a one-row file without a question column, scored for faithfulness, is a whole file
+    source = tmp_path / "no-question.jsonl"
+    source.write_text(json.dumps({"sample_id": "s0", "answer": "0", "contexts": ["c"], "ground_truth": "0",
+                                  metric: 0.5}) + "\n", encoding="utf-8")
+    done = run_cli("ingest", "--db", tmp_path / "e.duckdb", "--run-id", "r1", source)
+    if refused is None:
+        assert done.returncode == 0 and "recorded run r1: 1 samples" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 2 and f"missing column ({metric} receives it)" in done.stderr, done.stderr
+        assert refused in done.stderr
