@@ -19,6 +19,7 @@ import pytest
 from lib.core.calls import JudgeRequest, Message
 from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
+from tests.support import browser as browser_support
 from tests.support.browser import _module_tab, module_tabs, tab_page  # noqa: F401  (fixtures: `tabs`, `page`)
 from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer
@@ -294,6 +295,12 @@ HEAVY_FIRST = (
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cold_ragas: run the Ragas adapter on the Ragas Python itself, not a warm one")
+    browser_support.KEPT = browser_support._Kept()   # one Chromium a test process, kept from module to module
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if browser_support.KEPT is not None:
+        browser_support.KEPT.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

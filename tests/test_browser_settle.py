@@ -14,6 +14,7 @@ import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from tests.support import browser as browser_support
 from tests.support.browser import ScriptRuns, StreamlitServer, chromium, main_text, new_page, wait_for_app, watch
 
 EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
@@ -183,3 +184,40 @@ def test_wait_for_app_returns_after_the_run_a_rerun_a_click_or_a_page_switch_ask
         assert "the other page" in main_text(page)
         assert runs.idle
         page.context.close()
+
+
+# -- the Chromium kept from module to module ---------------------------------------------------------------------
+def test_a_module_hands_the_next_the_kept_tab_with_no_site_data_and_its_home_port(
+        app_server: StreamlitServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The kept tab (tests/support/browser.py `_Kept`) saves the next module's first page load its compiling, and
+    must hand over nothing a site kept: a module's cookies, local or session storage would otherwise reach the next
+    module's dashboard, on the same port."""
+    assert browser_support.KEPT is not None      # tests/conftest.py keeps one Chromium a test process
+    seen = ("() => [document.cookie.split('; ').includes('left=1'), localStorage.getItem('left'),"
+            " sessionStorage.getItem('left')]")
+    with chromium():                              # one module's browser block
+        tab = browser_support.KEPT.kept_tab().take()
+        tab.goto(app_server.url)
+        wait_for_app(tab)
+        tab.evaluate("() => { document.cookie = 'left=1'; localStorage.setItem('left', '1');"
+                     " sessionStorage.setItem('left', '1') }")
+        assert tab.evaluate(seen) == [True, "1", "1"]
+    with chromium():                              # the next module's
+        again = browser_support.KEPT.kept_tab().take()
+        assert again is tab and again.url == "about:blank"
+        again.goto(app_server.url)
+        wait_for_app(again)
+        assert again.evaluate(seen) == [False, None, None]
+    # the module's dashboard has the process's home port; a second one at once takes a free port; once the first
+    # stopped, the next one made takes the home port again: the same origin as the last module's
+    home = browser_support._HOME[0]
+    assert app_server.port == home
+    folder = tmp_path_factory.mktemp("home-port")
+    with StreamlitServer(folder / "a.duckdb", script="app.py", cwd=app_server.cwd) as second:
+        assert second.port != home
+    app_server.stop()
+    try:
+        with StreamlitServer(folder / "b.duckdb", script="app.py", cwd=app_server.cwd) as next_one:
+            assert next_one.port == home
+    finally:
+        app_server.start()

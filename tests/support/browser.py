@@ -4,7 +4,9 @@
   of a database (the server process owns and writes that file), captures its
   stdout and stderr to files, waits for /_stcore/health, and ends its whole
   process group on exit.
-- `chromium()`: Playwright's sync API driving /usr/bin/chromium, headless.
+- `chromium()`: Playwright's sync API driving /usr/bin/chromium, headless; in
+  the test session one Chromium a test process, kept from module to module
+  (`_Kept`), and each dashboard on the process's home port (`home_port`).
   Missing Chromium skips the test on a workstation and fails it in CI, which
   installs it (.ci/run).
 - `module_tabs` and `tab_page`: fixtures (tests/conftest.py offers them to every module that has a module-scoped
@@ -29,8 +31,8 @@ import tempfile
 import time
 import urllib.request
 import weakref
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
@@ -85,6 +87,32 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_HOME: list[int] = []        # this process's home port, once chosen
+_TAKEN: set[int] = set()     # ports of this process's servers made and not yet stopped
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as Tornado binds: a closed server's port is free
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def home_port() -> int:
+    """This process's home port while none of its servers holds it, else a free port.
+
+    A test module's dashboard thus has the origin the previous module's had, so the Chromium kept from module to
+    module (`chromium()`) finds the app's scripts compiled in its cache: a first page load of an origin cost
+    Chromium 3.1 CPU s here, a later one 1.4 s (Trends of the demo, one tab)."""
+    if not _HOME:
+        _HOME.append(free_port())
+    port = _HOME[0]
+    return port if port not in _TAKEN and _bindable(port) else free_port()
+
+
 def copy_db(src: Path, dest: Path) -> Path:
     """Copy a DuckDB file (and its write-ahead log, when there is one) to `dest`; returns `dest`."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +157,8 @@ class StreamlitServer:
         self.cwd = Path(cwd)
         self.args = tuple(args)
         self.script = str(script)
-        self.port = port or free_port()
+        self.port = port or home_port()
+        _TAKEN.add(self.port)
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
         self.stdout_path = self.log_dir / "streamlit.stdout.log"
         self.stderr_path = self.log_dir / "streamlit.stderr.log"
@@ -149,11 +178,18 @@ class StreamlitServer:
 
     def start(self) -> StreamlitServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        _TAKEN.add(self.port)
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=err,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             self._wait_healthy()
+        except RuntimeError:
+            self.stop()
+            if self.port != (_HOME or [None])[0] or "already in use" not in self.output():
+                raise
+            self.port = free_port()   # another process took the home port in between: any free one will do
+            return self.start()
         except BaseException:
             self.stop()
             raise
@@ -179,6 +215,13 @@ class StreamlitServer:
     def stop(self) -> None:
         """Terminate the server's process group; kill it if it is still there after 10 s."""
         proc, self.proc = self.proc, None
+        try:
+            self._end(proc)
+        finally:
+            _TAKEN.discard(self.port)
+
+    @staticmethod
+    def _end(proc: subprocess.Popen[bytes] | None) -> None:
         if proc is None or proc.poll() is not None:
             return
         for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
@@ -313,15 +356,136 @@ def launch_chromium(playwright: Playwright) -> Browser:
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS), headless=True)
 
 
+class _Kept:
+    """The Chromium a test process keeps from one test module to the next, with one browser context and one tab in
+    it that every module's `tabs` and `page` are (tests/conftest.py turns keeping on, and ends it at the session's
+    end). Between modules the context forgets everything a site can keep (cookies, local and session storage,
+    IndexedDB) but not its HTTP and code caches, so a module's first page load, on the home port
+    (`home_port`), finds the app's scripts compiled."""
+
+    def __init__(self) -> None:
+        self.playwright: Playwright | None = None
+        self.browser: Browser | None = None
+        self.context: BrowserContext | None = None
+        self.tab: ReusedTab | None = None
+        self.depth = 0                      # chromium() blocks open
+        self.origins: set[str] = set()      # origins the kept context may hold data of
+
+    def open(self) -> Browser:
+        if self.browser is None or not self.browser.is_connected():
+            self.close()
+            from playwright.sync_api import sync_playwright
+
+            self.playwright = sync_playwright().start()
+            self.browser = launch_chromium(self.playwright)
+        return self.browser
+
+    def kept_context(self) -> BrowserContext:
+        browser = self.open()
+        if self.context is None or self.context not in browser.contexts:
+            self.context = watch_context(browser.new_context(viewport=VIEWPORT))  # type: ignore[arg-type]
+            self.context.on("request", self._seen)
+            self.tab = ReusedTab(self.context)
+        self.context.set_default_timeout(WAIT_S * 1000)
+        return self.context
+
+    def _seen(self, request: Request) -> None:
+        scheme, _, rest = request.url.partition("://")
+        if scheme in ("http", "https"):
+            self.origins.add(f"{scheme}://{rest.split('/', 1)[0]}")
+
+    def kept_tab(self) -> ReusedTab:
+        self.kept_context()
+        assert self.tab is not None
+        return self.tab
+
+    def tidy(self, before: list[BrowserContext]) -> None:
+        """Close the contexts opened since `before`; at the outermost block's end, also every page of the kept
+        context but its tab, and blank that tab and forget the sites' data."""
+        browser = self.browser
+        if browser is None or not browser.is_connected():
+            return
+        for context in browser.contexts:
+            if context is not self.context and context not in before:
+                _quietly(context.close)
+        if self.depth or self.context is None:
+            return
+        keep = self.tab.page if self.tab is not None else None
+        for page in self.context.pages:
+            if page is not keep:
+                _quietly(page.close)
+        if self.tab is not None:
+            self.tab.hand_back()
+        self.context.clear_cookies()
+        origins, self.origins = sorted(self.origins), set()
+        try:
+            if origins:
+                self._forget(keep, origins)
+        except Exception:   # no tab to clear through, or it would not go: the next module gets a new context
+            _quietly(self.context.close)
+            self.context = self.tab = None
+
+    def _forget(self, tab: Page | None, origins: list[str]) -> None:
+        """Clear what the sites at `origins` keep in the kept context (not its HTTP and code caches) through `tab`."""
+        if tab is None or tab.is_closed():
+            raise RuntimeError("no tab")
+        assert self.context is not None
+        cdp = self.context.new_cdp_session(tab)
+        try:
+            for origin in origins:   # cookies, local storage, IndexedDB, Cache API: not the HTTP cache
+                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+        finally:
+            cdp.detach()
+        # A tab's session storage is cleared from a page of its origin: a blank one, answered here (the server
+        # may be gone), then the tab goes blank again.
+        tab.route("**/*", lambda route: route.fulfill(status=200, content_type="text/html", body=""))
+        try:
+            for origin in origins:
+                tab.goto(f"{origin}/", wait_until="commit")
+                tab.evaluate("() => sessionStorage.clear()")
+        finally:
+            tab.unroute_all(behavior="ignoreErrors")
+            tab.goto("about:blank")
+
+    def close(self) -> None:
+        if self.browser is not None:
+            _quietly(self.browser.close)
+        if self.playwright is not None:
+            _quietly(self.playwright.stop)
+        self.playwright = self.browser = self.context = self.tab = None
+
+
+def _quietly(action: Callable[[], object]) -> None:
+    with suppress(Exception):   # already closed, or the browser went away: nothing left to tidy
+        action()
+
+
+KEPT: _Kept | None = None   # set by tests/conftest.py: one Chromium a test process
+
+
 @contextmanager
 def chromium() -> Iterator[Browser]:
-    """Playwright's sync API with /usr/bin/chromium; yields the browser and closes both after."""
+    """Playwright's sync API with /usr/bin/chromium; yields the browser.
+
+    Outside the test session: started and closed here. In it (`KEPT`): the process's Chromium, started on first
+    use; the contexts opened in the block are closed at its end. Starting Playwright and Chromium cost about
+    0.8 CPU s a module."""
     if not CHROMIUM.exists():
         _unavailable(f"no Chromium at {CHROMIUM}")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _unavailable("Playwright is not installed (pip install -r tests/requirements.txt)")
+    if KEPT is not None:
+        browser = KEPT.open()
+        before = list(browser.contexts)
+        KEPT.depth += 1
+        try:
+            yield browser
+        finally:
+            KEPT.depth -= 1
+            KEPT.tidy(before)
+        return
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
@@ -341,7 +505,11 @@ def new_page(browser: Browser, *, timeout: float = WAIT_S) -> Page:
 def module_tabs(browser: Browser) -> Iterator[BrowserContext]:
     """One browser context for a test module: each test opens its own tab in it (its own Streamlit session), and
     the tabs share the context's HTTP and code caches, so a page load does not fetch and compile the app's scripts
-    anew (measured on the demo: about a third less Chromium CPU per load than in a fresh context)."""
+    anew (measured on the demo: about a third less Chromium CPU per load than in a fresh context). In the test
+    session it is the kept context (`_Kept`), cleared of the module's site data at the module's end."""
+    if KEPT is not None:
+        yield KEPT.kept_context()
+        return
     context = watch_context(browser.new_context(viewport=VIEWPORT))  # type: ignore[arg-type]
     context.set_default_timeout(WAIT_S * 1000)
     try:
@@ -362,6 +530,8 @@ class ReusedTab:
         if self.page is None or self.page.is_closed():
             self.page = self.context.new_page()
             watch(self.page)
+        else:   # a tab opened since (a module's own) is in front, and Chromium draws a tab behind it lazily
+            self.page.bring_to_front()
         return self.page
 
     def hand_back(self) -> None:
@@ -379,6 +549,9 @@ class ReusedTab:
 
 @pytest.fixture(scope="module")
 def _module_tab(tabs: BrowserContext) -> Iterator[ReusedTab]:
+    if KEPT is not None and tabs is KEPT.context:
+        yield KEPT.kept_tab()   # blanked and cleared when the module's browser block ends
+        return
     tab = ReusedTab(tabs)
     try:
         yield tab
