@@ -53,11 +53,13 @@ def samples() -> list[EvalSample]:
 @pytest.fixture(scope="module")
 def warm_ragas() -> Iterator[str]:
     """The Ragas Python with Ragas imported once for the module (tests/support/warm_python.py): each adapter
-    call still runs ragas_worker.py in that interpreter, in a forked child, without 5 s of imports."""
+    call still runs ragas_worker.py in that interpreter, in a forked child, without 5 s of imports. The openai
+    SDK's resources are imported too: Ragas' `llm_factory` reaches `client.chat`, which imports every resource
+    module of the SDK (7 CPU s a call here), so without them each call paid that again."""
     if not Path(RAGAS_PYTHON).exists():
         yield RAGAS_PYTHON   # the cold path says what is missing
         return
-    with WarmPython(RAGAS_PYTHON, ("ragas", "ragas.metrics.collections", "ragas.llms", "openai"),
+    with WarmPython(RAGAS_PYTHON, ("ragas", "ragas.metrics.collections", "ragas.llms", "openai", "openai.resources"),
                     env={"RAGAS_DO_NOT_TRACK": "true", "DO_NOT_TRACK": "1"}) as warm:
         yield str(warm.path)
 
