@@ -12,21 +12,32 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lib.store import Store
 from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, PROMPTFOO_DIR, tool_env
+from tests.support.warm_python import WarmPython
 from tests.test_cli import assert_usage_error, cli
 
 INSPECT_SCORER = "lib.judging.scorers.inspect_scorer:rescore@{}"
 
 
+@pytest.fixture(scope="module")
+def warm_inspect() -> Iterator[Path]:
+    """Inspect's Python with Inspect imported once for the module (tests/support/warm_python.py): the reader and
+    the re-scorer still run in that interpreter, each call in a forked child, without 1.5 CPU s of imports."""
+    with WarmPython(tool_env(*INSPECT_PYTHON), ("inspect_ai", "inspect_ai.log", "inspect_ai._eval.score"),
+                    flags=("-I",)) as warm:
+        yield warm.path
+
+
 @pytest.fixture
-def inspect_env(monkeypatch: pytest.MonkeyPatch, tool_judge) -> None:
+def inspect_env(monkeypatch: pytest.MonkeyPatch, tool_judge, warm_inspect: Path) -> None:
     """What the user's shell had when Inspect ran: its Python, and its provider's server (openai-api/loop/...)."""
-    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(warm_inspect))
     monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
     monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
 

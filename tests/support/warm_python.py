@@ -37,10 +37,13 @@ class WarmPython:
         python: the interpreter of the tool's environment.
         modules: modules to import once, before any command.
         env: extra environment of the warm process (what must be set before those imports).
+        flags: interpreter options of the warm process (e.g. "-I"); a command may pass these, and only these.
     """
 
-    def __init__(self, python: str | Path, modules: tuple[str, ...], *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, python: str | Path, modules: tuple[str, ...], *, env: dict[str, str] | None = None,
+                 flags: tuple[str, ...] = ()) -> None:
         self.python = str(python)
+        self.flags = flags
         self.modules = modules
         self.env = {**os.environ, **(env or {})}
         self.folder = Path(tempfile.mkdtemp(prefix="warm-python-"))
@@ -49,7 +52,7 @@ class WarmPython:
         self.proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> WarmPython:
-        self.proc = subprocess.Popen([self.python, str(SERVER), str(self.socket), ",".join(self.modules)],
+        self.proc = subprocess.Popen([self.python, *self.flags, str(SERVER), str(self.socket), ",".join(self.modules)],
                                      env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

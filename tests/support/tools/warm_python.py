@@ -20,6 +20,14 @@ import socket
 import sys
 import traceback
 
+# the interpreter options a command may pass, and the sys.flags attribute each sets
+FLAGS = {"-I": "isolated", "-E": "ignore_environment", "-s": "no_user_site", "-S": "no_site",
+         "-B": "dont_write_bytecode"}
+
+
+class _Refused(Exception):
+    """An interpreter option this warm process was not started with."""
+
 
 def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
     msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
@@ -41,11 +49,19 @@ def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        sys.argv = list(request["argv"])
-        sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+        argv = list(request["argv"])
         try:
+            while argv and argv[0].startswith("-"):   # an interpreter option: only one this interpreter runs with
+                option = argv.pop(0)
+                if not getattr(sys.flags, FLAGS.get(option, "-"), False):
+                    raise _Refused(f"warm python: {option} needs a warm interpreter started with it")
+            sys.argv = argv
+            sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
             runpy.run_path(sys.argv[0], run_name="__main__")
             code = 0
+        except _Refused as exc:
+            print(exc, file=sys.stderr)
+            code = 2   # python's own exit for an option it does not take
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if isinstance(exc.code, str):
