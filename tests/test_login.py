@@ -22,9 +22,9 @@ from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.support.browser import (
+    CONTEXT,
     MAIN,
     SIDEBAR_NAV,
-    VIEWPORT,
     WAIT_S,
     ReusedTab,
     StreamlitServer,
@@ -126,7 +126,7 @@ def signed_in(browser: Browser, server: StreamlitServer, who: str) -> Page:
     if who not in server.sessions:
         sign_in(browser, server, who).context.close()
     if who not in server.tabs:
-        context = browser.new_context(viewport=VIEWPORT, storage_state=server.sessions[who])  # type: ignore[arg-type]
+        context = browser.new_context(**CONTEXT, storage_state=server.sessions[who])  # type: ignore[arg-type]
         context.set_default_timeout(WAIT_S * 1000)
         server.tabs[who] = ReusedTab(context)
     page = server.tabs[who].take()
