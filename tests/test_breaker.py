@@ -76,8 +76,8 @@ def test_a_bad_limit_setting_is_refused_naming_it(name: str, value: str) -> None
 
 # -- jobs against failing servers -------------------------------------------------------------------------
 @pytest.fixture
-def db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
-    return copy_db(mini_demo(tmp_path_factory), tmp_path / "team.duckdb")
+def db(tmp_path: Path) -> Path:
+    return copy_db(mini_demo(), tmp_path / "team.duckdb")
 
 
 def spec_on(server: OpenAIServer, **kw: object) -> AblationSpec:

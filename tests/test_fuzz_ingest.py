@@ -507,7 +507,7 @@ class CliResult:
 def cli_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, CliResult], dict[str, object]]:
     """Every CLI case run through `lib.cli.main` as `python -m lib` runs it (tests/support/cli.py)."""
     tmp = tmp_path_factory.mktemp("cli")
-    db = copy_db(mini_demo(tmp_path_factory), tmp / "demo.duckdb")
+    db = copy_db(mini_demo(), tmp / "demo.duckdb")
     good = tmp / "good.jsonl"
     good.write_text(json.dumps({"question": "q?", "answer": "a.", "contexts": ["p."], "ground_truth": "g."}) + "\n"
                     + json.dumps({"question": "q2?", "answer": "b.", "contexts": [], "ground_truth": "h."}) + "\n",

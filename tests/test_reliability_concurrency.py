@@ -19,7 +19,6 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page
 
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
@@ -63,9 +62,8 @@ def _check_page(page: Page, where: str, texts: list[str]) -> str:
     return text
 
 
-def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_ablation(
-        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    db = copy_db(mini_demo(tmp_path_factory), tmp_path / "evaldrift.duckdb")
+def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_ablation(tmp_path: Path) -> None:
+    db = copy_db(mini_demo(), tmp_path / "evaldrift.duckdb")
     inbox_dir = tmp_path / "inbox"
     with Store(db) as store:
         demo_runs = store.run_ids()

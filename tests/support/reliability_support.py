@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from tests.support.browser import ROOT, copy_db
 
 __all__ = ["LOCK_WORDS", "ROOT", "build_mini_demo", "child_env", "copy_db", "mini_demo", "mini_demo_run_ids"]
@@ -38,12 +36,12 @@ def build_mini_demo(path: Path, plans: tuple[int, ...] = MINI_DEMO_PLANS) -> Pat
     return path
 
 
-def mini_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's mini demo database (built on first use). Read-only: copy it."""
-    path = tmp_path_factory.getbasetemp() / "reliability-mini-demo.duckdb"
-    if not path.exists():
-        build_mini_demo(path)
-    return path
+def mini_demo() -> Path:
+    """The mini demo database, built once for this code and shared by every worker and session (conftest's
+    built_once; it was built once per xdist worker, about 3 CPU s each). Read-only: copy it."""
+    from tests.conftest import built_once
+
+    return built_once("reliability-mini-demo", build_mini_demo)
 
 
 def mini_demo_run_ids() -> list[str]:
