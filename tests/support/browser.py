@@ -46,12 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = "app.py"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
-# Compositing on the renderer's main thread (--disable-threaded-*): with no GPU the compositor thread only adds
-# hand-offs; a page load cost Chromium 9% less CPU (4.74 against 5.21 s for four loads of the demo's Trends and
-# Overview, three rounds each, reduced motion both ways).
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-threaded-compositing", "--disable-threaded-scrolling")
+                 "--disable-component-update", "--disable-sync", "--no-first-run")
 VIEWPORT = {"width": 1400, "height": 1000}
 # Every test context asks for reduced motion: Streamlit then skips its decorative CSS animations, and a page load
 # cost Chromium 6% less CPU (5.15 against 5.47 s for four loads of the demo's Trends and Overview, four rounds each).
