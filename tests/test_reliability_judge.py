@@ -294,8 +294,8 @@ def test_failures_are_counted_apart_and_never_scored_0_or_1(openai_server: OpenA
 
 # -- ablations -------------------------------------------------------------------------------------
 @pytest.fixture
-def demo_copy(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
-    return copy_db(mini_demo(tmp_path_factory), tmp_path / "demo.duckdb")
+def demo_copy(tmp_path: Path) -> Path:
+    return copy_db(mini_demo(), tmp_path / "demo.duckdb")
 
 
 def _spec(server: OpenAIServer) -> AblationSpec:

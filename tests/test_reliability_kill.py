@@ -198,9 +198,8 @@ def test_an_ingest_killed_at_any_moment_is_wholly_there_or_wholly_absent(big_fil
 
 
 # -- ablation ---------------------------------------------------------------------------------------
-def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes(
-        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    db = copy_db(mini_demo(tmp_path_factory), tmp_path / "demo.duckdb")
+def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes(tmp_path: Path) -> None:
+    db = copy_db(mini_demo(), tmp_path / "demo.duckdb")
     run_id = mini_demo_run_ids()[1]
     # every sample judged: the kills are checked against the plan's fixed total
     spec = AblationSpec(run_id, ("faithfulness", "context_recall"), ("ground_truth", "contexts"), repeats=3,
