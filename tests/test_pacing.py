@@ -3,6 +3,9 @@ replies where no call fails for queueing."""
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
+
 import pytest
 
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
@@ -12,7 +15,7 @@ from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.pacing import OK as CALL_OK
-from lib.judging.pacing import OTHER, OVERLOAD, Pacer
+from lib.judging.pacing import OTHER, OVERLOAD, Pacer, Ticket, queues
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
 
@@ -30,7 +33,8 @@ class Clock:
 
 def rounds(pacer: Pacer, clock: Clock, outcomes: list[tuple[str, float]]) -> None:
     """Each outcome is one round: as many attempts as the limit allows start together, take `latency` seconds
-    and end with that outcome."""
+    and end with that outcome. Of a round's successes only the last to start found the limit in full use, so
+    a window of successes at a limit of n takes n rounds."""
     for outcome, latency in outcomes:
         tickets = [pacer.acquire() for _ in range(pacer.limit)]
         clock.now += latency
@@ -41,14 +45,17 @@ def rounds(pacer: Pacer, clock: Clock, outcomes: list[tuple[str, float]]) -> Non
 
 # (what happens, limit before, rounds, limit after, lowered by reason); ceiling 8, timeout 10 s
 CASES = [
-    ("slow start doubles after each full window of successes", 1, [(CALL_OK, 1.0)] * 2, 4, {}),
+    ("slow start doubles after each full window of successes", 1, [(CALL_OK, 1.0)] * 3, 4, {}),
     ("growth stops at the ceiling", 1, [(CALL_OK, 1.0)] * 10, 8, {}),
     ("a burst of timeouts halves the limit once", 8, [(OVERLOAD, 10.0)], 4, {"timed out": 1}),
     ("the limit never goes below one", 1, [(OVERLOAD, 10.0)], 1, {}),
-    ("a slow, queued success takes one off", 4, [(CALL_OK, 1.0), (CALL_OK, 6.0)], 7, {"slow": 1}),
-    ("slow but never faster: the model is slow, not queued", 4, [(CALL_OK, 6.0)] * 2, 8, {}),
+    ("a slow, queued success takes one off", 4, [(CALL_OK, 1.0), (CALL_OK, 6.0)], 3, {"slow": 1}),
+    ("slow but never faster: the model is slow, not queued", 4, [(CALL_OK, 6.0)] * 4, 8, {}),
     ("a failure of another kind says nothing about load", 4, [(OTHER, 0.1)] * 5, 4, {}),
-    ("after trouble, growth is one per window", 8, [(OVERLOAD, 10.0), (CALL_OK, 1.0)], 5, {"timed out": 1}),
+    ("after trouble, growth is one per window", 8, [(OVERLOAD, 10.0)] + [(CALL_OK, 1.0)] * 4, 5, {"timed out": 1}),
+    # one more of four in flight can buy at most 1.25 times the throughput: a fixed 1.3 read that as queueing
+    ("after trouble, a server with room grows one at a time to the ceiling", 8,
+     [(OVERLOAD, 10.0)] + [(CALL_OK, 1.0)] * (4 + 5 + 6 + 7), 8, {"timed out": 1}),
 ]
 
 
@@ -84,9 +91,14 @@ def test_a_closed_pacer_wakes_its_waiters_with_nothing() -> None:
 
 
 @pytest.fixture(scope="module")
-def samples() -> list[EvalSample]:
+def more_samples() -> list[EvalSample]:
     main, _ = demo_samples()
-    return [d.sample for d in main if d.sample.answer.strip()][:12]
+    return [d.sample for d in main if d.sample.answer.strip()][:32]
+
+
+@pytest.fixture(scope="module")
+def samples(more_samples: list[EvalSample]) -> list[EvalSample]:
+    return more_samples[:12]
 
 
 def test_a_single_slot_server_with_slow_replies_fails_no_call_for_queueing(samples: list[EvalSample]) -> None:
@@ -106,21 +118,15 @@ def test_a_single_slot_server_with_slow_replies_fails_no_call_for_queueing(sampl
     assert "of 8" in report.sentence
 
 
-KNOWN_PACER_DEFECT = pytest.mark.xfail(strict=True, reason=(
-    "known defect, 5 December 2026: above QUEUE_FLOOR the first window after the limit rises from 2 to 4 spans "
-    "two rounds of calls (a call of the old epoch still holds a slot), so its throughput reads half the truth and "
-    "the pacer calls a server with room 'queued' and settles at 2; strict: a fix turns this into a failure, then "
-    "drop the mark"))
-
-
-@pytest.mark.parametrize(("latency", "ceiling"), [
-    (0.02, 4),                                                    # calls below QUEUE_FLOOR
-    pytest.param(0.2, 8, marks=KNOWN_PACER_DEFECT, id="model-like-latency"),
-])
-def test_a_server_with_room_gets_the_whole_ceiling(samples: list[EvalSample], latency: float, ceiling: int) -> None:
+@pytest.mark.parametrize(("latency", "ceiling", "calls"), [
+    (0.02, 4, 12),                                      # calls below QUEUE_FLOOR
+    pytest.param(0.2, 8, 32, id="model-like-latency"),  # above it, where the pacer judges queueing: it had
+])                                                      # settled at 2 of 8 (peak 4, 'queued')
+def test_a_server_with_room_gets_the_whole_ceiling(more_samples: list[EvalSample], latency: float, ceiling: int,
+                                                   calls: int) -> None:
     with OpenAIServer(offline_responder, latency=latency) as server:
         judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=5.0, concurrency=ceiling)
-        results = score_samples(samples, FAITHFULNESS, judge)
+        results = score_samples(more_samples[:calls], FAITHFULNESS, judge)
     assert all(r.status == OK for r in results)
     assert judge.pacing.peak == ceiling and judge.pacing.backoffs == {}
 
@@ -152,6 +158,73 @@ def test_a_single_slot_is_found_by_its_flat_throughput_and_served_one_at_a_time(
     report = pacer.report()
     assert (pacer.limit, report.peak, report.backoffs) == (1, 2, {"queued": 1})
     assert pacer.timeout_for() == 100.0   # calls of 1 s: the configured timeout stands
+
+
+def feed(pacer: Pacer, clock: Clock, calls: int, ends: Callable[[float, int], float]) -> None:
+    """Calls fed continuously, as a judge's threads do: whenever a place is free under the limit the next call
+    starts; `ends(now, k)` is when the k-th call returns (the server's model)."""
+    flight: list[tuple[float, int, Ticket]] = []
+    started = 0
+    while started < calls or flight:
+        while started < calls and len(flight) < pacer.limit:
+            ticket = pacer.acquire()
+            assert ticket is not None
+            heapq.heappush(flight, (ends(clock.now, started), started, ticket))
+            started += 1
+        clock.now, _, ticket = heapq.heappop(flight)
+        pacer.release(ticket, CALL_OK)
+
+
+def room(latency: float) -> Callable[[float, int], float]:
+    """A server with a place for every call: each takes about `latency` (a little more for every third)."""
+    return lambda now, k: now + latency * (1.0 + 0.05 * (k % 3))
+
+
+def slots(n: int, service: float) -> Callable[[float, int], float]:
+    """A server with `n` slots serving in arrival order, `service` seconds a call."""
+    free = [0.0] * n
+
+    def ends(now: float, k: int) -> float:
+        slot = min(range(n), key=free.__getitem__)
+        free[slot] = max(now, free[slot]) + service
+        return free[slot]
+    return ends
+
+
+# (server, its model, calls, limit at the end, peak, lowered by reason); ceiling 8, timeout 100 s
+FED = [
+    ("room, calls as slow as a model's", room(2.0), 200, 8, 8, {}),
+    ("room, calls below QUEUE_FLOOR", room(0.02), 200, 8, 8, {}),
+    ("one slot", slots(1, 1.0), 200, 1, 2, {"queued": 1}),
+    ("two slots", slots(2, 1.0), 200, 2, 4, {"queued": 1}),
+    ("four slots", slots(4, 1.0), 200, 4, 8, {"queued": 1}),
+    # even eight in flight wait under QUEUE_FLOOR: the client's own CPU, not the server, sets such a pace
+    ("one slot, calls below QUEUE_FLOOR", slots(1, 0.01), 200, 8, 8, {}),
+]
+
+
+@pytest.mark.parametrize(("server", "ends", "calls", "final", "peak", "lowered"), FED, ids=[f[0] for f in FED])
+def test_calls_fed_continuously_settle_at_what_the_server_serves(
+        server: str, ends: Callable[[float, int], float], calls: int, final: int, peak: int,
+        lowered: dict[str, int]) -> None:
+    """The limit rises while a call of the old limit still holds a place, so a window's calls start apart: a
+    server with room must not read as queued there (it did, and a judge settled at 2 of 8 on a model server)."""
+    clock = Clock()
+    pacer = Pacer(8, timeout=100.0, clock=clock)
+    feed(pacer, clock, calls, ends)
+    report = pacer.report()
+    assert (report.final, report.peak, report.backoffs) == (final, peak, lowered)
+
+
+@pytest.mark.parametrize(("limit", "rate", "lower", "lower_rate", "queued"), [
+    (2, 1.0, 1, 1.0, True),       # twice the calls, the same throughput: a queue
+    (2, 1.29, 1, 1.0, True),      # just under 1 + QUEUE_SHARE for doubling
+    (2, 1.31, 1, 1.0, False),
+    (5, 1.07, 4, 1.0, True),      # one more of four: 1.075 is the bar
+    (5, 1.08, 4, 1.0, False),
+])
+def test_the_queueing_rule(limit: int, rate: float, lower: int, lower_rate: float, queued: bool) -> None:
+    assert queues(limit, rate, lower, lower_rate) is queued
 
 
 def test_an_attempts_timeout_grows_with_the_calls_it_measured() -> None:

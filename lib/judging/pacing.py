@@ -5,19 +5,22 @@ the client's timeout counts the queueing, so eight calls in flight against one
 slot time out in the queue and fail. The Pacer gates every attempt:
 
 - it starts at one call in flight and doubles while calls succeed (slow start),
-  then adds one per window of successes, up to the ceiling; only calls made
-  while the limit was in full use count (a job's last few calls, or a caller
-  with fewer threads than the limit, say nothing about more);
+  then adds one per window of successes, up to the ceiling; only calls that
+  started while the limit was in full use count (a job's last few calls, a
+  caller with fewer threads than the limit, or the calls that fill the places a
+  rise opened say nothing about the limit: they met a server with less to do);
 - a server that queues is found by what more calls in flight buy: at every
-  window of successes the pacer measures the throughput at the limit
-  (successes a second since the limit was set) and compares it with the best
-  throughput measured at a lower limit. A server with one slot (llama.cpp)
-  serves one call at a time whatever the client sends, so its client latency
-  rises with the calls in flight while its own time stays the same: more
-  calls in flight gain less than QUEUE_GAIN, and the limit goes back to the
-  lower one that did best and stays at most there ("queued"). Against one slot the pacer
-  settles at 1. Calls faster than QUEUE_FLOOR on average are not judged so:
-  there the client's own CPU, not the server, sets the pace;
+  window of successes the pacer measures the throughput at the limit (by
+  Little's law: the limit over the window's mean latency) and compares it with
+  the best throughput measured at a lower limit. A server with one slot
+  (llama.cpp) serves one call at a time whatever the client sends, so its
+  client latency rises with the calls in flight while its own time stays the
+  same: throughput stays flat. When more calls in flight turned less than
+  QUEUE_SHARE of their gain into throughput (doubling them must buy 1.3 times
+  as much; five in flight instead of four, 1.075 times), the limit goes back
+  to the lower one that did best and stays at most there ("queued"); against
+  one slot the pacer settles at 1. Calls faster than QUEUE_FLOOR on average
+  are not judged so: there the client's own CPU, not the server, sets the pace;
 - a timeout, a 429 or a 503 halves the limit; a success that took at least half
   the timeout while clearly queued (1.5x the fastest call seen) takes one off,
   before the queue grows into a timeout;
@@ -46,7 +49,7 @@ OVERLOAD = "overload"     # timed out, 429 or 503: the server has more than it c
 OTHER = "other"           # any other failure: says nothing about load
 SLOW_SHARE = 0.5          # a success this close to the timeout (share of it) is a warning...
 QUEUED_RATIO = 1.5        # ...when it also took this much longer than the fastest call: it queued
-QUEUE_GAIN = 1.3          # more calls in flight must raise throughput by this factor, else they only queue
+QUEUE_SHARE = 0.3         # more calls in flight must turn this share of their gain into throughput, else they queue
 QUEUE_FLOOR = 0.1         # s: windows of faster calls are not judged for queueing (the client's own CPU dominates)
 TIMEOUT_FACTOR = 4        # an attempt's timeout is at least this many median calls (see Pacer.timeout_for)
 
@@ -94,6 +97,12 @@ class PacingReport:
         if self.median is not None:
             text += f"; median call {self.median:.2g} s"
         return text
+
+
+def queues(limit: int, rate: float, lower: int, lower_rate: float) -> bool:
+    """Whether `limit` calls in flight, against `lower`, turned less than QUEUE_SHARE of their gain into
+    throughput: the server queues the calls above `lower`."""
+    return rate < lower_rate * (1 + QUEUE_SHARE * (limit / lower - 1))
 
 
 class LimitBook:
@@ -145,15 +154,13 @@ class Pacer:
         self._peak = self._limit
         self._in_flight = 0
         self._epoch = 0
-        self._streak = 0            # successes since the last change
-        self._saturated = False     # whether the limit was in full use since the last change
         self._slow_start = True     # doubling until the first trouble
         self._fastest: float | None = None
         self._latencies: deque[float] = deque(maxlen=512)
         self._calls = 0
         self._backoffs: Counter[str] = Counter()
         self._closed = False
-        self._window: list[tuple[float, float]] = []   # (started, latency) of this epoch's successes
+        self._window: list[float] = []               # latencies of this epoch's successes that count
         self._rates: dict[int, float] = {}           # throughput measured at each limit (calls a second)
         self._cap = self.ceiling                     # the most the server was found to serve (queued above)
 
@@ -170,7 +177,6 @@ class Pacer:
             if self._closed:
                 return None
             self._in_flight += 1
-            self._saturated = self._saturated or self._in_flight >= self._limit
             return Ticket(self._clock(), self._epoch, self._in_flight)
 
     def release(self, ticket: Ticket, outcome: str, reason: str = "") -> None:
@@ -181,12 +187,12 @@ class Pacer:
             self._calls += 1
             current = ticket.epoch == self._epoch
             if outcome == OK:
-                self._success(elapsed, current, ticket.started)
+                self._success(elapsed, current, ticket.in_flight >= self._limit)
             elif outcome == OVERLOAD and current:
                 self._lower(max(1, self._limit // 2), reason or "overloaded")
             self._cond.notify_all()
 
-    def _success(self, elapsed: float, current: bool, started: float = 0.0) -> None:
+    def _success(self, elapsed: float, current: bool, full: bool) -> None:
         self._latencies.append(elapsed)
         if self._fastest is None or elapsed < self._fastest:
             self._fastest = elapsed
@@ -195,21 +201,18 @@ class Pacer:
             if current:
                 self._lower(max(1, self._limit - 1), "slow")
             return
-        if not current:
+        if not (current and full):
             return
-        self._streak += 1
-        self._window.append((started, elapsed))
-        if len(self._window) < self._limit or not self._saturated:
+        self._window.append(elapsed)
+        if len(self._window) < self._limit:
             return
-        # throughput: the window's successes over the time from the first one's start to the last one's end
         window, self._window = self._window, []
-        span = max(s + t for s, t in window) - min(s for s, _ in window)
-        rate = len(window) / max(span, 1e-9)
+        latency = sum(window) / len(window)
+        rate = self._limit / max(latency, 1e-9)   # Little's law: calls in flight over the time each takes
         self._rates[self._limit] = max(rate, self._rates.get(self._limit, 0.0))
         below = {k: r for k, r in self._rates.items() if k < self._limit}
         best = max(below, key=below.__getitem__) if below else None
-        slow_enough = sum(t for _, t in window) >= QUEUE_FLOOR * len(window)
-        if best is not None and slow_enough and rate < QUEUE_GAIN * below[best]:
+        if best is not None and latency >= QUEUE_FLOOR and queues(self._limit, rate, best, below[best]):
             # more calls in flight bought no throughput: the server queues them; serve at the lower limit
             self._cap = best
             self._lower(best, "queued")
@@ -220,7 +223,6 @@ class Pacer:
 
     def _lower(self, to: int, reason: str) -> None:
         self._slow_start = False
-        self._streak = 0
         if to < self._limit:
             self._backoffs[reason] += 1
             self._change(to)
@@ -231,9 +233,7 @@ class Pacer:
         self._limit = to
         self._peak = max(self._peak, to)
         self._epoch += 1
-        self._streak = 0
         self._window = []
-        self._saturated = self._in_flight >= to
 
     def timeout_for(self) -> float:
         """An attempt's timeout: the configured one, or TIMEOUT_FACTOR median calls when calls got that slow
