@@ -69,7 +69,7 @@ class Pairs:
 
     @property
     def sample_ids(self) -> set[str]:
-        return set(self.items["sample_id"]) | set(self.samples["sample_id"])
+        return set(self.items["sample_id"].unique()) | set(self.samples["sample_id"].unique())
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,10 @@ def _consensus(labels: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+ITEM_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people"]
+SAMPLE_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people", "binary"]
+
+
 def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
                 copies: pd.DataFrame | None = None) -> Pairs:
     """Pair current labels (Store.labels) with judgings.
@@ -136,68 +140,88 @@ def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
     is not a verdict.
     """
     spec = get_metric(metric)
-    cons = _consensus(labels)
-    by_sample: dict[str, dict[str, dict[int, tuple[float, bool]]]] = {}
-    for r in cons.itertuples(index=False):
-        by_sample.setdefault(r.sample_id, {}).setdefault(r.content, {})[int(r.item)] = (float(r.value), bool(r.binary))
-    texts: dict[object, EvalSample] = {}
-    if copies is not None:
-        for c in copies.itertuples(index=False):
-            texts[c.copy] = EvalSample(c.sample_id, c.question, c.answer, tuple(c.contexts), c.ground_truth)
-    keys: dict[object, str] = {}
-    people_score: dict[tuple[str, str], tuple[float, bool] | None] = {}
-    item_rows, sample_rows = [], []
-    for j in judgings.itertuples(index=False):
-        if j.status != OK or j.sample_id not in by_sample:
+    if copies is None:
+        judgings, copies = _as_copies(judgings)
+    marks_of: dict[tuple[str, str], dict[int, tuple[float, bool]]] = {}
+    for r in _consensus(labels).itertuples(index=False):
+        marks_of.setdefault((r.sample_id, r.content), {})[int(r.item)] = (float(r.value), bool(r.binary))
+    labelled_ids = {sid for sid, _ in marks_of}
+    ok = judgings[(judgings["status"] == OK) & judgings["sample_id"].isin(labelled_ids)]
+    # Each copy of a sample's text once: the labels on its content, and the people's score of it.
+    people_items: list[tuple[object, int, bool]] = []
+    whole: dict[object, tuple[float, bool]] = {}
+    for c in copies[copies["copy"].isin(set(ok["copy"]))].itertuples(index=False):
+        sample = EvalSample(c.sample_id, c.question, c.answer, tuple(c.contexts), c.ground_truth)
+        marks = marks_of.get((c.sample_id, content_key(metric, sample)))
+        if not marks:
             continue
-        if copies is not None:
-            copy, sample = j.copy, texts[j.copy]
-        else:
-            copy = (j.sample_id, j.question, j.answer, tuple(j.contexts), j.ground_truth)
-            sample = EvalSample(*copy)
-        if copy not in keys:
-            keys[copy] = content_key(metric, sample)
-        labelled = by_sample[j.sample_id].get(keys[copy])
-        if not labelled:
-            continue
-        inst = instrument_text(j.judge_model, j.prompt_hash, j.binding, j.scorer)
-        base = {"run_id": j.run_id, "sample_id": j.sample_id, "instrument": inst}
-        if not any(k > 0 for k in labelled):
-            verdicts: list = []
-        elif copies is not None:
-            verdicts = list(j.verdict_labels or [])
-        else:
-            verdicts = [bool(v["label"]) for v in json.loads(j.verdicts)]
-        for item, (value, binary) in labelled.items():
-            if item == 0 or not binary or value == 0.5 or item > len(verdicts):
-                continue
-            item_rows.append({**base, "judge": bool(verdicts[item - 1]), "people": value > 0.5})
-        whole = _people_sample_score(spec, sample, labelled, people_score, keys[copy])
-        if whole is not None and j.score is not None and not math.isnan(j.score):
-            sample_rows.append({**base, "judge": float(j.score), "people": whole[0], "binary": whole[1]})
-    items = pd.DataFrame(item_rows, columns=["run_id", "sample_id", "instrument", "judge", "people"])
-    samples = pd.DataFrame(sample_rows, columns=["run_id", "sample_id", "instrument", "judge", "people", "binary"])
-    return Pairs(items, samples, len(labels))
+        people_items += [(c.copy, item, value > 0.5) for item, (value, binary) in sorted(marks.items())
+                         if item > 0 and binary and value != 0.5]
+        found = _people_sample_score(spec, sample, marks)
+        if found is not None:
+            whole[c.copy] = found
+    keys = list(zip(ok["judge_model"], ok["prompt_hash"], ok["binding"], ok["scorer"], strict=True))
+    names = {k: instrument_text(*k) for k in set(keys)}
+    ok = ok.assign(instrument=pd.Series([names[k] for k in keys], index=ok.index, dtype=object))
+    return Pairs(_item_pairs(ok, pd.DataFrame(people_items, columns=["copy", "item", "people"])),
+                 _sample_pairs(ok, whole), len(labels))
 
 
-def _people_sample_score(spec, sample: EvalSample, labelled: dict[int, tuple[float, bool]],
-                         memo: dict, content: str) -> tuple[float, bool] | None:
+def _as_copies(judgings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Judgings with the sample's text and JSON verdicts on each row, as the store's (judgings, copies) pair."""
+    keys = [(sid, q, a, tuple(c), g) for sid, q, a, c, g in zip(
+        judgings["sample_id"], judgings["question"], judgings["answer"], judgings["contexts"],
+        judgings["ground_truth"], strict=True)]
+    ok = (judgings["status"] == OK).to_numpy()
+    verdicts = [[bool(v["label"]) for v in json.loads(text)] if scored else []
+                for text, scored in zip(judgings["verdicts"], ok, strict=True)]
+    out = judgings.assign(copy=pd.Series(keys, index=judgings.index, dtype=object),
+                          verdict_labels=pd.Series(verdicts, index=judgings.index, dtype=object))
+    first = dict(zip(keys, range(len(keys)), strict=True))   # one row per distinct copy
+    rows = judgings.iloc[sorted(first.values())]
+    copies = pd.DataFrame({"copy": pd.Series(list(first), dtype=object), "sample_id": rows["sample_id"].to_numpy(),
+                           "question": rows["question"].to_numpy(), "answer": rows["answer"].to_numpy(),
+                           "contexts": rows["contexts"].to_numpy(), "ground_truth": rows["ground_truth"].to_numpy()})
+    return out, copies
+
+
+def _item_pairs(ok: pd.DataFrame, people: pd.DataFrame) -> pd.DataFrame:
+    """One row per (judging, labelled item): the judge's verdict on the item against the people's."""
+    judged = ok[ok["copy"].isin(set(people["copy"]))]
+    verdicts = [list(v) if v is not None else [] for v in judged["verdict_labels"]]
+    counts = np.fromiter((len(v) for v in verdicts), dtype=int, count=len(verdicts))
+    flat = judged.loc[judged.index.repeat(counts), ["run_id", "sample_id", "instrument", "copy"]]
+    flat = flat.assign(item=np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts) + 1,
+                       judge=np.fromiter((x for v in verdicts for x in v), dtype=bool, count=int(counts.sum())))
+    paired = flat.merge(people.astype({"item": int}), on=["copy", "item"], how="inner", sort=False)
+    return paired[ITEM_COLUMNS].reset_index(drop=True)
+
+
+def _sample_pairs(ok: pd.DataFrame, whole: dict[object, tuple[float, bool]]) -> pd.DataFrame:
+    """One row per judging of a sample whose people's score is known: the judge's score against it."""
+    scored = ok.assign(judge=pd.to_numeric(ok["score"], errors="coerce").astype(float))
+    scored = scored[scored["copy"].isin(set(whole)) & scored["judge"].notna()]
+    found = [whole[c] for c in scored["copy"]]
+    return pd.DataFrame({
+        "run_id": scored["run_id"].to_numpy(), "sample_id": scored["sample_id"].to_numpy(),
+        "instrument": scored["instrument"].to_numpy(), "judge": scored["judge"].to_numpy(float),
+        "people": np.array([f[0] for f in found], dtype=float), "binary": np.array([f[1] for f in found], dtype=bool),
+    }, columns=SAMPLE_COLUMNS)
+
+
+def _people_sample_score(spec, sample: EvalSample, labelled: dict[int, tuple[float, bool]]
+                         ) -> tuple[float, bool] | None:
     """The people's score of a sample: a whole-sample label, else the metric's reduction of all its items."""
-    key = (sample.sample_id, content)
-    if key in memo:
-        return memo[key]
-    result: tuple[float, bool] | None = None
     if 0 in labelled:
         value, binary = labelled[0]
-        if not (binary and value == 0.5):
-            result = (round(value) * 1.0 if binary else value, binary)
-    else:
-        n = len(items_of(spec, spec.project(sample)))
-        marks = [labelled.get(k) for k in range(1, n + 1)]
-        if n and all(m is not None and m[1] and m[0] != 0.5 for m in marks):
-            result = (sample_score(spec, [m[0] > 0.5 for m in marks]), False)   # type: ignore[index]
-    memo[key] = result
-    return result
+        if binary and value == 0.5:
+            return None
+        return (round(value) * 1.0 if binary else value, binary)
+    n = len(items_of(spec, spec.project(sample)))
+    marks = [labelled.get(k) for k in range(1, n + 1)]
+    if n and all(m is not None and m[1] and m[0] != 0.5 for m in marks):
+        return (sample_score(spec, [m[0] > 0.5 for m in marks]), False)   # type: ignore[index]
+    return None
 
 
 def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed: int = 0,
@@ -210,10 +234,11 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
     verdict_c = np.concatenate([items["sample_id"].to_numpy(str), binary_samples["sample_id"].to_numpy(str)])
     all_ids = sorted(pairs.sample_ids)
     draws, _ = st.replicate_weights(all_ids, reps=reps, seed=seed)
-    pos = {sid: k for k, sid in enumerate(all_ids)}
+    sorted_ids = np.array(all_ids, dtype=object)
 
     def index(ids: np.ndarray) -> np.ndarray:
-        return np.array([pos[s] for s in ids], dtype=int)
+        """Each id's place in all_ids (sorted: a binary search, not a dict look-up per row)."""
+        return np.searchsorted(sorted_ids, ids.astype(object)).astype(int)
 
     def est(stat, n: int, ids: np.ndarray) -> Estimate:
         if n == 0:
