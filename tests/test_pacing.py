@@ -14,8 +14,8 @@ from lib.core.samples import EvalSample
 from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
+from lib.judging.pacing import MIN_WINDOW, OTHER, OVERLOAD, Pacer, Ticket, queues
 from lib.judging.pacing import OK as CALL_OK
-from lib.judging.pacing import OTHER, OVERLOAD, Pacer, Ticket, queues
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
 
@@ -34,7 +34,7 @@ class Clock:
 def rounds(pacer: Pacer, clock: Clock, outcomes: list[tuple[str, float]]) -> None:
     """Each outcome is one round: as many attempts as the limit allows start together, take `latency` seconds
     and end with that outcome. Of a round's successes only the last to start found the limit in full use, so
-    a window of successes at a limit of n takes n rounds."""
+    a window of successes at a limit of n takes max(n, MIN_WINDOW) rounds."""
     for outcome, latency in outcomes:
         tickets = [pacer.acquire() for _ in range(pacer.limit)]
         clock.now += latency
@@ -45,8 +45,8 @@ def rounds(pacer: Pacer, clock: Clock, outcomes: list[tuple[str, float]]) -> Non
 
 # (what happens, limit before, rounds, limit after, lowered by reason); ceiling 8, timeout 10 s
 CASES = [
-    ("slow start doubles after each full window of successes", 1, [(CALL_OK, 1.0)] * 3, 4, {}),
-    ("growth stops at the ceiling", 1, [(CALL_OK, 1.0)] * 10, 8, {}),
+    ("slow start doubles after each full window of successes", 1, [(CALL_OK, 1.0)] * 8, 4, {}),
+    ("growth stops at the ceiling", 1, [(CALL_OK, 1.0)] * 14, 8, {}),
     ("a burst of timeouts halves the limit once", 8, [(OVERLOAD, 10.0)], 4, {"timed out": 1}),
     ("the limit never goes below one", 1, [(OVERLOAD, 10.0)], 1, {}),
     ("a slow, queued success takes one off", 4, [(CALL_OK, 1.0), (CALL_OK, 6.0)], 3, {"slow": 1}),
@@ -131,14 +131,14 @@ def test_a_server_with_room_gets_the_whole_ceiling(more_samples: list[EvalSample
     assert judge.pacing.peak == ceiling and judge.pacing.backoffs == {}
 
 
-def test_rate_limits_lower_the_concurrency_and_successes_grow_it_back(samples: list[EvalSample]) -> None:
+def test_rate_limits_lower_the_concurrency_and_successes_grow_it_back(more_samples: list[EvalSample]) -> None:
     with OpenAIServer(offline_responder, latency=0.02) as server:
         judge = OpenAIJudge(MODEL, base_url=server.base_url, api_key="sk-test", timeout=5.0, concurrency=4,
                             sleep=lambda s: None)
-        score_samples(samples[:6], FAITHFULNESS, judge)
+        score_samples(more_samples[:16], FAITHFULNESS, judge)
         assert judge.pacer.limit == 4
         server.script(*[Fault("429", retry_after=0.01)] * 4)
-        results = score_samples(samples[6:], FAITHFULNESS, judge)
+        results = score_samples(more_samples[16:], FAITHFULNESS, judge)
     assert all(r.status == OK for r in results)
     assert judge.pacing.backoffs.get("rate limited (429)", 0) >= 1
     assert judge.pacer.limit >= 2           # grown back while the calls after the burst succeeded
@@ -149,7 +149,7 @@ def test_a_single_slot_is_found_by_its_flat_throughput_and_served_one_at_a_time(
     throughput (issue 26 item 4: the pacer had climbed to 8 against one slot)."""
     clock = Clock()
     pacer = Pacer(8, timeout=100.0, clock=clock)
-    for _ in range(6):
+    for _ in range(12):
         tickets = [pacer.acquire() for _ in range(pacer.limit)]
         for t in tickets:
             assert t is not None
@@ -214,6 +214,34 @@ def test_calls_fed_continuously_settle_at_what_the_server_serves(
     feed(pacer, clock, calls, ends)
     report = pacer.report()
     assert (report.final, report.peak, report.backoffs) == (final, peak, lowered)
+
+
+def test_one_call_that_met_the_slot_free_does_not_read_as_a_gain() -> None:
+    """One slot, 1 s a call. Two calls start together; the one that found the limit in full use reaches the
+    server first and takes 1 s, every later call 2 s (it queues behind one). A window of its first two counted
+    calls read 1.33 times the throughput of one in flight, and the limit rose to 4 (seen under load); a window of
+    MIN_WINDOW finds the queue."""
+    clock = Clock()
+    pacer = Pacer(8, timeout=100.0, clock=clock)
+    for _ in range(MIN_WINDOW):
+        ticket = pacer.acquire()
+        assert ticket is not None
+        clock.now += 1.0
+        pacer.release(ticket, CALL_OK)
+    assert pacer.limit == 2
+    first, counted = pacer.acquire(), pacer.acquire()
+    flight = [(clock.now + 2.0, first), (clock.now + 1.0, counted)]   # the slot serves the second one first
+    served_until = clock.now + 2.0
+    while flight:   # each call that ends makes room for the next while the limit stays at 2
+        flight.sort(key=lambda f: f[0])
+        clock.now, ticket = flight.pop(0)
+        assert ticket is not None
+        pacer.release(ticket, CALL_OK)
+        if pacer.limit == 2:
+            served_until += 1.0
+            flight.append((served_until, pacer.acquire()))
+    report = pacer.report()
+    assert (report.final, report.peak, report.backoffs) == (1, 2, {"queued": 1})
 
 
 @pytest.mark.parametrize(("limit", "rate", "lower", "lower_rate", "queued"), [

@@ -8,7 +8,9 @@ slot time out in the queue and fail. The Pacer gates every attempt:
   then adds one per window of successes, up to the ceiling; only calls that
   started while the limit was in full use count (a job's last few calls, a
   caller with fewer threads than the limit, or the calls that fill the places a
-  rise opened say nothing about the limit: they met a server with less to do);
+  rise opened say nothing about the limit: they met a server with less to do),
+  and a window holds at least MIN_WINDOW of them (two calls read one slot's
+  queue as a gain when one of them met the slot nearly free);
 - a server that queues is found by what more calls in flight buy: at every
   window of successes the pacer measures the throughput at the limit (by
   Little's law: the limit over the window's mean latency) and compares it with
@@ -51,6 +53,7 @@ SLOW_SHARE = 0.5          # a success this close to the timeout (share of it) is
 QUEUED_RATIO = 1.5        # ...when it also took this much longer than the fastest call: it queued
 QUEUE_SHARE = 0.3         # more calls in flight must turn this share of their gain into throughput, else they queue
 QUEUE_FLOOR = 0.1         # s: windows of faster calls are not judged for queueing (the client's own CPU dominates)
+MIN_WINDOW = 4            # successes a window needs at the least, whatever the limit
 TIMEOUT_FACTOR = 4        # an attempt's timeout is at least this many median calls (see Pacer.timeout_for)
 
 
@@ -204,7 +207,7 @@ class Pacer:
         if not (current and full):
             return
         self._window.append(elapsed)
-        if len(self._window) < self._limit:
+        if len(self._window) < max(self._limit, MIN_WINDOW):
             return
         window, self._window = self._window, []
         latency = sum(window) / len(window)
