@@ -101,6 +101,32 @@ def test_the_pairing_rule(form: str, rule: str, labels: list[tuple], status: str
     assert pairs.n_labels == len(labels)
 
 
+@pytest.mark.parametrize("form", ["copies", "text"])
+def test_each_judging_of_several_samples_and_runs_pairs_with_its_own_samples_labels(form: str) -> None:
+    """Three judgings: s1 in run r1, s2 in r1, s1 again in r2 (so a copy's text is found again after another's);
+    people labelled s1's three claims and nothing of s2."""
+    other = EvalSample("s2", "Where is Rome?", "Rome is in Italy. It is old.", ("Rome is in Italy.",), "Rome.")
+    rows = [("r1", SAMPLE, [True, True, True]), ("r1", other, [True, False]), ("r2", SAMPLE, [True, False, True])]
+    judgings = pd.DataFrame([{
+        "run_id": run, "sample_id": s.sample_id, "status": OK, "score": sum(v) / len(v),
+        "verdicts": json.dumps([{"item": "", "label": x, "verdict": "", "evidence": ""} for x in v]),
+        "verdict_labels": v, "judge_model": "judge-a", "prompt_hash": "abc", "binding": None, "scorer": None,
+        "copy": s.sample_id, "question": s.question, "answer": s.answer, "contexts": list(s.contexts),
+        "ground_truth": s.ground_truth} for run, s, v in rows], dtype=object)
+    if form == "copies":
+        copies = pd.DataFrame([{"copy": s.sample_id, "sample_id": s.sample_id, "question": s.question,
+                                "answer": s.answer, "contexts": list(s.contexts), "ground_truth": s.ground_truth}
+                               for s in (SAMPLE, other)], dtype=object)
+        pairs = pair_labels(label_rows(ALL_THREE), judgings.drop(columns=["verdicts"]), METRIC, copies)
+    else:
+        pairs = pair_labels(label_rows(ALL_THREE), judgings.drop(columns=["verdict_labels", "copy"]), METRIC)
+    assert list(zip(pairs.items["run_id"], pairs.items["judge"], pairs.items["people"], strict=True)) == [
+        ("r1", True, True), ("r1", True, False), ("r1", True, True),
+        ("r2", True, True), ("r2", False, False), ("r2", True, True)]
+    assert list(pairs.samples["run_id"]) == ["r1", "r2"] and set(pairs.samples["sample_id"]) == {"s1"}
+    assert list(pairs.samples["people"]) == pytest.approx([2 / 3, 2 / 3])
+
+
 def test_an_unlabelled_sample_pairs_nothing() -> None:
     judgings, copies = judgings_with_copies(OK, 1.0, [True] * 3)
     pairs = pair_labels(label_rows(ALL_THREE, sample_id="s2"), judgings, METRIC, copies)

@@ -177,7 +177,9 @@ def _as_copies(judgings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 for text, scored in zip(judgings["verdicts"], ok, strict=True)]
     out = judgings.assign(copy=pd.Series(keys, index=judgings.index, dtype=object),
                           verdict_labels=pd.Series(verdicts, index=judgings.index, dtype=object))
-    first = dict(zip(keys, range(len(keys)), strict=True))   # one row per distinct copy
+    first: dict[tuple, int] = {}   # one row per distinct copy: where it first appears
+    for row, key in enumerate(keys):
+        first.setdefault(key, row)
     rows = judgings.iloc[sorted(first.values())]
     copies = pd.DataFrame({"copy": pd.Series(list(first), dtype=object), "sample_id": rows["sample_id"].to_numpy(),
                            "question": rows["question"].to_numpy(), "answer": rows["answer"].to_numpy(),
