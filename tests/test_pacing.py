@@ -4,6 +4,7 @@ replies where no call fails for queueing."""
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable
 
 import pytest
@@ -242,6 +243,21 @@ def test_one_call_that_met_the_slot_free_does_not_read_as_a_gain() -> None:
             flight.append((served_until, pacer.acquire()))
     report = pacer.report()
     assert (report.final, report.peak, report.backoffs) == (1, 2, {"queued": 1})
+
+
+def test_a_long_job_on_a_noisy_server_with_room_keeps_the_ceiling() -> None:
+    """Calls of 1 s times a lognormal spread (sigma 0.3, as model calls vary), 2,000 of them, 20 seeded jobs. When
+    every window was judged again against the best of the lower limits, a best-of-several looked better than it
+    was and the limit stepped down over the job (8 kept in 40 of 60 such jobs, in review); a limit is now judged
+    once, against the limit it rose from."""
+    kept = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        clock = Clock()
+        pacer = Pacer(8, timeout=100.0, clock=clock)
+        feed(pacer, clock, 2000, lambda now, k, rng=rng: now + rng.lognormvariate(0.0, 0.3))
+        kept += pacer.report().final == 8
+    assert kept >= 18
 
 
 @pytest.mark.parametrize(("limit", "rate", "lower", "lower_rate", "queued"), [

@@ -11,18 +11,22 @@ slot time out in the queue and fail. The Pacer gates every attempt:
   rise opened say nothing about the limit: they met a server with less to do),
   and a window holds at least MIN_WINDOW of them (two calls read one slot's
   queue as a gain when one of them met the slot nearly free);
-- a server that queues is found by what more calls in flight buy: at every
-  window of successes the pacer measures the throughput at the limit (by
-  Little's law: the limit over the window's mean latency) and compares it with
-  the best throughput measured at a lower limit. A server with one slot
-  (llama.cpp) serves one call at a time whatever the client sends, so its
-  client latency rises with the calls in flight while its own time stays the
-  same: throughput stays flat. When more calls in flight turned less than
-  QUEUE_SHARE of their gain into throughput (doubling them must buy 1.3 times
-  as much; five in flight instead of four, 1.075 times), the limit goes back
-  to the lower one that did best and stays at most there ("queued"); against
-  one slot the pacer settles at 1. Calls faster than QUEUE_FLOOR on average
-  are not judged so: there the client's own CPU, not the server, sets the pace;
+- a server that queues is found by what more calls in flight buy: at the first
+  window of successes after a rise, the pacer measures the throughput at the
+  new limit (by Little's law: the limit over the window's mean latency) and
+  compares it with the mean throughput of the windows at the limit it rose
+  from. A server with one slot (llama.cpp) serves one call at a time whatever
+  the client sends, so its client latency rises with the calls in flight
+  while its own time stays the same: throughput stays flat. When more calls
+  in flight turned less than QUEUE_SHARE of their gain into throughput
+  (doubling them must buy 1.3 times as much; five in flight instead of four,
+  1.075 times), the limit goes back to the one it rose from and stays at most
+  there ("queued"); against one slot the pacer settles at 1. A limit is judged
+  once, against the one it rose from, not again at each window against the
+  best of all lower ones: noisy latencies made a best-of-several look better
+  than it was, and a server with room stepped down 8, 4, 2, 1 over a long job.
+  Calls faster than QUEUE_FLOOR on average are not judged so: there the
+  client's own CPU, not the server, sets the pace;
 - a timeout, a 429 or a 503 halves the limit; a success that took at least half
   the timeout while clearly queued (1.5x the fastest call seen) takes one off,
   before the queue grows into a timeout;
@@ -164,7 +168,8 @@ class Pacer:
         self._backoffs: Counter[str] = Counter()
         self._closed = False
         self._window: list[float] = []               # latencies of this epoch's successes that count
-        self._rates: dict[int, float] = {}           # throughput measured at each limit (calls a second)
+        self._rates: dict[int, tuple[float, int]] = {}   # throughput at each limit: sum over windows, windows
+        self._came_from: int | None = None               # the limit before the last rise, until it is judged
         self._cap = self.ceiling                     # the most the server was found to serve (queued above)
 
     @property
@@ -212,20 +217,24 @@ class Pacer:
         window, self._window = self._window, []
         latency = sum(window) / len(window)
         rate = self._limit / max(latency, 1e-9)   # Little's law: calls in flight over the time each takes
-        self._rates[self._limit] = max(rate, self._rates.get(self._limit, 0.0))
-        below = {k: r for k, r in self._rates.items() if k < self._limit}
-        best = max(below, key=below.__getitem__) if below else None
-        if best is not None and latency >= QUEUE_FLOOR and queues(self._limit, rate, best, below[best]):
-            # more calls in flight bought no throughput: the server queues them; serve at the lower limit
-            self._cap = best
-            self._lower(best, "queued")
-            return
+        total, n = self._rates.get(self._limit, (0.0, 0))
+        self._rates[self._limit] = (total + rate, n + 1)
+        came_from, self._came_from = self._came_from, None   # only a limit's first window after a rise is judged
+        if came_from is not None and came_from in self._rates and latency >= QUEUE_FLOOR:
+            lower_total, lower_n = self._rates[came_from]
+            if queues(self._limit, rate, came_from, lower_total / lower_n):
+                # more calls in flight bought no throughput: the server queues them; serve at the lower limit
+                self._cap = came_from
+                self._lower(came_from, "queued")
+                return
         if self._limit < min(self.ceiling, self._cap):
             grown = self._limit * 2 if self._slow_start else self._limit + 1
+            self._came_from = self._limit
             self._change(min(self.ceiling, self._cap, grown))
 
     def _lower(self, to: int, reason: str) -> None:
         self._slow_start = False
+        self._came_from = None
         if to < self._limit:
             self._backoffs[reason] += 1
             self._change(to)
