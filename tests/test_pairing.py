@@ -127,6 +127,11 @@ def test_each_judging_of_several_samples_and_runs_pairs_with_its_own_samples_lab
     assert list(pairs.samples["people"]) == pytest.approx([2 / 3, 2 / 3])
 
 
+def test_no_judgings_pair_nothing() -> None:
+    pairs = pair_labels(label_rows(ALL_THREE), pd.DataFrame(), METRIC)
+    assert pairs.items.empty and pairs.samples.empty and pairs.n_labels == 3
+
+
 def test_an_unlabelled_sample_pairs_nothing() -> None:
     judgings, copies = judgings_with_copies(OK, 1.0, [True] * 3)
     pairs = pair_labels(label_rows(ALL_THREE, sample_id="s2"), judgings, METRIC, copies)

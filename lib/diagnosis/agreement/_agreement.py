@@ -140,6 +140,8 @@ def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
     is not a verdict.
     """
     spec = get_metric(metric)
+    if judgings.empty:
+        return Pairs(pd.DataFrame(columns=ITEM_COLUMNS), pd.DataFrame(columns=SAMPLE_COLUMNS), len(labels))
     if copies is None:
         judgings, copies = _as_copies(judgings)
     marks_of: dict[tuple[str, str], dict[int, tuple[float, bool]]] = {}
@@ -173,7 +175,7 @@ def _as_copies(judgings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         judgings["sample_id"], judgings["question"], judgings["answer"], judgings["contexts"],
         judgings["ground_truth"], strict=True)]
     ok = (judgings["status"] == OK).to_numpy()
-    verdicts = [[bool(v["label"]) for v in json.loads(text)] if scored else []
+    verdicts = [[bool(v["label"]) for v in json.loads(text)] if scored and text else []
                 for text, scored in zip(judgings["verdicts"], ok, strict=True)]
     out = judgings.assign(copy=pd.Series(keys, index=judgings.index, dtype=object),
                           verdict_labels=pd.Series(verdicts, index=judgings.index, dtype=object))
