@@ -185,6 +185,19 @@ def test_hostile_inbox_entries_are_set_aside_with_reasons_and_never_block_the_go
     assert secret.read_text(encoding="utf-8") == "not for the inbox"  # the link was moved, not followed
 
 
+@pytest.mark.parametrize("made", ["nothing", "the inbox"])
+def test_no_rejected_folder_is_no_refused_run_and_no_warning(tmp_path: Path, made: str,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """A fresh install has no inbox, or one nobody refused a file from: every page load used to log "inbox:
+    cannot list .../rejected: No such file or directory" (seen starting the README's command on a fresh clone)."""
+    box = tmp_path / "inbox"
+    if made == "the inbox":
+        box.mkdir()
+    with caplog.at_level("WARNING"):
+        assert inbox.rejected(box) == []
+    assert caplog.records == []
+
+
 def test_listing_rejects_never_raises_on_what_someone_put_in_rejected(tmp_path: Path) -> None:
     box = tmp_path / "inbox"
     rejected = box / "rejected"
