@@ -54,6 +54,9 @@ CASES = [
     ("slow but never faster: the model is slow, not queued", 4, [(CALL_OK, 6.0)] * 4, 8, {}),
     ("a failure of another kind says nothing about load", 4, [(OTHER, 0.1)] * 5, 4, {}),
     ("after trouble, growth is one per window", 8, [(OVERLOAD, 10.0)] + [(CALL_OK, 1.0)] * 4, 5, {"timed out": 1}),
+    # the rise before a back-off is not judged later, against the calls after it (slower, on a busier server)
+    ("after trouble, the rise before it is not judged again", 4,
+     [(CALL_OK, 1.0)] * 4 + [(OVERLOAD, 10.0)] + [(CALL_OK, 1.2)] * 4, 5, {"timed out": 1}),
     # one more of four in flight can buy at most 1.25 times the throughput: a fixed 1.3 read that as queueing
     ("after trouble, a server with room grows one at a time to the ceiling", 8,
      [(OVERLOAD, 10.0)] + [(CALL_OK, 1.0)] * (4 + 5 + 6 + 7), 8, {"timed out": 1}),

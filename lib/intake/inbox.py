@@ -211,18 +211,14 @@ def rejected(inbox: str | Path) -> list[Rejection]:
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
             return []
-    except FileNotFoundError:   # nothing was ever refused (or there is no inbox): the usual case, not a fault
-        return []
-    except OSError as exc:
-        log.warning("inbox: cannot list %s: %s", folder, exc)
-        return []
-    try:
         found = []
         for path in _entries(folder):
             try:
                 found.append((os.lstat(path).st_mtime, path))
             except OSError:
                 continue  # vanished meanwhile
+    except FileNotFoundError:   # nothing was ever refused (or there is no inbox): the usual case, not a fault
+        return []
     except OSError as exc:
         log.warning("inbox: cannot list %s: %s", folder, exc)
         return []

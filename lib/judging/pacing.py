@@ -220,7 +220,7 @@ class Pacer:
         total, n = self._rates.get(self._limit, (0.0, 0))
         self._rates[self._limit] = (total + rate, n + 1)
         came_from, self._came_from = self._came_from, None   # only a limit's first window after a rise is judged
-        if came_from is not None and came_from in self._rates and latency >= QUEUE_FLOOR:
+        if came_from is not None and latency >= QUEUE_FLOOR:   # a limit rises only once its rate is measured
             lower_total, lower_n = self._rates[came_from]
             if queues(self._limit, rate, came_from, lower_total / lower_n):
                 # more calls in flight bought no throughput: the server queues them; serve at the lower limit

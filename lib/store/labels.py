@@ -126,7 +126,7 @@ class LabelsMixin(StoreBase):
         if run_ids is not None:
             base += " AND list_contains(?, s.run_id)"
             params.append(list(run_ids))
-        # Rows as Python objects: the caller walks them one by one, which is slow over Arrow-backed columns.
+        # Rows as Python objects: each verdict list a Python list (the caller explodes them), no Arrow-backed cells.
         cur = self.cursor().execute(
             f"""SELECT s.run_id, r.started_at, s.sample_id, s.status, s.score,
                        list_transform(from_json(s.verdicts, '[{{"label": "BOOLEAN"}}]'), lambda x: x.label)

@@ -47,6 +47,10 @@ def instrument_text(judge_model: object, prompt_hash: object, binding: object, s
     return " · ".join(parts)
 
 
+ITEM_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people"]
+SAMPLE_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people", "binary"]
+
+
 @dataclass(frozen=True)
 class Pairs:
     """Labels paired with judgings.
@@ -66,6 +70,11 @@ class Pairs:
         keep = set(values)
         return Pairs(self.items[self.items[column].isin(keep)], self.samples[self.samples[column].isin(keep)],
                      self.n_labels)
+
+    @classmethod
+    def none(cls, n_labels: int) -> Pairs:
+        """No pairs (no judgings, or no labels)."""
+        return cls(pd.DataFrame(columns=ITEM_COLUMNS), pd.DataFrame(columns=SAMPLE_COLUMNS), n_labels)
 
     @property
     def sample_ids(self) -> set[str]:
@@ -126,10 +135,6 @@ def _consensus(labels: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-ITEM_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people"]
-SAMPLE_COLUMNS = ["run_id", "sample_id", "instrument", "judge", "people", "binary"]
-
-
 def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
                 copies: pd.DataFrame | None = None) -> Pairs:
     """Pair current labels (Store.labels) with judgings.
@@ -141,7 +146,7 @@ def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
     """
     spec = get_metric(metric)
     if judgings.empty:
-        return Pairs(pd.DataFrame(columns=ITEM_COLUMNS), pd.DataFrame(columns=SAMPLE_COLUMNS), len(labels))
+        return Pairs.none(len(labels))
     if copies is None:
         judgings, copies = _as_copies(judgings)
     marks_of: dict[tuple[str, str], dict[int, tuple[float, bool]]] = {}
@@ -275,9 +280,7 @@ def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None
     version = store.calibration_version(suite) if version is None else version
     labels = store.labels(suite, metric=metric, version=version)
     if labels.empty:
-        return Pairs(pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people"]),
-                     pd.DataFrame(columns=["run_id", "sample_id", "instrument", "judge", "people", "binary"]), 0), \
-            version
+        return Pairs.none(0), version
     judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
     return pair_labels(labels, judgings, metric, copies), version
 
