@@ -28,7 +28,8 @@ from lib.store import history as hs
 from lib.store.parquet import TABLES, ParquetStore, export_parquet, history_batch, open_store
 
 KEYS = {
-    "meta": ["key"], "prompts": ["prompt_hash"], "runs": ["run_id"], "run_metrics": ["run_id", "suite", "metric"],
+    "meta": ["key"], "migrations": ["name"], "prompts": ["prompt_hash"], "runs": ["run_id"],
+    "run_metrics": ["run_id", "suite", "metric"],
     "samples": ["run_id", "suite", "sample_id"], "sample_scores": ["run_id", "suite", "metric", "sample_id"],
     "judge_cache": ["key"], "ablations": ["ablation_id"],
     "ablation_results": ["ablation_id", "metric", "arm", "rep", "sample_id"],
@@ -225,6 +226,14 @@ def test_a_dataset_from_another_schema_version_is_refused(small_store: Path, tmp
     meta = tmp_path / "ds" / "meta" / "data_0.parquet"
     duckdb.execute(f"COPY (SELECT 'schema_version' AS key, '99' AS value) TO '{meta}' (FORMAT parquet)")
     with pytest.raises(StoreError, match="schema 99"):
+        ParquetStore(tmp_path / "ds")
+
+
+def test_a_dataset_with_a_step_this_evaldrift_does_not_know_is_refused(small_store: Path, tmp_path: Path) -> None:
+    with Store(small_store) as store:
+        store.cursor().execute("INSERT INTO migrations VALUES ('watcher state', now())")
+        export_parquet(store, tmp_path / "ds")
+    with pytest.raises(StoreError, match="steps this evaldrift does not know: watcher state"):
         ParquetStore(tmp_path / "ds")
 
 

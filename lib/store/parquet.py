@@ -47,7 +47,7 @@ from lib.store.calls import CallCacheMixin
 from lib.store.labels import LabelsMixin
 from lib.store.recording import RecordingMixin
 from lib.store.runs import RunsMixin
-from lib.store.schema import statements
+from lib.store.schema import MIGRATIONS, build
 
 Setup = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -71,8 +71,7 @@ def _shapes() -> dict[str, tuple[str, ...]]:
     """Every table the migrations make, with its columns in order (read from an in-memory database)."""
     con = duckdb.connect(":memory:")
     try:
-        for stmt in statements():
-            con.execute(stmt)
+        build(con)
         rows = con.execute("""SELECT c.table_name, c.column_name FROM duckdb_columns() c
                               JOIN duckdb_tables() t ON t.table_oid = c.table_oid
                               ORDER BY c.table_oid, c.column_index""").fetchall()
@@ -92,6 +91,7 @@ for _table, _columns in _SHAPES.items():
         _PARTITIONED[_table] = _BY_RUN.format(table=_table)
 _WHOLE = tuple(t for t in _SHAPES if t not in _PARTITIONED)
 TABLES: tuple[str, ...] = tuple(_SHAPES)
+_STEP_NAMES = frozenset(m.name for m in MIGRATIONS)
 # read into memory on open: the per-run and per-job tables (a few rows a run); the per-sample ones stay views
 RESIDENT = frozenset(TABLES) - {"samples", "sample_scores", "ablation_results", "judge_cache", "rejudge_scores",
                                 "batch_requests", "batch_replies"}
@@ -277,8 +277,7 @@ class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, La
         con = self._con
         con.execute(f"CREATE SCHEMA {_SHAPE}")
         con.execute(f"SET schema = '{_SHAPE}'")
-        for stmt in statements():
-            con.execute(stmt)
+        build(con)
         con.execute("SET schema = 'main'")
         con.execute("SET parquet_metadata_cache = true")
         for table in TABLES:
@@ -296,6 +295,14 @@ class ParquetStore(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, La
         if version != SCHEMA_VERSION:
             raise StoreError(f"{self.location} was exported with schema {version}; this evaldrift reads "
                              f"{SCHEMA_VERSION}: export the store again")
+        # by name too: an export from before steps were recorded by name has none, and its number alone decides
+        taken = {r[0] for r in con.execute("SELECT name FROM migrations").fetchall()} or _STEP_NAMES
+        missing, unknown = [m.name for m in MIGRATIONS if m.name not in taken], sorted(taken - _STEP_NAMES)
+        if missing or unknown:
+            raise StoreError(f"{self.location} was exported by another evaldrift schema ("
+                             + "; ".join(f"{what}: {', '.join(names)}" for what, names in
+                                         (("steps it lacks", missing), ("steps this evaldrift does not know", unknown))
+                                         if names) + "): export the store again")
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from lib.core.errors import StoreError
+from lib.store.base import _now
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -137,16 +140,45 @@ _LABELS = [
 ]
 
 
+Step = Callable[[duckdb.DuckDBPyConnection], None]
+
+
 @dataclass(frozen=True)
 class Migration:
-    """One named step of the schema; its version is its place in MIGRATIONS (from 1)."""
+    """One named step of the schema: its SQL statements, then its Python step, in the migrating transaction.
+
+    A database records each step it has taken by name (table `migrations`), so two steps added on two branches
+    both apply, in MIGRATIONS' order, whatever order they were written in.
+
+    Attributes:
+        name: unique among MIGRATIONS; what the database records. Never rename a step: a database that took it
+            under the old name would take it again.
+        statements: SQL run in order (parameterless DDL).
+        run: a Python step, called with the migrating cursor after the statements (e.g. to move data or to
+            make columns read from the live schema); it must only use that cursor.
+    """
 
     name: str
-    statements: tuple[str, ...]
+    statements: tuple[str, ...] = ()
+    run: Step | None = None
 
 
-# The schema, oldest step first. A new table is a new Migration appended at the end (never an edit of a step a
-# database may already have taken); its version is the list's length.
+def check_names(migrations: Sequence[Migration]) -> None:
+    """Refuse a list of migrations in which two steps share a name (one would never run on a database that
+    recorded the other).
+
+    Raises:
+        StoreError: a name is used twice.
+    """
+    seen: set[str] = set()
+    for step in migrations:
+        if step.name in seen:
+            raise StoreError(f"two migrations are named {step.name!r}: each step needs its own name")
+        seen.add(step.name)
+
+
+# The schema, oldest step first. A new table is a new Migration, with a name of its own, appended at the end (never
+# an edit or a rename of a step a database may already have taken): a database records the names it has taken.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("core tables", tuple(_SCHEMA_V1)),
     Migration("run fields, scorer and output mode", tuple(_SCHEMA_V2)),
@@ -163,28 +195,82 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("run notes", ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
                             "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS notes VARCHAR")),
 )
+check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# The record of the steps a database has taken, by name, with when (NULL: taken before steps were recorded by
+# name, when the database kept only their number in meta's schema_version). Made before any step runs.
+MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
+_HAS_MIGRATIONS = ("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'migrations' "
+                   "AND database_name = current_database() AND schema_name = current_schema()")
 
 
 def statements(upto: int = SCHEMA_VERSION) -> list[str]:
-    """Every statement of the first `upto` migrations, in order (the whole schema by default)."""
-    return [stmt for m in MIGRATIONS[:upto] for stmt in m.statements]
+    """Every SQL statement of the first `upto` migrations, in order, after the migrations table (Python steps
+    are not here: `build` runs those too)."""
+    return [MIGRATIONS_TABLE, *(stmt for m in MIGRATIONS[:upto] for stmt in m.statements)]
 
 
-def migrate(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Bring a database to SCHEMA_VERSION by its named steps, in the caller's transaction.
+def build(cur: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    """Make the whole schema in an empty database or schema (the shapes a Parquet dataset is read into), with
+    every step's statements and Python step, recording nothing."""
+    cur.execute(MIGRATIONS_TABLE)
+    for step in migrations:
+        _take(cur, step)
+
+
+def _take(cur: duckdb.DuckDBPyConnection, step: Migration) -> None:
+    for stmt in step.statements:
+        cur.execute(stmt)
+    if step.run is not None:
+        step.run(cur)
+
+
+def applied(cur: duckdb.DuckDBPyConnection) -> dict[str, datetime | None]:
+    """The steps the connected database has recorded, by name, with when each ran (empty: none recorded)."""
+    if not cur.execute(_HAS_MIGRATIONS).fetchall()[0][0]:
+        return {}
+    return dict(cur.execute("SELECT name, applied_at FROM migrations").fetchall())
+
+
+def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    """Bring a database to the latest schema by its named steps, in the caller's transaction.
+
+    Each step not yet recorded in the `migrations` table runs in order and is recorded with the time. A database
+    from before steps were recorded by name (meta's schema_version N) is converted first, in the same
+    transaction: the names of the first N steps are recorded (with no time). Opening a current database reads
+    and writes nothing.
+
+    Args:
+        cur: a cursor inside the caller's transaction.
+        path: the database's name, for the messages.
+        migrations: the steps (MIGRATIONS; another list only to test the machinery).
 
     Raises:
-        StoreError: the file's schema is newer than this evaldrift.
+        StoreError: the database has taken a step this evaldrift does not know (it was written by a newer
+            one), or two steps share a name.
     """
+    check_names(migrations)
     cur.execute(_SCHEMA_V1[0])
     row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"{path} has schema {version}, newer than this evaldrift ({SCHEMA_VERSION})")
-    if version == SCHEMA_VERSION:
+    done = applied(cur)
+    unknown = sorted(set(done) - {m.name for m in migrations})
+    if unknown:
+        raise StoreError(f"{path} has taken migration steps this evaldrift does not know ("
+                         + ", ".join(repr(n) for n in unknown) + "): it was written by a newer evaldrift")
+    if version > len(migrations):   # the number a newer evaldrift (or one from before names) wrote
+        raise StoreError(f"{path} has schema {version}, newer than this evaldrift ({len(migrations)})")
+    pending = [m for m in migrations if m.name not in done]
+    if not pending:
         return   # nothing written: opening a current database leaves nothing for its close to write back
-    for step in MIGRATIONS[version:]:
-        for stmt in step.statements:
-            cur.execute(stmt)
-    cur.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    if not done and version:   # one time: a database that kept only the number of steps it had taken
+        cur.execute(MIGRATIONS_TABLE)
+        cur.execute("INSERT INTO migrations SELECT unnest(?), NULL", [[m.name for m in migrations[:version]]])
+        pending = list(migrations[version:])
+    cur.execute(MIGRATIONS_TABLE)
+    for step in pending:
+        _take(cur, step)
+        cur.execute("INSERT INTO migrations VALUES (?, ?)", [step.name, _now()])
+    # kept for an evaldrift from before names, which reads only this number (and refuses a larger one)
+    cur.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(len(migrations))])
