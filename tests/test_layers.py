@@ -243,6 +243,40 @@ def test_the_sql_rule_catches_a_query(tmp_path: Path) -> None:
     assert [f.split(":")[0] for f in _sql_in(module)] == ["2", "2"]
 
 
+_JUDGEISH = re.compile(r"judge|\blive\b")   # the names a judge goes by in lib (judge, self._judge, live)
+
+
+def _judge_lookups(path: Path) -> list[str]:
+    """A judge's ability asked for by name (getattr/hasattr on a judge), or a judge-like class (one with a
+    `complete`) that forwards every attribute through __getattr__: both invisible to mypy and to a reader."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"getattr", "hasattr"}
+                and node.args and _JUDGEISH.search(ast.unparse(node.args[0]))):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ClassDef):
+            methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef)}
+            if {"complete", "__getattr__"} <= methods:
+                found.append(f"{node.lineno}: class {node.name} forwards through __getattr__")
+    return found
+
+
+def test_a_judges_abilities_are_typed_never_looked_up_by_name() -> None:
+    """Optional abilities are protocols in lib/judging/base.py (HasEndpoint, Stoppable, ReportsOutputMode,
+    ChoosesJsonMode, Paced), asked for with isinstance, so mypy checks every use."""
+    found = {str(p.relative_to(ROOT)): _judge_lookups(p) for p in sorted((ROOT / "lib").rglob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_judge_rule_catches_a_lookup_and_a_forwarder(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('def stop_of(judge):\n    return getattr(judge, "stop", None)\n'
+                      'class Wrapper:\n    def complete(self, request):\n        return request\n'
+                      '    def __getattr__(self, name):\n        return 1\n'
+                      'def width(settings):\n    return getattr(settings, "concurrency", 1)\n')
+    assert sorted(f.split(":")[0] for f in _judge_lookups(module)) == ["2", "3"]
+
+
 SDK_CALLERS = {"lib.judging.openai_judge", "lib.judging.transport"}   # the only modules that import openai
 
 

@@ -15,7 +15,7 @@ from lib.core.endpoints import OFFLINE
 from lib.diagnosis.ablation import AblationResult, AblationSpec, run_ablation
 from lib.jobs import job_log
 from lib.jobs._runner import Job, JobStatus, Runner, print_failure
-from lib.judging.base import Judge
+from lib.judging.base import Judge, judge_stop
 from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.store import Store
 
@@ -58,11 +58,11 @@ def run_guarded(store: Store, spec: AblationSpec, judge: Judge | None, *, limits
         row = store.ablation(aid)
         return int(row["total"]) if row else 0
 
-    breaker = Breaker(limits or Limits(), total, on_trip=getattr(judge, "stop", None))
+    breaker = Breaker(limits or Limits(), total, on_trip=judge_stop(judge))
     if started is not None:
         started(breaker)
     try:
-        result = run_ablation(store, spec, GuardedJudge(judge, breaker), progress=progress,  # type: ignore[arg-type]
+        result = run_ablation(store, spec, GuardedJudge(judge, breaker), progress=progress,
                               should_stop=lambda: breaker.tripped or bool(should_stop and should_stop()))
     finally:
         breaker.close()

@@ -22,7 +22,7 @@ from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
 from lib.jobs import job_log
 from lib.jobs._runner import ONE, Job, JobStatus, Runner, print_failure
 from lib.jobs.job_log import STOPPED
-from lib.judging.base import Judge
+from lib.judging.base import Judge, judge_stop
 from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.store import Store
 from lib.store import history as hs
@@ -39,11 +39,11 @@ def run_guarded_rejudge(store: Store, spec: RejudgeSpec, judge: Judge, *, limits
         row = hs.series(store, spec.series_id)
         return int(row["total"]) if row else 0  # type: ignore[call-overload]
 
-    breaker = Breaker(limits, total, on_trip=getattr(judge, "stop", None))
+    breaker = Breaker(limits, total, on_trip=judge_stop(judge))
     if started is not None:
         started(breaker)
     try:
-        run_rejudge(store, spec, GuardedJudge(judge, breaker),  # type: ignore[arg-type]
+        run_rejudge(store, spec, GuardedJudge(judge, breaker),
                     should_stop=lambda: breaker.tripped or bool(should_stop and should_stop()))
     finally:
         breaker.close()

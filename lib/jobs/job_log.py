@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from lib.core.results import CALL_FAILED, FAILED
+from lib.judging.base import Judge, Paced, ReportsOutputMode
 from lib.judging.pacing import PacingReport
 from lib.store import Store
 
@@ -45,10 +46,10 @@ class JobNote:
     judge: JudgeInfo = field(default_factory=JudgeInfo)
 
 
-def judge_info(judge: object) -> JudgeInfo:
+def judge_info(judge: Judge) -> JudgeInfo:
     """What a judge reports about its calls (an OpenAIJudge: output mode and pacing; others: nothing)."""
-    mode = getattr(judge, "output_mode", None)
-    pacing = getattr(judge, "pacing", None)
+    mode = judge.output_mode if isinstance(judge, ReportsOutputMode) else None
+    pacing = judge.pacing if isinstance(judge, Paced) else None
     return JudgeInfo(str(mode) if mode else None, pacing if isinstance(pacing, PacingReport) else None)
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from lib.core.calls import JudgeReply, JudgeRequest
+
+if TYPE_CHECKING:
+    from lib.judging.pacing import PacingReport
 
 
 @runtime_checkable
@@ -13,8 +17,11 @@ class Judge(Protocol):
 
     `concurrency` is how many calls the harness may have in flight; `cacheable`
     says whether replies are worth keeping in the call cache (a paid model:
-    yes; the free offline judge: no). A judge may also have an `endpoint`
-    (normalised, no credentials; see `judge_endpoint`), part of its identity.
+    yes; the free offline judge: no). A judge may also have abilities, each a
+    protocol below, asked for with isinstance (never by attribute name): an
+    endpoint (`HasEndpoint`), a stop (`Stoppable`), the output mode it asked
+    for (`ReportsOutputMode`, `ChoosesJsonMode`), and what its pacer measured
+    (`Paced`).
     """
 
     model: str
@@ -24,9 +31,52 @@ class Judge(Protocol):
     def complete(self, request: JudgeRequest) -> JudgeReply: ...
 
 
-def judge_endpoint(judge: object) -> str:
+@runtime_checkable
+class HasEndpoint(Protocol):
+    """A judge that says where it lives (normalised, no credentials; "offline" for the embedded judges): part of
+    its identity and of every call's cache key."""
+
+    endpoint: str
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """A judge that can be told to stop: its waits end, its calls in flight are cancelled, no new attempt is made
+    (what a tripped breaker calls)."""
+
+    def stop(self, reason: str = ...) -> None: ...
+
+
+@runtime_checkable
+class ReportsOutputMode(Protocol):
+    """A judge that reports how it asked for its JSON verdicts on its last answered call (None: none yet)."""
+
+    output_mode: str | None
+
+
+@runtime_checkable
+class ChoosesJsonMode(Protocol):
+    """A judge that asks for JSON (True) or plain text (False) and reports no mode of its own."""
+
+    json_mode: bool
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """A judge whose calls a pacer adapts: what it measured (concurrency reached, latencies, back-offs)."""
+
+    @property
+    def pacing(self) -> PacingReport: ...
+
+
+def judge_endpoint(judge: Judge) -> str:
     """A judge's endpoint identity ('' for a judge that names none)."""
-    return str(getattr(judge, "endpoint", "") or "")
+    return str(judge.endpoint or "") if isinstance(judge, HasEndpoint) else ""
+
+
+def judge_stop(judge: Judge) -> Callable[[str], None] | None:
+    """The judge's stop, for a breaker to call when it trips (None: the judge cannot be stopped)."""
+    return judge.stop if isinstance(judge, Stoppable) else None
 
 
 class CallCache(Protocol):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from lib.core.calls import STOPPED_PREFIX, JudgeReply, JudgeRequest
 from lib.core.errors import JudgeError
 from lib.core.results import MAX_FAILED_SHARE
+from lib.judging.base import Judge, judge_endpoint
 
 DEFAULT_FAILURES = 10
 
@@ -148,20 +149,23 @@ class Breaker:
 
 
 class GuardedJudge:
-    """A judge whose calls a Breaker counts; once it trips, no call is made. Every other attribute is the judge's."""
+    """A judge whose calls a Breaker counts; once it trips, no call is made. It is the judge to the harness (model,
+    concurrency, cacheable, endpoint); the judge's other abilities (stop, output mode, pacing) are asked of the
+    judge itself, which the breaker already holds as its on_trip."""
 
-    def __init__(self, judge: object, breaker: Breaker) -> None:
+    def __init__(self, judge: Judge, breaker: Breaker) -> None:
         self._judge = judge
         self._breaker = breaker
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._judge, name)
+        self.model = judge.model
+        self.concurrency = judge.concurrency
+        self.cacheable = judge.cacheable
+        self.endpoint = judge_endpoint(judge)
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
         if self._breaker.tripped:
             raise JudgeError(STOPPED_PREFIX + str(self._breaker.reason), retryable=True)
         try:
-            reply = self._judge.complete(request)  # type: ignore[attr-defined]
+            reply = self._judge.complete(request)
         except JudgeError as exc:
             if not exc.reason.startswith(STOPPED_PREFIX):
                 self._breaker.record(False, exc.reason)

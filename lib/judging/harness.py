@@ -283,7 +283,7 @@ def score_samples(samples: Sequence[EvalSample], instrument: Instrument, judge: 
     is called once per finished sample, from the calling thread. `screen`: as
     for score_sample (False only for deliberately blanked copies).
     """
-    width = max(1, concurrency if concurrency is not None else getattr(judge, "concurrency", 1))
+    width = max(1, concurrency if concurrency is not None else judge.concurrency)
     if cache is not None and judge.cacheable and len(samples) > 1:
         endpoint = judge_endpoint(judge)
         keys = [r.key for s in samples if (r := build_request(s, instrument, judge.model, endpoint, seed)[0])]

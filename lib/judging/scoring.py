@@ -40,7 +40,7 @@ from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import SampleResult
 from lib.core.samples import FIELDS, EvalSample
 from lib.intake.inbox import Handover
-from lib.judging.base import CallCache, Judge, MemoryCache
+from lib.judging.base import CallCache, ChoosesJsonMode, Judge, MemoryCache, ReportsOutputMode, judge_stop
 from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
@@ -52,11 +52,10 @@ Progress = Callable[[int, int], None]
 def output_mode(judge: Judge) -> str | None:
     """How the judge asked for its JSON verdicts, as the judge reports it (None: not a model judge, or no call
     was made: every reply came from the cache)."""
-    if hasattr(judge, "output_mode"):
-        mode = judge.output_mode  # type: ignore[attr-defined]
-        return str(mode) if mode else None
-    if hasattr(judge, "json_mode"):
-        return "json_object" if judge.json_mode else "text"  # type: ignore[attr-defined]
+    if isinstance(judge, ReportsOutputMode):
+        return str(judge.output_mode) if judge.output_mode else None
+    if isinstance(judge, ChoosesJsonMode):
+        return "json_object" if judge.json_mode else "text"
     return None
 
 
@@ -141,11 +140,11 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
         from lib.core import settings
 
         limits = dataclasses.replace(Limits.from_settings(settings.load()), deadline=None)
-    breaker = Breaker(limits, lambda: total, on_trip=getattr(judge, "stop", None))
+    breaker = Breaker(limits, lambda: total, on_trip=judge_stop(judge))
     guarded = GuardedJudge(judge, breaker)
     records = []
     for m, template in chosen.items():
-        results = score_samples(samples, Instrument(m, template, binding), guarded, seed=seed,  # type: ignore[arg-type]
+        results = score_samples(samples, Instrument(m, template, binding), guarded, seed=seed,
                                 cache=cache, progress=tick)
         if breaker.reason:
             raise JudgeError(f"scoring {breaker.reason}; nothing was recorded (the judge's answers so far are "

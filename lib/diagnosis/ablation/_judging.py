@@ -105,7 +105,7 @@ def judgings_to_call(plan: Plan, units: Sequence[Unit]) -> list[Unit]:
 
 def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> bool:
     """Judge units (in the judge's concurrency); True when should_stop stopped the work."""
-    width = max(1, getattr(judge, "concurrency", 1))
+    width = max(1, judge.concurrency)
     if width == 1 or len(units) < 2:
         for unit in units:
             if should_stop and should_stop():

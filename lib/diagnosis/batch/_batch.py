@@ -38,7 +38,7 @@ from lib.core.endpoints import normalise
 from lib.core.errors import InputError
 from lib.diagnosis.batch._jobs import ENDED, BatchJob, load
 from lib.diagnosis.batch._requests import ablation_requests, rejudge_requests
-from lib.judging.base import Judge
+from lib.judging.base import Judge, judge_endpoint
 from lib.judging.harness import parse_verdicts
 from lib.judging.structured import BOOK, JSON_SCHEMA, chat_body, reply_of
 from lib.store import Store
@@ -200,18 +200,13 @@ class BatchAnswers:
     def __init__(self, live: Judge, replies: dict[str, JudgeReply]) -> None:
         self.live = live
         self.model = live.model
-        self.endpoint = getattr(live, "endpoint", "")
+        self.endpoint = judge_endpoint(live)
         self.concurrency = live.concurrency
         self._replies = replies
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = self._replies.get(request.key)
         return reply if reply is not None else self.live.complete(request)
-
-    def __getattr__(self, name: str) -> Any:   # output_mode, pacing, stop, ...: the live judge's
-        if name == "live":
-            raise AttributeError(name)
-        return getattr(self.live, name)
 
 
 def finish(store: Store, batch_id: str, judge: Judge) -> object:
@@ -229,7 +224,7 @@ def finish(store: Store, batch_id: str, judge: Judge) -> object:
     job = load(store, batch_id)
     if not job.collected:
         raise InputError(f"batch {batch_id} is {job.status}: poll it until it has ended", field="batch")
-    if judge.model != job.model or normalise(getattr(judge, "endpoint", "")) != job.endpoint:
+    if judge.model != job.model or normalise(judge_endpoint(judge)) != job.endpoint:
         raise InputError(f"batch {batch_id} was judged by {job.model} at {job.endpoint}; finish it with that judge",
                          field="judge")
     spec = bs.job(store, batch_id)["spec"]  # type: ignore[index]
