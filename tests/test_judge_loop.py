@@ -18,6 +18,7 @@ from lib.judging.loop import LoopThread
 from lib.judging.pacing import LimitBook
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
+from tests.test_pacing import Clock
 
 MODEL = "evaldrift-test-model"
 FAITHFULNESS = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
@@ -49,9 +50,12 @@ def test_calls_from_many_threads_run_on_one_loop_thread_that_closes_with_the_jud
 
 
 def test_a_new_judge_on_an_endpoint_starts_at_the_concurrency_the_last_one_reached() -> None:
+    """The first judge's pacer reads its latencies off a clock that stands still (test_pacing's Clock): it grows
+    by its count of successes alone, never by how long a call took on a loaded machine (at load 12-14 the real
+    clock read some calls as queued or slow, and the limit stopped short of 8, 2 runs in 18)."""
     book = LimitBook()
     with OpenAIServer(offline_responder, latency=0.02) as server:
-        first = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8, limits=book)
+        first = OpenAIJudge(MODEL, base_url=server.base_url, timeout=5.0, concurrency=8, limits=book, clock=Clock())
         assert first.pacer.limit == 1
         score_samples(_samples(40), FAITHFULNESS, first)
         assert first.pacer.limit == 8

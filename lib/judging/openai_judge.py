@@ -33,6 +33,7 @@ import email.utils
 import math
 import random
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -126,6 +127,8 @@ class OpenAIJudge:
         modes: where endpoint refusals of output modes are remembered (default: the process's book).
         limits: where the concurrency the endpoint sustained is remembered (default: the process's book), so
             the next judge on it starts there.
+        clock: the pacer's monotonic seconds (tests pass their own, so what the pacer decides does not depend on
+            how loaded the machine is).
     """
 
     cacheable = True
@@ -134,7 +137,7 @@ class OpenAIJudge:
                  timeout: float = 60.0, max_attempts: int = 4, backoff: float = 0.5,
                  max_backoff: float = 20.0, concurrency: int = 8, json_mode: bool = True,
                  sleep: Callable[[float], object] | None = None, modes: ModeBook | None = None,
-                 limits: LimitBook | None = None) -> None:
+                 limits: LimitBook | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.model = model
         self.base_url = base_url
         self.endpoint = normalise(base_url)   # identity and display text: no credentials
@@ -144,7 +147,7 @@ class OpenAIJudge:
         self.max_backoff = max_backoff
         self.json_mode = json_mode
         self.pacer = Pacer(concurrency, timeout=timeout, book=limits if limits is not None else LIMITS,
-                           key=f"{self.endpoint} {model}")
+                           key=f"{self.endpoint} {model}", clock=clock)
         self.timeout = timeout
         self._halt = threading.Event()
         self._halt_reason = ""
