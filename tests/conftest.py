@@ -21,6 +21,7 @@ from lib.core.calls import JudgeRequest, Message
 from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from tests.support import browser as browser_support
+from tests.support import tool_runs as _tool_paths  # noqa: F401  (reads the paths CI exported before tests clear them)
 from tests.support.browser import _module_tab, module_tabs, tab_page  # noqa: F401  (fixtures: `tabs`, `page`)
 from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer

@@ -25,11 +25,11 @@ from lib.intake.ingest import run_from_frame
 from lib.judging.scorers.ragas_metrics import score_with_ragas
 from lib.store import Store
 from tests.benchmarks.judge_server import respond
-from tests.support import ragas_wirings
+from tests.support import ragas_wirings, tool_runs
 from tests.support.openai_server import OpenAIServer
 from tests.support.warm_python import WarmPython
 
-RAGAS_PYTHON = os.environ.get("EVALDRIFT_RAGAS_PYTHON", "/tmp/ragas-venv/bin/python")
+RAGAS_PYTHON = tool_runs.tool_path(*tool_runs.RAGAS_PYTHON)
 N = 24
 
 needs_ragas = pytest.mark.skipif(

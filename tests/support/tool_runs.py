@@ -96,9 +96,24 @@ def respond(body: dict) -> str:
     return offline(body)
 
 
+# The tool paths .ci/run exports (every `export EVALDRIFT_...` there: tests/test_ci.py), as they were when the
+# tests started. The autouse _clean_environment fixture (tests/conftest.py) removes every EVALDRIFT_ variable
+# from each test's environment, so lib never takes one for an operator's setting; a path read from the
+# environment during a test was therefore always the /tmp default, whatever CI had built and exported.
+# tests/conftest.py imports this module before any test runs.
+CI_PATHS = ("EVALDRIFT_RAGAS_PYTHON", "EVALDRIFT_INSPECT_PYTHON", "EVALDRIFT_PROMPTFOO_DIR",
+            "EVALDRIFT_DEEPEVAL_PYTHON", "EVALDRIFT_MLFLOW_PYTHON")
+EXPORTED = {name: os.environ[name] for name in CI_PATHS if os.environ.get(name)}
+
+
+def tool_path(variable: str, default: str) -> str:
+    """Where a tool's environment is: the path CI exported in `variable` when the tests started, else `default`."""
+    return EXPORTED.get(variable, default)
+
+
 def tool_env(variable: str, default: str) -> Path:
     """A tool's environment (python or folder): skip off CI when it is missing, fail under CI=true."""
-    path = Path(os.environ.get(variable, default))
+    path = Path(tool_path(variable, default))
     if not path.exists():
         message = f"no environment at {path} ({variable}; .ci/run builds it)"
         if os.environ.get("CI") == "true":
