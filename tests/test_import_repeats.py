@@ -68,7 +68,7 @@ def test_repeats_of_one_sample_are_folded_with_their_scores_read_as_a_single_row
 @pytest.mark.parametrize(("value", "words"), [
     ("high", "score must be a number in [0, 1], got the text 'high'"),
     ("9.5", "score must be a number in [0, 1], got '9.5'"),
-    ("nan", "score must be a number in [0, 1], got the text 'nan'"),
+    ("nan", "score must be a number in [0, 1], got the text 'nan' (leave the cell empty or null for not scored)"),
 ])
 def test_a_bad_score_in_a_repeat_is_refused_as_in_a_single_row(tmp_path: Path, value: str, words: str) -> None:
     with pytest.raises(InputError) as single:
