@@ -72,11 +72,11 @@ def test_a_parquet_bomb_is_refused_before_it_inflates_in_bounded_memory(
     path = parquet_bombs[bomb]
     assert path.stat().st_size < 20_000
     proc, peak = _peak_rss_mb(command, "--db", fresh_db, path, "--run-id", "bomb")
+    assert peak < PEAK_MB, f"peak {peak:.0f} MB"
     line = assert_usage_error(proc)
     assert line.startswith(f"error: {path}, "), line
     for part in names:
         assert part in line, (part, line)
-    assert peak < PEAK_MB, f"peak {peak:.0f} MB"
     if fresh_db.exists():
         with Store(fresh_db) as store:
             assert "bomb" not in store.run_ids()
@@ -158,10 +158,10 @@ def test_an_mlflow_store_whose_trace_ids_repeat_is_refused_before_reading_in_bou
     path = mlflow_store(tmp_path / "mlflow.db", traces, span_chars=500_000, sourced=sourced)
     assert path.stat().st_size < 1_000_000
     proc, peak = _peak_rss_mb("import", "--db", fresh_db, path, "--run-id", "bomb", "--tool-version", "3.17.2")
+    assert peak < PEAK_MB, f"peak {peak:.0f} MB"
     line = assert_usage_error(proc)
     assert line.startswith(f"error: {path}, row 2, field 'request_id': "), line
     assert "'tr-1'" in line and "rows 1 and 2" in line, line
-    assert peak < PEAK_MB, f"peak {peak:.0f} MB"
     if fresh_db.exists():
         with Store(fresh_db) as store:
             assert "bomb" not in store.run_ids()
