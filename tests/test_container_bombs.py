@@ -34,17 +34,22 @@ import pyarrow.parquet as pq
 path, kind, chars, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 offsets = pa.array([0, chars], pa.int32()).buffers()[1]
 value = pa.StringArray.from_buffers(1, offsets, pa.py_buffer(b"q" * chars))
-if kind == "dictionary":   # every row the same value: the file holds it once, a reader that expands it holds it each row
+if kind != "field":   # every row the same value: the file holds it once, a reader that expands it holds it each row
     value = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), value)
+if kind == "prefix":     # each row's value written as "all of the row before's": DELTA_BYTE_ARRAY
+    value = value.cast(pa.string())
 table = pa.table({"user_input": value, "response": pa.array(["a"] * rows),
                   "retrieved_contexts": pa.array([["p"]] * rows), "faithfulness": pa.array([0.5] * rows)})
 pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False,
-               use_dictionary=kind == "dictionary")
+               use_dictionary=kind == "dictionary",
+               column_encoding={"user_input": "DELTA_BYTE_ARRAY"} if kind == "prefix" else None)
 """
 
 # (name, kind, characters of the value, rows): one question of 300M characters (the issue's 11 kB file), and one
-# question of 300,000 characters stored once as a dictionary and given to 2,000 rows (600 MB when expanded).
-BOMBS = {"one-field": ("field", 300_000_000, 1), "dictionary": ("dictionary", 300_000, 2_000)}
+# question of 300,000 characters stored once and given to 2,000 rows (600 MB when expanded), as a dictionary and
+# as prefixes.
+BOMBS = {"one-field": ("field", 300_000_000, 1), "dictionary": ("dictionary", 300_000, 2_000),
+         "prefix": ("prefix", 300_000, 2_000)}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +63,14 @@ def parquet_bombs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+OVER_INPUT = "over the limit of 536,870,912 (EVALDRIFT_MAX_INPUT_BYTES"   # the default, 512 MiB
+
 # (command, bomb, what the one line names)
 PARQUET_DOORS = [
     ("ingest", "one-field", ("row 1, field 'user_input'", "EVALDRIFT_MAX_FIELD_CHARS", "before")),
     ("import", "one-field", ("row 1, field 'user_input'", "EVALDRIFT_MAX_FIELD_CHARS", "before")),
-    ("ingest", "dictionary", ("field 'user_input'", "over the limit of 536,870,912 (EVALDRIFT_MAX_INPUT_BYTES")),
+    ("ingest", "dictionary", ("row 1790, field 'user_input'", OVER_INPUT, "before")),
+    ("import", "prefix", ("row 1790, field 'user_input'", OVER_INPUT, "before")),
 ]
 
 

@@ -9,11 +9,13 @@ repeats a value's start in every row. So the sizes are checked where they are kn
    can under EVALDRIFT_MAX_FIELD_CHARS (at most 4 bytes a character, a field a row, plus what each value's
    length and levels take): a chunk larger than that holds a field over the limit, and is refused naming its
    column and rows without being decompressed.
-2. While reading: every text column with dictionary pages is read as a dictionary (pyarrow keeps the value once
-   and the rows' indices), and a DELTA_BYTE_ARRAY column in batches small enough that a batch cannot expand past
-   BATCH_BUDGET. Before a batch becomes Python objects, each row's bytes are measured: a value of more than 4
-   bytes a character of EVALDRIFT_MAX_FIELD_CHARS is refused with its row and field, and the file's values
-   together may not pass EVALDRIFT_MAX_INPUT_BYTES.
+2. Before a row is used: each row's text is measured where it lies, by DuckDB (lib.store.parquet_sizes: a
+   dictionary's value counted in every row that points at it, never copied) and, for a prefix-encoded
+   (DELTA_BYTE_ARRAY) column, by pyarrow in batches small enough that one cannot expand past BATCH_BUDGET. A value
+   of more than 4 bytes a character of EVALDRIFT_MAX_FIELD_CHARS is refused with its row and field, and the file's
+   values together may not pass EVALDRIFT_MAX_INPUT_BYTES.
+3. Then the file is read as it is, a batch at a time, each value measured again before it becomes a Python
+   object.
 
 A value under these limits is then checked, character by character, by the rules every door shares
 (lib.core.validate), as a JSONL or CSV file's is.
@@ -32,14 +34,14 @@ import pyarrow.parquet as pq
 
 from lib.core.errors import InputError
 from lib.core.settings import load as load_settings
+from lib.store import parquet_sizes
 
 ROW_INDEX = "row"                 # as lib.intake.reading names it
 BYTES_PER_CHAR = 4                # the most UTF-8 spends on one character
 VALUE_OVERHEAD = 16               # a value's length prefix and its repetition and definition levels, with room
 CHUNK_SLACK = 1 << 16             # page headers and statistics a column chunk adds
-BATCH_BUDGET = 64 << 20           # bytes a batch of a prefix-encoded column may expand to
+BATCH_BUDGET = 16 << 20           # bytes a batch of a prefix-encoded column may expand to (pyarrow peaks at ~4x)
 EXPANDING = frozenset({"DELTA_BYTE_ARRAY"})   # encodings whose values may repeat earlier bytes (besides dictionaries)
-DICTIONARY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
 INPUT_SETTING = "EVALDRIFT_MAX_INPUT_BYTES"
 FIELD_SETTING = "EVALDRIFT_MAX_FIELD_CHARS"
 
@@ -121,11 +123,71 @@ def row_bytes(array: pa.Array) -> np.ndarray:
     return np.full(n, array.nbytes / max(n, 1))   # another layout: already decoded, counted on average
 
 
+def _top(leaf: str) -> str:
+    return leaf.split(".")[0]
+
+
+def _over_field(sizes: np.ndarray, field_bytes: int, field_chars: int, *, start: int, name: str,
+                source: str) -> None:
+    over = np.flatnonzero(sizes > field_bytes)
+    if len(over):
+        raise InputError(f"holds {int(sizes[over[0]]):,} bytes, more than {field_chars:,} characters (the limit, "
+                         f"{FIELD_SETTING}; an operator can raise it); refused before it was read",
+                         row=start + int(over[0]), field=name, source=source)
+
+
+def _measure(path: str | Path, meta: pq.FileMetaData, rows: int, source: str, *, input_limit: int,
+             field_chars: int) -> None:
+    """Measure every row's text before any row is used: a value over the field limit, or the file's values
+    together over the input limit, is refused here, before a frame is made (so a chunked ingest stages nothing).
+
+    Text columns are measured by DuckDB in place (lib.store.parquet_sizes: a dictionary's value is counted in each
+    row that points at it, and never copied); prefix-encoded ones by pyarrow, in batches of `rows`; every other
+    column counts as much as its pages hold uncompressed.
+    """
+    field_bytes = BYTES_PER_CHAR * field_chars
+    prefixed = sorted({_top(leaf) for leaf in _leaves(meta, EXPANDING)})
+    measured = parquet_sizes.column_sizes(path, skip=prefixed, source=source)
+    for column in measured:
+        if column.largest > field_bytes:
+            row = parquet_sizes.first_row_over(path, column.column, field_bytes, source=source)
+            raise InputError(f"holds {column.largest:,} bytes, more than {field_chars:,} characters (the limit, "
+                             f"{FIELD_SETTING}; an operator can raise it); refused before it was read",
+                             row=row or None, field=column.column, source=source)
+    counted = {c.column for c in measured} | set(prefixed)
+    fixed = sum(meta.row_group(g).column(c).total_uncompressed_size for g in range(meta.num_row_groups)
+                for c in range(meta.num_columns) if _top(meta.row_group(g).column(c).path_in_schema) not in counted)
+    total = float(fixed + sum(c.total for c in measured))
+    if total > input_limit:
+        largest = max(measured, key=lambda c: c.total).column
+        row = parquet_sizes.first_row_past(path, [c.column for c in measured], fixed, input_limit, source=source)
+        raise _over_input(input_limit, row or None, largest, source)
+    if prefixed:
+        start = 1
+        for batch in pq.ParquetFile(path, metadata=meta).iter_batches(batch_size=rows, columns=prefixed):
+            for name, array in zip(batch.schema.names, batch.columns, strict=True):
+                sizes = row_bytes(array)
+                _over_field(sizes, field_bytes, field_chars, start=start, name=name, source=source)
+                running = total + np.cumsum(sizes)
+                past = np.flatnonzero(running > input_limit)
+                if len(past):
+                    raise _over_input(input_limit, start + int(past[0]), name, source)
+                total = float(running[-1]) if len(running) else total
+            start += batch.num_rows
+
+
+def _over_input(limit: int, row: int | None, field: str, source: str) -> InputError:
+    return InputError(f"the file's values reach more than {limit:,} bytes here, over the limit of {limit:,} "
+                      f"({INPUT_SETTING}; an operator can raise it); refused before they were read", row=row,
+                      field=field, source=source)
+
+
 def frames(path: str | Path, *, batch_rows: int, source: str | None = None) -> Iterator[pd.DataFrame]:
     """The file as frames of at most `batch_rows` rows of plain Python values, indexed by row from 1.
 
     Raises:
-        InputError: unreadable, or over a limit (file, row and field named), before the values are expanded.
+        InputError: unreadable, or over a limit (file, row and field named), before the values are expanded
+            and before the first frame is given.
     """
     source = source or str(path)
     settings = load_settings()
@@ -138,29 +200,16 @@ def frames(path: str | Path, *, batch_rows: int, source: str | None = None) -> I
     prefixed = _leaves(meta, EXPANDING)
     # a prefix-encoded value is at most its chunk long: batches small enough that one cannot expand past the budget
     rows = min(batch_rows, max(1, BATCH_BUDGET // max(prefixed.values()))) if prefixed else batch_rows
-    field_bytes = BYTES_PER_CHAR * field_chars
-    total = 0.0
     start = 1
     try:
-        handle = pq.ParquetFile(path, metadata=meta, read_dictionary=list(_leaves(meta, DICTIONARY)))
-        for batch in handle.iter_batches(batch_size=rows):
-            columns = {}
+        _measure(path, meta, rows, source, input_limit=input_limit, field_chars=field_chars)
+        # measured: the values fit the limits, and are read as they are
+        for batch in pq.ParquetFile(path, metadata=meta).iter_batches(batch_size=rows):
             for name, array in zip(batch.schema.names, batch.columns, strict=True):
-                sizes = row_bytes(array)
-                over = np.flatnonzero(sizes > field_bytes)
-                if len(over):
-                    raise InputError(f"holds {int(sizes[over[0]]):,} bytes, more than {field_chars:,} characters "
-                                     f"(the limit, {FIELD_SETTING}; an operator can raise it); refused before it "
-                                     f"was read", row=start + int(over[0]), field=name, source=source)
-                running = total + np.cumsum(sizes)
-                past = np.flatnonzero(running > input_limit)
-                if len(past):
-                    raise InputError(f"the file's values reach more than {input_limit:,} bytes here, over the limit "
-                                     f"of {input_limit:,} ({INPUT_SETTING}; an operator can raise it); refused before "
-                                     f"they were read", row=start + int(past[0]), field=name, source=source)
-                total = float(running[-1]) if len(running) else total
-                columns[name] = array
-            frame = pd.DataFrame({name: array.to_pylist() for name, array in columns.items()}, dtype=object)
+                _over_field(row_bytes(array), BYTES_PER_CHAR * field_chars, field_chars, start=start, name=name,
+                            source=source)
+            frame = pd.DataFrame({name: array.to_pylist() for name, array in zip(batch.schema.names, batch.columns,
+                                                                                   strict=True)}, dtype=object)
             frame.index = pd.RangeIndex(start, start + len(frame), name=ROW_INDEX)
             start += len(frame)
             yield frame
