@@ -21,7 +21,7 @@ import pytest
 from lib.core.errors import InputError
 from lib.intake.uploads import prepare_tool_upload, read_upload
 from lib.store import Store
-from tests.test_cli import assert_usage_error, cli
+from tests.test_cli import ROOT, assert_usage_error, cli
 from tests.test_hostile_imports import _peak_rss_mb
 
 PEAK_MB = 400   # lib/intake/README.md: "every refusal below stays under 400 MB"
@@ -100,6 +100,22 @@ def test_the_import_page_refuses_a_parquet_bomb_in_the_same_line_without_a_serve
         assert line.startswith("bomb.parquet, row 1, field 'user_input': "), line
         assert "before" in line and "EVALDRIFT_MAX_FIELD_CHARS" in line, line
         assert "/tmp" not in line and "\n" not in line
+
+
+def test_a_page_larger_than_its_footer_says_is_refused_by_the_measure_in_bounded_memory(
+        parquet_bombs: dict[str, Path]) -> None:
+    """Behind the footer check: a footer can understate a page, and the measure that follows it holds at most
+    256 MB. Here the footer check is skipped (the one-field bomb's 300 MB page is read by the measure itself)."""
+    code = ("import sys; from lib.store.parquet_sizes import column_sizes\n"
+            "try:\n    column_sizes(sys.argv[1])\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+    wrapper = ("import resource, subprocess, sys; p = subprocess.run([sys.executable, '-c', *sys.argv[1:]], "
+               "capture_output=True, text=True); print(p.stdout.strip()); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    proc = subprocess.run([sys.executable, "-c", wrapper, code, str(parquet_bombs["one-field"])], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    said, peak = proc.stdout.strip().splitlines()
+    assert said.startswith("InputError ") and "a page of the file needs more than 256 MB to read" in said, said
+    assert int(peak) / 1024 < PEAK_MB, f"peak {int(peak) / 1024:.0f} MB"
 
 
 # -- an MLflow store whose rows multiply -------------------------------------------------------------------------

@@ -19,6 +19,15 @@ from duckdb import ColumnExpression, FunctionExpression, LambdaExpression
 
 from lib.core.errors import InputError
 
+MEMORY_MB = 256   # what measuring may hold: a streaming read holds a page or two, never the file
+
+
+def _unreadable(exc: duckdb.Error, source: str) -> InputError:
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return InputError(f"a page of the file needs more than {MEMORY_MB} MB to read (more than its footer says); "
+                          f"refused before it was read", source=source)
+    return InputError(f"not a readable Parquet file: {str(exc).splitlines()[0]}", source=source)
+
 
 @dataclass(frozen=True)
 class ColumnSizes:
@@ -46,6 +55,9 @@ class _Measured:
         self.source = source
         self.con = duckdb.connect(":memory:")
         try:
+            # a page whose header claims more than this is refused, not allocated: the footer's sizes are checked
+            # first, but a footer can understate what a page header then asks for
+            self.con.execute(f"SET memory_limit = '{MEMORY_MB}MB'")
             rel = self.con.read_parquet(str(path), file_row_number=True)
             names = [c for c in rel.columns if c != "file_row_number"]
             sizes = [(n, _size(n, str(t))) for n, t in zip(rel.columns, rel.types, strict=True) if n in names
@@ -57,7 +69,7 @@ class _Measured:
             self.rel = rel.project(*exprs, row) if exprs else None
         except duckdb.Error as exc:
             self.close()
-            raise InputError(f"not a readable Parquet file: {exc}", source=source) from None
+            raise _unreadable(exc, source) from None
 
     def run(self, sql: str) -> list[tuple]:
         """A query over the sizes relation (named `sizes`); its text names only the aliases made here."""
@@ -67,7 +79,7 @@ class _Measured:
             assert result is not None   # a SELECT gives a relation
             return result.fetchall()
         except duckdb.Error as exc:
-            raise InputError(f"not a readable Parquet file: {exc}", source=self.source) from None
+            raise _unreadable(exc, self.source) from None
 
     def close(self) -> None:
         self.con.close()
@@ -91,19 +103,22 @@ def column_sizes(path: str | Path, *, skip: Collection[str] = (), source: str | 
 
 
 def first_row_over(path: str | Path, column: str, limit: int, *, source: str | None = None) -> int:
-    """The first row (from 1) whose `column` holds more than `limit` bytes (0: none)."""
+    """The first row (from 1) whose `column` holds more than `limit` bytes (0: none, or not found)."""
     measured = _Measured(path, (), source or str(path))
     try:
         k = measured.columns.index(column)
         rows = measured.run(f"SELECT min(r) FROM sizes WHERE s{k} > {int(limit)}")
         return int(rows[0][0] or 0)
+    except InputError:
+        return 0   # the refusal stands; only its row is not named
     finally:
         measured.close()
 
 
 def first_row_past(path: str | Path, columns: Collection[str], start: int, limit: int, *,
                    source: str | None = None) -> int:
-    """The first row (from 1) at which `start` plus the running total of `columns` passes `limit` (0: none)."""
+    """The first row (from 1) at which `start` plus the running total of `columns` passes `limit` (0: none, or
+    not found)."""
     measured = _Measured(path, (), source or str(path))
     try:
         chosen = [k for k, name in enumerate(measured.columns) if name in columns]
@@ -113,6 +128,8 @@ def first_row_past(path: str | Path, columns: Collection[str], start: int, limit
         rows = measured.run(f"SELECT min(r) FROM (SELECT r, sum({row_total}) OVER (ORDER BY r ROWS UNBOUNDED "
                             f"PRECEDING) AS running FROM sizes) WHERE running > {int(limit) - int(start)}")
         return int(rows[0][0] or 0)
+    except InputError:
+        return 0   # the refusal stands; only its row is not named
     finally:
         measured.close()
 
