@@ -189,6 +189,9 @@ def test_an_mlflow_store_whose_trace_ids_repeat_is_refused_before_reading_in_bou
     if fresh_db.exists():
         with Store(fresh_db) as store:
             assert "bomb" not in store.run_ids()
+    with pytest.raises(InputError) as page:   # the Import page: the same line, the upload's name
+        prepare_tool_upload("mlflow.db", path.read_bytes(), fmt="mlflow", run_id="bomb")
+    assert str(page.value) == line.removeprefix("error: ").replace(str(path), "mlflow.db")
 
 
 def test_an_mlflow_evaluation_over_the_input_limit_is_refused_at_the_trace_that_crosses_it(
