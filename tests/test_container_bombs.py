@@ -90,6 +90,53 @@ def test_a_parquet_bomb_is_refused_before_it_inflates_in_bounded_memory(
             assert "bomb" not in store.run_ids()
 
 
+def _one_column(path: Path, values: list[str], encoding: str) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column = pa.array(values, pa.string())
+    pq.write_table(pa.table({"user_input": column}), path, compression="zstd", store_schema=False,
+                   write_statistics=False, use_dictionary=encoding == "dictionary",
+                   column_encoding={"user_input": "DELTA_BYTE_ARRAY"} if encoding == "prefix" else None)
+    return path
+
+
+# Each check of lib/intake/parquetread.py, a row each, with limits lowered so the files are small:
+# (case, EVALDRIFT_MAX_FIELD_CHARS, EVALDRIFT_MAX_INPUT_BYTES, values, encoding, row, words; None: read)
+PARQUET_CHECKS = [
+    ("footer: a chunk more than its rows can hold", 1_000, 536_870_912, ["q" * 100_000], "plain", 1,
+     "the column holds 100,0"),
+    ("footer: the chunks together over the input limit", 1_000_000, 100_000, [str(k) * 4_000 for k in range(40)],
+     "plain", 1, "the file's pages hold more than 100,000 bytes uncompressed"),
+    ("measured: one value over the field limit", 1_000, 536_870_912, ["a", "b" * 5_000, "c"], "dictionary", 2,
+     "holds 5,000 bytes, more than 1,000 characters"),
+    ("measured: a dictionary value expanded past the input limit", 1_000_000, 100_000, ["q" * 2_000] * 100,
+     "dictionary", 51, "the file's values reach more than 100,000 bytes here"),
+    ("measured: prefixes expanded past the input limit", 1_000_000, 100_000, ["q" * 2_000] * 100, "prefix", 51,
+     "the file's values reach more than 100,000 bytes here"),
+    ("under every limit", 1_000_000, 100_000, ["q" * 2_000] * 40, "dictionary", None, None),
+]
+
+
+@pytest.mark.parametrize(("field_chars", "input_bytes", "values", "encoding", "row", "words"),
+                         [c[1:] for c in PARQUET_CHECKS], ids=[c[0] for c in PARQUET_CHECKS])
+def test_each_parquet_check_refuses_at_its_own_row_and_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field_chars: int, input_bytes: int, values: list[str],
+        encoding: str, row: int | None, words: str | None) -> None:
+    from lib.intake.reading import read_table
+
+    path = _one_column(tmp_path / "t.parquet", values, encoding)
+    monkeypatch.setenv("EVALDRIFT_MAX_FIELD_CHARS", str(field_chars))
+    monkeypatch.setenv("EVALDRIFT_MAX_INPUT_BYTES", str(input_bytes))
+    if words is None:
+        assert read_table(path)["user_input"].tolist() == values
+        return
+    with pytest.raises(InputError) as refused:
+        read_table(path)
+    assert (refused.value.row, refused.value.field) == (row, "user_input"), str(refused.value)
+    assert words in refused.value.reason and "before" in refused.value.reason, refused.value.reason
+
+
 def test_the_import_page_refuses_a_parquet_bomb_in_the_same_line_without_a_server_path(
         parquet_bombs: dict[str, Path]) -> None:
     data = parquet_bombs["one-field"].read_bytes()
