@@ -49,24 +49,26 @@ def _size(name: str, kind: str) -> duckdb.Expression | None:
 
 
 class _Measured:
-    """One file's text columns as a relation of sizes: s0, s1, ... per row, and r, the row from 1."""
+    """One file's text columns as a relation of sizes: s0, s1, ... per row (and r, the row from 1, with rows)."""
 
-    def __init__(self, path: str | Path, skip: Collection[str], source: str) -> None:
+    def __init__(self, path: str | Path, skip: Collection[str], source: str, *, rows: bool = False) -> None:
         self.source = source
         self.con = duckdb.connect(":memory:")
         try:
             # a page whose header claims more than this is refused, not allocated: the footer's sizes are checked
             # first, but a footer can understate what a page header then asks for
             self.con.execute(f"SET memory_limit = '{MEMORY_MB}MB'")
-            rel = self.con.read_parquet(str(path), file_row_number=True)
-            names = [c for c in rel.columns if c != "file_row_number"]
+            # the row number only where a row is looked for (a file may have a column of that name itself)
+            rel = self.con.read_parquet(str(path), file_row_number=rows)
+            names = [c for c in rel.columns if not (rows and c == "file_row_number")]
             sizes = [(n, _size(n, str(t))) for n, t in zip(rel.columns, rel.types, strict=True) if n in names
                      and n not in skip]
             self.columns = [n for n, e in sizes if e is not None]
             exprs = [e.alias(f"s{k}") for k, (_, e) in enumerate((n, e) for n, e in sizes if e is not None)]
-            row = (FunctionExpression("+", ColumnExpression("file_row_number"), duckdb.ConstantExpression(1))
-                   .alias("r"))
-            self.rel = rel.project(*exprs, row) if exprs else None
+            if rows:
+                exprs.append(FunctionExpression("+", ColumnExpression("file_row_number"),
+                                                duckdb.ConstantExpression(1)).alias("r"))
+            self.rel = rel.project(*exprs) if self.columns else None
         except duckdb.Error as exc:
             self.close()
             raise _unreadable(exc, source) from None
@@ -104,7 +106,10 @@ def column_sizes(path: str | Path, *, skip: Collection[str] = (), source: str | 
 
 def first_row_over(path: str | Path, column: str, limit: int, *, source: str | None = None) -> int:
     """The first row (from 1) whose `column` holds more than `limit` bytes (0: none, or not found)."""
-    measured = _Measured(path, (), source or str(path))
+    try:
+        measured = _Measured(path, (), source or str(path), rows=True)
+    except InputError:
+        return 0   # the refusal stands; only its row is not named
     try:
         k = measured.columns.index(column)
         rows = measured.run(f"SELECT min(r) FROM sizes WHERE s{k} > {int(limit)}")
@@ -119,7 +124,10 @@ def first_row_past(path: str | Path, columns: Collection[str], start: int, limit
                    source: str | None = None) -> int:
     """The first row (from 1) at which `start` plus the running total of `columns` passes `limit` (0: none, or
     not found)."""
-    measured = _Measured(path, (), source or str(path))
+    try:
+        measured = _Measured(path, (), source or str(path), rows=True)
+    except InputError:
+        return 0   # the refusal stands; only its row is not named
     try:
         chosen = [k for k, name in enumerate(measured.columns) if name in columns]
         if not chosen:
