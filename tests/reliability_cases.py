@@ -278,6 +278,11 @@ PROCESS_CASES: tuple[ProcessCase, ...] = (
                 "honestly, and the same declared as 12 kB", "exit 2 naming the member and the limit "
                 "(`EVALDRIFT_MAX_INPUT_BYTES`), before reading or at the declared size; peak memory 136 MB "
                 "(asserted under 400 MB)"),
+    ProcessCase("container-bombs", "security", "a 10 kB Parquet with one zstd field of 300M characters, a 1 kB "
+                "one with a 300,000-character value in 2,000 rows as a dictionary and as prefixes, and an MLflow "
+                "store with 3,000 trace rows of one id and a 500 kB span (tests/test_container_bombs.py)",
+                "exit 2, one line naming file, row and field, before the pages inflate or the rows multiply; "
+                "peak memory 143-264 MB (asserted under 400 MB); nothing written"),
     ProcessCase("huge-sample-page", "security", "a run recorded under a raised field cap with a 3,000,000-"
                 "character answer and 3,000,000 characters of passages, opened on the Run page",
                 "each text cut to 20,000 characters with a note and a download of the whole; no MessageSizeError"),

@@ -25,12 +25,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lib.core.errors import InputError
 from lib.core.records import MAIN, RunRecord
-from lib.intake import ingest, reading
+from lib.intake import ingest, parquetread, reading
 from lib.intake.ingest import FIELD_COLUMNS, ROW_INDEX, SAMPLE_ID
 from lib.store import Store
 
@@ -179,19 +177,8 @@ def _csv_frames(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
 
 
 def _parquet_frames(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
-    source = str(path)
-    try:
-        handle = pq.ParquetFile(path)
-        start = 1
-        for batch in handle.iter_batches(batch_size=chunk_rows):
-            frame = pd.DataFrame({name: batch.column(name).to_pylist() for name in batch.schema.names}, dtype=object)
-            frame.index = pd.RangeIndex(start, start + len(frame), name=ROW_INDEX)
-            start += len(frame)
-            yield frame
-    except FileNotFoundError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"not a readable Parquet file: {exc}", source=source) from None
+    # sizes checked from the footer, and each batch measured before it becomes Python objects (issue 39 item 2)
+    return parquetread.frames(path, batch_rows=chunk_rows)
 
 
 def ingest_file(store: Store, path: str | Path, *, run_id: str, started_at: datetime | None = None,

@@ -108,7 +108,7 @@ _Fail = Callable[..., InputError]  # (message, canonical field) -> the error nam
 
 
 # -- validating -----------------------------------------------------------------------
-def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] = ()
+def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] = (), repeats: bool = False
                        ) -> tuple[list[EvalSample], dict[str, list[SampleResult]]]:
     """Validate every row of a frame and turn it into samples and per-metric results.
 
@@ -120,10 +120,16 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
         source: the file name or frame description errors carry.
         metrics: metrics to be scored from the samples; the fields they receive
             must be present (as must those of the file's own score columns).
+        repeats: rows sharing a sample id are repeats of one sample (a tool's
+            epochs or --repeat), each validated as a single row is; they must
+            ask the same question against the same reference (one id, one
+            sample), else the later row is refused naming both. False: a
+            shared id is refused as a duplicate.
 
     Returns:
-        The samples in row order, and for each metric column present its
-        results keyed by canonical metric name, in the same order.
+        The samples in row order (with repeats: one per row, ids repeated),
+        and for each metric column present its results keyed by canonical
+        metric name, in the same order.
 
     Raises:
         InputError: for the first bad cell in row order (row = the frame's
@@ -141,6 +147,7 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
     samples: list[EvalSample] = []
     results: dict[str, list[SampleResult]] = {m: [] for m in metrics}
     first_row_of: dict[str, int] = {}
+    first_sample_of: dict[str, EvalSample] = {}
     limit = field_limit()
     for i, row in enumerate(row_numbers):
         def bad(message: str, canon: str, row: int = row) -> InputError:
@@ -150,9 +157,8 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
             sample_id = _sample_id(values[SAMPLE_ID][i], bad)
         else:
             sample_id = f"row-{row}"
-        if sample_id in first_row_of:
+        if sample_id in first_row_of and not repeats:
             raise bad(f"duplicate sample id {sample_id!r} (first at row {first_row_of[sample_id]})", SAMPLE_ID)
-        first_row_of[sample_id] = row
         texts = {name: _text(values[name][i], name, bad) if name in columns else ""
                  for name in (QUESTION, ANSWER, GROUND_TRUTH)}
         contexts = _contexts(values[CONTEXTS][i], bad) if CONTEXTS in columns else ()
@@ -160,6 +166,16 @@ def records_from_frame(df: pd.DataFrame, *, source: str, metrics: Sequence[str] 
         sample = EvalSample(sample_id, texts[QUESTION], texts[ANSWER], contexts, ground_truth)
         if long := sample_length_problem(sample, limit):  # names the sample fields as canon does
             raise bad(long[1], long[0])
+        if sample_id in first_row_of:  # a repeat: the same sample, asked again (its answer may differ)
+            first = first_row_of[sample_id]
+            earlier = first_sample_of[sample_id]
+            for name in (QUESTION, GROUND_TRUTH):
+                if name in columns and getattr(earlier, name) != getattr(sample, name):
+                    raise bad(f"rows {first} and {row} share the id {sample_id!r} but differ in this field: one id "
+                              f"is one sample (give each its own id)", name)
+        else:
+            first_row_of[sample_id] = row
+            first_sample_of[sample_id] = sample
         samples.append(sample)
         for metric in metrics:
             score = _score(values[metric][i], metric, bad)

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lib.core import jsontext
 from lib.core.errors import InputError
+from lib.intake import parquetread  # a Parquet file's sizes are checked from its footer before a page inflates
 
 ROW_INDEX = "row"
 READERS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -140,16 +139,7 @@ def csv_decode_error(path: Path, source: str) -> InputError:
 
 
 def _read_parquet(path: Path, source: str) -> pd.DataFrame:
-    try:
-        table = pq.read_table(path)
-    except FileNotFoundError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"not a readable Parquet file: {exc}", source=source) from None
-    # to_pylist keeps null (None) apart from NaN and gives list columns as lists.
-    frame = pd.DataFrame({name: table.column(name).to_pylist() for name in table.column_names}, dtype=object)
-    frame.index = pd.RangeIndex(1, len(frame) + 1, name=ROW_INDEX)
-    return frame
+    return parquetread.read_whole(path, source=source)
 
 
 def describe_value(value: object) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lib.core.errors import InputError
+from lib.core.settings import load as load_settings
 
 NEEDED = ("runs", "tags", "trace_info", "trace_request_metadata", "spans", "assessments")
 
@@ -100,14 +101,61 @@ def mlflow_runs(path: str | Path) -> list[MlflowRun]:
             for r in rows]
 
 
+# Each trace's text, measured by SQLite (length() of the bytes) before a byte of it is read, in the order the
+# importer reads it: the run's traces come from a join, and a store whose ids repeat would give each row again.
+_SIZES = (
+    "SELECT i.request_id, "
+    "  (SELECT coalesce(sum(length(CAST(v.value AS BLOB))), 0) FROM trace_request_metadata v "
+    "   WHERE v.request_id = i.request_id AND v.key = 'mlflow.traceInputs'), "
+    "  (SELECT coalesce(sum(length(CAST(v.value AS BLOB))), 0) FROM trace_request_metadata v "
+    "   WHERE v.request_id = i.request_id AND v.key = 'mlflow.traceOutputs'), "
+    "  (SELECT coalesce(sum(length(CAST(s.content AS BLOB))), 0) FROM spans s "
+    "   WHERE s.trace_id = i.request_id AND s.type = 'RETRIEVER'), "
+    "  (SELECT coalesce(sum(" + " + ".join(f"coalesce(length(CAST(a.{c} AS BLOB)), 0)"
+                                        for c in ("name", "assessment_type", "value", "error", "source_type",
+                                                  "source_id")) + "), 0) "
+    "   FROM assessments a WHERE a.trace_id = i.request_id AND (a.valid IS NULL OR a.valid = 1)) "
+    "FROM trace_info i JOIN trace_request_metadata m ON m.request_id = i.request_id "
+    "WHERE m.key = 'mlflow.sourceRun' AND m.value = ? ORDER BY i.timestamp_ms, i.request_id")
+_PARTS = ("inputs", "outputs", "spans", "assessments")   # the field an over-limit error names, in _SIZES' column order
+
+
+def _check_sizes(conn: sqlite3.Connection, run_id: str, source: str) -> None:
+    """Refuse an evaluation whose trace ids repeat, or whose text together passes EVALDRIFT_MAX_INPUT_BYTES,
+    from SQLite's measure of it: nothing is read into Python before.
+
+    Raises:
+        InputError: naming the row (the trace's place in the evaluation), the field and the limit.
+    """
+    limit = load_settings().max_input_bytes
+    first_row: dict[str, int] = {}
+    total = 0
+    for row, (trace_id, *sizes) in enumerate(conn.execute(_SIZES, (run_id,)), start=1):
+        if trace_id in first_row:
+            raise InputError(f"rows {first_row[trace_id]} and {row} are one trace, {trace_id!r}: a trace id given "
+                             f"twice (in trace_info, or the evaluation's mlflow.sourceRun metadata) is not a store "
+                             f"MLflow writes", row=row, field="request_id", source=source)
+        first_row[trace_id] = row
+        for field, size in zip(_PARTS, sizes, strict=True):
+            total += int(size or 0)
+            if total > limit:
+                raise InputError(f"the evaluation's text reaches more than {limit:,} bytes here, over the limit of "
+                                 f"{limit:,} (EVALDRIFT_MAX_INPUT_BYTES; an operator can raise it); refused before "
+                                 f"it was read", row=row, field=field, source=source)
+
+
 def mlflow_traces(path: str | Path, run_id: str) -> list[MlflowTrace]:
     """The traces an MLflow run made, in time order, with their passages and assessments.
 
+    Before any text is read, the traces' sizes are measured in SQLite: a trace id given twice, or text
+    together over EVALDRIFT_MAX_INPUT_BYTES, is refused (a store's rows can repeat what a file holds once).
+
     Raises:
-        InputError: not a SQLite file, or not an MLflow store with traces.
+        InputError: not a SQLite file, not an MLflow store with traces, a trace id given twice, or over the limit.
     """
     conn = _connect(Path(path))
     try:
+        _check_sizes(conn, run_id, str(path))
         traces = conn.execute(
             "SELECT i.request_id, i.timestamp_ms, "
             "  (SELECT v.value FROM trace_request_metadata v WHERE v.request_id = i.request_id "

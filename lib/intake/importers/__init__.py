@@ -154,7 +154,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
                          + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "") + hint + ")",
                          field="metrics", source=name)
     frame, clamped = clamp_scores(got.frame, metrics)
-    frame, repeats = fold_repeats(frame, metrics) if "id" in frame.columns else (frame, {})
+    frame, repeats = fold_repeats(frame, metrics, source=name) if "id" in frame.columns else (frame, {})
     notes: dict[str, object] = {"tool": got.tool, **got.notes, **repeats}
     if clamped:
         notes["clamped_scores"] = clamped

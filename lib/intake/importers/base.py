@@ -15,6 +15,8 @@ from datetime import datetime
 
 import pandas as pd
 
+from lib.core.results import OK
+
 # a score this close outside [0, 1] is floating point (promptfoo's cosine similarity gives 1.0000000000000002)
 FLOAT_TOLERANCE = 1e-9
 
@@ -101,30 +103,44 @@ def clamp_scores(frame: pd.DataFrame, metrics: list[str]) -> tuple[pd.DataFrame,
     return out, clamped
 
 
-def fold_repeats(frame: pd.DataFrame, metrics: list[str], id_column: str = "id"
+def fold_repeats(frame: pd.DataFrame, metrics: list[str], id_column: str = "id", *, source: str
                  ) -> tuple[pd.DataFrame, dict[str, object]]:
     """Rows that share an id are repeats of one sample (Inspect epochs, promptfoo --repeat): one row each.
 
-    The sample keeps its first repeat's fields; each metric's score is the mean of its repeats' scores
-    (not scored when none was). Notes say how many repeats there were and, per metric, the mean
-    within-sample standard deviation: the tool's own repeat noise.
+    Every row is first validated as a single row is (lib.intake.ingest.records_from_frame with repeats): a
+    score in a repeat is read as in a single row ("0.5" in a CSV is 0.5; "high" or 9.5 is refused with its
+    row), and rows sharing an id must ask the same question against the same reference, else the later one is
+    refused naming both rows. The sample keeps its first repeat's fields and row number; each metric's score
+    is the mean of its repeats' scores (not scored when none was). Notes say how many repeats there were and,
+    per metric, the mean within-sample standard deviation: the tool's own repeat noise.
+
+    Raises:
+        InputError: a bad value in any row, or one id given to different samples (file, row and field named).
     """
+    from lib.intake.ingest import METRIC_COLUMNS, records_from_frame
+
     counts = frame[id_column].value_counts(sort=False)
     if counts.empty or counts.max() < 2:
         return frame, {}
-    rows: list[pd.Series] = []
-    spread: dict[str, list[float]] = {m: [] for m in metrics if m in frame.columns}
-    for _sid, group in frame.groupby(id_column, sort=False):
-        row = group.iloc[0].copy()
-        for metric in spread:
-            scores = [n for n in (_number(v) for v in group[metric].tolist()) if n is not None]
-            row[metric] = sum(scores) / len(scores) if scores else None
-            if len(scores) > 1:
+    samples, results = records_from_frame(frame, source=source, repeats=True)
+    positions: dict[str, list[int]] = {}
+    for k, sample in enumerate(samples):
+        positions.setdefault(sample.sample_id, []).append(k)
+    names = {str(c).strip(): c for c in frame.columns}
+    column_of = {m: next(names[a] for a in METRIC_COLUMNS[m] if a in names) for m in results}
+    firsts = [ks[0] for ks in positions.values()]
+    out = frame.iloc[firsts].copy()
+    spread: dict[str, list[float]] = {m: [] for m in metrics if m in results}
+    for metric, rs in results.items():
+        means: list[float | None] = []
+        for ks in positions.values():
+            scores = [s for k in ks if (s := rs[k].score) is not None and rs[k].status == OK]
+            means.append(sum(scores) / len(scores) if scores else None)
+            if len(scores) > 1 and metric in spread:
                 mean = sum(scores) / len(scores)
                 spread[metric].append(math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)))
-        rows.append(row)
-    out = pd.DataFrame(rows, dtype=object).reset_index(drop=True)
-    out.index = pd.RangeIndex(1, len(out) + 1, name="row")
-    notes: dict[str, object] = {"repeats": int(counts.max()), "rows_read": len(frame), "samples": len(out)}
+        out[column_of[metric]] = pd.Series(means, index=out.index, dtype=object)
+    notes: dict[str, object] = {"repeats": max(len(ks) for ks in positions.values()), "rows_read": len(frame),
+                                "samples": len(out)}
     notes["repeat_sd"] = {m: round(sum(v) / len(v), 6) for m, v in spread.items() if v}
     return out, notes
