@@ -62,9 +62,10 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
            f"Database {ui.md_literal(database)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
+evidence = loaders.jump_evidence(ctx.db_path, ctx.version, ui_history.version(ctx))
 ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
                           loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
-                          loaders.jumps(ctx.db_path, ctx.version))
+                          loaders.jumps(ctx.db_path, ctx.version), evidence)
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
@@ -98,13 +99,15 @@ with left:
     for j in recent:
         with st.container(border=True):
             arrow = "up" if j.delta > 0 else "down"
-            noisy = incidents.likely_noise(j)
-            colour = "gray" if noisy else "red" if j.ratio >= 2 else "orange"
+            known = evidence.get((j.metric, j.run_id))
+            noisy = incidents.likely_noise(j, known)   # never with a lint finding, an instrument change or a LEAK
+            said = incidents.reading(j, known)          # the latest evidence first
+            alarming = known is not None and bool(known.reads_never or known.leak)
+            colour = "gray" if noisy else "red" if j.ratio >= 2 or alarming else "orange"
             st.markdown(f":{colour}[**{ui.md_literal(j.metric)}** {arrow} "
                         f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
-                        + (": about 1x the threshold, likely noise." if noisy else
-                           ", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
+                        + (f": {ui.md_literal(said)}." if said else "."),
                         help=trends.HELP[trends.JUMP_THRESHOLD])
             st.caption("Suspects, most likely first:",
                        help=glossary.help_for("instrument", "binding", "split"))
