@@ -46,7 +46,7 @@ if history.empty:
     show_rejected(rejected)
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
-cards = loaders.metric_cards(ctx.db_path, ctx.version)
+cards = loaders.metric_cards(ctx.db_path, ctx.version, ui_history.version(ctx))
 recent, earlier = views.recent_jumps(loaders.jumps(ctx.db_path, ctx.version))
 canary = loaders.canary(ctx.db_path, ctx.version)
 lint = loaders.lint(ctx.db_path, ctx.version)
@@ -90,6 +90,8 @@ for card in cards:
         )
         st.vega_lite_chart(views.sparkline_spec(card.spark), height=SPARK_HEIGHT, width="stretch",
                            key=f"spark_{card.metric}")
+        if card.leak_note:   # a latest score measured by a template that reads a must-never-receive field
+            st.caption(f":red[{ui.md_literal(card.leak_note)}]")
 
 left, right = st.columns([3, 2], gap="large")
 with left:

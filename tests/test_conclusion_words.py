@@ -21,12 +21,12 @@ from lib.core.samples import EvalSample
 from lib.diagnosis import incidents, trends
 from lib.diagnosis.ablation import LEAK, AblationSpec, run_ablation
 from lib.diagnosis.incidents import JumpEvidence
-from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
+from lib.diagnosis.rejudge import RejudgeSpec, finished_series, run_rejudge, trusted_instrument
 from lib.diagnosis.trends import Jump
 from lib.diagnosis.trends._diagnose import Suspect
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
-from lib.presentation import review
+from lib.presentation import review, views
 from lib.store import Store
 from tests.support import synthetic_runs as syn
 
@@ -108,6 +108,15 @@ def test_a_now_measured_by_a_template_that_reads_the_reference_is_marked_with_th
         (faith,) = incidents.standing(store.metric_history(), found, series, metrics=["faithfulness"],
                                       lint=trends.lint_status(store))
     assert faith.sentence.startswith(f"faithfulness {words}"), faith.sentence
+
+
+def test_the_overview_card_of_a_leaky_latest_score_carries_the_same_mark(history_db: Path) -> None:
+    with Store(history_db) as store:
+        h = store.metric_history()
+        (card,) = views.metric_cards(h, lint=trends.lint_status(store), series=finished_series(store))
+        (bare,) = views.metric_cards(h, lint=trends.lint_status(store))
+    assert card.leak_note == f"its template reads ground_truth; {clean_score(regressed):.3f} without it, re-judged"
+    assert bare.leak_note.startswith("its template reads ground_truth, which faithfulness must never receive")
 
 
 def test_a_leaky_now_with_no_clean_rejudge_says_there_is_no_score_without_it_yet(history_db: Path) -> None:

@@ -99,10 +99,12 @@ def incidents(db_path: str, version: str):
 
 
 @st.cache_data(show_spinner=False)
-def metric_cards(db_path: str, version: str) -> list[views.MetricCard]:
-    """The Overview's card per metric (latest score, change within its instrument, noise, sparkline)."""
+def metric_cards(db_path: str, version: str, full_version: str = "") -> list[views.MetricCard]:
+    """The Overview's card per metric (latest score, change within its instrument, noise, sparkline, and a score
+    whose template reads a must-never-receive field marked); `full_version`: ui_history.version (series included)."""
     h = history(db_path, version, MAIN)
-    return views.metric_cards(h, paired=open_store(db_path).paired_steps(views.card_steps(h), MAIN))
+    return views.metric_cards(h, paired=open_store(db_path).paired_steps(views.card_steps(h), MAIN),
+                              lint=lint(db_path, version), series=series(db_path, full_version or version))
 
 
 @st.cache_data(show_spinner=False)

@@ -14,16 +14,20 @@ from lib.diagnosis.incidents._episodes import (
 from lib.diagnosis.incidents._incidents import STATES, Incident, first_open_jump, load, open_first, set_state
 from lib.diagnosis.incidents._reading import (
     JumpEvidence,
+    clean_score,
     instrument_changed,
     jump_evidence,
+    leaky_now_words,
     likely_noise,
     load_jump_evidence,
     reading,
+    reads_never,
 )
 from lib.diagnosis.incidents._standing import Standing, standing
 
 __all__ = [
-    "STATES", "Incident", "JumpEvidence", "Standing", "episode_jumps", "first_open_jump", "instrument_changed",
-    "jump_evidence", "jump_line", "likely_noise", "load", "load_jump_evidence", "needs_rejudge", "open_first",
-    "reading", "rejudge_open_episodes", "rejudge_spec", "set_state", "standing",
+    "STATES", "Incident", "JumpEvidence", "Standing", "clean_score", "episode_jumps", "first_open_jump",
+    "instrument_changed", "jump_evidence", "jump_line", "leaky_now_words", "likely_noise", "load", "load_jump_evidence",
+    "needs_rejudge", "open_first", "reading", "reads_never", "rejudge_open_episodes", "rejudge_spec", "set_state",
+    "standing",
 ]

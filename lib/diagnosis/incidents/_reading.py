@@ -144,3 +144,31 @@ def _rejudged(jump: Jump, series: Sequence[Series], labels: Mapping[str, str]) -
             changed = said.endswith("the system changed")
             return f"{labels.get(s.series_id, f'{s.name}, {s.covers}')}: {said}", changed
     return "", False
+
+
+def clean_score(series: Sequence[Series], run_id: str, lint: pd.DataFrame | None) -> float | None:
+    """The run's score by the newest re-judged series that covers it and whose template lint finds clean."""
+    if lint is None or lint.empty:
+        return None
+    clean = set(lint.loc[lint["findings"].astype(str) == "", "prompt_hash"].astype(str))
+    for s in series:   # newest first (rejudge.finished_series)
+        hit = s.frame[(s.frame["run_id"] == run_id) & s.frame["score"].notna()]
+        hashes = hit["prompt_hash"]
+        if not hit.empty and hashes.notna().all() and set(hashes.astype(str)) <= clean:
+            return float(hit["score"].iloc[0])
+    return None
+
+
+def leaky_now_words(metric: str, reads: Sequence[str], without: float | None) -> str:
+    """What a score measured by a template that reads must-never-receive fields carries beside it ('' when it
+    reads none): 'its template reads ground_truth; 0.667 without it, re-judged', or, with no clean re-judge of
+    that run, 'its template reads ground_truth, which faithfulness must never receive; no score without it yet:
+    re-judge this run with a clean instrument'."""
+    if not reads:
+        return ""
+    fields = " and ".join(reads)
+    pronoun = "it" if len(reads) == 1 else "them"
+    if without is None:
+        return (f"its template reads {fields}, which {metric} must never receive; no score without {pronoun} yet: "
+                "re-judge this run with a clean instrument")
+    return f"its template reads {fields}; {without:.3f} without {pronoun}, re-judged"

@@ -25,7 +25,7 @@ import pandas as pd
 
 from lib.core.formatting import signed
 from lib.diagnosis.incidents._incidents import ACCEPTED, LAPSED, Incident
-from lib.diagnosis.incidents._reading import reads_never
+from lib.diagnosis.incidents._reading import clean_score, leaky_now_words, reads_never
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import Jump, last_same_instrument, segment_index
 
@@ -47,15 +47,8 @@ class Standing:
     def now_words(self) -> str:
         """'0.790 now', or, measured by a template that reads a must-never-receive field, '0.790 now (its template
         reads ground_truth; 0.667 without it, re-judged)'."""
-        text = f"{self.now:.3f} now"
-        if not self.now_reads:
-            return text
-        fields = " and ".join(self.now_reads)
-        pronoun = "it" if len(self.now_reads) == 1 else "them"
-        if self.without is None:
-            return (f"{text} (its template reads {fields}, which {self.metric} must never receive; no score without "
-                    f"{pronoun} yet: re-judge this run with a clean instrument)")
-        return f"{text} (its template reads {fields}; {self.without:.3f} without {pronoun}, re-judged)"
+        note = leaky_now_words(self.metric, self.now_reads, self.without)
+        return f"{self.now:.3f} now" + (f" ({note})" if note else "")
 
     @property
     def sentence(self) -> str:
@@ -115,18 +108,6 @@ def _series_words(s: Series) -> list[str]:
     return out
 
 
-def _clean_score(series: Sequence[Series], run_id: str, lint: pd.DataFrame | None) -> float | None:
-    """The run's score by the newest re-judged series that covers it and whose template lint finds clean."""
-    if lint is None or lint.empty:
-        return None
-    clean = set(lint.loc[lint["findings"].astype(str) == "", "prompt_hash"].astype(str))
-    for s in series:   # newest first (rejudge.finished_series)
-        hit = s.frame[(s.frame["run_id"] == run_id) & s.frame["score"].notna()]
-        if not hit.empty and set(hit["prompt_hash"].dropna().astype(str)) <= clean and hit["prompt_hash"].notna().all():
-            return float(hit["score"].iloc[0])
-    return None
-
-
 def standing(history: pd.DataFrame, incidents: Sequence[Incident], series: Sequence[Series], *,
              metrics: Sequence[str] | None = None, lint: pd.DataFrame | None = None) -> list[Standing]:
     """Per metric with an open incident (or each of `metrics`): now, the trusted baseline, the re-judged word.
@@ -150,7 +131,7 @@ def standing(history: pd.DataFrame, incidents: Sequence[Incident], series: Seque
         words = [w for s in series if s.metric == m for w in _series_words(s)]
         now_run = str(g["run_id"].iloc[-1])
         reads = reads_never(history, lint, m, now_run)
-        without = _clean_score([s for s in series if s.metric == m], now_run, lint) if reads else None
+        without = clean_score([s for s in series if s.metric == m], now_run, lint) if reads else None
         out.append(Standing(m, float(g["score"].iloc[-1]), now_run,
                             last_same_instrument(history, m), base[0] if base else None,
                             base[1] if base else "", tuple(words), reads, without))
