@@ -92,6 +92,7 @@ def test_the_overview_lists_the_episodes_jumps_by_size_and_says_what_one_instrum
     assert "likely noise" not in at_change and "the instrument changed here" in at_change, at_change
     assert "the jump is the instrument's" in at_change, at_change
     assert "See the re-judged series on Trends" in text
+    assert "over nightly-20261002 to nightly-20261117 (47 runs): what it says" in text   # the runs it covers
 
 
 @pytest.mark.e2e

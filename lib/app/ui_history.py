@@ -235,7 +235,8 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
         return
     row = hs.series(ctx.store, spec.series_id)
     if row is not None and row["status"] == "done":
-        st.caption(f"Re-judged with one instrument ({md(spec.label)}), {len(spec.run_ids)} runs: what it says is in "
+        st.caption(f"Re-judged with one instrument ({md(spec.label)}), over {md(spec.run_ids[0])} to "
+                   f"{md(spec.run_ids[-1])} ({len(spec.run_ids)} runs): what it says is in "
                    "the line above and in the evidence, and the series is drawn on Trends.")
         st.page_link(PAGE_TRENDS, label="See the re-judged series on Trends", icon=":material/show_chart:",
                      query_params={"metric": inc.metric})
