@@ -21,7 +21,6 @@ from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, four_read
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
-DEFAULT_REPEATS = 3
 SHOW_ABLATIONS = 10
 BANNERS = {"error": st.error, "warning": st.warning, "success": st.success}
 LEVEL_ORDER = {"error": 0, "warning": 1, "success": 2}
@@ -53,10 +52,11 @@ if lib.app.ui.query_param("run") not in (None, *run_ids):
     st.warning(f"No run {md(lib.app.ui.query_param('run'))} in this database; showing {md(start_run)}.")
 lib.app.ui.seed_from_query("abl_run", "run", newest_first, shown_spec.get("run_id", start_run), warn=False)
 lib.app.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
-                            shown_spec.get("metrics", [start_metric or "faithfulness"]))
+                            shown_spec.get("metrics", [start_metric or ablation_form.DEFAULT_METRIC]))
 lib.app.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
-                            [b for b in shown_spec.get("blanks", ()) if b in FIELDS] or ["ground_truth"])
-st.session_state.setdefault("abl_repeats", DEFAULT_REPEATS)
+                            [b for b in shown_spec.get("blanks", ()) if b in FIELDS]
+                            or list(ablation_form.DEFAULT_BLANKS))
+st.session_state.setdefault("abl_repeats", ablation_form.DEFAULT_REPEATS)
 st.session_state.setdefault("abl_limit", 0)
 st.session_state.setdefault("abl_all_samples", False)
 shown_form = (ablation_form.form_values(shown_spec, loaders.run_fields(ctx.db_path, version, shown_spec["run_id"]))

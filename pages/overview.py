@@ -46,7 +46,7 @@ if history.empty:
     show_rejected(rejected)
     st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
     st.stop()
-cards = loaders.metric_cards(ctx.db_path, ctx.version)
+cards = loaders.metric_cards(ctx.db_path, ctx.version, ui_history.version(ctx))
 recent, earlier = views.recent_jumps(loaders.jumps(ctx.db_path, ctx.version))
 canary = loaders.canary(ctx.db_path, ctx.version)
 lint = loaders.lint(ctx.db_path, ctx.version)
@@ -62,9 +62,10 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
            f"Database {ui.md_literal(database)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
+evidence = loaders.jump_evidence(ctx.db_path, ctx.version, ui_history.version(ctx))
 ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
                           loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
-                          loaders.jumps(ctx.db_path, ctx.version))
+                          loaders.jumps(ctx.db_path, ctx.version), evidence)
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
@@ -89,6 +90,8 @@ for card in cards:
         )
         st.vega_lite_chart(views.sparkline_spec(card.spark), height=SPARK_HEIGHT, width="stretch",
                            key=f"spark_{card.metric}")
+        if card.leak_note:   # a latest score measured by a template that reads a must-never-receive field
+            st.caption(f":red[{ui.md_literal(card.leak_note)}]")
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -98,13 +101,15 @@ with left:
     for j in recent:
         with st.container(border=True):
             arrow = "up" if j.delta > 0 else "down"
-            noisy = incidents.likely_noise(j)
-            colour = "gray" if noisy else "red" if j.ratio >= 2 else "orange"
+            known = evidence.get((j.metric, j.run_id))
+            noisy = incidents.likely_noise(j, known)   # never with a lint finding, an instrument change or a LEAK
+            said = incidents.reading(j, known)          # the latest evidence first
+            alarming = known is not None and bool(known.reads_never or known.leak)
+            colour = "gray" if noisy else "red" if j.ratio >= 2 or alarming else "orange"
             st.markdown(f":{colour}[**{ui.md_literal(j.metric)}** {arrow} "
                         f"{j.before:.3f} → {j.after:.3f} ({j.delta:+.3f})], {j.ratio:.1f}x the jump threshold "
                         f"±{j.threshold:.3f}, at {ui.md_literal(j.run_id)} ({j.started_at:%Y-%m-%d})"
-                        + (": about 1x the threshold, likely noise." if noisy else
-                           ", across instruments: test it with the 2x2 split." if j.across_instruments else "."),
+                        + (f": {ui.md_literal(said)}." if said else "."),
                         help=trends.HELP[trends.JUMP_THRESHOLD])
             st.caption("Suspects, most likely first:",
                        help=glossary.help_for("instrument", "binding", "split"))

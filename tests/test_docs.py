@@ -314,3 +314,82 @@ def test_the_readme_glossary_is_the_one_the_pages_show() -> None:
     from lib.presentation.glossary import glossary_markdown
 
     assert glossary_markdown() in README
+
+
+# -- the figures the docs quote are the ones the page gives today (issue 40 item 3) ------------------------------------
+_VERDICT_QUOTE = re.compile(r'\*"((?:LEAK|CLEAN|SENSITIVE|INSENSITIVE|INCONCLUSIVE|REPLAY MISMATCH):\s.+?)"\*', re.S)
+QUOTING = ("README.md", "pages/README.md", "lib/diagnosis/README.md")   # the docs that quote the demo's ablation
+
+
+def _build_page_ablation(path: Path, demo: Path) -> None:
+    """The demo with the ablation the Ablation page launches as it opens (ablation_form.opening_spec, the run's own
+    judge, built as the page's job runner builds it), stored."""
+    import shutil
+
+    from lib.core.settings import load
+    from lib.diagnosis import incidents
+    from lib.diagnosis.ablation import recorded_judge, run_ablation
+    from lib.judging.build import build_judge, endpoint_of
+    from lib.presentation.ablation_form import DEFAULT_METRIC, opening_spec, start_at
+    from lib.store import Store
+
+    shutil.copy(demo, path)
+    settings = load({})
+    with Store(path) as store:
+        found, _ = incidents.load(store)
+        run_id, metric = start_at(found, store.run_ids())
+        judge = recorded_judge(store, run_id, (metric or DEFAULT_METRIC,))
+        spec = opening_spec(found, store.run_ids(), judge=judge, endpoint=endpoint_of(judge, settings))
+        run_ablation(store, spec, build_judge(spec.judge, spec.endpoint, settings))
+
+
+@pytest.fixture(scope="module")
+def page_ablation(demo_db: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The result of the page's opening ablation on the demo (built once per code, then read from the store)."""
+    import json
+    import shutil
+
+    from lib.diagnosis.ablation import AblationResult
+    from lib.store import Store
+    from tests.conftest import built_once
+
+    source = built_once("demo-page-ablation", lambda path: _build_page_ablation(path, demo_db))
+    copy = Path(shutil.copy(source, tmp_path_factory.mktemp("page-ablation") / "demo.duckdb"))
+    with Store(copy) as store:
+        (row,) = store.ablations().itertuples(index=False)
+    return AblationResult.from_dict(json.loads(row.result))
+
+
+def _pieces_in_order(quote: str, sentence: str) -> bool:
+    """Is every piece of the quote (split at an ellipsis) in the sentence, in order, whitespace aside?"""
+    text, at = " ".join(sentence.split()), 0
+    for piece in (" ".join(p.split()) for p in quote.split("…")):
+        found = text.find(piece.strip(), at)
+        if found < 0:
+            return False
+        at = found + len(piece.strip())
+    return True
+
+
+def _quotes(doc: str) -> list[str]:
+    return [" ".join(q.split()) for q in _VERDICT_QUOTE.findall(_text(ROOT / doc))]
+
+
+@pytest.mark.parametrize("doc", QUOTING)
+def test_the_verdict_the_docs_quote_is_the_one_the_ablation_page_gives_the_demo_today(doc: str, page_ablation) -> None:
+    """The README quoted -0.127, a 95% CI and n=398 from an ablation that judged every sample, while the page
+    stops at 100 samples once a 95% confidence sequence decides: the quote is checked against the page's own run."""
+    quotes = _quotes(doc)
+    sentences = [v.sentence for v in page_ablation.verdicts]
+    assert quotes, f"{doc} quotes no verdict of the demo's ablation"
+    stale = [q for q in quotes if not any(_pieces_in_order(q, s) for s in sentences)]
+    assert not stale, f"{doc} quotes {stale[0]!r}; the page gives: {sentences[0]!r}"
+
+
+def test_the_quote_check_catches_a_stale_figure() -> None:
+    sentence = ("LEAK: faithfulness moves -0.134 (95% CS -0.246 to -0.023, a confidence sequence) when ground_truth "
+                "is blanked, n=99 samples. Judging stopped after 100 of 400 samples.")
+    assert _pieces_in_order("LEAK: faithfulness moves -0.134 (95% CS -0.246 to -0.023, … n=99 samples", sentence)
+    assert not _pieces_in_order("LEAK: faithfulness moves -0.127 (95% CI -0.143 to -0.111) … n=398 samples",
+                                sentence)
+    assert not _pieces_in_order("n=99 samples … LEAK: faithfulness", sentence)   # out of order

@@ -20,7 +20,7 @@ from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
 from lib.diagnosis import batch, cost, provenance, rejudge, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
-from lib.diagnosis.incidents import Standing, standing
+from lib.diagnosis.incidents import JumpEvidence, Standing, load_jump_evidence, standing
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
@@ -99,10 +99,12 @@ def incidents(db_path: str, version: str):
 
 
 @st.cache_data(show_spinner=False)
-def metric_cards(db_path: str, version: str) -> list[views.MetricCard]:
-    """The Overview's card per metric (latest score, change within its instrument, noise, sparkline)."""
+def metric_cards(db_path: str, version: str, full_version: str = "") -> list[views.MetricCard]:
+    """The Overview's card per metric (latest score, change within its instrument, noise, sparkline, and a score
+    whose template reads a must-never-receive field marked); `full_version`: ui_history.version (series included)."""
     h = history(db_path, version, MAIN)
-    return views.metric_cards(h, paired=open_store(db_path).paired_steps(views.card_steps(h), MAIN))
+    return views.metric_cards(h, paired=open_store(db_path).paired_steps(views.card_steps(h), MAIN),
+                              lint=lint(db_path, version), series=series(db_path, full_version or version))
 
 
 @st.cache_data(show_spinner=False)
@@ -110,7 +112,14 @@ def standings(db_path: str, version: str, full_version: str) -> list[Standing]:
     """Per metric with an open incident: now, against the trusted baseline, and the re-judged word (the
     Overview's incident panel); `full_version` is ui_history.version (incident states and series included)."""
     found, series_ = incidents(db_path, full_version)
-    return standing(history(db_path, version, MAIN), found, series_)
+    return standing(history(db_path, version, MAIN), found, series_, lint=lint(db_path, version))
+
+
+@st.cache_data(show_spinner=False)
+def jump_evidence(db_path: str, version: str, full_version: str) -> dict[tuple[str, str], JumpEvidence]:
+    """Each jump's evidence besides its size (lint, LEAK, re-judged), keyed by (metric, run id): the Overview reads
+    a jump from it (incidents.reading); `full_version` is ui_history.version (re-judged series included)."""
+    return load_jump_evidence(open_store(db_path), jumps(db_path, version))
 
 
 # -- the standing checks (Overview, Canary) ------------------------------------------------------

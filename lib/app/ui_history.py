@@ -10,7 +10,7 @@ shown as text, never as HTML.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
@@ -163,10 +163,11 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
 
 
 def incident_panel(ctx: Context, standings: list[incidents.Standing], found: list[incidents.Incident],
-                   jumps: Sequence[Jump] = ()) -> None:
+                   jumps: Sequence[Jump] = (),
+                   evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
     lib.diagnosis.incidents), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
-    jump inside it, largest first."""
+    jump inside it, largest first, each read from its `evidence` (incidents.load_jump_evidence)."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
     for s in standings:
@@ -176,7 +177,7 @@ def incident_panel(ctx: Context, standings: list[incidents.Standing], found: lis
         st.success("Nothing is open: every incident has been explained or accepted.")
     user = current_user(ctx, "incident_user") if found else ""
     for inc in still:
-        _incident(ctx, inc, user, jumps)
+        _incident(ctx, inc, user, jumps, evidence or {})
     closed = [i for i in found if not i.is_open]
     if closed:
         with st.expander(f"Explained, accepted or no longer beyond the threshold ({len(closed)})"):
@@ -184,7 +185,8 @@ def incident_panel(ctx: Context, standings: list[incidents.Standing], found: lis
                 _incident(ctx, inc, user)
 
 
-def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[Jump] = ()) -> None:
+def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[Jump] = (),
+              evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None) -> None:
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
         st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
@@ -193,7 +195,7 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
             st.caption(f"Every {md(inc.metric)} jump in this episode, largest first:",
                        help=trends.HELP[trends.JUMP_THRESHOLD])
             for j in inside:
-                st.text(incidents.jump_line(j))
+                st.text(incidents.jump_line(j, (evidence or {}).get((j.metric, j.run_id))))
         if incidents.needs_rejudge(inc):
             _episode_rejudge(ctx, inc)
         for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
@@ -233,7 +235,8 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
         return
     row = hs.series(ctx.store, spec.series_id)
     if row is not None and row["status"] == "done":
-        st.caption(f"Re-judged with one instrument ({md(spec.label)}), {len(spec.run_ids)} runs: what it says is in "
+        st.caption(f"Re-judged with one instrument ({md(spec.label)}), over {md(spec.run_ids[0])} to "
+                   f"{md(spec.run_ids[-1])} ({len(spec.run_ids)} runs): what it says is in "
                    "the line above and in the evidence, and the series is drawn on Trends.")
         st.page_link(PAGE_TRENDS, label="See the re-judged series on Trends", icon=":material/show_chart:",
                      query_params={"metric": inc.metric})

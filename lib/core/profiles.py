@@ -4,10 +4,11 @@ Our table says what a metric must never receive, and our own harness keeps to it
 metrics give the grader more: Ragas' Faithfulness and ContextRecall, Inspect's `model_graded_fact`,
 promptfoo's `context-faithfulness` and `factuality` and MLflow's RetrievalGroundedness, RetrievalSufficiency
 and Correctness all put the question in the grader's prompt; DeepEval's Contextual Precision judges each
-passage against the expected output (its Faithfulness and Contextual Recall keep to our table). For a run
-scored by such a tool, that field is "received by design": neither required nor forbidden, so blanking it
-may move the score (SENSITIVE) or not (INSENSITIVE) but is never called a LEAK. Every other must-never field
-stays forbidden everywhere: `ground_truth` shown to a faithfulness grader is a leak in every profile.
+passage against the expected output (its Faithfulness and Contextual Recall keep to our table), and so do
+Ragas' ContextPrecision and LLMContextPrecisionWithReference. For a run scored by such a tool, that field is
+"received by design": neither required nor forbidden, so blanking it may move the score (SENSITIVE) or not
+(INSENSITIVE) but is never called a LEAK. Every other must-never field stays forbidden everywhere:
+`ground_truth` shown to a faithfulness grader is a leak in every profile.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ PROFILES: tuple[ByDesign, ...] = (
              "Ragas Faithfulness: statements are generated from the question and the response"),
     ByDesign("ragas", "context_recall", "context_recall", frozenset({QUESTION}),
              "Ragas ContextRecall: its prompt shows the question beside context and reference"),
+    ByDesign("ragas", "llm_context_precision_with_reference", "context_precision", frozenset({GROUND_TRUTH}),
+             "Ragas LLMContextPrecisionWithReference: each retrieved chunk is judged useful against the reference"),
+    ByDesign("ragas", "context_precision", "context_precision", frozenset({GROUND_TRUTH}),
+             "Ragas ContextPrecision (LLMContextPrecisionWithReference by another name): judged against the "
+             "reference"),
     ByDesign("inspect_ai", "model_graded_fact", "answer_correctness", frozenset({QUESTION}),
              "Inspect model_graded_fact: its template shows [Question], [Expert] and [Submission]"),
     ByDesign("inspect_ai", "model_graded_qa", "answer_correctness", frozenset({QUESTION}),

@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.incidents import Incident, first_open_jump
 
 JOINT = "+"
+DEFAULT_METRIC = "faithfulness"        # the metric the form starts at when no open jump names one
+DEFAULT_BLANKS = ("ground_truth",)     # the field the form starts blanking
+DEFAULT_REPEATS = 3                    # repeats the form starts at: a judge repeat band from the first launch
 
 
 @dataclass(frozen=True)
@@ -58,3 +62,13 @@ def start_at(incidents: Sequence[Incident], run_ids: Sequence[str]) -> tuple[str
     if jump is not None and jump.run_id in run_ids:
         return jump.run_id, jump.metric
     return run_ids[-1], None
+
+
+def opening_spec(incidents: Sequence[Incident], run_ids: Sequence[str], *, judge: str, endpoint: str) -> AblationSpec:
+    """The ablation the page launches when it is opened without a link and launched as it stands: the first open
+    jump's run and metric (start_at), DEFAULT_BLANKS blanked, DEFAULT_REPEATS repeats, no sample limit, judged
+    sequentially, by `judge` (the page offers the run's own first). The figures the docs quote come from it
+    (tests/test_docs.py runs it on the demo)."""
+    run_id, metric = start_at(incidents, run_ids)
+    return AblationSpec(run_id, (metric or DEFAULT_METRIC,), DEFAULT_BLANKS, repeats=DEFAULT_REPEATS, judge=judge,
+                        endpoint=endpoint, limit=None, sequential=True)

@@ -31,6 +31,7 @@ from lib.core.samples import FIELDS
 from lib.diagnosis import provenance, trends
 from lib.diagnosis.ablation import AblationResult, AblationSpec
 from lib.presentation.mdtext import md_text
+from lib.presentation.run_list import missing_part
 from lib.store import Store
 
 EVIDENCE_EXAMPLES = 3   # evidence strings quoted from outside the metric's own artifact
@@ -85,9 +86,9 @@ def _header(store: Store, run_id: str, prev: str | None) -> list[str]:
     return out
 
 
-def _reads_and_lint(store: Store, metric: str, prompt_hash: object) -> tuple[str, str]:
+def _reads_and_lint(store: Store, metric: str, prompt_hash: object, missing: str) -> tuple[str, str]:
     if not isinstance(prompt_hash, str):
-        return "unattributed", "no template recorded"
+        return missing, "no template recorded"
     template = store.prompt(prompt_hash)
     if template is None:
         return "?", "template not stored"
@@ -111,10 +112,13 @@ def _metrics(store: Store, run_id: str, prev: str | None, suite: str) -> list[st
             old = before.loc[r.metric, "score"]
             if r.score is not None and not pd.isna(r.score) and not pd.isna(old):
                 change = _num(float(r.score) - float(old), signed=True)
-        reads, lint_text = _reads_and_lint(store, r.metric, r.prompt_hash)
+        who = {"judge_model": r.judge_model, "scorer": getattr(r, "scorer", None)}
+        missing = {part: missing_part(part, **who) for part in ("judge model", "prompt", "binding")}
+        reads, lint_text = _reads_and_lint(store, r.metric, r.prompt_hash, missing["prompt"])
         rows.append([md_text(r.metric), _num(r.score), change, str(r.n), str(r.n_failed), str(r.n_excluded),
-                     md_text(r.judge_model or "unattributed"), md_text(r.prompt_hash or "unattributed"),
-                     md_text(r.binding or "unattributed"), md_text(reads), md_text(lint_text)])
+                     *(md_text(v if isinstance(v, str) and v else missing[part]) for part, v in
+                       (("judge model", r.judge_model), ("prompt", r.prompt_hash), ("binding", r.binding))),
+                     md_text(reads), md_text(lint_text)])
     out = [f"## Metrics ({md_text(suite)} suite)", ""]
     if not rows:
         return [*out, "No metrics recorded for this run.", ""]

@@ -297,7 +297,8 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
     rejudged = sorted({s.metric for s in series})
-    conclusions = tuple(s.sentence for s in incidents.standing(history, found, series, metrics=rejudged) if s.rejudged)
+    conclusions = tuple(s.sentence for s in incidents.standing(history, found, series, metrics=rejudged,
+                                                               lint=trends.lint_status(store)) if s.rejudged)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),

@@ -4,9 +4,10 @@ An episode that crosses an instrument change (a leak in, a leak out) can hide
 a change of the system inside it: the demo's retriever regression moved
 faithfulness at 2026-10-31 within the leaking instrument, by less than the
 leak's own steps. So the Overview lists every jump of the metric inside an
-open episode, largest first, marking the ones at about 1x the jump threshold
-as likely noise, and offers the re-judge that measures the whole episode with
-one trusted instrument, whose steps are the system's own.
+open episode, largest first, each read from its evidence (incidents._reading:
+"likely noise" only at about 1x the jump threshold with nothing else known),
+and offers the re-judge that measures the whole episode with one trusted
+instrument, whose steps are the system's own.
 """
 
 from __future__ import annotations
@@ -14,17 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lib.diagnosis.incidents._incidents import JUMP_KINDS, Incident, load
+from lib.diagnosis.incidents._reading import JumpEvidence, reading
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, runs_between, trusted_instrument
 from lib.diagnosis.trends import Jump
 from lib.judging.base import Judge
 from lib.store import Store
-
-LIKELY_NOISE_RATIO = 1.5   # a jump under 1.5x the threshold is about 1x: at 5% two-sided, noise crosses 1x often
-
-
-def likely_noise(jump: Jump) -> bool:
-    """Is the jump about 1x the jump threshold (under LIKELY_NOISE_RATIO), so likely the judge's noise?"""
-    return jump.ratio < LIKELY_NOISE_RATIO
 
 
 def episode_jumps(incident: Incident, jumps: Sequence[Jump]) -> list[Jump]:
@@ -37,12 +32,14 @@ def episode_jumps(incident: Incident, jumps: Sequence[Jump]) -> list[Jump]:
     return sorted(inside, key=lambda j: (-abs(j.delta), j.started_at))
 
 
-def jump_line(jump: Jump) -> str:
-    """One jump of an episode in words: size, date, ratio to the threshold, nature, and 'likely noise' at ~1x."""
+def jump_line(jump: Jump, evidence: JumpEvidence | None = None) -> str:
+    """One jump of an episode in words: size, date, ratio to the threshold, nature, and what its evidence says
+    (incidents.reading: 'likely noise' only at ~1x with nothing pointing elsewhere)."""
     nature = "across instruments" if jump.across_instruments else "within one instrument"
     line = (f"{jump.delta:+.3f} at {jump.started_at:%Y-%m-%d} ({jump.run_id}), {jump.ratio:.1f}x the jump threshold "
             f"±{jump.threshold:.3f}, {nature}")
-    return line + (": about 1x the threshold, likely noise" if likely_noise(jump) else "")
+    said = reading(jump, evidence)
+    return line + (f": {said}" if said else "")
 
 
 def needs_rejudge(incident: Incident) -> bool:

@@ -218,7 +218,8 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         canary, lint, history: the canary status, diagnose.lint_status and the metric history.
         ablations: store.ablations() (their verdicts become evidence).
         series: re-judged series id -> (its history, its jump threshold), of the same metric as the jumps.
-        series_labels: series id -> how to name it.
+        series_labels: series id -> how to name it, with the runs it covers (Series.covers: what it says at a run
+            reaches no further).
         states: history_store.incident_states.
         agreement: (metric, run id) -> the sentence of people's agreement before and after the instrument change
             at that run (lib.diagnosis.agreement._trend), added to a jump's evidence there.
@@ -260,7 +261,8 @@ def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Serie
     found = build(jumps, canary=canary_status(store), lint=lint_status(store),
                   history=history, ablations=store.ablations(),
                   series={s.series_id: (s.frame, s.threshold) for s in series},
-                  series_labels={s.series_id: s.name for s in series}, states=hs.incident_states(store),
+                  series_labels={s.series_id: f"{s.name}, {s.covers}" for s in series},
+                  states=hs.incident_states(store),
                   lapsed=lapsed, agreement={(c.metric, c.run_id): c.sentence for c in changes})
     return found, series
 

@@ -258,6 +258,22 @@ class Series:
     def name(self) -> str:
         return f"re-judged ({self.label})" if self.label else f"re-judged {self.series_id}"
 
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        """The runs it re-judged, oldest first: nothing it says reaches beyond them."""
+        return tuple(str(r) for r in self.frame["run_id"])
+
+    @property
+    def covers(self) -> str:
+        """'over r5 to r6 (2 runs)': the runs it re-judged, in the words every sentence about it carries (a
+        series of the last two runs says nothing of a drop on an earlier night)."""
+        ids = self.run_ids
+        if not ids:
+            return "over no run"
+        if len(ids) == 1:
+            return f"over {ids[0]} only (1 run)"
+        return f"over {ids[0]} to {ids[-1]} ({len(ids)} runs)"
+
 
 def load_series(store: Store, series_id: str) -> Series | None:
     """A series with its spread, threshold and jumps (None when absent).

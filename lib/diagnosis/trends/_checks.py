@@ -64,7 +64,8 @@ def canary_status(store: Store, *, metric: str = "faithfulness", baseline_runs: 
 def lint_status(store: Store) -> pd.DataFrame:
     """Every stored template with the fields it reads and its lint findings, and where it is in use.
 
-    Columns: metric, prompt_hash, reads, findings (text, '' when clean), runs (count), last_run, bindings.
+    Columns: metric, prompt_hash, reads, findings (text, '' when clean), runs (count), last_run, bindings,
+    never (the must-never-receive fields it reads that are findings, comma-separated; '' when clean).
     """
     prompts = store.prompts()
     usage = store.prompt_usage()
@@ -83,5 +84,7 @@ def lint_status(store: Store) -> pd.DataFrame:
             "reads": ", ".join(reads),
             "findings": "; ".join(f.message for f in found),
             "runs": u.get("runs", 0), "last_run": u.get("last_run"), "bindings": u.get("bindings", ""),
+            "never": ", ".join(never),
         })
-    return pd.DataFrame(rows, columns=["metric", "prompt_hash", "reads", "findings", "runs", "last_run", "bindings"])
+    return pd.DataFrame(rows, columns=["metric", "prompt_hash", "reads", "findings", "runs", "last_run", "bindings",
+                                       "never"])

@@ -8,6 +8,8 @@ from datetime import datetime
 
 import pandas as pd
 
+from lib.diagnosis.incidents import clean_score, leaky_now_words, reads_never
+from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import (
     Jump,
     PairedStep,
@@ -37,6 +39,13 @@ class MetricCard:
     n_failed: int
     previous_run: str | None = None
     basis: str = ""           # what the threshold rests on (noise.StepCall.basis)
+    reads_never: tuple[str, ...] = ()   # must-never-receive fields the latest run's template reads (lint)
+    without: float | None = None        # the latest run's score by a lint-clean re-judged series (None: not known)
+
+    @property
+    def leak_note(self) -> str:
+        """'' or what the score carries when its template reads a must-never-receive field (incidents)."""
+        return leaky_now_words(self.metric, self.reads_never, self.without)
 
     @property
     def beyond_noise(self) -> bool:
@@ -60,11 +69,14 @@ def card_steps(history: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS,
-                 paired: pd.DataFrame | None = None) -> list[MetricCard]:
+                 paired: pd.DataFrame | None = None, lint: pd.DataFrame | None = None,
+                 series: Sequence[Series] = ()) -> list[MetricCard]:
     """Per metric (registry order): latest score, its change since the last run measured with the same
     instrument (lib.diagnosis.trends), decided as a jump is (lib.diagnosis.trends.call_step: the paired
     per-sample change from `paired`, store.paired_steps of card_steps, and the run-to-run spread once measured,
-    the step left out), and sparkline values."""
+    the step left out), and sparkline values. With `lint` (trends.lint_status), a latest score measured by a
+    template that reads a must-never-receive field is marked, with its score by a lint-clean re-judged series
+    from `series` (rejudge.finished_series) where one covers that run."""
     cards = []
     pairs = {(r.metric, r.prev_run_id, r.run_id): PairedStep(int(r.n), float(r.mean), float(r.sd))
              for r in (paired.itertuples(index=False) if paired is not None else ())}
@@ -82,7 +94,10 @@ def metric_cards(history: pd.DataFrame, *, spark_runs: int = SPARK_RUNS,
         call = call_step(scores[-1] - prev, pairs.get((metric, same[0], str(last["run_id"]))), spread, n_steps,
                          m_steps=len(g) - 1) \
             if same is not None and prev is not None else None
+        reads = reads_never(history, lint, metric, str(last["run_id"]))
         cards.append(MetricCard(
+            reads_never=reads, without=clean_score([s for s in series if s.metric == metric], str(last["run_id"]),
+                                                   lint) if reads else None,
             metric=metric, run_id=str(last["run_id"]), score=scores[-1], previous=prev,
             delta=scores[-1] - prev if prev is not None else None,
             threshold=call.threshold if call is not None else float("nan"),
