@@ -44,7 +44,8 @@ if not run_ids:
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
 shown_id = lib.app.ui.query_param("ablation")
-shown_row = loaders.ablation_record(ctx.db_path, shown_id) if shown_id else None
+# an ablation of a replaced copy of its run still seeds the form (launching it judges the run as it is now)
+shown_row = loaders.ablation_record(ctx.db_path, shown_id, any_copy=True) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
 start_run, start_metric = ablation_form.start_at(loaders.incidents(ctx.db_path, ui_history.version(ctx))[0], run_ids)
@@ -353,6 +354,11 @@ if shown_id:
         st.code(status.error or "no reason recorded (see the server log)", language=None)
         if row:
             rerun_controls(row, "Retry", "abl_retry")
+    elif shown_row is not None and not shown_row["current"]:
+        st.warning(md(f"This ablation measured an earlier copy of run {shown_row['run_id']}: the run has been "
+                      "recorded again since, so its verdict is about samples, templates and scores that are no longer "
+                      "the run's, and it is not shown. Launch it again above to judge the run as it is now (the "
+                      "call cache answers every prompt that did not change)."))
     else:
         st.warning("No ablation with this id in this database.")
 
