@@ -15,6 +15,7 @@ from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
 from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import placeholders
 from lib.core.records import RunRecord
 from lib.intake import inbox
 from lib.jobs import job_log
@@ -41,6 +42,7 @@ def _templates(pairs: Sequence[str]) -> dict[str, str]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--template {metric}: cannot read {file}: {getattr(exc, 'strerror', None) or exc}"
                              ) from None
+        placeholders(out[metric], source=f"--template {metric}={file}")   # field names only, before any call
     return out
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.core.metrics import METRICS
-from lib.core.prompts import BINDINGS
+from lib.core.prompts import BINDINGS, placeholders
 from lib.core.records import RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.validate import EARLIEST, LATEST, check_run
@@ -338,6 +338,8 @@ class RecordingMixin(ArchiveMixin):
                         f"SELECT run_id, started_at, label, pipeline, ?, {_COPY_ID_SQL} FROM _b_runs", [_now()])
             if batch.prompts is not None:
                 cur.register("_b_prompts", batch.prompts)
+                for h, text in cur.execute("SELECT DISTINCT prompt_hash, template FROM _b_prompts").fetchall():
+                    placeholders(text, source=f"bulk runs prompt {h}")   # field names only, as at every door
                 cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
                             "FROM _b_prompts")
             cur.execute("""INSERT INTO samples SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth
