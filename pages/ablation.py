@@ -394,8 +394,9 @@ if batches:
 st.divider()
 st.subheader("Gate a new judge")
 st.caption("Judge the suite's calibration set (its samples people labelled) with a candidate judge and with the "
-           "current instrument (the latest run's), paired over the same samples. The candidate fails when it agrees "
-           "with people worse beyond the margin, as `python -m lib calibrate` exits 1 in CI.")
+           "current instrument (the newest run's that evaldrift can judge with: another tool's runs are passed over), "
+           "paired over the same samples. The candidate fails when it agrees with people worse beyond the margin, as "
+           "`python -m lib calibrate` exits 1 in CI.")
 g1, g2, g3 = st.columns([2, 3, 1])
 gate_metric = g1.selectbox("Metric", METRIC_NAMES, key="gate_metric")
 gate_model = g2.selectbox("Candidate judge", calibration.judge_choices(server), key="gate_model",

@@ -125,13 +125,19 @@ def _template(path: str | None) -> str | None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from lib.diagnosis.agreement import Contender, calibrate, calibration_samples, current_contender
+    from lib.diagnosis.agreement import (
+        Contender,
+        calibrate,
+        calibration_samples,
+        current_contender,
+        current_instrument,
+    )
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         version = store.calibration_version(args.suite)
         samples, _ = calibration_samples(store, args.suite, args.metric, version)
-        recorded = store.instrument(store.resolve_run("latest"), args.metric, args.suite).judge_model
+        recorded = current_instrument(store, args.metric, args.suite).judge_model   # past another tool's runs
         kind = OFFLINE if str(recorded).startswith("offline-") else OPENAI
         current_judge, _, _ = judge_for(kind, recorded)
         current = current_contender(store, args.metric, current_judge, args.suite)
