@@ -39,7 +39,7 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
 
 
 # -- lib calls ---------------------------------------------------------------------------------
-rejected = inbox.rejected(inbox.folder_for(ctx.db_path))
+rejected = [r for folder in inbox.folders_drained(ctx.db_path) for r in inbox.rejected(folder)]
 history = loaders.history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")

@@ -85,9 +85,15 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: dateti
         print(f"recorded {_describe_run(run)} in {db}")
         say_replaced(db, run.run_id, since)
     else:
+        folder = where.path.parent
+        who = ("the owner records it on its next page load, or the next command that opens the database"
+               if folder == inbox.beside(db) else
+               f"EVALDRIFT_INBOX: the owner records it only if it drains this folder, that is if its own "
+               f"EVALDRIFT_INBOX names {folder} too; this recorder cannot know the owner's settings (every owner "
+               f"drains {inbox.beside(db)})")
         print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
-              f"{where.path} (the owner records it on its next page load; an earlier copy of run {run.run_id}, "
-              "if any is kept: `python -m lib archive list`)")
+              f"{where.path} ({who}; an earlier copy of run {run.run_id}, if any is kept: "
+              "`python -m lib archive list`)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
