@@ -8,12 +8,15 @@ store". Every file here is made by the test.
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from lib.core.records import MetricRecord, RunRecord
+from lib.core.results import SampleResult
+from lib.core.samples import EvalSample
 from lib.presentation.ablation_views import ablation_briefs
 from lib.presentation.report import run_report
 from lib.presentation.review import review
@@ -161,3 +164,36 @@ def test_the_page_does_not_show_an_earlier_copy_s_verdict(files: dict[str, Path]
     at.button(key="abl_launch").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Answered from stored results" in str(i.value) for i in at.info)
+
+
+@pytest.mark.parametrize(("held", "kept"), [
+    (None, False),            # no row: a new one
+    ("this copy", True),      # this copy's unfinished ablation: resumed, its judgings kept
+    ("another copy", False),  # another copy's: moved aside with its judgings, this one starts from nothing
+    ("no copy", False),       # stored before copies were told apart: the same
+])
+def test_starting_an_ablation_keeps_only_this_copy_s_judgings(tmp_path: Path, held: str | None, kept: bool) -> None:
+    sample = EvalSample("s1", "q?", "a.", ("a.",), "a.")
+    run = RunRecord("r1", datetime(2026, 12, 1), {}, {"main": [sample]},
+                    [MetricRecord("faithfulness", [SampleResult("s1", "ok", 1.0)], "j", None, None)])
+    spec = {"run_id": "r1"}
+    with Store(tmp_path / "e.duckdb") as store:
+        store.record_run(run)
+        copy = store.run_copy("r1")
+        if held is not None:
+            store.start_ablation("abl-x", "r1", "main", spec, "j", 1,
+                                 copy={"this copy": copy, "another copy": "c-other", "no copy": None}[held])
+            if held == "no copy":   # as the migration leaves an older row
+                store.cursor().execute("UPDATE ablations SET run_copy = NULL")
+            store.add_ablation_results("abl-x", "faithfulness", "none", 0, [SampleResult("s1", "ok", 1.0)])
+        assert (store.ablation("abl-x") is not None) == (held == "this copy")
+        store.start_ablation("abl-x", "r1", "main", spec, "j", 1, copy=copy)
+        row = store.ablation("abl-x")
+        assert row is not None and row["current"] and row["done"] == int(kept)
+        aside = [a for (a,) in store.cursor().execute("SELECT ablation_id FROM ablations").fetchall() if a != "abl-x"]
+        assert len(aside) == int(held in ("another copy", "no copy"))
+        for a in aside:
+            assert a.startswith("abl-x~") and store.ablation(a) is None and len(store.ablation_results(a)) == 1
+        assert list(store.ablations("r1")["ablation_id"]) == ["abl-x"]
+        store.delete_run("r1")   # no stored copy at all: nothing is current
+        assert store.ablation("abl-x") is None and store.ablations().empty

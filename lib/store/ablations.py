@@ -76,7 +76,7 @@ class AblationsMixin(StoreBase):
                 found = cur.execute("SELECT copy_id FROM runs WHERE run_id = ?", [run_id]).fetchall()
                 copy = found[0][0] if found else None
             held = cur.execute("SELECT run_copy FROM ablations WHERE ablation_id = ?", [ablation_id]).fetchall()
-            if held and (held[0][0] is None or held[0][0] != copy):
+            if held and held[0][0] != copy:   # another copy's, or one stored before copies were told apart
                 _set_aside(cur, ablation_id)
             cur.execute("""INSERT OR IGNORE INTO ablations (ablation_id, run_id, suite, spec, judge_model, status,
                                   total, done, created_at, updated_at, result, run_copy)
