@@ -95,6 +95,10 @@ def test_score_and_ingest_refuse_such_a_template_file_naming_it(tmp_path: Path) 
                              f"faithfulness={padded}", "--binding", "replay"))
         assert PADDED in line and "padded.txt" in line, line
     assert not (tmp_path / "e.duckdb").exists() or Store(tmp_path / "e.duckdb").runs().empty
+    with Store(tmp_path / "e.duckdb") as store:   # the gate renders a candidate's template: refused by name too
+        store.record_run(_run(GOOD))
+    line = _one_line(cli("calibrate", "--db", tmp_path / "e.duckdb", "--template", padded, "--judge", "offline"))
+    assert PADDED in line and "padded.txt" in line, line
 
 
 def test_the_inbox_sets_such_a_hand_over_aside_with_the_reason(tmp_path: Path) -> None:
