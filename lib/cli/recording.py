@@ -42,7 +42,8 @@ def _templates(pairs: Sequence[str]) -> dict[str, str]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--template {metric}: cannot read {file}: {getattr(exc, 'strerror', None) or exc}"
                              ) from None
-        placeholders(out[metric], source=f"--template {metric}={file}")   # field names only, before any call
+        if metric in METRIC_NAMES:   # an unknown name is refused as such further on (by score, ingest)
+            placeholders(out[metric], source=f"--template {metric}={file}")   # field names only, before any call
     return out
 
 
