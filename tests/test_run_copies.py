@@ -8,12 +8,14 @@ store". Every file here is made by the test.
 from __future__ import annotations
 
 import json
+import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from lib.app import ui
 from lib.core.records import MetricRecord, RunRecord
 from lib.core.results import SampleResult
 from lib.core.samples import EvalSample
@@ -164,6 +166,12 @@ def test_the_page_does_not_show_an_earlier_copy_s_verdict(files: dict[str, Path]
     at.button(key="abl_launch").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Answered from stored results" in str(i.value) for i in at.info)
+    store = ui.open_store(str(files["db"]))   # the dashboard's own connection: its worker judges the new copy
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (store.ablation(aid) or {}).get("status") != "done":
+        time.sleep(0.2)
+    [row] = store.ablations("r1").to_dict("records")
+    assert row["ablation_id"] == aid and row["status"] == "done" and "LEAK" in row["result"]
 
 
 @pytest.mark.parametrize(("held", "kept"), [
