@@ -43,7 +43,8 @@ if not run_ids:
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
 shown_id = lib.app.ui.query_param("ablation")
-shown_row = loaders.ablation_record(ctx.db_path, shown_id) if shown_id else None
+# an ablation of a replaced copy of its run still seeds the form (launching it judges the run as it is now)
+shown_row = loaders.ablation_record(ctx.db_path, shown_id, any_copy=True) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
 start_run, start_metric = ablation_form.start_at(loaders.incidents(ctx.db_path, ui_history.version(ctx))[0], run_ids)
@@ -353,6 +354,11 @@ if shown_id:
         st.code(status.error or "no reason recorded (see the server log)", language=None)
         if row:
             rerun_controls(row, "Retry", "abl_retry")
+    elif shown_row is not None and not shown_row["current"]:
+        st.warning(md(f"This ablation measured an earlier copy of run {shown_row['run_id']}: the run has been "
+                      "recorded again since, so its verdict is about samples, templates and scores that are no longer "
+                      "the run's, and it is not shown. Launch it again above to judge the run as it is now (the "
+                      "call cache answers every prompt that did not change)."))
     else:
         st.warning("No ablation with this id in this database.")
 
@@ -388,8 +394,9 @@ if batches:
 st.divider()
 st.subheader("Gate a new judge")
 st.caption("Judge the suite's calibration set (its samples people labelled) with a candidate judge and with the "
-           "current instrument (the latest run's), paired over the same samples. The candidate fails when it agrees "
-           "with people worse beyond the margin, as `python -m lib calibrate` exits 1 in CI.")
+           "current instrument (the newest run's that evaldrift can judge with: another tool's runs are passed over), "
+           "paired over the same samples. The candidate fails when it agrees with people worse beyond the margin, as "
+           "`python -m lib calibrate` exits 1 in CI.")
 g1, g2, g3 = st.columns([2, 3, 1])
 gate_metric = g1.selectbox("Metric", METRIC_NAMES, key="gate_metric")
 gate_model = g2.selectbox("Candidate judge", calibration.judge_choices(server), key="gate_model",

@@ -29,7 +29,8 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
     """Hand-over files the inbox drain refused: named with their reason, as plain text."""
     if not rejections:
         return
-    where = (ui.md_literal(str(rejections[0].path.parent)) if access.sees_server_paths(login=gate.login_configured())
+    where = (ui.md_literal(" and ".join(dict.fromkeys(str(r.path.parent) for r in rejections)))
+             if access.sees_server_paths(login=gate.login_configured())
              else "the inbox's rejected folder on the server")
     st.warning(f"{len(rejections)} run file(s) handed over through the inbox were refused and set aside in "
                f"{where}; fix each and record it again "
@@ -39,7 +40,7 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
 
 
 # -- lib calls ---------------------------------------------------------------------------------
-rejected = inbox.rejected(inbox.folder_for(ctx.db_path))
+rejected = [r for folder in inbox.folders_drained(ctx.db_path) for r in inbox.rejected(folder)]
 history = loaders.history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")

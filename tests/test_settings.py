@@ -17,7 +17,7 @@ KEY = "sk-live-never-print-me-0001"
 def test_defaults() -> None:
     s = load(environ={})
     assert s.db_path == ROOT / "data" / "demo.duckdb" == DEMO_DB
-    assert s.inbox == ROOT / "data" / "inbox"
+    assert s.inbox is None   # beside each database (lib.intake.inbox.folder_for)
     assert s.judge_model == "offline-lexical-v2"
     assert s.base_url is None and s.api_key is None
     assert s.judge_concurrency == 8
@@ -46,7 +46,10 @@ def test_environment_overrides_every_setting(tmp_path: Path) -> None:
 
 
 def test_inbox_defaults_to_a_folder_beside_the_database(tmp_path: Path) -> None:
-    assert load(environ={"EVALDRIFT_DB": str(tmp_path / "x.duckdb")}).inbox == tmp_path / "inbox"
+    from lib.intake.inbox import folder_for
+
+    settings = load(environ={"EVALDRIFT_DB": str(tmp_path / "x.duckdb")})
+    assert folder_for(tmp_path / "x.duckdb", settings) == tmp_path / "inbox"
 
 
 def test_load_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

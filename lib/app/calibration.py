@@ -33,6 +33,7 @@ from lib.diagnosis.agreement import (
     calibrate,
     calibration_samples,
     current_contender,
+    current_instrument,
 )
 from lib.jobs import ONE, Job, Runner, print_failure
 from lib.judging.build import build_judge, endpoint_of
@@ -76,10 +77,11 @@ class GatePlan:
         version: the calibration set's version.
         n_samples: labelled samples judged by each instrument.
         n_left_out: labelled samples left out (their stored content is no longer what was labelled).
-        current_model: the judge model of the current instrument (the latest run's).
+        current_model: the judge model of the current instrument (lib.diagnosis.agreement.current_instrument).
         current_calls: calls left for the current instrument after the call cache.
         candidate_calls: calls left for the candidate after the call cache.
         paid: models (current, candidate or both) that are not the offline judge and have calls left.
+        current_run: the run whose instrument is the current one (the newest that can judge again).
     """
 
     request: GateRequest
@@ -90,6 +92,7 @@ class GatePlan:
     current_calls: int
     candidate_calls: int
     paid: tuple[str, ...]
+    current_run: str = ""
 
     @property
     def gate_id(self) -> str:
@@ -110,15 +113,15 @@ class GatePlan:
                 return f"{model}: {n} offline judgings, no API cost"
             return f"{model}: {n} calls left after the call cache"
 
-        judged = (f"judged by the current instrument ({calls(self.current_model, self.current_calls)}) and the "
+        judged = (f"judged by the current instrument (run {self.current_run}'s; "
+                  f"{calls(self.current_model, self.current_calls)}) and the "
                   f"candidate ({calls(self.request.model, self.candidate_calls)})")
         money = f"; paid judge: {', '.join(self.paid)}" if self.paid else "; no paid call"
         return f"{head}, {judged}{money}."
 
 
 def _contenders(store: Store, request: GateRequest, settings: Settings) -> tuple[Contender, Contender]:
-    recorded = store.instrument(store.resolve_run("latest"), request.metric, request.suite).judge_model
-    current_model = str(recorded)
+    current_model = current_instrument(store, request.metric, request.suite).judge_model
     current = current_contender(store, request.metric,
                                 build_judge(current_model, endpoint_of(current_model, settings), settings),
                                 request.suite)
@@ -157,7 +160,8 @@ def plan_gate(store: Store, request: GateRequest, settings: Settings) -> GatePla
     paid = tuple(dict.fromkeys(c.model for c, n in ((current, now), (candidate, new))
                                if n and endpoint_of(c.model, settings) != OFFLINE))
     return GatePlan(request=request, version=version, n_samples=len(samples), n_left_out=left_out,
-                    current_model=current.model, current_calls=now, candidate_calls=new, paid=paid)
+                    current_model=current.model, current_calls=now, candidate_calls=new, paid=paid,
+                    current_run=current_instrument(store, request.metric, request.suite).run_id)
 
 
 def may_gate(user: str | None, plan: GatePlan, settings: Settings, *, login: bool) -> bool:

@@ -205,9 +205,10 @@ def own_judge(db_path: str, version: str, run_id: str, metrics: tuple[str, ...])
         return None
 
 
-def ablation_record(db_path: str, ablation_id: str) -> dict[str, object] | None:
-    """An ablation's stored row, read fresh (not cached): a progress poll must see every step."""
-    return open_store(db_path).ablation(ablation_id)
+def ablation_record(db_path: str, ablation_id: str, *, any_copy: bool = False) -> dict[str, object] | None:
+    """An ablation's stored row, read fresh (not cached): a progress poll must see every step. Only an ablation of
+    the run's stored copy, unless `any_copy` (then `current` says whether it is one: Store.ablation)."""
+    return open_store(db_path).ablation(ablation_id, any_copy=any_copy)
 
 
 def batch_jobs_newest(db_path: str) -> list[batch.BatchJob]:

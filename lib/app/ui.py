@@ -164,7 +164,8 @@ def sidebar() -> Context:
     endpoint = OFFLINE if judge in VARIANTS else s.endpoint
     path = offered[name]
     store = _open_or_stop(path, name)
-    inbox.drain(store, inbox.folder_for(path, s))
+    for folder in inbox.folders_drained(path, s):   # EVALDRIFT_INBOX, and beside the database (lib.intake.inbox)
+        inbox.drain(store, folder)
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
     return Context(store, str(path), judge, endpoint, user, db_name=name)

@@ -24,7 +24,7 @@ from lib.cli.common import (
     judge_for,
 )
 from lib.core.metrics import METRIC_NAMES
-from lib.core.prompts import BINDINGS, PROJECTED
+from lib.core.prompts import BINDINGS, PROJECTED, placeholders
 from lib.core.records import MAIN
 from lib.diagnosis.agreement import Agreement, Estimate, agreement_by_instrument
 from lib.intake import inbox
@@ -119,24 +119,33 @@ def _template(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--template: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    placeholders(text, source=f"--template {path}")   # field names only, named by its file before any judging
+    return text
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from lib.diagnosis.agreement import Contender, calibrate, calibration_samples, current_contender
+    from lib.diagnosis.agreement import (
+        Contender,
+        calibrate,
+        calibration_samples,
+        current_contender,
+        current_instrument,
+    )
 
     db = _db_path(args, must_exist=True)
+    template = _template(args.template)   # a template that is not field names only is refused before anything
     with inbox.open_drained(db, _inbox_for(db)) as store:
         version = store.calibration_version(args.suite)
         samples, _ = calibration_samples(store, args.suite, args.metric, version)
-        recorded = store.instrument(store.resolve_run("latest"), args.metric, args.suite).judge_model
+        recorded = current_instrument(store, args.metric, args.suite).judge_model   # past another tool's runs
         kind = OFFLINE if str(recorded).startswith("offline-") else OPENAI
         current_judge, _, _ = judge_for(kind, recorded)
         current = current_contender(store, args.metric, current_judge, args.suite)
         judge, model, _ = judge_for(args.judge, args.model)
-        candidate = Contender(judge, model, _template(args.template) or current.template,
+        candidate = Contender(judge, model, template or current.template,
                               args.binding or (PROJECTED if args.template else current.binding))
         paid = [c.model for c in (current, candidate) if not str(c.model).startswith("offline-")]
         if paid and not args.yes:

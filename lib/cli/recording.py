@@ -15,6 +15,7 @@ from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
 from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
+from lib.core.prompts import placeholders
 from lib.core.records import RunRecord
 from lib.intake import inbox
 from lib.jobs import job_log
@@ -41,6 +42,8 @@ def _templates(pairs: Sequence[str]) -> dict[str, str]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--template {metric}: cannot read {file}: {getattr(exc, 'strerror', None) or exc}"
                              ) from None
+        if metric in METRIC_NAMES:   # an unknown name is refused as such further on (by score, ingest)
+            placeholders(out[metric], source=f"--template {metric}={file}")   # field names only, before any call
     return out
 
 
@@ -83,9 +86,15 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: dateti
         print(f"recorded {_describe_run(run)} in {db}")
         say_replaced(db, run.run_id, since)
     else:
+        folder = where.path.parent
+        who = ("the owner records it on its next page load, or the next command that opens the database"
+               if folder == inbox.beside(db) else
+               f"EVALDRIFT_INBOX: the owner records it only if it drains this folder, that is if its own "
+               f"EVALDRIFT_INBOX names {folder} too; this recorder cannot know the owner's settings (every owner "
+               f"drains {inbox.beside(db)})")
         print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
-              f"{where.path} (the owner records it on its next page load; an earlier copy of run {run.run_id}, "
-              "if any is kept: `python -m lib archive list`)")
+              f"{where.path} ({who}; an earlier copy of run {run.run_id}, if any is kept: "
+              "`python -m lib archive list`)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

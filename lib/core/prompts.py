@@ -33,18 +33,43 @@ def prompt_hash(template: str) -> str:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()[:12]
 
 
-def placeholders(template: str) -> list[str]:
-    """The placeholder names a template uses, in order of first use."""
+def placeholders(template: str, *, source: str | None = None) -> list[str]:
+    """The placeholder names a template uses, in order of first use.
+
+    A template takes field names only: `{contexts}`, never `{contexts:>1500000000}` (a format spec would pad a
+    prompt to any size), `{answer!r}` (a conversion), `{contexts[0]}` or `{sample.answer}` (indexing, attribute).
+
+    Args:
+        template: the template text.
+        source: what names the template in an error (a file, a run and metric); default its prompt hash.
+
+    Raises:
+        InputError: one line naming the template and the placeholder that is not a known field name, or the
+            brace that is not closed (literal braces are written `{{` and `}}`).
+    """
+    where = source or f"template {prompt_hash(template)}"
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:   # "Single '}' encountered in format string" and the like
+        raise InputError(f"{exc}: write a literal brace as {{{{ or }}}}", field="template", source=where) from None
     seen: list[str] = []
-    for _, name, _, _ in string.Formatter().parse(template):
+    for _, name, spec, conversion in parsed:
         if name is None:
             continue
-        if name not in PLACEHOLDERS:
-            raise InputError(f"unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}",
-                             field="template", source=f"template {prompt_hash(template)}")
+        if spec or conversion or name not in PLACEHOLDERS:
+            shown = _cut("{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+            what = (f"unknown placeholder {shown}" if not spec and not conversion and name.isidentifier() else
+                    f"placeholder {shown} is not a bare field name (no format spec, conversion, index or attribute)")
+            raise InputError(f"{what}; a template takes field names only; known: {', '.join(PLACEHOLDERS)}",
+                             field="template", source=where)
         if name not in seen:
             seen.append(name)
     return seen
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """A placeholder as the error shows it: a long one is cut (the message stays one short line)."""
+    return text if len(text) <= limit else text[:limit] + "...}"
 
 
 def fields_read(template: str, metric: str) -> frozenset[str]:

@@ -3,7 +3,7 @@
 | setting | environment | default |
 |---|---|---|
 | db_path | EVALDRIFT_DB | data/demo.duckdb (the demo is built when absent) |
-| inbox | EVALDRIFT_INBOX | <db folder>/inbox |
+| inbox | EVALDRIFT_INBOX | none: `inbox/` beside each database |
 | judge_model | EVALDRIFT_JUDGE_MODEL | offline-lexical-v2 |
 | base_url | OPENAI_BASE_URL | none (the SDK's default) |
 | api_key | OPENAI_API_KEY | none |
@@ -47,7 +47,8 @@ def is_demo_path(path: str | Path) -> bool:
 
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("db_path", "EVALDRIFT_DB", "the DuckDB file; the demo database is built there when absent"),
-    ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while the database is busy are dropped"),
+    ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while their database is held are handed over, for "
+     "every database (unset: inbox/ beside each database); an owner drains it and the folder beside its database"),
     ("judge_model", "EVALDRIFT_JUDGE_MODEL", "judge model; offline-lexical-* is the embedded offline judge"),
     ("base_url", "OPENAI_BASE_URL", "OpenAI-compatible server for the model judge"),
     ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
@@ -79,7 +80,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
 @dataclass(frozen=True)
 class Settings:
     db_path: Path
-    inbox: Path
+    inbox: Path | None   # None: beside each database (lib.intake.inbox.folder_for)
     judge_model: str
     base_url: str | None
     api_key: str | None
@@ -127,7 +128,7 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         return str(value) if value not in (None, "") else None
 
     db = Path(get("EVALDRIFT_DB") or DEMO_DB)
-    inbox = Path(get("EVALDRIFT_INBOX") or db.parent / "inbox")
+    inbox = Path(box) if (box := get("EVALDRIFT_INBOX")) else None
     return Settings(
         db_path=db,
         inbox=inbox,

@@ -30,7 +30,7 @@ from datetime import datetime
 from lib.core.errors import InputError
 from lib.core.jsontext import HugeNumber
 from lib.core.metrics import METRICS
-from lib.core.prompts import BINDINGS
+from lib.core.prompts import BINDINGS, placeholders, prompt_hash
 from lib.core.records import RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult, Verdict
 from lib.core.samples import EvalSample
@@ -152,6 +152,9 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
             raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
         _check_results(m.results, known, where)
     _check_lengths(run, field_limit(), src)  # after the types: every text is text by now
+    for m in run.metrics:   # a template takes field names only: `{contexts:>1500000000}` would pad every prompt
+        if m.template is not None:
+            placeholders(m.template, source=f"{src} metric {m.metric!r} template {prompt_hash(m.template)}")
 
 
 def _check_samples(suite: object, samples: object, src: str) -> set[str]:

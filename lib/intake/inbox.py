@@ -17,6 +17,13 @@ one, it goes to rejected/ and the pages and later files carry on.
 Every command that opens the database read-write drains first
 (`open_drained`), so no run waits in the inbox once anyone has written.
 
+One rule says where a hand-over goes, in the recorder and the owner alike
+(`folder_for`): EVALDRIFT_INBOX when it is set, whatever the database, else
+`inbox/` beside the database. The owner drains both that folder and the one
+beside its database (`folders_drained`), so a recorder that does not share
+the owner's EVALDRIFT_INBOX is still drained; a recorder that hands over to
+EVALDRIFT_INBOX cannot know whether the owner drains it, and says so.
+
 A hand-over names the database it is for (`target`, the first key of the
 file), because databases in one folder share an inbox: a drain records only
 runs for its own database (and untargeted files written before targets
@@ -163,25 +170,39 @@ class Rejection:
 
 
 def folder_for(db_path: str | Path, settings: Settings | None = None) -> Path:
-    """The inbox of a database: EVALDRIFT_INBOX for the configured database, else `inbox/` beside the file."""
+    """Where a hand-over for `db_path` goes: EVALDRIFT_INBOX when it is set, whatever the database (each file names
+    the database it is for), else `inbox/` beside the file. The recorder and the owner read this one rule."""
     s = settings or load_settings()
-    return s.inbox if Path(db_path).resolve() == s.db_path.resolve() else Path(db_path).parent / "inbox"
+    return s.inbox if s.inbox is not None else beside(db_path)
+
+
+def beside(db_path: str | Path) -> Path:
+    """The `inbox/` folder beside a database: where a recorder without EVALDRIFT_INBOX hands over."""
+    return Path(db_path).parent / "inbox"
+
+
+def folders_drained(db_path: str | Path, settings: Settings | None = None) -> tuple[Path, ...]:
+    """The folders the owner of `db_path` drains: its hand-over folder (folder_for) and the one beside the
+    database, where a recorder that does not share the owner's EVALDRIFT_INBOX hands over."""
+    return tuple(dict.fromkeys([folder_for(db_path, settings), beside(db_path)]))
 
 
 def open_drained(db_path: str | Path, inbox: str | Path) -> Store:
-    """Open the database read-write and record what waits in its inbox first.
+    """Open the database read-write and record what waits for it first: in `inbox`, and beside the database.
 
     Raises:
         StoreBusyError: another process holds the file; its message says how many runs wait.
     """
+    folders = tuple(dict.fromkeys([Path(inbox), beside(db_path)]))
     try:
         store = Store(db_path)
     except StoreBusyError as exc:
-        n = waiting(inbox, db_path)
+        n = sum(waiting(folder, db_path) for folder in folders)
         if n:
             raise StoreBusyError(exc.path, f"{n} run(s) wait in the inbox {inbox}.") from None
         raise
-    drain(store, inbox)
+    for folder in folders:
+        drain(store, folder)
     return store
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from lib.core.endpoints import normalise
+from lib.core.errors import InputError
 from lib.core.metrics import get_metric
 from lib.core.prompts import fields_read, lint
 from lib.core.records import MAIN
@@ -95,7 +96,7 @@ def _reads_and_lint(store: Store, metric: str, prompt_hash: object, missing: str
     try:
         read = fields_read(template, metric)
         findings = lint(template, metric)
-    except ValueError as exc:  # an unknown placeholder in a stored template
+    except (ValueError, InputError) as exc:  # a stored template not of field names only (from before the doors)
         return "?", str(exc)
     reads = ", ".join(f for f in FIELDS if f in read)
     text = "; ".join(f"reads {f.field}, which {metric} must never receive" for f in findings)

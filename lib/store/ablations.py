@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,35 +24,65 @@ RAW_KEPT = 2000   # characters of an unreadable reply kept with its failed judgi
 class AblationsMixin(StoreBase):
     """Ablation records: spec, progress, per-sample results and the stored result."""
 
-    def ablation(self, ablation_id: str) -> dict[str, Any] | None:
-        rows = self._rows("""SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done,
-                                    created_at, updated_at, result FROM ablations WHERE ablation_id = ?""",
-                          [ablation_id])
+    def run_copy(self, run_id: str) -> str | None:
+        """The id of the stored copy of `run_id` (None: no such run): what an ablation of it now measures."""
+        rows = self._rows("SELECT copy_id FROM runs WHERE run_id = ?", [run_id])
+        return rows[0][0] if rows else None
+
+    def ablation(self, ablation_id: str, *, any_copy: bool = False) -> dict[str, Any] | None:
+        """An ablation's row, when it measured the stored copy of its run (None otherwise, or when there is none).
+
+        A run recorded again is another copy: an ablation of the copy it replaced says nothing of this one, so it
+        is not returned (`any_copy=True` returns it, with `current` False, to say so).
+        """
+        rows = self._rows(f"""SELECT {_COLUMNS}, {_CURRENT} AS current FROM ablations a
+                               LEFT JOIN runs r ON r.run_id = a.run_id WHERE a.ablation_id = ?""", [ablation_id])
         if not rows:
             return None
         keys = ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total", "done", "created_at",
-                "updated_at", "result")
+                "updated_at", "result", "current")
         d = dict(zip(keys, rows[0], strict=True))
+        if not d["current"] and not any_copy:
+            return None
         d["spec"] = json.loads(d["spec"])  # type: ignore[arg-type]
         d["result"] = json.loads(d["result"]) if d["result"] else None  # type: ignore[arg-type]
         return d
 
     def ablations(self, run_id: str | None = None) -> pd.DataFrame:
-        sql = """SELECT ablation_id, run_id, suite, spec, judge_model, status, total, done, created_at, updated_at,
-                        result FROM ablations"""
+        """The ablations of the stored copies of runs (of `run_id` only, when given), newest first.
+
+        An ablation of a replaced copy (or one stored before copies were told apart) is not listed: its verdict
+        is about samples, templates and scores that are no longer the run's.
+        """
+        sql = f"""SELECT {_COLUMNS} FROM ablations a JOIN runs r ON r.run_id = a.run_id WHERE {_CURRENT}"""
         params: list[object] = []
         if run_id is not None:
-            sql += " WHERE run_id = ?"
+            sql += " AND a.run_id = ?"
             params.append(run_id)
-        return self._df(sql + " ORDER BY created_at DESC, ablation_id", params)
+        return self._df(sql + " ORDER BY a.created_at DESC, a.ablation_id", params)
 
     def start_ablation(self, ablation_id: str, run_id: str, suite: str, spec: dict[str, object],
-                       judge_model: str, total: int) -> None:
-        """Create the ablation row if absent (a resumed ablation keeps its row)."""
+                       judge_model: str, total: int, *, copy: str | None = None) -> None:
+        """Create the ablation row if absent (a resumed ablation keeps its row).
+
+        Args:
+            copy: the copy of the run the ablation measures (read before its samples were; default: the
+                stored copy now). A row of the same id left by another copy (the run was recorded again since)
+                is moved aside under an id of its own, with its results: it stays that copy's, and this ablation
+                starts from nothing.
+        """
         with self.transaction() as cur:
-            cur.execute("""INSERT OR IGNORE INTO ablations VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL)""",
+            if copy is None:
+                found = cur.execute("SELECT copy_id FROM runs WHERE run_id = ?", [run_id]).fetchall()
+                copy = found[0][0] if found else None
+            held = cur.execute("SELECT run_copy FROM ablations WHERE ablation_id = ?", [ablation_id]).fetchall()
+            if held and held[0][0] != copy:   # another copy's, or one stored before copies were told apart
+                _set_aside(cur, ablation_id)
+            cur.execute("""INSERT OR IGNORE INTO ablations (ablation_id, run_id, suite, spec, judge_model, status,
+                                  total, done, created_at, updated_at, result, run_copy)
+                           VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL, ?)""",
                         [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
-                         _now(), _now()])
+                         _now(), _now(), copy])
             # a resumed ablation takes today's plan's total (its row may be from a plan that judged more)
             cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
                         "AND status <> 'done'", [total, _now(), ablation_id])
@@ -133,6 +164,29 @@ class AblationsMixin(StoreBase):
         with self.transaction() as cur:
             cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
                         [status, json.dumps(result) if result is not None else None, _now(), ablation_id])
+
+
+_COLUMNS = ", ".join(f"a.{c}" for c in ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total",
+                                          "done", "created_at", "updated_at", "result"))
+# an ablation measured the stored copy of its run (a.* ablations, r.* runs joined on run_id)
+_CURRENT = "coalesce(a.run_copy = r.copy_id, false)"
+
+
+def _set_aside(cur: duckdb.DuckDBPyConnection, ablation_id: str) -> None:
+    """Move an ablation of another copy of its run, its results and job note, to a new id (`<id>~<6 hex>`), in the
+    caller's transaction: the spec's id is then free for the copy stored now, and the old verdict stays with the
+    copy it measured (listed again if that copy is restored)."""
+    aside = f"{ablation_id}~{uuid.uuid4().hex[:6]}"
+    cur.execute("""INSERT INTO ablations BY NAME SELECT * REPLACE (? AS ablation_id,
+                          CASE WHEN result IS NULL THEN NULL
+                               ELSE CAST(json_merge_patch(result, json_object('ablation_id', ?)) AS VARCHAR) END
+                          AS result)
+                   FROM ablations WHERE ablation_id = ?""", [aside, aside, ablation_id])
+    for table in ("ablation_results", "job_log"):
+        cur.execute(f"INSERT INTO {table} BY NAME SELECT * REPLACE (? AS ablation_id) FROM {table} "
+                    "WHERE ablation_id = ?", [aside, ablation_id])
+        cur.execute(f"DELETE FROM {table} WHERE ablation_id = ?", [ablation_id])
+    cur.execute("DELETE FROM ablations WHERE ablation_id = ?", [ablation_id])
 
 
 def _recount_done(cur: duckdb.DuckDBPyConnection, ablation_id: str) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.core.metrics import METRICS
-from lib.core.prompts import BINDINGS
+from lib.core.prompts import BINDINGS, placeholders
 from lib.core.records import RunRecord
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.validate import EARLIEST, LATEST, check_run
@@ -100,6 +100,14 @@ _BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
 
 _RUN_METRIC_COLUMNS = ["run_id", "suite", "metric", "judge_model", "prompt_hash", "binding", "fingerprint", "score",
                        "n", "n_failed", "n_excluded", "scorer", "output_mode"]
+
+
+_COPY_ID_SQL = "'c-' || left(replace(CAST(uuid() AS VARCHAR), '-', ''), 16)"   # new_copy_id, one per row
+
+
+def new_copy_id() -> str:
+    """A new copy's id: every recording of a run id is a copy of its own, whose ablations are its own."""
+    return "c-" + uuid.uuid4().hex[:16]
 
 
 _STAGING: set[str] = set()   # staging tables of this process's record_run_parts in progress
@@ -276,10 +284,11 @@ class RecordingMixin(ArchiveMixin):
 
     def _start_run(self, cur: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None:
         archived = self._archive_run(cur, run.run_id, "recorded over")
-        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields, notes) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, fields, notes, copy_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [run.run_id, run.started_at, run.label, json.dumps(run.pipeline, sort_keys=True), _now(),
-                     json.dumps(list(run.fields)), json.dumps(dict(run.notes), sort_keys=True) if run.notes else None])
+                     json.dumps(list(run.fields)), json.dumps(dict(run.notes), sort_keys=True) if run.notes else None,
+                     new_copy_id()])
         for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
             cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
         return archived
@@ -325,10 +334,12 @@ class RecordingMixin(ArchiveMixin):
             for (run_id,) in cur.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM _b_runs)"
                                          ).fetchall():
                 self._archive_run(cur, run_id, "recorded over (bulk)")
-            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at) "
-                        "SELECT run_id, started_at, label, pipeline, ? FROM _b_runs", [_now()])
+            cur.execute("INSERT INTO runs (run_id, started_at, label, pipeline, recorded_at, copy_id) "
+                        f"SELECT run_id, started_at, label, pipeline, ?, {_COPY_ID_SQL} FROM _b_runs", [_now()])
             if batch.prompts is not None:
                 cur.register("_b_prompts", batch.prompts)
+                for h, text in cur.execute("SELECT DISTINCT prompt_hash, template FROM _b_prompts").fetchall():
+                    placeholders(text, source=f"bulk runs prompt {h}")   # field names only, as at every door
                 cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
                             "FROM _b_prompts")
             cur.execute("""INSERT INTO samples SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth

@@ -11,6 +11,7 @@ import pandas as pd
 
 from lib.core.degenerate import PASSAGE_METRICS, WHITESPACE
 from lib.core.errors import NotFoundError
+from lib.core.prompts import BINDINGS
 from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
 
@@ -115,6 +116,31 @@ class RunsMixin(StoreBase):
             raise NotFoundError(f"run {run_id!r} has no {metric!r} score in suite {suite!r}")
         model, h, template, binding, score, n, n_failed = rows[0]
         return RecordedInstrument(model, h, template, binding, score, n, n_failed)
+
+    def replayable_instrument(self, metric: str, suite: str = MAIN) -> tuple[str, RecordedInstrument] | None:
+        """The newest run's instrument for `metric` that can judge again: a judge model, a stored template and a
+        binding of ours (another tool's scores record none). None: no run has one.
+
+        Returns:
+            (run id, its instrument), by the run's start time.
+        """
+        rows = self._rows(
+            """SELECT m.run_id, m.judge_model, m.prompt_hash, p.template, m.binding, m.score, m.n, m.n_failed
+               FROM run_metrics m JOIN runs r USING (run_id) JOIN prompts p USING (prompt_hash)
+               WHERE m.suite = ? AND m.metric = ? AND m.judge_model IS NOT NULL
+                     AND m.binding IN (SELECT unnest(?::VARCHAR[]))
+               ORDER BY r.started_at DESC, m.run_id DESC LIMIT 1""", [suite, metric, list(BINDINGS)])
+        if not rows:
+            return None
+        run_id, model, h, template, binding, score, n, n_failed = rows[0]
+        return run_id, RecordedInstrument(model, h, template, binding, score, n, n_failed)
+
+    def latest_scored(self, metric: str, suite: str = MAIN) -> tuple[str, str | None] | None:
+        """(run id, scoring library or None) of the newest run that scored `metric` in `suite`; None: none did."""
+        rows = self._rows("""SELECT m.run_id, m.scorer FROM run_metrics m JOIN runs r USING (run_id)
+                             WHERE m.suite = ? AND m.metric = ? ORDER BY r.started_at DESC, m.run_id DESC LIMIT 1""",
+                          [suite, metric])
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def prompts(self) -> pd.DataFrame:
         return self._df("SELECT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")

@@ -140,6 +140,20 @@ _LABELS = [
 ]
 
 
+# Which copy of a run an ablation measured. Every recording of a run id is a new copy (`copy_id`, made when it is
+# recorded; a replaced copy keeps its id in the archive and takes it back on restore), and an ablation stores the
+# copy it judged (`run_copy`): its verdict is about that copy's samples, templates and scores, and no other's
+# (lib.store.ablations). Runs stored before get a copy id now; ablations stored before get none, so they match no
+# copy: nothing recorded says which copy they measured (a restore or purge leaves no trace a time could be read from).
+_COPIES = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS copy_id VARCHAR",
+    "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS copy_id VARCHAR",
+    "UPDATE runs SET copy_id = 'c-' || left(replace(CAST(uuid() AS VARCHAR), '-', ''), 16) WHERE copy_id IS NULL",
+    "UPDATE archived_runs SET copy_id = 'c-' || left(replace(CAST(uuid() AS VARCHAR), '-', ''), 16) "
+    "WHERE copy_id IS NULL",
+    "ALTER TABLE ablations ADD COLUMN IF NOT EXISTS run_copy VARCHAR",
+]
+
 Step = Callable[[duckdb.DuckDBPyConnection], None]
 
 
@@ -194,6 +208,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # the grader was read); NULL for runs recorded before, and for runs with nothing to say. A replaced run keeps it.
     Migration("run notes", ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
                             "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS notes VARCHAR")),
+    Migration("run copies and the copy each ablation measured", tuple(_COPIES)),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)

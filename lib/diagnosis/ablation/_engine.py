@@ -5,7 +5,8 @@ template and binding) and changes one thing: the value of the blanked
 artifact, in every sample. The unblanked baseline is re-judged alongside, k
 times, for the judge's noise band; the blanked arm is repeated the same way.
 Per-sample results are stored as they complete, so a killed ablation resumes
-where it stopped, and a finished one is answered from the store.
+where it stopped, and a finished one is answered from the store, as long as the run is the copy it
+measured: a run recorded again is judged again (lib.store.ablations).
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
         The analysed result, or None if stopped early.
     """
     aid = spec.ablation_id
-    existing = store.ablation(aid)
+    copy = store.run_copy(spec.run_id)   # read before the samples: a copy recorded meanwhile is never mislabelled
+    existing = store.ablation(aid)   # only an ablation of the copy stored now answers (Store.ablation)
     if existing and existing["status"] == "done" and existing["result"]:
         if progress:
             progress(int(existing["total"]), int(existing["total"]))
@@ -125,7 +127,7 @@ def run_ablation(store: Store, spec: AblationSpec, judge: Judge | None, *,
     scorer = load_scorer(spec.scorer) if spec.scorer is not None else None
     if scorer is None and judge is None:
         raise InputError("an ablation needs a judge or a scorer", field="judge")
-    store.start_ablation(aid, spec.run_id, spec.suite, spec.to_dict(), spec.judge, plan.total)
+    store.start_ablation(aid, spec.run_id, spec.suite, spec.to_dict(), spec.judge, plan.total, copy=copy)
     done = store.ablation_done_keys(aid)
     if spec.sequential:
         stopped = run_sequential(store, plan, judge, scorer, done, progress, should_stop)

@@ -11,14 +11,17 @@ from lib.diagnosis.agreement._calibrate import (
     SEED,
     Calibration,
     Contender,
+    CurrentInstrument,
     calibrate,
     calibration_samples,
     current_contender,
+    current_instrument,
 )
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, trend_agreement
 
 __all__ = [
-    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Estimate", "agreement_by_instrument",
-    "agreements_frame", "calibrate", "calibration_samples", "current_contender", "segments_frame", "trend_agreement",
+    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "CurrentInstrument", "Estimate",
+    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "current_contender",
+    "current_instrument", "segments_frame", "trend_agreement",
 ]

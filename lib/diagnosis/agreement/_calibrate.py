@@ -1,9 +1,10 @@
 """A gate for a new judge: judge a suite's calibration set with a candidate instrument and the current one,
 paired over the same labelled samples, and say whether the candidate agrees with people worse.
 
-The current instrument is the one the latest run recorded for the metric (its judge model, template and
-binding). Both are asked through the call cache with the same seed, so an identical candidate makes no new
-call and agrees exactly as the current one does. The candidate fails when its headline agreement (accuracy of
+The current instrument is the one the newest run recorded for the metric with a judge model, template and
+binding of ours (a run imported from another tool records none, and is passed over). Both are asked through
+the call cache with the same seed, so an identical candidate makes no new call and agrees exactly as the
+current one does. The candidate fails when its headline agreement (accuracy of
 binary verdicts, else 1 - mean error) is lower by more than the margin and the paired interval of the
 difference lies wholly below zero (lib.diagnosis.agreement.is_worse).
 """
@@ -84,10 +85,48 @@ class Calibration:
                 f"Candidate {verdict}.")
 
 
+@dataclass(frozen=True)
+class CurrentInstrument:
+    """The instrument a candidate is gated against: the newest run's that can judge again.
+
+    Attributes:
+        run_id: the run that recorded it.
+        judge_model: its judge model.
+        template: its template text.
+        binding: its binding (projected or replay).
+    """
+
+    run_id: str
+    judge_model: str
+    template: str
+    binding: str
+
+
+def current_instrument(store: Store, metric: str, suite: str = MAIN) -> CurrentInstrument:
+    """The newest run's instrument for `metric` with a judge model, a template and a binding of ours.
+
+    A run imported from another tool records none (its scores came from that tool's code), so a later run of that
+    kind leaves the current instrument where it was.
+
+    Raises:
+        InputError: no run of the suite recorded one (one line naming the latest run and what scored it).
+    """
+    found = store.replayable_instrument(metric, suite)
+    if found is None:
+        latest = store.latest_scored(metric, suite)
+        whose = (f"; the latest, {latest[0]}, was scored by {latest[1] or 'an instrument it did not record'}"
+                 if latest else "")
+        raise InputError(f"no run of suite {suite!r} recorded a {metric} instrument evaldrift can judge with "
+                         f"(judge model, template and binding){whose}: record one scored by evaldrift "
+                         "(python -m lib score) to gate a candidate against", field="instrument")
+    run_id, inst = found
+    return CurrentInstrument(run_id, str(inst.judge_model), str(inst.template), str(inst.binding))
+
+
 def current_contender(store: Store, metric: str, judge: Judge, suite: str = MAIN) -> Contender:
-    """The instrument the latest run recorded for `metric`, with `judge` (built for its model) to ask."""
-    inst = store.instrument(store.resolve_run("latest"), metric, suite)
-    return Contender(judge, str(inst.judge_model), inst.template or "", inst.binding or "")
+    """The current instrument for `metric` (current_instrument), with `judge` (built for its model) to ask."""
+    inst = current_instrument(store, metric, suite)
+    return Contender(judge, inst.judge_model, inst.template, inst.binding)
 
 
 def calibration_samples(store: Store, suite: str, metric: str, version: int) -> tuple[list[EvalSample], int]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from lib.core.errors import InputError
 from lib.core.profiles import lint_under, tool_fields_read, tool_of
 from lib.core.prompts import LintFinding
 from lib.core.records import CANARY
@@ -75,14 +76,18 @@ def lint_status(store: Store) -> pd.DataFrame:
         # a template recorded from another tool is read as that tool shows it, under that tool's wiring profile
         tool = tool_of(next(iter(scorers.get(p.prompt_hash, [])), None))
         shown = tool_fields_read(p.template)
-        read = frozenset(fields_of(p.template, p.metric)) if shown is None else shown
-        reads, never = lint_under(read, p.metric, tool)
-        found = [LintFinding(p.metric, f, p.prompt_hash) for f in never]
+        try:
+            read = frozenset(fields_of(p.template, p.metric)) if shown is None else shown
+        except InputError as exc:   # stored before the doors refused it: a finding, never a crash of the lint
+            reads, findings = ["?"], exc.reason
+        else:
+            reads, never = lint_under(read, p.metric, tool)
+            findings = "; ".join(LintFinding(p.metric, f, p.prompt_hash).message for f in never)
         u = usage.get(p.prompt_hash, {})
         rows.append({
             "metric": p.metric, "prompt_hash": p.prompt_hash,
             "reads": ", ".join(reads),
-            "findings": "; ".join(f.message for f in found),
+            "findings": findings,
             "runs": u.get("runs", 0), "last_run": u.get("last_run"), "bindings": u.get("bindings", ""),
             "never": ", ".join(never),
         })
