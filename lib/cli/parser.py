@@ -14,6 +14,7 @@ from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
+from lib.core import settings
 from lib.core.endpoints import redact
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
@@ -205,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        settings.load()   # every setting checked before any work: a bad one is this one line, whatever the command
         return int(args.func(args))
     except UsageError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
