@@ -104,9 +104,9 @@ LABELS, TOOLS = "labels", "tools"   # which doors a case goes through: labels im
 Build = Callable[[Path], bytes]
 # (case, doors, file name, the bytes, what the one line names besides the file)
 CASES: list[tuple[str, str, str, Build, tuple[str, ...]]] = [
-    ("csv field over 131,072 characters", LABELS, "big.csv",
-     lambda _: (CSV_HEAD + "s01,faithfulness,1,yes,ana," + "x" * 140_000 + "\n").encode(),
-     ("row 2", "field 'note'", "over the limit")),   # read whole (no csv field cap), then refused by the text limit
+    ("csv field over the field limit", LABELS, "big.csv",   # (a 140,000-character one goes in: see below)
+     lambda _: (CSV_HEAD + "s01,faithfulness,1,yes,ana," + "x" * 1_000_001 + "\n").encode(),
+     ("row 2", "field 'note'", "over the limit")),
     ("a 5,000-digit integer", LABELS, "digits.jsonl", lambda _: _labels_jsonl(_with_raw("item", "9" * 5000)),
      ("row 2", "field 'item'", "5000 digits")),
     ("nesting 5,000 deep", LABELS, "deep.jsonl", lambda _: _labels_jsonl(_with_raw("note", "[" * 5000 + "]" * 5000)),
@@ -118,7 +118,8 @@ CASES: list[tuple[str, str, str, Build, tuple[str, ...]]] = [
     ("non-UTF-8 JSONL", LABELS, "latin.jsonl",
      lambda _: _labels_jsonl(json.dumps(_label_line(note="cafe"))).replace(b"cafe", b"caf\xe9"),
      ("row 2", "not UTF-8")),
-    ("a _row column", LABELS, "row.csv", lambda _: b"sample_id,metric,label,labeller,_row\ns00,faithfulness,yes,ana,abc\n",
+    ("a _row column", LABELS, "row.csv",
+     lambda _: b"sample_id,metric,label,labeller,_row\ns00,faithfulness,yes,ana,abc\n",
      ("row 1", "field '_row'", "unknown column")),
     ("item 1e400", LABELS, "inf.jsonl", lambda _: _labels_jsonl(_with_raw("item", "1e400")),
      ("row 2", "field 'item'", "whole number")),
@@ -190,7 +191,8 @@ def test_a_bad_file_is_one_line_naming_file_row_and_field_at_every_door(
 def test_the_good_versions_of_the_built_files_go_in(labelled_db: Path, tmp_path: Path) -> None:
     """The table's files differ from good ones only where each case says (else a refusal proves nothing)."""
     (tmp_path / "good.jsonl").write_bytes(_labels_jsonl(json.dumps(_label_line())))
-    (tmp_path / "good.csv").write_text(CSV_HEAD + "s01,faithfulness,1,yes,ana,fine\n")
+    # a cell over 131,072 characters (where Python's csv module stops) and under the field limit is a note
+    (tmp_path / "good.csv").write_text(CSV_HEAD + "s01,faithfulness,1,yes,ana," + "x" * 140_000 + "\n")
     for name in ("good.jsonl", "good.csv"):
         proc = cli("labels", "import", "--db", labelled_db, tmp_path / name)
         assert proc.returncode == 0, proc.stderr
@@ -201,6 +203,7 @@ def test_the_good_versions_of_the_built_files_go_in(labelled_db: Path, tmp_path:
         assert proc.returncode == 0, proc.stderr
     with Store(labelled_db) as store:
         assert set(store.run_ids()) == {"r1", "de", "ml"} and len(store.label_history("main")) == 4
+        assert len(store.label_history("main")["note"].iloc[-1]) == 140_000
 
 
 # -- a FIFO is refused before it is opened ------------------------------------------------------------------------

@@ -113,6 +113,14 @@ _SCORER = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _USER = re.compile(r"[^@\s,]*@[^@\s,]+")   # alice@team.example, or @team.example for a whole domain
 
 
+def _scorer(entry: str) -> bool:
+    return _SCORER.fullmatch(entry) is not None
+
+
+def _user(entry: str) -> bool:
+    return _USER.fullmatch(entry) is not None
+
+
 def _url(value: str) -> str | None:
     return check_base_url(_text(value))
 
@@ -160,11 +168,11 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds an ablation job may run before it stops (resumable)"),
     Setting("db_dir", "EVALDRIFT_DB_DIR", _path, None,
             "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
-    Setting("scorers", "EVALDRIFT_SCORERS", _items(_SCORER.fullmatch, "module:function"), (),
+    Setting("scorers", "EVALDRIFT_SCORERS", _items(_scorer, "module:function"), (),
             "external scorers (module:function, comma-separated) the dashboard may run"),
-    Setting("allowed_users", "EVALDRIFT_ALLOWED_USERS", _items(_USER.fullmatch, "an e-mail address or @domain"), (),
+    Setting("allowed_users", "EVALDRIFT_ALLOWED_USERS", _items(_user, "an e-mail address or @domain"), (),
             "with login on: who may sign in (e-mails and @domains)"),
-    Setting("ablation_users", "EVALDRIFT_ABLATION_USERS", _items(_USER.fullmatch, "an e-mail address or @domain"),
+    Setting("ablation_users", "EVALDRIFT_ABLATION_USERS", _items(_user, "an e-mail address or @domain"),
             (), "with login on: who may launch ablations with a paid judge"),
     Setting("ragas_python", "EVALDRIFT_RAGAS_PYTHON", _text, None,
             "the Python (with Ragas installed) the Ragas scorer runs in"),

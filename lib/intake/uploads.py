@@ -193,9 +193,13 @@ def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, starte
     from lib.intake.importers import prepare_import
 
     with _spooled(name, data) as path:
-        return prepare_import(path, run_id=run_id, fmt=fmt, started_at=started_at, pipeline=pipeline,
-                              version=version or None, grader=grader or None, provider=provider or None,
-                              metric_map=metric_map or None, source=name)
+        try:
+            return prepare_import(path, run_id=run_id, fmt=fmt, started_at=started_at, pipeline=pipeline,
+                                  version=version or None, grader=grader or None, provider=provider or None,
+                                  metric_map=metric_map or None, source=name)
+        except InputError as exc:   # a reader names the file it read: here the upload, never the server's path
+            raise InputError(exc.reason.replace(str(path), name), row=exc.row, field=exc.field,
+                             source=(exc.source or name).replace(str(path), name)) from None
 
 
 def run_facts(started_at: str, pipeline: str) -> tuple[datetime | None, dict | None]:
