@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -241,3 +242,40 @@ def test_a_two_million_character_name_is_echoed_cut(labelled_db: Path, tmp_path:
     (tmp_path / "long.jsonl").write_bytes(_labels_jsonl(json.dumps(_label_line(metric="f" * 2_000_000))))
     line = assert_usage_error(cli("labels", "import", "--db", labelled_db, tmp_path / "long.jsonl"))
     assert "row 2" in line and "field 'metric'" in line and len(line.encode()) < 1_000, len(line.encode())
+
+
+# -- the Import page: a refusal is a sentence without server paths, names from the file are text ------------------
+LINK = "[grader](http://evil.example/x)"
+IMAGE = "![pixel](http://evil.example/p.png)"
+
+
+def _markdown_graders(cases: list[dict]) -> None:
+    cases[0]["metricsData"][0]["evaluationModel"] = LINK
+    cases[1]["metricsData"][0]["evaluationModel"] = IMAGE
+
+
+def test_the_import_page_escapes_names_from_the_file_and_refuses_without_a_traceback(
+        fresh_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support.browser import ROOT
+
+    Store(fresh_db).close()
+    monkeypatch.setenv("EVALDRIFT_DB", str(fresh_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/import.py")
+    at.run()
+    at.file_uploader(key="imp_file").upload("test_run_20261102_020000.json", deepeval_run(_markdown_graders)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning]
+    graders = [w for w in warnings if "graders" in w]
+    assert graders, warnings
+    for shown in warnings:   # Markdown: a link or an image from the file must reach the reader as its text
+        assert re.search(r"(?<!\\)\[", shown) is None, shown   # every [ escaped: no link, no image opens
+    assert "\\[grader\\]" in graders[0] and "\\[pixel\\]" in graders[0], graders[0]
+
+    at.file_uploader(key="imp_file").upload("mlflow.db", _mlflow_bytes(tmp_path, start_time=9e18)).run()
+    at.selectbox(key="imp_format").set_value("mlflow").run()   # (the choice made for the last upload is kept)
+    assert not at.exception, [e.value for e in at.exception]   # was: OverflowError/ValueError with server paths
+    said = " ".join(t.value for t in at.text)
+    assert "mlflow.db, field 'start_time'" in said and "evaldrift-upload-" not in said, said
