@@ -182,6 +182,9 @@ def test_a_bad_setting_is_one_line_naming_the_variable_exit_2(variable: str, val
     ("EVALDRIFT_JUDGE_TIMEOUT", "0.5", 0.5), ("EVALDRIFT_JUDGE_TIMEOUT", "86400", 86400.0),
     ("EVALDRIFT_BREAKER_FAILURES", "0", 0), ("EVALDRIFT_CALL_BUDGET", "0", 0),
     ("EVALDRIFT_MAX_FIELD_CHARS", "1", 1),
+    ("EVALDRIFT_SCORERS", "a.b:c, lib.judging.scorers.inspect_scorer:rescore@/data/logs/RUN 1.eval",
+     ("a.b:c", "lib.judging.scorers.inspect_scorer:rescore@/data/logs/RUN 1.eval")),
+    ("EVALDRIFT_ALLOWED_USERS", "@team.example, eve@x.example", ("@team.example", "eve@x.example")),
 ])
 def test_the_bounds_of_each_range_are_accepted(variable: str, value: str, expected: object) -> None:
     setting = next(s for s in SETTINGS if s.env == variable)

@@ -109,7 +109,7 @@ def _items(check: Callable[[str], bool], what: str) -> Callable[[str], tuple[str
     return read
 
 
-_SCORER = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_SCORER = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*(@.+)?")   # module:function, or a tool's scorer @FILE
 _USER = re.compile(r"[^@\s,]*@[^@\s,]+")   # alice@team.example, or @team.example for a whole domain
 
 
@@ -168,7 +168,7 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds an ablation job may run before it stops (resumable)"),
     Setting("db_dir", "EVALDRIFT_DB_DIR", _path, None,
             "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
-    Setting("scorers", "EVALDRIFT_SCORERS", _items(_scorer, "module:function"), (),
+    Setting("scorers", "EVALDRIFT_SCORERS", _items(_scorer, "module:function (or module:function@FILE)"), (),
             "external scorers (module:function, comma-separated) the dashboard may run"),
     Setting("allowed_users", "EVALDRIFT_ALLOWED_USERS", _items(_user, "an e-mail address or @domain"), (),
             "with login on: who may sign in (e-mails and @domains)"),
