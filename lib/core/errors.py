@@ -21,7 +21,7 @@ def cut(value: object, limit: int = ECHO_CHARS) -> str:
     """A value from the input as an error message quotes it: its repr, cut to about `limit` characters.
 
     >>> cut("m" * 2_000_000, 10)
-    "'mmmmmmmmm... (2,000,000 characters)"
+    "'mmmmmmmm... (2,000,000 characters)"
     """
     text = repr(value)
     if len(text) <= limit:
@@ -40,7 +40,10 @@ def bounded(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 class EvaldriftError(Exception):
-    """Base of every error evaldrift raises on purpose."""
+    """Base of every error evaldrift raises on purpose; its text is bounded (a page or a CLI line shows it)."""
+
+    def __str__(self) -> str:
+        return bounded(super().__str__(), 2 * MESSAGE_CHARS)
 
 
 class InputError(EvaldriftError):
@@ -127,7 +130,7 @@ class UnknownNameError(EvaldriftError, KeyError):
     """A metric or field name the registry does not know (a KeyError too, for lookups that catch one)."""
 
     def __str__(self) -> str:   # a KeyError's str() quotes its message
-        return str(self.args[0]) if self.args else ""
+        return bounded(str(self.args[0]), 2 * MESSAGE_CHARS) if self.args else ""
 
 
 class TrustError(EvaldriftError):
