@@ -148,7 +148,7 @@ class Setting:
 
 MIB = 1024 * 1024
 SETTINGS: tuple[Setting, ...] = (
-    Setting("db_path", "EVALDRIFT_DB", _path, DEMO_DB,
+    Setting("db_path", "EVALDRIFT_DB", _path, None,   # None: DEMO_DB, looked up in load()
             "the DuckDB file; the demo database is built there when absent"),
     Setting("inbox", "EVALDRIFT_INBOX", _path, None,   # None: <db folder>/inbox, made in load()
             "folder where runs recorded while the database is busy are dropped"),
@@ -248,6 +248,8 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         return str(value) if value not in (None, "") else None
 
     values = {s.name: read_setting(s, get(s.env)) for s in SETTINGS}
+    if values["db_path"] is None:
+        values["db_path"] = DEMO_DB
     if values["inbox"] is None:
         values["inbox"] = Path(values["db_path"]).parent / "inbox"   # type: ignore[arg-type]
     return Settings(**values)   # type: ignore[arg-type]
