@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 from lib.core.errors import InputError
 from lib.core.records import MAIN, RunRecord
 from lib.intake import ingest, reading
-from lib.intake.importers.shapes import require_regular
 from lib.intake.ingest import FIELD_COLUMNS, ROW_INDEX, SAMPLE_ID
 from lib.store import Store
 
@@ -57,6 +56,8 @@ def frames(path: str | Path, *, chunk_rows: int | None = None) -> Iterator[pd.Da
     chunk_rows = chunk_rows or CHUNK_ROWS
     kind = reading.READERS.get(path.suffix.lower())
     if kind is not None:
+        from lib.intake.importers.shapes import require_regular
+
         require_regular(path)   # a FIFO would block the reader forever
     if kind == "jsonl":
         return _jsonl_frames(path, chunk_rows)

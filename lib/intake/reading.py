@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 
 from lib.core import jsontext
 from lib.core.errors import InputError
-from lib.intake.importers.shapes import require_regular
 
 ROW_INDEX = "row"
 READERS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -47,6 +46,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if kind is None:
         raise InputError(f"unsupported file type {path.suffix or '(none)'!r}; use .jsonl, .json, .csv or .parquet",
                          source=source)
+    from lib.intake.importers.shapes import require_regular
+
     require_regular(path)   # a FIFO would block the reader forever
     if kind == "jsonl":
         try:

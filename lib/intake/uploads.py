@@ -74,15 +74,16 @@ def read_upload(name: str, data: bytes, *, metrics: Sequence[str] = ()) -> Uploa
             fh.write(data)
         frame = read_table(tmp)
     except InputError as exc:
-        return Upload(name, None, (_renamed(exc, name),))
+        return Upload(name, None, (_renamed(exc, name, tmp),))
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     return Upload(name, frame, tuple(validate_rows(frame, name, metrics)))
 
 
-def _renamed(exc: InputError, name: str) -> InputError:
-    return InputError(exc.reason, row=exc.row, field=exc.field, source=name)
+def _renamed(exc: InputError, name: str, spooled: str | Path) -> InputError:
+    """The error as the page shows it: the upload's name where the reader named its private temporary file."""
+    return InputError(exc.reason.replace(str(spooled), name), row=exc.row, field=exc.field, source=name)
 
 
 def validate_rows(frame: pd.DataFrame, source: str, metrics: Sequence[str] = ()) -> list[InputError]:
@@ -197,9 +198,8 @@ def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, starte
             return prepare_import(path, run_id=run_id, fmt=fmt, started_at=started_at, pipeline=pipeline,
                                   version=version or None, grader=grader or None, provider=provider or None,
                                   metric_map=metric_map or None, source=name)
-        except InputError as exc:   # a reader names the file it read: here the upload, never the server's path
-            raise InputError(exc.reason.replace(str(path), name), row=exc.row, field=exc.field,
-                             source=(exc.source or name).replace(str(path), name)) from None
+        except InputError as exc:   # a reader names the file it read: the server's temporary path, never shown
+            raise _renamed(exc, name, path) from None
 
 
 def run_facts(started_at: str, pipeline: str) -> tuple[datetime | None, dict | None]:
