@@ -100,14 +100,14 @@ if uploaded is not None and read_as != TABLE:
         st.stop()
     for what, detected in plan_table(plan).itertuples(index=False):
         st.text(f"{what}: {detected}")   # plain text: names from the file are never rendered as Markdown
-    for warning in plan.warnings:
-        st.warning(warning, icon=":material/warning:")
+    for warning in plan.warnings:   # warnings quote the file (grader names): escaped, never a live link or image
+        st.warning(md_escape(warning), icon=":material/warning:")
     if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id):
         st.stop()
     try:
         imports.record_tool_upload(ctx, plan)
     except EvaldriftError as exc:
-        st.error(str(exc))
+        st.error(md_escape(str(exc)))
         st.stop()
     st.success(f"Recorded run {run_id}: {len(plan.run.samples['main'])} samples; "
                + ", ".join(m.metric for m in plan.run.metrics) + ".")
@@ -141,8 +141,8 @@ if upload.errors:
     st.stop()
 
 for column, likely in unknown_columns(upload.frame):
-    st.warning(f"Column {column!r} is not read: " + (f"did you mean {likely!r}?" if likely else
-                                                      "no field or score of ours has a name like it."),
+    st.warning(md_escape(f"Column {column!r} is not read: " + (f"did you mean {likely!r}?" if likely else
+                                                                "no field or score of ours has a name like it.")),
                icon=":material/warning:")
 st.success(f"{len(upload.frame)} rows, no problem found.")
 if not score_here and not has_scores(upload.frame):

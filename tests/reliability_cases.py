@@ -330,7 +330,8 @@ def readme_section() -> str:
         "that follows no link (a FIFO, folder, symlink or file over `EVALDRIFT_MAX_INPUT_BYTES` goes to",
         "`rejected/` with its reason), and listing rejects never raises. A command that must write and finds",
         "the database held says how many runs wait. The",
-        "reading commands (`runs`, `lint`, `report` without `--ablate`) read a **read-only snapshot** instead:",
+        "reading commands (`runs`, `lint`, `report` without `--ablate`, `labels agreement` and `history`) read a "
+        "**read-only snapshot** instead:",
         "the dashboard writes `<db>.snapshot` beside the file when it opens it and again within 2 s of any",
         "change (runs, ablations, a drained hand-over; `lib.store.snapshot`, `lib.app.snapshots`), copied",
         "whole by a `cp` process after a checkpoint and swapped in, and the command says on stderr how old it",

@@ -86,7 +86,11 @@ def test_the_shipped_streamlit_config_serves_this_machine_only_and_calls_no_metr
 
 
 @pytest.mark.parametrize(("claims", "claim", "expected"), [
-    ({"email": "alice@team.example"}, "", "alice@team.example"),                         # no verification said
+    ({"email": "alice@team.example"}, "", None),                                         # no verification said
+    ({"email": "ceo@team.example", "email_verified": None}, "", None),                   # null is no verification
+    ({"email": "alice@team.example"}, "email", "alice@team.example"),                    # the operator vouches
+    ({"email": "alice@team.example", "email_verified": None}, "email", "alice@team.example"),
+    ({"email": "ceo@team.example", "email_verified": False}, "email", None),             # said false: never
     ({"email": "alice@team.example", "email_verified": True}, "", "alice@team.example"),
     ({"email": "alice@team.example", "email_verified": "true"}, "", "alice@team.example"),   # as some send it
     ({"email": "ceo@team.example", "email_verified": False}, "", None),                  # unverified: no identity
@@ -101,5 +105,6 @@ def test_identity_trusts_only_a_verified_email_or_the_claim_the_operator_names(
         claims: dict, claim: str, expected: str | None) -> None:
     settings = load(environ={"EVALDRIFT_IDENTITY_CLAIM": claim})
     assert access.identity(claims, settings) == expected
-    assert access.unverified(claims, settings) is (claim == "" and claims.get("email_verified") not in (None, True,
-                                                                                                     "true"))
+    said = claims.get("email_verified")
+    assert access.unverified(claims, settings) is (claim in ("", "email") and "email" in claims and (
+        said not in (None, True, "true") or (claim == "" and said is None)))

@@ -29,6 +29,7 @@ from tests.support.browser import (
     wait_for_app,
 )
 from tests.support.cli import run_cli
+from tests.test_validate import good_run
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -111,6 +112,21 @@ def test_an_evaldrift_file_with_a_pending_log_opens_with_what_the_log_holds(tmp_
     assert Path(f"{path}.wal").exists()
     with Store(path) as store:
         assert store.cursor().execute("SELECT value FROM meta WHERE key = 'left-in-the-log'").fetchone() == ("yes",)
+
+
+def test_an_empty_file_offered_in_the_folder_becomes_a_new_evaldrift_database(tmp_path: Path) -> None:
+    """As lib/app/README.md says (issue 39 item 8: DuckDB refused a 0-byte file, "not a valid DuckDB database")."""
+    folder = tmp_path / "dbs"
+    folder.mkdir()
+    (folder / "fresh.duckdb").touch()
+    s = load(environ={"EVALDRIFT_DB": str(tmp_path / "team.duckdb"), "EVALDRIFT_DB_DIR": str(folder)})
+    offered = databases.offered(s)
+    assert offered["fresh.duckdb"] == folder / "fresh.duckdb"
+    with Store(offered["fresh.duckdb"]) as store:
+        assert store.run_ids() == []
+        store.record_run(good_run("r1"))
+    with Store(offered["fresh.duckdb"]) as store:
+        assert store.run_ids() == ["r1"]
 
 
 def test_a_file_that_is_no_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:

@@ -181,3 +181,44 @@ def test_the_build_reports_progress_from_the_start_and_run_by_run(tmp_path: Path
     assert seen == [(k, 6) for k in range(7)]   # 0 of 6 before any run is judged, then each run as it is written
     with Store(tmp_path / "six.duckdb") as store:
         assert len(store.run_ids()) == 6
+
+
+# -- two builds into one path (issue 40 item 13) -------------------------------------------------------------------
+def test_a_second_demo_build_into_one_path_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """Two `demo` builds into one path shared its .building file and ended in a DuckDB TransactionException."""
+    from lib.jobs._demo import building
+    from tests.test_cli import assert_usage_error, cli
+
+    db = tmp_path / "demo.duckdb"
+    with building(db, wait=False):   # a first build is under way (a lock on one open file: as another process's)
+        line = assert_usage_error(cli("demo", "--db", db))
+    assert f"another process is building the demo database at {db}" in line
+    assert not db.exists() and not Path(f"{db}.building").exists()
+
+
+def test_the_dashboard_waits_for_a_build_under_way_and_builds_nothing_itself(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from lib.jobs._demo import building, ensure_demo
+
+    db = tmp_path / "demo.duckdb"
+    held, release = threading.Event(), threading.Event()
+
+    def first_build() -> None:
+        with building(db, wait=False):
+            held.set()
+            release.wait(30)
+            with Store(db):   # the first build's file appears whole
+                pass
+
+    thread = threading.Thread(target=first_build)
+    thread.start()
+    held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    t0 = time.monotonic()
+    assert ensure_demo(db) is False   # waited, then found the first build's file: built nothing
+    assert time.monotonic() - t0 >= 0.4
+    thread.join(30)
+    with Store(db) as store:
+        assert store.run_ids() == []

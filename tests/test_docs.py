@@ -174,7 +174,7 @@ def _cli_table_problems(doc: Path) -> list[str]:
 
 def _known_env() -> set[str]:
     """Settings, and the variables .ci/run and the tests themselves read (named in testing docs)."""
-    names = {env for _, env, _ in SETTINGS}
+    names = {s.env for s in SETTINGS}
     sources = [ROOT / ".ci" / "run", *sorted(p for p in (ROOT / "tests").rglob("*.py") if p != Path(__file__))]
     for source in sources:
         names |= set(_SETTING.findall(source.read_text(encoding="utf-8")))
@@ -287,7 +287,7 @@ def test_readme_wiring_table_is_the_registry():
 
 def test_readme_documents_every_setting():
     settings_doc = (ROOT / "lib" / "app" / "README.md").read_text(encoding="utf-8")   # the settings reference
-    missing = [env for _, env, _ in SETTINGS if f"| `{env}` |" not in settings_doc]
+    missing = [s.env for s in SETTINGS if f"| `{s.env}` |" not in settings_doc]
     assert not missing, f"lib/app/README.md does not document {missing}"
 
 

@@ -109,12 +109,25 @@ BAD_ROWS = [
     ({"labelled_at": "yesterday"}, "labelled_at", "ISO time"),
     ({"run_id": "r9"}, "run_id", "run 'r9'"),
     ({"colour": "red"}, "colour", "unknown column"),
+    ({"_row": 7}, "_row", "unknown column"),                      # a column never says which row an error names
+    ({"note": "a\x00b"}, "note", "NUL character"),
+    ({"note": "n" * 1001}, "note", "over the limit of 1,000 (EVALDRIFT_MAX_FIELD_CHARS"),   # the test's limit
+    ({"labeller": "\ud800"}, "labeller", "unpaired surrogate"),
+    ({"note": ["a"]}, "note", "must be text, a number or true/false"),
+    ({"item": {"k": 1}}, "item", "must be text, a number or true/false"),
+    ({"item": "inf"}, "item", "whole number"),
+    ({"item": 1e300}, "item", "whole number"),
+    ({"labelled_at": "0001-01-01T00:00:00"}, "labelled_at", "between 1970 and now"),
+    ({"labelled_at": "9999-12-31T00:00:00"}, "labelled_at", "between 1970 and now"),
+    ({"labelled_at": "2999-01-01T00:00:00"}, "labelled_at", "between 1970 and now"),
 ]
 
 
 @pytest.mark.parametrize(("change", "field", "words"), BAD_ROWS, ids=[r[1] + ":" + r[2] for r in BAD_ROWS])
 def test_a_bad_row_is_named_with_its_field_and_nothing_is_stored(store: Store, tmp_path: Path, change: dict,
-                                                                 field: str, words: str) -> None:
+                                                                 field: str, words: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALDRIFT_MAX_FIELD_CHARS", "1000")
     path = _write(tmp_path / "bad.jsonl", [GOOD, {**GOOD, "sample_id": "s01"}, {**GOOD, "sample_id": "s02", **change}])
     with pytest.raises(InputError) as err:
         import_labels(store, path)

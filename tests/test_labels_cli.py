@@ -108,3 +108,29 @@ def test_a_bad_labels_file_names_row_and_field_and_stores_nothing(labelled_db: P
     assert "bad.csv, row 2, field 'item'" in line
     with Store(labelled_db) as store:
         assert len(store.label_history(MAIN)) == 60
+
+
+def test_labels_agreement_and_history_read_the_snapshot_while_another_process_holds_the_file(
+        labelled_db: Path) -> None:
+    """As `runs` does (lib/cli/listing.py): a read never needs the file the dashboard holds (issue 40 item 13)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from lib.store.snapshot import snapshot_path
+
+    shutil.copy(labelled_db, snapshot_path(labelled_db))   # what the dashboard keeps beside the file it holds
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); sys.stdin.read()", str(labelled_db)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        agreement = cli("labels", "agreement", "--db", labelled_db, "--json")
+        assert agreement.returncode == 0, agreement.stderr
+        (one,) = json.loads(agreement.stdout)["agreement"]
+        assert one["accuracy"]["value"] == 1.0 and one["n_samples"] == 30
+        assert "the dashboard holds" in agreement.stderr and "reading its snapshot" in agreement.stderr
+        history = cli("labels", "history", "--db", labelled_db, "--sample", "s00")
+        assert history.returncode == 0 and "s00" in history.stdout, history.stderr
+    finally:
+        holder.communicate("", timeout=30)

@@ -73,7 +73,9 @@ def behind_login(db: Path, work: Path, *, base_url: str | None = None) -> Iterat
                 'client_secret = "evaldrift-test-secret"\n'
                 f'server_metadata_url = "http://localhost:{idp.server_port}/.well-known/openid-configuration"\n',
                 encoding="utf-8")
+            # the loopback provider sends no email_verified: its operator vouches for its email claim by naming it
             env = {"EVALDRIFT_ALLOWED_USERS": "@team.example", "EVALDRIFT_ABLATION_USERS": ALLOWED,
+                   "EVALDRIFT_IDENTITY_CLAIM": "email",
                    "EVALDRIFT_JUDGE_MODEL": "team-model",
                    "OPENAI_BASE_URL": base_url or f"http://127.0.0.1:{free_port()}/v1",
                    "AUTHLIB_INSECURE_TRANSPORT": "1"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.core.errors import TrustError
+from lib.core.errors import InputError, TrustError
 from lib.core.settings import DEMO_DB, ROOT, SETTINGS, load
 from lib.judging import OfflineJudge, OpenAIJudge
 from lib.judging.build import build_judge, settings_judge
@@ -82,10 +82,12 @@ def test_repr_hides_the_key() -> None:
 
 def test_every_setting_is_a_field_and_named_in_the_table() -> None:
     s = load(environ={})
-    for name, variable, help_text in SETTINGS:
-        assert hasattr(s, name)
-        assert variable.startswith(("EVALDRIFT_", "OPENAI_"))
-        assert help_text
+    for setting in SETTINGS:
+        assert hasattr(s, setting.name)
+        # the database defaults to a path made when read: the demo's
+        assert getattr(s, setting.name) == setting.default or setting.name == "db_path"
+        assert setting.env.startswith(("EVALDRIFT_", "OPENAI_"))
+        assert setting.help
 
 
 def test_the_settings_judge_is_the_offline_judge_for_offline_models() -> None:
@@ -125,3 +127,82 @@ def test_one_builder_makes_every_judge_on_the_operators_terms(model: str, endpoi
     assert isinstance(judge, built) and judge.model == model
     if isinstance(judge, OpenAIJudge):
         assert judge.base_url == "http://127.0.0.1:9/v1"
+
+
+# -- one validated reader for every setting (issue 40 item 13) -------------------------------------------------
+# (variable, a value it must refuse, words the one line says): a row per setting, so a setting read without
+# its check turns the suite red (test_every_setting_has_a_bad_value_row keeps the table whole).
+BAD_VALUES = [
+    ("EVALDRIFT_DB", "evals\n.duckdb", "control character"),
+    ("EVALDRIFT_INBOX", "in\tbox", "control character"),
+    ("EVALDRIFT_JUDGE_MODEL", "gpt judge", "one word"),
+    ("OPENAI_BASE_URL", "http://user:pw@127.0.0.1:9/v1", "credentials"),
+    ("OPENAI_API_KEY", "sk-live never", "one word"),
+    ("EVALDRIFT_JUDGE_CONCURRENCY", "abc", "whole number from 1 to 1,000"),
+    ("EVALDRIFT_JUDGE_CONCURRENCY", "0", "whole number from 1 to 1,000"),
+    ("EVALDRIFT_JUDGE_CONCURRENCY", "-1", "whole number from 1 to 1,000"),
+    ("EVALDRIFT_JUDGE_CONCURRENCY", "1e9", "whole number from 1 to 1,000"),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "abc", "seconds over 0"),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "0", "seconds over 0"),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "-1", "seconds over 0"),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "nan", "seconds over 0"),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "inf", "seconds over 0"),
+    ("EVALDRIFT_BREAKER_FAILURES", "ten", "whole number from 0"),
+    ("EVALDRIFT_JOB_DEADLINE", "-3", "seconds over 0"),
+    ("EVALDRIFT_DB_DIR", "dbs\n", "control character"),
+    ("EVALDRIFT_SCORERS", "tests.support.scorers", "module:function"),
+    ("EVALDRIFT_ALLOWED_USERS", "alice", "e-mail address or @domain"),
+    ("EVALDRIFT_ABLATION_USERS", "@team.example, bob", "e-mail address or @domain"),
+    ("EVALDRIFT_RAGAS_PYTHON", "/usr/bin/python3\n", "control character"),
+    ("EVALDRIFT_INSPECT_PYTHON", "/usr/bin/\x1bpython3", "control character"),
+    ("EVALDRIFT_CALL_BUDGET", "2.5", "whole number from 0"),
+    ("EVALDRIFT_IDENTITY_CLAIM", "preferred username", "one word"),
+    ("EVALDRIFT_MAX_INPUT_BYTES", "0", "whole number from 1"),
+    ("EVALDRIFT_MAX_FIELD_CHARS", "1e6", "whole number from 1"),
+]
+
+
+def test_every_setting_has_a_bad_value_row() -> None:
+    assert {s.env for s in SETTINGS} == {row[0] for row in BAD_VALUES}
+
+
+@pytest.mark.parametrize(("variable", "value", "words"), BAD_VALUES, ids=[f"{r[0]}={r[1]!r}" for r in BAD_VALUES])
+def test_a_bad_setting_is_one_line_naming_the_variable_exit_2(variable: str, value: str, words: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_cli import assert_usage_error, cli
+
+    with pytest.raises(InputError) as refused:
+        load(environ={variable: value})
+    assert variable in str(refused.value) and words in str(refused.value)
+    monkeypatch.setenv(variable, value)
+    line = assert_usage_error(cli("templates", "--metric", "faithfulness"))   # any command: settings come first
+    assert line.startswith(f"error: {variable}: ") and words in line, line
+    if variable == "OPENAI_API_KEY":
+        assert value not in line   # a key is never echoed, even a malformed one
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("EVALDRIFT_JUDGE_CONCURRENCY", "1", 1), ("EVALDRIFT_JUDGE_CONCURRENCY", " 1000 ", 1000),
+    ("EVALDRIFT_JUDGE_TIMEOUT", "0.5", 0.5), ("EVALDRIFT_JUDGE_TIMEOUT", "86400", 86400.0),
+    ("EVALDRIFT_BREAKER_FAILURES", "0", 0), ("EVALDRIFT_CALL_BUDGET", "0", 0),
+    ("EVALDRIFT_MAX_FIELD_CHARS", "1", 1),
+    ("EVALDRIFT_SCORERS", "a.b:c, lib.judging.scorers.inspect_scorer:rescore@/data/logs/RUN 1.eval",
+     ("a.b:c", "lib.judging.scorers.inspect_scorer:rescore@/data/logs/RUN 1.eval")),
+    ("EVALDRIFT_ALLOWED_USERS", "@team.example, eve@x.example", ("@team.example", "eve@x.example")),
+])
+def test_the_bounds_of_each_range_are_accepted(variable: str, value: str, expected: object) -> None:
+    setting = next(s for s in SETTINGS if s.env == variable)
+    assert getattr(load(environ={variable: value}), setting.name) == expected
+
+
+def test_the_dashboard_says_a_bad_concurrency_in_one_sentence_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("EVALDRIFT_DB", str(tmp_path / "e.duckdb"))
+    monkeypatch.setenv("EVALDRIFT_JUDGE_CONCURRENCY", "abc")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    [error] = [e.value.replace("\\", "").replace("\u2060", "") for e in at.error]
+    assert "EVALDRIFT_JUDGE_CONCURRENCY" in error and "whole number from 1 to 1,000" in error

@@ -41,23 +41,28 @@ def _verified(value: object) -> bool:
 def identity(claims: Mapping[str, object], settings: Settings) -> str | None:
     """The signed-in user's address from the identity token's claims, or None when there is none to trust.
 
-    The claim is EVALDRIFT_IDENTITY_CLAIM (default `email`). An `email` the provider marks
-    `email_verified` as anything but true is not trusted; a provider that sends no such claim is
-    taken at its word (for one that verifies otherwise, name another claim, e.g. preferred_username).
+    With EVALDRIFT_IDENTITY_CLAIM unset, the address is the `email` claim, trusted only when the provider
+    sends `email_verified` true: absent or null is no verification (a provider that verifies without saying
+    so is named by the operator: EVALDRIFT_IDENTITY_CLAIM=email). With the setting, its claim is read; an
+    `email` the provider marks `email_verified` as anything but true is still not trusted.
     """
-    claim = settings.identity_claim
+    claim = settings.identity_claim or "email"
     value = claims.get(claim)
     if not isinstance(value, str) or not value.strip():
         return None
-    if claim == "email" and claims.get("email_verified") is not None and not _verified(claims["email_verified"]):
+    if unverified(claims, settings):
         return None
     return value.strip()
 
 
 def unverified(claims: Mapping[str, object], settings: Settings) -> bool:
-    """True when the token carries an address the provider says it has not verified."""
-    return (settings.identity_claim == "email" and bool(claims.get("email"))
-            and claims.get("email_verified") is not None and not _verified(claims["email_verified"]))
+    """True when the token carries an e-mail address the provider does not vouch for (as identity() reads it)."""
+    if (settings.identity_claim or "email") != "email" or not claims.get("email"):
+        return False
+    said = "email_verified" in claims and claims["email_verified"] is not None
+    if settings.identity_claim is None and not said:
+        return True   # nothing said: not trusted unless the operator named the claim
+    return said and not _verified(claims["email_verified"])
 
 
 def may_sign_in(email: str | None, settings: Settings) -> bool:

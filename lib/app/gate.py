@@ -37,8 +37,9 @@ def require_user(settings: Settings) -> str | None:
     email = current_email(settings)
     if email is None and access.unverified(st.user, settings):
         st.title("evaldrift")
-        st.error("Your provider says this account's e-mail address is not verified, so it cannot be used to sign "
-                 "in here. Verify it with the provider, or ask this dashboard's operator.")
+        st.error("This account's e-mail address is not verified by your provider (it did not send email_verified "
+                 "true), so it cannot be used to sign in here. Verify it with the provider, or ask this dashboard's "
+                 "operator.")
         if st.button("Sign out", key="gate_logout"):
             st.logout()
         st.stop()

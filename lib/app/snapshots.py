@@ -1,6 +1,6 @@
 """The dashboard keeps a read-only snapshot of its database fresh for the CLI (lib.store.snapshot).
 
-While the dashboard owns the file, `python -m lib runs`, `lint` and `report`
+While the dashboard owns the file, `python -m lib runs`, `lint`, `report` and `labels agreement`
 read `<file>.snapshot` instead. One thread per open store looks every
 SNAPSHOT_SECONDS at the data version (runs and ablations written, an inbox
 hand-over drained) and writes the snapshot again when it changed: a reader

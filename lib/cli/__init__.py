@@ -7,7 +7,7 @@ turns the library's errors into one line on stderr. Exit codes:
 |---|---|
 | 0 | done; for `ablate`, every verdict is what the wiring table expects; for `lint`, no finding |
 | 1 | `ablate`: a LEAK or an INSENSITIVE metric; `lint`: a template reads a field its metric must never receive |
-| 2 | bad usage or input: unknown command, run, metric or field, a bad file, the database held by another process |
+| 2 | bad usage or input: unknown command, run, metric or field, a bad file or setting, the database held elsewhere |
 | 3 | `ablate`: nothing decided: INCONCLUSIVE, or REPLAY MISMATCH (the run's score was not reproduced) |
 
 Commands that only read (`ablate`, `lint`, `runs`, `report`) refuse a

@@ -65,9 +65,9 @@ def _inbox_for(db: Path) -> Path:
 
 
 def open_for_reading(db: Path) -> Store:
-    """The database for a reading command (runs, lint, report): opened, its inbox drained first, when it is free;
-    while the dashboard holds it, the dashboard's snapshot of it (lib.store.snapshot), read-only, and a note on
-    stderr saying how old it is.
+    """The database for a reading command (runs, lint, report, labels agreement and history): opened, its inbox
+    drained first, when it is free; while the dashboard holds it, the dashboard's snapshot of it
+    (lib.store.snapshot), read-only, and a note on stderr saying how old it is.
 
     Raises:
         StoreBusyError: the file is held and no snapshot of it exists (a dashboard older than snapshots).

@@ -22,6 +22,7 @@ from lib.cli.common import (
     _print_json,
     _table,
     judge_for,
+    open_for_reading,
 )
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS, PROJECTED, placeholders
@@ -82,7 +83,7 @@ def cmd_labels_agreement(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
     metrics = [args.metric] if args.metric else list(METRIC_NAMES)
     out = []
-    with inbox.open_drained(db, _inbox_for(db)) as store:
+    with open_for_reading(db) as store:   # while the dashboard holds the file: its snapshot, as `runs` reads
         version = store.calibration_version(args.suite)
         for metric in metrics:
             found = agreement_by_instrument(store, args.suite, metric)
@@ -105,7 +106,7 @@ def cmd_labels_agreement(args: argparse.Namespace) -> int:
 
 def cmd_labels_history(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
-    with inbox.open_drained(db, _inbox_for(db)) as store:
+    with open_for_reading(db) as store:
         history = store.label_history(args.suite, sample_id=args.sample)
     rows = [[str(r.seq), r.sample_id, r.metric, "" if pd.isna(r.item) else str(int(r.item)), f"{r.value:g}",
              r.labeller, str(r.labelled_at), r.source,

@@ -14,8 +14,9 @@ from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
+from lib.core import settings
 from lib.core.endpoints import redact
-from lib.core.errors import EvaldriftError
+from lib.core.errors import MESSAGE_CHARS, EvaldriftError, bounded
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
 from lib.core.samples import BLANKABLE
@@ -197,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
-    return redact(text) or type(exc).__name__   # a URL with credentials in an error is shown without them
+    # a URL with credentials in an error is shown without them; a message that echoes a huge input is cut
+    return bounded(redact(text), 2 * MESSAGE_CHARS) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -205,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        settings.load()   # every setting checked before any work: a bad one is this one line, whatever the command
         return int(args.func(args))
     except UsageError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)

@@ -13,7 +13,6 @@ import pandas as pd
 
 from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
-from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import placeholders
 from lib.core.records import RunRecord
@@ -122,13 +121,11 @@ def _describe_stored(run_metrics: pd.DataFrame, run_id: str, n: int) -> str:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from lib.intake.importers.shapes import read_bytes
     from lib.intake.runjson import run_from_json
 
     db = _db_path(args, must_exist=False)
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=args.file) from None
+    data = read_bytes(args.file)   # a regular file within EVALDRIFT_MAX_INPUT_BYTES, as the inbox reads one
     run = run_from_json(data, source=args.file)
     since = datetime.now()
     _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)), since)

@@ -75,7 +75,7 @@ def check_base_url(url: str | None) -> str | None:
 
     def refuse(why: str) -> InputError:
         shown = redact(text.split("?", 1)[0].split("#", 1)[0])   # never the credentials or a key in a query
-        return InputError(f"{why} (got {shown!r})", field="OPENAI_BASE_URL")
+        return InputError(f"{why} (got {shown!r})", source="OPENAI_BASE_URL")
 
     try:
         parts = urlsplit(text)

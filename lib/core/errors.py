@@ -13,9 +13,37 @@
 
 from __future__ import annotations
 
+ECHO_CHARS = 80          # a value from the input, echoed in a message, is cut to about this many characters
+MESSAGE_CHARS = 1_000    # and a whole message to this many: a refusal is a line, never the input again
+
+
+def cut(value: object, limit: int = ECHO_CHARS) -> str:
+    """A value from the input as an error message quotes it: its repr, cut to about `limit` characters.
+
+    >>> cut("m" * 2_000_000, 10)
+    "'mmmmmmmm... (2,000,000 characters)"
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str | bytes | list | tuple | dict) else len(text)
+    return f"{text[:limit - 1]}... ({size:,} characters)"
+
+
+def bounded(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """`text` whole when short, else its head and tail around a note of what was cut (the tail often says
+    what is wanted: "known: faithfulness, ...")."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    return f"{text[:keep]} [... {len(text) - 2 * keep:,} characters cut ...] {text[-keep:]}"
+
 
 class EvaldriftError(Exception):
-    """Base of every error evaldrift raises on purpose."""
+    """Base of every error evaldrift raises on purpose; its text is bounded (a page or a CLI line shows it)."""
+
+    def __str__(self) -> str:
+        return bounded(super().__str__(), 2 * MESSAGE_CHARS)
 
 
 class InputError(EvaldriftError):
@@ -29,6 +57,10 @@ class InputError(EvaldriftError):
 
     def __init__(self, message: str, *, row: int | None = None, field: str | None = None,
                  source: str | None = None) -> None:
+        # Each part may echo the input (a field named by a 2M-character column, a source naming a metric): cut.
+        message = bounded(str(message))
+        field = bounded(field, ECHO_CHARS * 2) if isinstance(field, str) else field
+        source = bounded(str(source), ECHO_CHARS * 4) if source else source
         where = []
         if source:
             where.append(str(source))
@@ -98,7 +130,7 @@ class UnknownNameError(EvaldriftError, KeyError):
     """A metric or field name the registry does not know (a KeyError too, for lookups that catch one)."""
 
     def __str__(self) -> str:   # a KeyError's str() quotes its message
-        return str(self.args[0]) if self.args else ""
+        return bounded(str(self.args[0]), 2 * MESSAGE_CHARS) if self.args else ""
 
 
 class TrustError(EvaldriftError):

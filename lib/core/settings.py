@@ -1,4 +1,4 @@
-"""Settings, read from the environment (and Streamlit secrets) in one place.
+"""Settings, read from the environment (and Streamlit secrets) in one place, through one validated table.
 
 | setting | environment | default |
 |---|---|---|
@@ -7,8 +7,8 @@
 | judge_model | EVALDRIFT_JUDGE_MODEL | offline-lexical-v2 |
 | base_url | OPENAI_BASE_URL | none (the SDK's default) |
 | api_key | OPENAI_API_KEY | none |
-| judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 |
-| judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds) |
+| judge_concurrency | EVALDRIFT_JUDGE_CONCURRENCY | 8 (1 to 1000) |
+| judge_timeout | EVALDRIFT_JUDGE_TIMEOUT | 60 (seconds, over 0 and at most a day) |
 | breaker_failures | EVALDRIFT_BREAKER_FAILURES | 10 (judge calls failed in a row that stop a job or score; 0: off) |
 | job_deadline | EVALDRIFT_JOB_DEADLINE | none (seconds an ablation job may run) |
 | db_dir | EVALDRIFT_DB_DIR | none: only EVALDRIFT_DB is offered |
@@ -18,18 +18,26 @@
 | ragas_python | EVALDRIFT_RAGAS_PYTHON | this Python: where lib.judging.scorers.ragas_metrics runs Ragas |
 | inspect_python | EVALDRIFT_INSPECT_PYTHON | none: a Python with inspect-ai, whose reader reads Inspect logs |
 | call_budget | EVALDRIFT_CALL_BUDGET | none: every paid launch that makes calls is confirmed |
-| identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
+| identity_claim | EVALDRIFT_IDENTITY_CLAIM | none: the `email` claim, trusted only when `email_verified` is true |
 | max_input_bytes | EVALDRIFT_MAX_INPUT_BYTES | 536870912 (512 MiB: a file read whole, a zip member, all members) |
 | max_field_chars | EVALDRIFT_MAX_FIELD_CHARS | 1000000 (characters in one text field; contexts counted together) |
 
-Lists are comma-separated. A user entry is an e-mail address or `@domain`.
+`SETTINGS` is that table as data (datasette's SETTINGS is the model): each row
+names the field, the variable, how its text is read (type and range), its
+default and its help. `load` reads every row the same way, so a value that is
+not what its row reads (`EVALDRIFT_JUDGE_CONCURRENCY=abc`, `0`, `-1`) is an
+InputError naming the variable, the same one line in the CLI (exit 2) and on
+the dashboard, never a traceback three calls later. Lists are comma-separated.
+A user entry is an e-mail address or `@domain`. No value may hold a control
+character (a newline pasted into a variable is a mistake, not a value).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,35 +53,144 @@ def is_demo_path(path: str | Path) -> bool:
     return Path(path).resolve() == DEMO_DB.resolve()
 
 
-SETTINGS: tuple[tuple[str, str, str], ...] = (
-    ("db_path", "EVALDRIFT_DB", "the DuckDB file; the demo database is built there when absent"),
-    ("inbox", "EVALDRIFT_INBOX", "folder where runs recorded while their database is held are handed over, for "
-     "every database (unset: inbox/ beside each database); an owner drains it and the folder beside its database"),
-    ("judge_model", "EVALDRIFT_JUDGE_MODEL", "judge model; offline-lexical-* is the embedded offline judge"),
-    ("base_url", "OPENAI_BASE_URL", "OpenAI-compatible server for the model judge"),
-    ("api_key", "OPENAI_API_KEY", "API key for that server (never logged, stored or shown)"),
-    ("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", "judge calls in flight at once"),
-    ("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", "seconds for one judge call"),
-    ("breaker_failures", "EVALDRIFT_BREAKER_FAILURES",
-     "judge calls failed in a row (after their retries) that stop an ablation or re-judge job, or a score; "
-     "0: never"),
-    ("job_deadline", "EVALDRIFT_JOB_DEADLINE", "seconds an ablation job may run before it stops (resumable)"),
-    ("db_dir", "EVALDRIFT_DB_DIR", "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
-    ("scorers", "EVALDRIFT_SCORERS", "external scorers (module:function, comma-separated) the dashboard may run"),
-    ("allowed_users", "EVALDRIFT_ALLOWED_USERS", "with login on: who may sign in (e-mails and @domains)"),
-    ("ablation_users", "EVALDRIFT_ABLATION_USERS", "with login on: who may launch ablations with a paid judge"),
-    ("ragas_python", "EVALDRIFT_RAGAS_PYTHON", "the Python (with Ragas installed) the Ragas scorer runs in"),
-    ("inspect_python", "EVALDRIFT_INSPECT_PYTHON", "a Python with inspect-ai: Inspect logs are read by its reader"),
-    ("call_budget", "EVALDRIFT_CALL_BUDGET", "judge calls a paid ablation may make without a confirmation"),
-    ("identity_claim", "EVALDRIFT_IDENTITY_CLAIM",
-     "with login on: the identity-token claim holding the user's address (default email, refused when the "
-     "provider sends email_verified other than true); e.g. preferred_username for a provider that verifies it"),
-    ("max_input_bytes", "EVALDRIFT_MAX_INPUT_BYTES",
-     "bytes of a file read whole (an inbox hand-over, a promptfoo or Inspect JSON), of one member of an Inspect "
-     ".eval zip, and of its members together, uncompressed (default 512 MiB)"),
-    ("max_field_chars", "EVALDRIFT_MAX_FIELD_CHARS",
-     "characters one text field may hold (a question, answer, reference, id; a sample's passages together), "
-     "at every door (default 1,000,000)"),
+class _Refused(ValueError):
+    """A setting's text is not what its row reads; the message says what it must be."""
+
+
+# -- how a setting's text is read (each raises _Refused with what the value must be) ----------------------------
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _text(value: str) -> str:
+    if _CONTROL.search(value):
+        raise _Refused("must not contain a control character (a newline, a tab, ...)")
+    return value.strip()
+
+
+def _token(value: str) -> str:
+    text = _text(value)
+    if not text or any(ch.isspace() for ch in text):
+        raise _Refused("must be one word, with no white space in it")
+    return text
+
+
+def _path(value: str) -> Path:
+    return Path(_text(value))
+
+
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    def read(value: str) -> int:
+        text = _text(value)
+        if not re.fullmatch(r"[+-]?\d{1,19}", text) or not low <= int(text) <= high:
+            raise _Refused(f"must be a whole number from {low:,} to {high:,}")
+        return int(text)
+    return read
+
+
+def _seconds(high: float) -> Callable[[str], float]:
+    def read(value: str) -> float:
+        try:
+            seconds = float(_text(value))
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and 0 < seconds <= high):
+            raise _Refused(f"must be a number of seconds over 0 and at most {high:,.0f}")
+        return seconds
+    return read
+
+
+def _items(check: Callable[[str], bool], what: str) -> Callable[[str], tuple[str, ...]]:
+    def read(value: str) -> tuple[str, ...]:
+        entries = tuple(v.strip() for v in _text(value).split(",") if v.strip())
+        bad = [e for e in entries if not check(e)]
+        if bad:
+            raise _Refused(f"each entry must be {what}; {bad[0][:60]!r} is not")
+        return entries
+    return read
+
+
+_SCORER = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*(@.+)?")   # module:function, or a tool's scorer @FILE
+_USER = re.compile(r"[^@\s,]*@[^@\s,]+")   # alice@team.example, or @team.example for a whole domain
+
+
+def _scorer(entry: str) -> bool:
+    return _SCORER.fullmatch(entry) is not None
+
+
+def _user(entry: str) -> bool:
+    return _USER.fullmatch(entry) is not None
+
+
+def _url(value: str) -> str | None:
+    return check_base_url(_text(value))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table.
+
+    Attributes:
+        name: the field of Settings it fills.
+        env: the environment variable (or secrets.toml key) it is read from.
+        read: turns the variable's text into the value, or raises _Refused saying what it must be.
+        default: the value when the variable is unset or empty (None: not set).
+        help: what it is for (the docs' table says the same, tests/test_docs.py checks).
+        secret: never echoed in an error (the API key).
+    """
+
+    name: str
+    env: str
+    read: Callable[[str], object]
+    default: object
+    help: str
+    secret: bool = False
+
+
+MIB = 1024 * 1024
+SETTINGS: tuple[Setting, ...] = (
+    Setting("db_path", "EVALDRIFT_DB", _path, None,   # None: DEMO_DB, looked up in load()
+            "the DuckDB file; the demo database is built there when absent"),
+    Setting("inbox", "EVALDRIFT_INBOX", _path, None,   # None: inbox/ beside each database (inbox.folder_for)
+            "folder where runs recorded while their database is held are handed over, for every database (unset: "
+            "inbox/ beside each database); an owner drains it and the folder beside its database"),
+    Setting("judge_model", "EVALDRIFT_JUDGE_MODEL", _token, OFFLINE_MODEL,
+            "judge model; offline-lexical-* is the embedded offline judge"),
+    Setting("base_url", "OPENAI_BASE_URL", _url, None, "OpenAI-compatible server for the model judge"),
+    Setting("api_key", "OPENAI_API_KEY", _token, None, "API key for that server (never logged, stored or shown)",
+            secret=True),
+    Setting("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", _whole(1, 1000), 8,
+            "judge calls in flight at once (1 to 1000)"),
+    Setting("judge_timeout", "EVALDRIFT_JUDGE_TIMEOUT", _seconds(86_400), 60.0,
+            "seconds for one judge call (over 0, at most a day)"),
+    Setting("breaker_failures", "EVALDRIFT_BREAKER_FAILURES", _whole(0, 1_000_000), 10,
+            "judge calls failed in a row (after their retries) that stop an ablation or re-judge job, or a score; "
+            "0: never"),
+    Setting("job_deadline", "EVALDRIFT_JOB_DEADLINE", _seconds(30 * 86_400), None,
+            "seconds an ablation job may run before it stops (resumable)"),
+    Setting("db_dir", "EVALDRIFT_DB_DIR", _path, None,
+            "folder whose *.duckdb files the dashboard offers by name, beside EVALDRIFT_DB"),
+    Setting("scorers", "EVALDRIFT_SCORERS", _items(_scorer, "module:function (or module:function@FILE)"), (),
+            "external scorers (module:function, comma-separated) the dashboard may run"),
+    Setting("allowed_users", "EVALDRIFT_ALLOWED_USERS", _items(_user, "an e-mail address or @domain"), (),
+            "with login on: who may sign in (e-mails and @domains)"),
+    Setting("ablation_users", "EVALDRIFT_ABLATION_USERS", _items(_user, "an e-mail address or @domain"),
+            (), "with login on: who may launch ablations with a paid judge"),
+    Setting("ragas_python", "EVALDRIFT_RAGAS_PYTHON", _text, None,
+            "the Python (with Ragas installed) the Ragas scorer runs in"),
+    Setting("inspect_python", "EVALDRIFT_INSPECT_PYTHON", _text, None,
+            "a Python with inspect-ai: Inspect logs are read by its reader"),
+    Setting("call_budget", "EVALDRIFT_CALL_BUDGET", _whole(0, 10**12), None,
+            "judge calls a paid ablation may make without a confirmation"),
+    Setting("identity_claim", "EVALDRIFT_IDENTITY_CLAIM", _token, None,
+            "with login on: the identity-token claim holding the user's address (unset: the email claim, trusted "
+            "only when the provider sends email_verified true); e.g. preferred_username for a provider that "
+            "verifies it, or email for one that verifies every address without saying so"),
+    Setting("max_input_bytes", "EVALDRIFT_MAX_INPUT_BYTES", _whole(1, 2**62), 512 * MIB,
+            "bytes of a file read whole (an inbox hand-over, a promptfoo or Inspect JSON), of one member of an "
+            "Inspect .eval zip, and of its members together, uncompressed (default 512 MiB)"),
+    Setting("max_field_chars", "EVALDRIFT_MAX_FIELD_CHARS", _whole(1, 2**62), 1_000_000,
+            "characters one text field may hold (a question, answer, reference, id; a sample's passages together), "
+            "at every door (default 1,000,000)"),
 )
 
 
@@ -95,8 +212,8 @@ class Settings:
     breaker_failures: int = 10
     job_deadline: float | None = None
     call_budget: int | None = None
-    identity_claim: str = "email"
-    max_input_bytes: int = 512 * 1024 * 1024
+    identity_claim: str | None = None   # None: the operator named none (lib.app.access: `email`, verified only)
+    max_input_bytes: int = 512 * MIB
     max_field_chars: int = 1_000_000
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
@@ -115,7 +232,11 @@ class Settings:
 
 
 def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object] | None = None) -> Settings:
-    """Read settings; `secrets` (e.g. st.secrets) fill what the environment leaves unset."""
+    """Read every setting of SETTINGS; `secrets` (e.g. st.secrets) fill what the environment leaves unset.
+
+    Raises:
+        InputError: a value its row does not read, naming the variable and what it must be.
+    """
     env = dict(os.environ if environ is None else environ)
     sec = dict(secrets or {})
 
@@ -127,70 +248,22 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
             value = ",".join(str(v) for v in value)
         return str(value) if value not in (None, "") else None
 
-    db = Path(get("EVALDRIFT_DB") or DEMO_DB)
-    inbox = Path(box) if (box := get("EVALDRIFT_INBOX")) else None
-    return Settings(
-        db_path=db,
-        inbox=inbox,
-        judge_model=get("EVALDRIFT_JUDGE_MODEL") or OFFLINE_MODEL,
-        base_url=check_base_url(get("OPENAI_BASE_URL")),
-        api_key=get("OPENAI_API_KEY"),
-        judge_concurrency=int(get("EVALDRIFT_JUDGE_CONCURRENCY") or 8),
-        judge_timeout=float(get("EVALDRIFT_JUDGE_TIMEOUT") or 60),
-        db_dir=Path(d) if (d := get("EVALDRIFT_DB_DIR")) else None,
-        scorers=_items(get("EVALDRIFT_SCORERS")),
-        allowed_users=_items(get("EVALDRIFT_ALLOWED_USERS")),
-        ablation_users=_items(get("EVALDRIFT_ABLATION_USERS")),
-        ragas_python=get("EVALDRIFT_RAGAS_PYTHON"),
-        inspect_python=get("EVALDRIFT_INSPECT_PYTHON"),
-        breaker_failures=_count(get("EVALDRIFT_BREAKER_FAILURES"), "EVALDRIFT_BREAKER_FAILURES", 10),
-        job_deadline=_seconds(get("EVALDRIFT_JOB_DEADLINE"), "EVALDRIFT_JOB_DEADLINE"),
-        call_budget=_budget(get("EVALDRIFT_CALL_BUDGET")),
-        identity_claim=get("EVALDRIFT_IDENTITY_CLAIM") or "email",
-        max_input_bytes=_limit(get("EVALDRIFT_MAX_INPUT_BYTES"), "EVALDRIFT_MAX_INPUT_BYTES", 512 * 1024 * 1024),
-        max_field_chars=_limit(get("EVALDRIFT_MAX_FIELD_CHARS"), "EVALDRIFT_MAX_FIELD_CHARS", 1_000_000),
-    )
+    values = {s.name: read_setting(s, get(s.env)) for s in SETTINGS}
+    if values["db_path"] is None:
+        values["db_path"] = DEMO_DB
+    return Settings(**values)   # type: ignore[arg-type]
 
 
-def _count(value: str | None, name: str, default: int) -> int:
-    """A non-negative whole number setting."""
-    if value is None:
-        return default
+def read_setting(setting: Setting, text: str | None) -> object:
+    """One setting's value from its text (None or blank: its default).
+
+    Raises:
+        InputError: naming the variable, what it must be, and the value given (unless it is secret).
+    """
+    if text is None or not text.strip():
+        return setting.default
     try:
-        n = int(value)
-    except ValueError:
-        raise InputError(f"{name} must be a whole number, got {value!r}", field=name) from None
-    if n < 0:
-        raise InputError(f"{name} must be 0 or more, got {n}", field=name)
-    return n
-
-
-def _seconds(value: str | None, name: str) -> float | None:
-    """A positive, finite number of seconds (None: unset)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise InputError(f"{name} must be a number of seconds, got {value!r}", field=name) from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"{name} must be a positive number of seconds, got {value!r}", field=name)
-    return seconds
-
-
-def _budget(value: str | None) -> int | None:
-    """EVALDRIFT_CALL_BUDGET: a count of judge calls (None: unset)."""
-    return None if value is None else _count(value, "EVALDRIFT_CALL_BUDGET", 0)
-
-
-def _limit(value: str | None, name: str, default: int) -> int:
-    """A size limit: a whole number of at least 1."""
-    n = _count(value, name, default)
-    if n < 1:
-        raise InputError(f"{name} must be 1 or more, got {n}", field=name)
-    return n
-
-
-def _items(value: str | None) -> tuple[str, ...]:
-    """A comma-separated setting as its non-empty entries."""
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+        return setting.read(text)
+    except _Refused as exc:
+        given = "" if setting.secret else f", got {text[:60]!r}" + ("..." if len(text) > 60 else "")
+        raise InputError(f"{exc}{given}", source=setting.env) from None

@@ -27,7 +27,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from lib.core.errors import InputError
+from lib.core.errors import InputError, cut
 from lib.core.jsontext import HugeNumber
 from lib.core.metrics import METRICS
 from lib.core.prompts import BINDINGS, placeholders, prompt_hash
@@ -127,7 +127,7 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
     """
     if not isinstance(run.run_id, str) or not run.run_id.strip():
         raise InputError("run id must be a non-empty string", field="run_id", source=source or "run")
-    src = source or f"run {run.run_id!r}"
+    src = source or f"run {cut(run.run_id)}"
     check_text(run.run_id, field="run_id", source=src)
     check_text(run.label, field="label", source=src)
     check_started_at(run.started_at, source=src)
@@ -137,7 +137,7 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
     ids_by_suite = {suite: _check_samples(suite, samples, src) for suite, samples in run.samples.items()}
     keys: set[tuple[str, str]] = set()
     for m in run.metrics:
-        where = f"{src} metric {m.metric!r}"
+        where = f"{src} metric {cut(m.metric)}"
         if m.metric not in METRICS:
             raise InputError(f"unknown metric; known: {', '.join(METRICS)}", field="metric", source=where)
         if (m.suite, m.metric) in keys:
@@ -146,10 +146,10 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
         for name in ("judge_model", "template", "fingerprint", "scorer", "output_mode"):
             check_text(getattr(m, name), field=name, source=where, optional=True)
         if m.binding is not None and m.binding not in BINDINGS:
-            raise InputError(f"unknown binding {m.binding!r}", field="binding", source=where)
+            raise InputError(f"unknown binding {cut(m.binding)}", field="binding", source=where)
         known = ids_by_suite.get(m.suite)
         if known is None:
-            raise InputError(f"suite {m.suite!r} has no samples", field="suite", source=where)
+            raise InputError(f"suite {cut(m.suite)} has no samples", field="suite", source=where)
         _check_results(m.results, known, where)
     _check_lengths(run, field_limit(), src)  # after the types: every text is text by now
     for m in run.metrics:   # a template takes field names only: `{contexts:>1500000000}` would pad every prompt
@@ -158,7 +158,7 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
 
 
 def _check_samples(suite: object, samples: object, src: str) -> set[str]:
-    where = f"{src} suite {suite!r}"
+    where = f"{src} suite {cut(suite)}"
     check_text(suite, field="suite", source=src)
     if isinstance(samples, str | bytes) or not isinstance(samples, Sequence):
         raise InputError(f"must be a list of samples, got {_kind(samples)}", field="samples", source=where)
@@ -174,7 +174,7 @@ def _check_samples(suite: object, samples: object, src: str) -> set[str]:
         for k, passage in enumerate(s.contexts, start=1):
             check_text(passage, field=f"contexts[{k}]", source=where, row=i)
         if s.sample_id in seen:
-            raise InputError(f"duplicate sample id {s.sample_id!r}", row=i, field="sample_id", source=where)
+            raise InputError(f"duplicate sample id {cut(s.sample_id)}", row=i, field="sample_id", source=where)
         seen.add(s.sample_id)
     return seen
 
@@ -187,9 +187,9 @@ def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
     for suite, samples in run.samples.items():
         for i, sample in enumerate(samples, start=1):
             if found := sample_length_problem(sample, limit):
-                raise InputError(found[1], row=i, field=found[0], source=f"{src} suite {suite!r}")
+                raise InputError(found[1], row=i, field=found[0], source=f"{src} suite {cut(suite)}")
     for m in run.metrics:
-        where = f"{src} metric {m.metric!r}"
+        where = f"{src} metric {cut(m.metric)}"
         for name in ("judge_model", "template", "fingerprint", "scorer", "output_mode"):
             value = getattr(m, name)
             if value is not None and (problem := too_long(len(value), limit)):
@@ -237,12 +237,12 @@ def _check_results(results: Sequence[SampleResult], known: set[str], where: str)
         if not texts_ok:
             check_text(r.sample_id, field="sample_id", source=where, row=i)
         if r.sample_id not in known:
-            raise InputError(f"score for unknown sample {r.sample_id!r}", row=i, field="sample_id", source=where)
+            raise InputError(f"score for unknown sample {cut(r.sample_id)}", row=i, field="sample_id", source=where)
         if r.sample_id in seen:
-            raise InputError(f"sample {r.sample_id!r} scored twice", row=i, field="sample_id", source=where)
+            raise InputError(f"sample {cut(r.sample_id)} scored twice", row=i, field="sample_id", source=where)
         seen.add(r.sample_id)
         if r.status not in STATUS_NAMES:
-            raise InputError(f"unknown status {r.status!r}", row=i, field="status", source=where)
+            raise InputError(f"unknown status {cut(r.status)}", row=i, field="status", source=where)
         if not texts_ok:
             check_text(r.reason, field="reason", source=where, row=i)
         if r.status == OK:

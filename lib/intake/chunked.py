@@ -53,6 +53,10 @@ def frames(path: str | Path, *, chunk_rows: int | None = None) -> Iterator[pd.Da
     path = Path(path)
     chunk_rows = chunk_rows or CHUNK_ROWS
     kind = reading.READERS.get(path.suffix.lower())
+    if kind is not None:
+        from lib.intake.importers.shapes import require_regular
+
+        require_regular(path)   # a FIFO would block the reader forever
     if kind == "jsonl":
         return _jsonl_frames(path, chunk_rows)
     if kind == "csv":

@@ -45,6 +45,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if kind is None:
         raise InputError(f"unsupported file type {path.suffix or '(none)'!r}; use .jsonl, .json, .csv or .parquet",
                          source=source)
+    from lib.intake.importers.shapes import require_regular
+
+    require_regular(path)   # a FIFO would block the reader forever
     if kind == "jsonl":
         try:
             data = path.read_bytes()

@@ -27,18 +27,21 @@ people, the leak's bias and the judge change's effect show on first start.
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from lib.core.endpoints import DEMO_GENERATOR, OFFLINE
+from lib.core.errors import StoreError
 from lib.core.labels import BINARY, Label, content_key, label_items
 from lib.core.metrics import METRIC_NAMES, METRICS
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
@@ -318,6 +321,37 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
     `rejudge_progress(runs done, runs to re-judge)` follows that.
     Returns timings: seconds, runs, judged samples, samples per second.
     """
+    with building(path, wait=False):
+        return _build(Path(path), n_runs=n_runs, seed=seed, workers=workers, progress=progress,
+                      start_method=start_method, rejudge_progress=rejudge_progress)
+
+
+@contextmanager
+def building(path: str | Path, *, wait: bool) -> Iterator[None]:
+    """Hold the right to build the demo at `path` (a lock file beside it, `<path>.building.lock`).
+
+    Two builds into one path shared one `<path>.building` file and ended in a DuckDB TransactionException;
+    now the second says so in one line (`wait=False`, the CLI) or waits for the first (`wait=True`).
+
+    Raises:
+        StoreError: `wait` is False and another process is building the demo at `path`.
+    """
+    lock = Path(f"{path}.building.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise StoreError(f"another process is building the demo database at {path} now: wait for it to "
+                             f"finish, or build into another path") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build(path: Path, *, n_runs: int, seed: int, workers: int | None, progress: Callable[[int, int], None] | None,
+           start_method: str, rejudge_progress: Callable[[int, int], None] | None) -> dict[str, float]:
     t0 = time.perf_counter()
     main, canary = _cached_samples(seed)
     plans = run_plans(n_runs)
@@ -360,9 +394,13 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
 
 
 def ensure_demo(path: str | Path) -> bool:
-    """Build the demo at `path` if it does not exist; True if it was built."""
+    """Build the demo at `path` if it does not exist; True if it was built (False: it was there, or another
+    process built it while this one waited)."""
     if Path(path).exists():
         return False
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    build_demo(path)
+    with building(path, wait=True):
+        if Path(path).exists():
+            return False
+        _build(Path(path), n_runs=N_RUNS, seed=7, workers=None, progress=None, start_method="spawn",
+               rejudge_progress=None)
     return True

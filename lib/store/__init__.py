@@ -48,6 +48,10 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if existing and Path(f"{self.path}.wal").exists():
             check_evaldrift(self.path)   # a read-write open would replay another application's log into its file
+        if not read_only and self._empty_file():
+            # An empty file is a new database (lib/app/README.md), but DuckDB refuses a 0-byte file as "not a valid
+            # DuckDB database": it is removed so DuckDB creates the file in its place.
+            self.path.unlink()
         try:
             self._con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
@@ -71,6 +75,13 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         except BaseException:
             self._con.close()   # a refused or failed migration must not keep the file locked in this process
             raise
+
+    def _empty_file(self) -> bool:
+        """A regular file of 0 bytes with no write-ahead log beside it (a log would be another database's)."""
+        try:
+            return self.path.is_file() and self.path.stat().st_size == 0 and not Path(f"{self.path}.wal").exists()
+        except OSError:
+            return False
 
     def on_close(self, stop: Callable[[], None]) -> None:
         """Run `stop` before the connection closes: a thread that reads through this store ends first."""

@@ -3,7 +3,8 @@
 DuckDB locks a file against every other process, readers included, while one
 holds it read-write. So the owner (the dashboard) keeps a copy beside it,
 `<file>.snapshot`, written whole and swapped in (os.replace) whenever its data
-changed; the CLI's reading commands (`runs`, `lint`, `report`) open that copy
+changed; the CLI's reading commands (`runs`, `lint`, `report`, `labels agreement`, `labels history`)
+open that copy
 read-only when the file is held, and say how old it is. The copy is a
 checkpointed file copied under the store's write lock (no write can land
 mid-copy), or, when a reader kept the checkpoint from emptying the write-ahead

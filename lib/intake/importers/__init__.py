@@ -32,6 +32,7 @@ from pathlib import Path
 
 from lib.core.errors import InputError
 from lib.core.records import RunRecord
+from lib.intake.importers import shapes
 from lib.intake.importers.base import Imported, clamp_scores, fold_repeats
 
 FORMATS = ("ragas", "inspect", "promptfoo", "deepeval", "mlflow")
@@ -51,7 +52,7 @@ def detect(path: str | Path) -> str:
     if suffix in STORE_SUFFIXES:
         return "mlflow"
     if suffix == ".json":
-        with open(path, "rb") as fh:  # the head only: the file may be large
+        with shapes.open_regular(path) as fh:  # the head only: the file may be large
             head = fh.read(4096).decode("utf-8", "replace")
         if DEEPEVAL_HEAD.match(head):   # before the others: a test case's text may hold any word
             return "deepeval"
@@ -70,6 +71,7 @@ MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names -
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
          metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
     """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
+    shapes.require_regular(path)   # before any reader opens it: a FIFO would block it forever
     fmt = fmt or detect(path)
     if fmt == "ragas":
         from lib.intake.importers.ragas import read_ragas

@@ -32,8 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.core.errors import InputError
+from lib.core.errors import InputError, cut
 from lib.core.jsontext import loads
+from lib.core.validate import EARLIEST, LATEST
 from lib.intake.importers.base import Imported, content_id
 from lib.store.mlflow_store import MlflowRun, MlflowTrace, mlflow_runs, mlflow_traces
 
@@ -56,6 +57,9 @@ def _json(text: str | None, where: _Where, field: str) -> object:
     """A JSON value MLflow stored as text, read strictly (a doubled key or deep nesting is refused by name)."""
     if text is None:
         return None
+    if not isinstance(text, str):   # SQLite keeps whatever a column is given: an integer is no JSON text
+        raise InputError(f"must be JSON text as MLflow writes it, got {_kind(text)}", row=where.row, field=field,
+                         source=where.source)
     try:
         return loads(text)
     except ValueError as exc:
@@ -90,6 +94,21 @@ def _score(value: object) -> object:
     if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
         return 1.0 if value.strip().lower() == "yes" else 0.0
     return value   # a number, or what validation refuses with its row and field
+
+
+def _started(start_ms: object, source: str) -> datetime | None:
+    """The run's start time (epoch milliseconds, as MLflow stores it) as naive UTC; anything else refused by name."""
+    if start_ms is None:
+        return None
+    lowest, highest = (int((t - datetime(1970, 1, 1)).total_seconds() * 1000) for t in (EARLIEST, LATEST))
+    if isinstance(start_ms, bool) or not isinstance(start_ms, int) or not lowest <= start_ms < highest:
+        raise InputError(f"must be a time in milliseconds since 1970 (between {EARLIEST.year} and "
+                         f"{LATEST.year - 1}), got {cut(start_ms)}", field="start_time", source=source)
+    return datetime.fromtimestamp(start_ms / 1000, UTC).replace(tzinfo=None, microsecond=0)
+
+
+def _kind(value: object) -> str:
+    return {int: "an integer", float: "a number", bytes: "bytes"}.get(type(value), type(value).__name__)
 
 
 def runs_in(path: str | Path) -> list[str]:
@@ -141,7 +160,7 @@ def _row(trace: MlflowTrace, where: _Where, names: Mapping[str, str], sources: d
             if mark.name not in unmapped:
                 unmapped.append(mark.name)
             continue
-        if mark.source_type == "LLM_JUDGE" and mark.source_id:
+        if mark.source_type == "LLM_JUDGE" and isinstance(mark.source_id, str) and mark.source_id:
             graders[mark.source_id] += 1
         if mark.error:
             errored[metric] += 1
@@ -176,7 +195,6 @@ def read_mlflow(path: str | Path, *, run: str | None = None, metric_map: Mapping
     warnings: tuple[str, ...] = ()
     if len(graders) > 1:
         warnings = (f"the judges name {len(graders)} graders ({grader}): recorded together as one",)
-    started = (datetime.fromtimestamp(chosen.start_ms / 1000, UTC).replace(tzinfo=None, microsecond=0)
-               if chosen.start_ms else None)
+    started = _started(chosen.start_ms, str(path))
     return Imported(frame, "mlflow", None, sources, grader, started,
                     grader_source=GRADER_PLACE if grader else None, notes=notes, warnings=warnings)

@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from lib.core.errors import InputError
 from lib.core.jsontext import HugeNumber, JsonProblem, loads
@@ -45,18 +45,47 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
     limit = input_limit() if limit is None else limit
     source = str(path)
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InputError("not a regular file", source=source)
-            if info.st_size > limit:
-                raise InputError(_over(info.st_size, limit, "the file"), source=source)
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise InputError(_over(size, limit, "the file"), source=source)
             data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     if len(data) > limit:
         raise InputError(_over(len(data), limit, "the file", at_least=True), source=source)
     return data
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """The file open for reading, refused when it is not a regular file (a FIFO, a device, a folder).
+
+    Opened without blocking: opening a FIFO for reading waits for a writer, forever if none comes, so the
+    check is made on the open descriptor before any read (and no name swapped in between can get past it).
+
+    Raises:
+        InputError: not a regular file, or cannot be opened.
+    """
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InputError("not a regular file (a pipe, a device or a folder is not read)", source=source)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def require_regular(path: str | Path) -> None:
+    """Refuse, before anything opens it, a path that is not a regular file (open_regular's check).
+
+    Raises:
+        InputError: not a regular file, or cannot be opened.
+    """
+    open_regular(path).close()
 
 
 def check_members(z: zipfile.ZipFile, names: list[str], *, source: str, limit: int | None = None) -> None:
@@ -127,10 +156,22 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Obj:
-    """A JSON object whose named keys, when present, have these shapes (other keys are not read)."""
+    """A JSON object whose named keys, when present, have these shapes (other keys are not read); the keys in
+    `required` must be present (a reader that indexes one would otherwise fail with a KeyError)."""
 
     fields: Mapping[str, Shape] = field(default_factory=dict)
     nullable: bool = True
+    required: tuple[str, ...] = ()
+
+
+class _Missing:
+    """Where a required key was: nothing."""
+
+    def __repr__(self) -> str:
+        return "nothing (the key is missing)"
+
+
+MISSING = _Missing()
 
 
 @dataclass(frozen=True)
@@ -196,6 +237,10 @@ def _mismatch(value: object, shape: Shape) -> tuple[str, str, object] | None:
         if not isinstance(value, dict):
             return "", _expects(shape), value
         items = shape.fields.items() if isinstance(shape, Obj) else ((k, shape.item) for k in value)
+        if isinstance(shape, Obj):
+            for key in shape.required:
+                if key not in value:
+                    return key, _expects(shape.fields.get(key, ANY)), MISSING
         for key, sub in items:
             if key in value and (bad := _mismatch(value[key], sub)) is not None:
                 return (f"{key}.{bad[0]}" if bad[0] else key), bad[1], bad[2]
@@ -220,7 +265,7 @@ def _expects(shape: Shape) -> str:
 def _kind(value: object) -> str:
     if value is None:
         return "null"
-    if isinstance(value, HugeNumber):
+    if isinstance(value, HugeNumber | _Missing):
         return repr(value)
     return {bool: "a boolean", str: "text", dict: "an object", list: "a list", int: "a whole number",
             float: "a number"}.get(type(value), type(value).__name__)
@@ -266,5 +311,5 @@ DEEPEVAL_CASE = Obj({
     "input": TEXT, "actualOutput": TEXT, "expectedOutput": TEXT, "retrievalContext": ListOf(ANY),
     "context": ListOf(ANY),
     "metricsData": ListOf(Obj({"name": Scalar((str,), nullable=False), "evaluationModel": TEXT, "error": TEXT},
-                              nullable=False)),
+                              nullable=False, required=("name",))),
 }, nullable=False)
