@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from lib.core.calls import JudgeRequest
 from lib.core.degenerate import exclusion_reason
 from lib.core.endpoints import normalise
-from lib.core.samples import EvalSample, arm_fields, blank
+from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.rejudge import RejudgeSpec
 from lib.judging.harness import Instrument, build_request
@@ -45,7 +45,7 @@ def ablation_requests(store: Store, spec: AblationSpec) -> list[JudgeRequest]:
             continue   # asked live only if the probe shows that repeats differ
         if exclusion_reason(s, m):
             continue
-        out.append(request_for(blank(s, arm_fields(arm)), plan.instruments[m], spec.judge, spec.endpoint,
+        out.append(request_for(plan.arm_sample(s, m, arm), plan.instruments[m], spec.judge, spec.endpoint,
                                spec.seed + rep))
     return _distinct(out)
 
