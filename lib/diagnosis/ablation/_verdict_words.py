@@ -270,7 +270,8 @@ def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:
     same = [c for c in cells if c.why == v.UNCHANGED]
     if not same:
         return ""
-    which = fields_words(list(dict.fromkeys(f"{c.metric} with {c.arm.replace('+', ' and ')} blanked" for c in same)))
+    which = fields_words(list(dict.fromkeys(f"{c.metric} with {' and '.join(tested_fields(c.arm))} "
+                                            f"{arm_words.verb(c.arm)}" for c in same)))
     return f" Not re-judged (prompt unchanged, nothing measured): {which}."
 
 
