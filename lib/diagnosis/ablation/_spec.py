@@ -120,7 +120,10 @@ class AblationSpec:
         return "abl-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.swaps:   # stored as a spec without swaps always was (readers of that format take it whole)
+            del d["swaps"], d["swap_seed"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationSpec:
