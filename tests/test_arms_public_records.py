@@ -76,6 +76,7 @@ def test_a_constant_scorer_is_insensitive_and_the_gate_fails(fresh_db: Path, sco
     cell = by_arm(result)["contexts"]
     assert (cell.kind, cell.why) == ("INSENSITIVE", "does not read its inputs"), cell.sentence
     assert cell.sentence.startswith("INSENSITIVE: the judge does not read its inputs")
+    assert cell.sentence.endswith(f"Judged on all {N} samples: no earlier look decided it.")   # sequential
     control = by_arm(result)["support"]
     assert control.kind == "INSENSITIVE" and control.delta == 0.0 and control.n == N
     assert f"gives {level} with nothing to check the claims against and {level} with its claims given perfect " \

@@ -250,6 +250,8 @@ def _read_control(spec: AblationSpec, plan: Plan, metric: str, arms: Mapping[tup
         after = with_control(Decision(c.kind, c.why), c.expected, d)
         if after.why == IGNORES_INPUTS:
             said = arm_words.ignores_inputs_sentence(metric, tested_fields(c.arm), c.baseline, e)
+            if c.stop:   # a sequential cell keeps its account of where judging stopped
+                said += " " + verdict_words.stop_words(c.stop, c.judged, len(plan.samples))
             out.append(replace(c, kind=after.kind, why=after.why,
                                sentence=arm_words.swap_words(said) if is_swap(c.arm) else said))
         else:
