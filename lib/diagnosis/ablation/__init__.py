@@ -26,11 +26,13 @@ from lib.diagnosis.ablation._engine import (
 )
 from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
+from lib.diagnosis.ablation._sequential import CHUNK
 from lib.diagnosis.ablation._spec import AblationSpec
 from lib.diagnosis.ablation._verdicts import INCONCLUSIVE, INSENSITIVE, LEAK, MIN_EFFECT, REPLAY_MISMATCH
 
 __all__ = [
     "BASELINE",
+    "CHUNK",
     "CONTROL",
     "INCONCLUSIVE",
     "INSENSITIVE",
