@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.app import ui
+from lib.store import Store
 from tests.test_cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORER = "tests.support.scorers:constant"
+
+
+@pytest.fixture(autouse=True)
+def close_dashboard_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close the stores the dashboard opened in this test (each keeps a snapshot thread that copies the file after
+    a change): a daemon thread still inside DuckDB when the interpreter exits aborts the process (exit 134)."""
+    opened: list[Store] = []
+    real = ui.open_store
+
+    def recording(path: str) -> Store:
+        opened.append(real(path))
+        return opened[-1]
+
+    monkeypatch.setattr(ui, "open_store", recording)
+    yield
+    for store in opened:
+        store.close()
 
 
 @pytest.fixture
@@ -69,7 +88,6 @@ def test_the_scorers_the_operator_allows_are_offered_and_run(faith_only_db: Path
 def test_a_swap_is_offered_counted_and_run_from_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """HaluEval right answers with another question's passage, a template that renders the reference: swapping
     the reference on the page names its cost, runs, and shows the swap's row, a LEAK with its sign."""
-    from lib.store import Store
     from tests.support import synthetic_runs as syn
     from tests.test_arms_public_records import retrieval_misses
 
