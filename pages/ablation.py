@@ -17,7 +17,15 @@ from lib.core.errors import EvaldriftError, InputError
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
 from lib.diagnosis import cost, trends
-from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, four_readings_gap, four_readings_spec
+from lib.diagnosis.ablation import (
+    LEAK,
+    SWAPPABLE,
+    AblationResult,
+    AblationSpec,
+    arm_label,
+    four_readings_gap,
+    four_readings_spec,
+)
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
 FIELDS = ("ground_truth", "question", "contexts")
@@ -57,6 +65,8 @@ lib.app.ui.seed_list_from_query("abl_metrics", "metric", METRIC_NAMES,
 lib.app.ui.seed_list_from_query("abl_blanks", "blank", FIELDS,
                             [b for b in shown_spec.get("blanks", ()) if b in FIELDS]
                             or list(ablation_form.DEFAULT_BLANKS))
+lib.app.ui.seed_list_from_query("abl_swaps", "swap", SWAPPABLE,
+                                [x for x in shown_spec.get("swaps", ()) if x in SWAPPABLE])
 st.session_state.setdefault("abl_repeats", ablation_form.DEFAULT_REPEATS)
 st.session_state.setdefault("abl_limit", 0)
 st.session_state.setdefault("abl_all_samples", False)
@@ -77,6 +87,12 @@ st.session_state["abl_blanks"] = [f for f in st.session_state.get("abl_blanks", 
 c3, c4 = st.columns([1, 2], vertical_alignment="center")   # "Whole matrix" whole at 1024 px
 whole = c3.toggle("Whole matrix", key="abl_matrix", help="Blank each field the run has, in turn.")
 blanks = c4.multiselect("Fields to blank", offered, key="abl_blanks", disabled=whole)
+swappable = [f for f in SWAPPABLE if f in has]
+st.session_state["abl_swaps"] = [f for f in st.session_state.get("abl_swaps", []) if f in swappable]
+swaps = st.multiselect("Fields to swap with another sample's", swappable, key="abl_swaps",
+                       help="Each sample is judged with another sample's value of the field (a pairing seeded by the "
+                            "run id, recorded in the ablation). Blanking shows a field reaches the judge; swapping "
+                            "shows the judge uses it, and which way it moves.")
 repeats = c5.number_input("Repeats", min_value=1, max_value=20, key="abl_repeats",
                           help="Re-judgings of each arm; two or more measure the judge's noise band.")
 limit = c6.number_input("Sample limit", min_value=0, step=50, key="abl_limit",
@@ -86,16 +102,18 @@ every_sample = st.checkbox("Judge every sample", key="abl_all_samples",
                                 "stops once a 95% confidence sequence decides its verdict; the result says how many "
                                 "samples each arm judged and why it stopped. On: every sample of every arm.")
 arms = offered if whole else blanks
-lib.app.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None)
+lib.app.ui.set_query(run=run_id, metric=",".join(metrics) or None, blank=",".join(arms) or None,
+                     swap=",".join(swaps) or None)
 if shown_form is not None and shown_form.joint_arms and shown_form.widgets() == {
         k: st.session_state.get(k) for k in shown_form.widgets()}:
     st.caption(md(f"The ablation shown also blanks {', '.join(shown_form.joint_arms)} together (fields joined by "
                   "+ are blanked at once)."))
 
-if metrics and arms:
-    st.caption("What a correctly wired metric does when each field is blanked (from the wiring table):",
+if metrics and (arms or swaps):
+    st.caption("What a correctly wired metric does when each field is blanked or swapped (from the wiring table):",
                help=glossary.help_for("invariant", "arm"))
-    st.dataframe(ablation_views.expectation_table(metrics, arms), width="content")
+    st.dataframe(ablation_views.expectation_table(metrics, [*arms, *ablation_views.swap_arms(swaps)]),
+                 width="content")
 JUDGE_CHOICE = "a judge (chosen below)"
 scorer_pick = st.selectbox("Scored by", [JUDGE_CHOICE, *server.scorers], key="abl_scorer",
                            help="A judge (by default the one that recorded the run), or an external scorer this "
@@ -120,13 +138,14 @@ if not may_launch:
     st.info("Ablations with a paid judge are launched by the people this server's operator lists "
             "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
 spec, refused, confirmed = None, "", True
-if metrics and arms:
+if metrics and (arms or swaps):
     try:  # the cost before launch (lib.diagnosis.cost): a paid judge over the operator's budget is confirmed once
         spec = (AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), judge=judge,
-                             endpoint=endpoint, limit=int(limit) or None, sequential=not every_sample)
+                             endpoint=endpoint, limit=int(limit) or None, sequential=not every_sample,
+                             swaps=tuple(swaps))
                 if scorer is None else
                 AblationSpec(run_id, tuple(metrics), tuple(arms), repeats=int(repeats), limit=int(limit) or None,
-                             scorer=scorer, sequential=not every_sample))
+                             scorer=scorer, sequential=not every_sample, swaps=tuple(swaps)))
         estimate = loaders.ablation_cost(ctx.db_path, version, spec, endpoint != "offline")
     except EvaldriftError as exc:
         spec, refused = None, str(exc)
@@ -137,7 +156,7 @@ if spec is not None and may_launch:
                                 key=f"abl_confirm_{spec.ablation_id}", help="Over this server's EVALDRIFT_CALL_BUDGET "
                                 "(unset: every paid launch is confirmed).")
 launch = st.button("Launch ablation", type="primary", key="abl_launch",
-                   disabled=not (metrics and arms and may_launch and confirmed))
+                   disabled=not (metrics and (arms or swaps) and may_launch and confirmed))
 
 if launch:
     if spec is None:
@@ -241,12 +260,12 @@ def _per_sample_changes(result: AblationResult) -> None:
         leaks = {(v.metric, v.arm) for v in result.verdicts if v.kind == LEAK}
         first = next((i for i, cell in enumerate(cells) if cell in leaks), 0)
         metric, arm = st.selectbox("Cell", cells, index=first, key="abl_cell",
-                                   format_func=lambda c: f"{md(c[0])} with {md(c[1])} blanked")
+                                   format_func=lambda c: f"{md(c[0])} with {md(arm_label(c[1]))}")
         deltas = loaders.ablation_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
         d1, d2 = st.columns([2, 3])
         d1.dataframe(deltas, hide_index=True, height=300, column_config={
             "sample_id": "sample", "baseline": st.column_config.NumberColumn("as wired", format="%.3f"),
-            "ablated": st.column_config.NumberColumn(f"{arm} blanked", format="%.3f"),
+            "ablated": st.column_config.NumberColumn(arm_label(arm), format="%.3f"),
             "delta": st.column_config.NumberColumn("change", format="%+.3f")})
         d2.plotly_chart(charts.delta_histogram(deltas, metric=metric, arm=arm), key="abl_hist",
                         config={"displayModeBar": False})

@@ -34,7 +34,7 @@ from lib.diagnosis.ablation import (
     run_ablation,
 )
 from lib.diagnosis.ablation._engine import CLEAN, SENSITIVE, ArmVerdict, matrix_spec
-from lib.diagnosis.ablation._verdicts import FLOOR, UNCHANGED
+from lib.diagnosis.ablation._verdicts import IGNORES_INPUTS, UNCHANGED
 from lib.diagnosis.trends import change_events, find_jumps, lint_status
 from lib.jobs._demo import demo_samples
 from lib.judging import OfflineJudge
@@ -278,8 +278,8 @@ def test_a_finished_ablation_is_stored_with_its_spec_and_every_result(store: Sto
     row = store.ablation(leaky_four.ablation_id)
     assert row is not None
     assert row["status"] == "done"
-    # metric x arms (baseline + 3 asked + the joint question+ground_truth) x repeats x samples
-    assert row["done"] == row["total"] == 1 * 5 * 3 * 400
+    # metric x arms (baseline + 3 asked + the joint question+ground_truth + the positive control) x repeats x samples
+    assert row["done"] == row["total"] == 1 * 6 * 3 * 400
     assert AblationSpec.from_dict(row["spec"]).ablation_id == leaky_four.ablation_id  # type: ignore[arg-type]
     assert as_stored(AblationResult.from_dict(row["result"])) == as_stored(leaky_four)  # type: ignore[arg-type]
     frame = store.ablation_results(leaky_four.ablation_id)
@@ -307,11 +307,13 @@ def test_a_scorer_that_fails_most_samples_is_inconclusive(store: Store, runs: De
 def test_a_scorer_that_ignores_its_inputs_is_never_cleared(store: Store, runs: DemoRuns) -> None:
     result = run_ablation(store, scorer_spec(runs.before_leak, "constant", ("contexts", "ground_truth")), None)
     assert result is not None
-    # its own input, and it does not move; but with every field but the answer blanked it still gives 0.5: the
-    # judge's floor is its baseline, no room to show a fall (issue 25 item 2: the floor is measured, not 0)
+    # its own input, and it does not move; with every field but the answer blanked it still gives 0.5 (the floor
+    # is its baseline, no room to show a fall), and with perfect support it gives 0.5 too: the positive control
+    # names it (issue 41 item 2: it used to read INCONCLUSIVE, exit 3, which a gate failing on exit 1 let through)
     own = cell(result, "faithfulness", "contexts")
-    assert (own.kind, own.why) == (INCONCLUSIVE, FLOOR) and own.headroom == pytest.approx(0.0)
-    assert "the judge gives as much with nothing to check against" in own.sentence
+    assert (own.kind, own.why) == (INSENSITIVE, IGNORES_INPUTS) and own.headroom == pytest.approx(0.0)
+    assert "the judge does not read its inputs" in own.sentence
+    assert cell(result, "faithfulness", "support").kind == INSENSITIVE and result.exit_code == 1
     # no room either for a null about the reference; and its constant 0.5 does not reproduce the stored score
     assert result.replay[0].mismatch
     assert cell(result, "faithfulness", "ground_truth").kind == INCONCLUSIVE

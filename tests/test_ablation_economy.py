@@ -93,10 +93,11 @@ def test_only_the_arms_whose_prompts_change_are_judged(fresh_db: Path, server: O
     # baseline, ground_truth, the joint arm; the last asks what the ground_truth arm asked (question is not
     # rendered), so the call cache answers it
     # (the judge repeats itself: the probe's repeats stopped the rest, so each arm is judged once past it)
-    # and the judge's floor (question, contexts and ground_truth blanked: a new prompt here), judged once too
+    # and the judge's floor (question, contexts and ground_truth blanked: a new prompt here), judged once too,
+    # and the positive control beside it
     baseline = probe_size(20) * 2 + (20 - probe_size(20))
-    assert server.n_calls + result.cached == baseline + 3 * 20 and result.cached >= 20 - 4
-    assert result.judgings == baseline + 3 * 20 and result.calls == server.n_calls
+    assert server.n_calls + result.cached == baseline + 4 * 20 and result.cached >= 20 - 4
+    assert result.judgings == baseline + 4 * 20 and result.calls == server.n_calls
     assert result.not_rejudged == 2 * 20
     assert ("Not re-judged (prompt unchanged, nothing measured): faithfulness with question blanked."
             in result.summary)
@@ -110,9 +111,9 @@ def test_a_deterministic_judge_is_repeated_only_on_the_probe(fresh_db: Path, ser
     probe = probe_size(n)
     assert probe == 13                                   # a quarter of the samples, at most PROBE
     probe_calls = probe * repeats + (n - probe)          # the baseline: the probe in every repeat, the rest once
-    assert server.n_calls == probe_calls + n             # the contexts arm: once per sample
+    assert server.n_calls == probe_calls + 2 * n         # the contexts arm and the positive control: once each
     assert result.probe == probe and result.calls == server.n_calls
-    assert result.repeats_skipped == 2 * repeats * n - server.n_calls
+    assert result.repeats_skipped == 3 * repeats * n - server.n_calls
     assert "Repeats stopped: the judge gave identical verdicts in all 3 repeats of the first 13 samples" in \
         result.summary
     [v] = [v for v in result.verdicts if v.arm == "contexts"]
@@ -123,7 +124,7 @@ def test_a_judge_whose_replies_vary_is_repeated_in_full(fresh_db: Path) -> None:
     n, repeats = 50, 3
     with OpenAIServer(noisy_responder) as srv:
         result = ablate(fresh_db, srv, ("contexts",), n=n, repeats=repeats)
-        assert srv.n_calls == 2 * repeats * n
+        assert srv.n_calls == 3 * repeats * n   # the baseline, contexts and the positive control
     assert result.probe == 0 and result.repeats_skipped == 0 and "Repeats stopped" not in result.summary
 
 

@@ -33,7 +33,13 @@ def test_form_values_show_the_specs_arms(blanks: tuple[str, ...], offered: tuple
     got = form_values(spec(blanks, repeats=2, limit=20), offered)
     assert got == FormValues("r2", ("faithfulness",), want_blanks, whole, 2, 20, joint, every_sample=True)
     assert got.widgets() == {"abl_run": "r2", "abl_metrics": ["faithfulness"], "abl_blanks": list(want_blanks),
-                             "abl_matrix": whole, "abl_repeats": 2, "abl_limit": 20, "abl_all_samples": True}
+                             "abl_matrix": whole, "abl_repeats": 2, "abl_limit": 20, "abl_all_samples": True,
+                             "abl_swaps": []}
+
+
+def test_the_form_shows_the_fields_the_spec_swapped() -> None:
+    got = form_values({**spec(("question",)), "swaps": ["ground_truth"]}, ALL)
+    assert got.swaps == ("ground_truth",) and got.widgets()["abl_swaps"] == ["ground_truth"]
 
 
 @pytest.mark.parametrize(("stored", "every"), [

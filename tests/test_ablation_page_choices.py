@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.app import ui
+from lib.store import Store
 from tests.test_cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORER = "tests.support.scorers:constant"
+
+
+@pytest.fixture(autouse=True)
+def close_dashboard_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close the stores the dashboard opened in this test (each keeps a snapshot thread that copies the file after
+    a change): a daemon thread still inside DuckDB when the interpreter exits aborts the process (exit 134)."""
+    opened: list[Store] = []
+    real = ui.open_store
+
+    def recording(path: str) -> Store:
+        opened.append(real(path))
+        return opened[-1]
+
+    monkeypatch.setattr(ui, "open_store", recording)
+    yield
+    for store in opened:
+        store.close()
 
 
 @pytest.fixture
@@ -41,6 +60,7 @@ def test_only_the_fields_the_run_had_are_offered(faith_only_db: Path) -> None:
     at = open_page()
     assert at.multiselect(key="abl_blanks").options == ["contexts"]
     assert at.multiselect(key="abl_blanks").value == []          # the default, ground_truth, is not there
+    assert at.multiselect(key="abl_swaps").options == []         # no reference or question to swap
 
 
 def test_the_scorers_the_operator_allows_are_offered_and_run(faith_only_db: Path,
@@ -63,3 +83,35 @@ def test_the_scorers_the_operator_allows_are_offered_and_run(faith_only_db: Path
     [row] = rows
     assert row["status"] == "done"
     assert json.loads(row["spec"])["scorer"] == SCORER
+
+
+def test_a_swap_is_offered_counted_and_run_from_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HaluEval right answers with another question's passage, a template that renders the reference: swapping
+    the reference on the page names its cost, runs, and shows the swap's row, a LEAK with its sign."""
+    from tests.support import synthetic_runs as syn
+    from tests.test_arms_public_records import retrieval_misses
+
+    db = tmp_path / "evals.duckdb"
+    with Store(db) as store:
+        syn.record(store, "h", retrieval_misses(), "faithfulness", syn.LEAKY_FAITHFULNESS, syn.REPLAY)
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    at = open_page()
+    assert at.multiselect(key="abl_swaps").options == ["ground_truth", "question"]
+    at.multiselect(key="abl_blanks").set_value([]).run()
+    at.multiselect(key="abl_swaps").set_value(["ground_truth"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    cost = [c.value for c in at.caption if c.value.startswith("Before launch:")]
+    assert cost and "swap a field with another sample's" in cost[0] and "the positive control" in cost[0]
+    at.button(key="abl_launch").click().run()
+    deadline = time.monotonic() + 60
+    store = ui.open_store(str(db))
+    while time.monotonic() < deadline:
+        rows = store.ablations("h").to_dict("records")
+        if rows and rows[0]["status"] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    [row] = rows
+    assert row["status"] == "done" and json.loads(row["spec"])["swaps"] == ["ground_truth"]
+    at.run()
+    shown = " ".join(e.value for e in at.error)
+    assert "LEAK: faithfulness moves" in shown and "swapped for another sample's" in shown and "falls" in shown

@@ -41,8 +41,10 @@ def server() -> Iterator[OpenAIServer]:
         yield srv
 
 
-def spec(srv: OpenAIServer, blanks: tuple[str, ...] = ("contexts", "question"), repeats: int = 3) -> AblationSpec:
-    return AblationSpec("r1", ("faithfulness",), blanks, repeats=repeats, judge=MODEL, endpoint=srv.base_url)
+def spec(srv: OpenAIServer, blanks: tuple[str, ...] = ("contexts", "question"), repeats: int = 3,
+         sequential: bool = True) -> AblationSpec:
+    return AblationSpec("r1", ("faithfulness",), blanks, repeats=repeats, judge=MODEL, endpoint=srv.base_url,
+                        sequential=sequential)
 
 
 def judge(srv: OpenAIServer) -> OpenAIJudge:
@@ -53,17 +55,20 @@ def test_the_estimate_is_the_calls_the_ablation_then_makes(db: Path) -> None:
     with OpenAIServer(noisy_responder) as srv, Store(db) as store:   # replies vary: every repeat runs
         before = estimate_ablation(store, spec(srv), cacheable=True)
         run_ablation(store, spec(srv), judge(srv))
-        assert before.requests == srv.n_calls == 2 * 3 * N              # baseline and contexts; question needs none
+        # baseline, contexts and the positive control; question needs none. The control stops once its rise is
+        # shown (the first look, 20 samples): the estimate counts it in full, an upper bound
+        assert before.requests == 3 * 3 * N and srv.n_calls == 2 * 3 * N + 3 * 20
+        assert before.control == 3 * N and "Of the judgings, 120 give the items perfect support" in before.sentence
         # the upper bound adds what the job may also send: repairs of unreadable replies, and the refusals an
         # endpoint not asked before may answer while its output form is found (this one refuses nothing)
-        assert before.repairs == repair_allowance(2 * 3 * N) and before.probes == 5
+        assert before.repairs == repair_allowance(3 * 3 * N) and before.probes == 5
         assert before.calls == before.requests + before.repairs + before.probes >= srv.n_calls
         assert before.not_rejudged == 2 * 3 * N                         # question alone, and with ground_truth
-        assert before.judgings == 4 * 3 * N and before.from_cache == before.stored == 0 and before.paid
+        assert before.judgings == 5 * 3 * N and before.from_cache == before.stored == 0 and before.paid
         assert "no usage of this judge recorded" in before.sentence    # nothing recorded yet: 4 characters a token
         after = estimate_ablation(store, spec(srv), cacheable=True)
     # done: launching it again reads the stored result, and the estimate says so (issue 26: no paid launch offered)
-    assert after.done and after.calls == 0 and after.stored == 2 * 3 * N
+    assert after.done and after.calls == 0 and after.stored == 2 * 3 * N + 3 * 20
     assert "already made" in after.sentence and "no call to the judge" in after.sentence
 
 
@@ -71,25 +76,27 @@ def test_a_deterministic_judge_makes_the_fewer_calls_the_estimate_names(db: Path
     with Store(db) as store:
         before = estimate_ablation(store, spec(server), cacheable=True)
         run_ablation(store, spec(server), judge(server))
-    assert before.calls_if_identical == server.n_calls == probe_size(N) * 3 + (N - probe_size(N)) + N
-    assert f"at most {before.calls} calls to the judge (240 requests; up to 48 to repair" in before.sentence
+    # the positive control (N more, counted in full) stops at the first look once its rise is shown: 20 judged
+    assert before.calls_if_identical == server.n_calls + N - 20 == probe_size(N) * 3 + (N - probe_size(N)) + 2 * N
+    assert f"at most {before.calls} calls to the judge (360 requests; up to 72 to repair" in before.sentence
     assert "form is found), about " in before.sentence
-    assert f"; {server.n_calls} calls if the judge repeats itself exactly" in before.sentence
+    assert f"; {before.calls_if_identical} calls if the judge repeats itself exactly" in before.sentence
 
 
 def test_what_the_cache_holds_is_counted_and_tokens_come_from_recorded_usage(db: Path, server: OpenAIServer) -> None:
     with Store(db) as store:
-        run_ablation(store, spec(server, ("contexts",), repeats=1), judge(server))
+        # every sample judged, the positive control too (a sequential one stops it at its first look)
+        run_ablation(store, spec(server, ("contexts",), repeats=1, sequential=False), judge(server))
         first_calls = server.n_calls
         # the same baseline requests, with ground_truth blanked instead: the cache answers the baseline
-        other = spec(server, ("ground_truth",), repeats=1)
+        other = spec(server, ("ground_truth",), repeats=1, sequential=False)
         est = estimate_ablation(store, other, cacheable=True)
-    assert first_calls == 2 * N
+    assert first_calls == 3 * N   # the baseline, contexts and the positive control
     assert est.from_cache == N and est.not_rejudged == 2 * N and est.calls == 0   # gt is not rendered either
     with Store(db) as store:
-        est = estimate_ablation(store, spec(server, ("contexts",), repeats=2), cacheable=True)
-    assert est.from_cache == 2 * N and est.requests == 2 * N   # repeat 0 is cached; repeat 1 has new seeds
-    assert est.probes == 0 and est.calls == 2 * N + est.repairs   # the endpoint's output form is known now
+        est = estimate_ablation(store, spec(server, ("contexts",), repeats=2, sequential=False), cacheable=True)
+    assert est.from_cache == 3 * N and est.requests == 3 * N   # repeat 0 is cached; repeat 1 has new seeds
+    assert est.probes == 0 and est.calls == est.requests + est.repairs   # the endpoint's output form is known now
     assert "from the usage of" in est.rate_source
     # the server counts a prompt token per word; the calls left ask what the recorded ones asked (new seeds),
     # so the recorded rate (tokens per character) gives back the words the server will count
@@ -131,15 +138,15 @@ def test_rejudge_and_ablation_share_one_request_key() -> None:
 
 # -- the CLI: the cost first; a paid judge's calls only with --yes or within the budget ------------------------
 
-CLI_CALLS = 160 + repair_allowance(160) + 5   # requests, repairs, refusals finding the output form (a new process)
+CLI_CALLS = 240 + repair_allowance(240) + 5   # requests, repairs, refusals finding the output form (a new process)
 
 
 def refused(proc) -> str:
     """Exit 2 with the cost printed first and the refusal as the last line (no traceback)."""
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     cost_line, error = proc.stderr.strip().splitlines()
-    assert cost_line.startswith(f"cost: 240 judgings: at most {CLI_CALLS} calls to the judge (160 requests; up to "
-                                f"32 to repair unreadable replies; up to 5 the server may refuse while its output "
+    assert cost_line.startswith(f"cost: 320 judgings: at most {CLI_CALLS} calls to the judge (240 requests; up to "
+                                f"48 to repair unreadable replies; up to 5 the server may refuse while its output "
                                 f"form is found)") and error.startswith("error: ")
     return error
 
@@ -163,8 +170,9 @@ def test_a_paid_ablation_without_yes_prints_the_cost_and_makes_no_call(db: Path,
     proc = cli(*ablate_cli(db))
     assert proc.returncode in (0, 1, 3), proc.stderr
     probe = probe_size(N)
-    deterministic = probe * 2 + (N - probe) + N   # the offline model repeats itself: repeats stop after the probe
-    assert f"cost: 240 judgings: at most {CLI_CALLS} calls to the judge" in proc.stderr
+    # the offline model repeats itself: repeats stop after the probe; the positive control stops at the first look
+    deterministic = probe * 2 + (N - probe) + N + 20
+    assert f"cost: 320 judgings: at most {CLI_CALLS} calls to the judge" in proc.stderr
     assert server.n_calls == deterministic
 
 
@@ -173,7 +181,7 @@ def test_yes_launches_a_paid_ablation(db: Path, server: OpenAIServer, monkeypatc
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     proc = cli(*ablate_cli(db, "--yes"))
     assert proc.returncode in (0, 1, 3), proc.stderr
-    assert server.n_calls == probe_size(N) * 2 + (N - probe_size(N)) + N
+    assert server.n_calls == probe_size(N) * 2 + (N - probe_size(N)) + N + 20   # the control: its first look
 
 
 def test_the_offline_judge_launches_without_asking(db: Path) -> None:

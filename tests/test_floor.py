@@ -79,8 +79,9 @@ def test_the_floor_arm_is_planned_and_counted_in_the_estimate(fresh_db: Path) ->
     assert p.floor_arm("faithfulness") == "question+contexts+ground_truth"
     assert "question+contexts+ground_truth" in p.measured_arms("faithfulness")
     assert "question+contexts+ground_truth" not in p.arms_for("faithfulness")   # a measurement, not a cell
-    # baseline, contexts, the joint arm (question+ground_truth: the template renders the reference), the floor
-    assert cost.judgings == 4 * 40 and cost.not_rejudged == 0 and cost.calls == 4 * 40
+    # baseline, contexts, the joint arm (question+ground_truth: the template renders the reference), the floor,
+    # and the positive control beside it (the items given perfect support)
+    assert cost.judgings == 5 * 40 and cost.not_rejudged == 0 and cost.calls == 5 * 40 and cost.control == 40
 
 
 def test_a_floor_arm_asking_what_another_arm_asks_is_read_from_it(fresh_db: Path) -> None:
@@ -92,7 +93,7 @@ def test_a_floor_arm_asking_what_another_arm_asks_is_read_from_it(fresh_db: Path
         p = make_plan(store, spec)
         cost = estimate_ablation(store, spec, cacheable=False)
     assert p.floor_arm("faithfulness") == "contexts" and p.judged_floor("faithfulness") is None
-    assert cost.judgings == 3 * 40 and cost.not_rejudged == 40 and cost.calls == 2 * 40
+    assert cost.judgings == 4 * 40 and cost.not_rejudged == 40 and cost.calls == 3 * 40   # the control: 40
 
 
 def test_the_issues_floor_case_is_inconclusive_with_its_floor_and_exit_3(fresh_db: Path) -> None:

@@ -145,6 +145,7 @@ def test_wiring_table_rows_read_like_the_design() -> None:
         "judged against": "contexts",
         "receives": "answer, contexts",
         "must never receive": "question, ground_truth",
+        "positive control": "contexts set to the claims of answer",
     }
     assert rows["context_precision"]["items judged"] == "passages of contexts"
     assert rows["context_recall"]["must never receive"] == "question, answer"

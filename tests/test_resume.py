@@ -158,10 +158,11 @@ def test_a_stopped_ablation_keeps_its_work_and_resumes_without_redoing_it(demo_d
         assert run_ablation(store, spec, judge, should_stop=lambda: judge.calls >= 50) is None
         first = judge.calls
         kept = store.ablation_results(spec.ablation_id)
-        assert 0 < len(kept) < 2 * 2 * 30   # (baseline, contexts) x 2 x 30; the joint arm's prompts do not change
+        # (baseline, contexts, the positive control) x 2 x 30; the joint arm's prompts do not change
+        assert 0 < len(kept) < 3 * 2 * 30
         again = CountingJudge(make_judge())
         result = run_ablation(store, spec, again)
         final = store.ablation_results(spec.ablation_id)
     assert result is not None
-    assert len(final) == 2 * 2 * 30
+    assert len(final) == 3 * 2 * 30
     assert first + again.calls == int(final["calls"].sum())

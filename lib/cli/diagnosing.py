@@ -34,16 +34,19 @@ from lib.store import Store
 
 
 def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple[AblationSpec, Judge | None]:
+    if not args.blank and not args.swap:
+        raise UsageError("ablate needs at least one --blank FIELD or --swap FIELD")
     if args.scorer:
         spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, limit=args.limit,
-                            scorer=args.scorer, min_effect=args.min_effect, sequential=not args.all_samples)
+                            scorer=args.scorer, min_effect=args.min_effect, sequential=not args.all_samples,
+                            swaps=tuple(args.swap))
         return spec, None
     if args.judge is None and args.model is None:   # a tool's scores have no template of ours to replay
         _refuse_tool_run(store, run_id, args.metric)
     judge, model, endpoint = run_judge_for(store, run_id, args.metric, args.judge, args.model)
     spec = AblationSpec(run_id, tuple(args.metric), tuple(args.blank), repeats=args.repeats, judge=model,
                         endpoint=endpoint, limit=args.limit, min_effect=args.min_effect,
-                        sequential=not args.all_samples)
+                        sequential=not args.all_samples, swaps=tuple(args.swap))
     return spec, judge
 
 
@@ -65,8 +68,9 @@ def format_ablation(result: AblationResult) -> str:
     spec = result.spec
     who = f"scorer {spec.scorer}" if spec.scorer else f"judge {spec.judge} ({normalise(spec.endpoint)})"
     limit = f", first {spec.limit} samples" if spec.limit else ""
+    swaps = f", swap pairing seed {spec.swap_seed}" if spec.swaps else ""
     lines = [result.summary, "",
-             f"ablation {result.ablation_id} of run {spec.run_id}: {who}, {spec.repeats} repeats{limit}; "
+             f"ablation {result.ablation_id} of run {spec.run_id}: {who}, {spec.repeats} repeats{limit}{swaps}; "
              f"{result.accounting}", ""]
     lines += [v.sentence for v in result.verdicts]
     if result.replay:

@@ -20,7 +20,7 @@ from lib.core.errors import MESSAGE_CHARS, EvaldriftError, bounded
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
 from lib.core.samples import BLANKABLE
-from lib.diagnosis.ablation import MIN_EFFECT
+from lib.diagnosis.ablation import MIN_EFFECT, SWAPPABLE
 
 
 # -- parser and entry point -------------------------------------------------------------
@@ -132,8 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True, metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--metric", action="append", required=True, choices=METRIC_NAMES, metavar="M",
                    help=f"metric to test (repeatable): {', '.join(METRIC_NAMES)}")
-    p.add_argument("--blank", action="append", required=True, metavar="FIELD",
+    p.add_argument("--blank", action="append", default=[], metavar="FIELD",
                    help=f"field(s) to blank (repeatable; join with + for one arm): {', '.join(BLANKABLE)}")
+    p.add_argument("--swap", action="append", default=[], metavar="FIELD",
+                   help=f"field(s) to swap with another sample's (repeatable; a seeded pairing recorded in the "
+                        f"spec): {', '.join(SWAPPABLE)}; at least one --blank or --swap")
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="K", help="re-judgings per arm (default 3)")
     p.add_argument("--judge", choices=(OFFLINE, OPENAI), default=None,
                    help="default: the judge that recorded the run; offline or a model on an OpenAI-compatible "

@@ -62,6 +62,12 @@ class MetricSpec:
         labels: (positive, negative) verdict words.
         aggregate: RATIO (positive/total) or AVERAGE_PRECISION (rank-weighted).
         input_type: the typed, lossy view of a sample this metric gets.
+        control_from: the field whose text an ablation's positive control puts in `against` (every other field
+            blanked): perfect support for the items, so a judge that reads its inputs rises above its floor
+            (lib.diagnosis.ablation._arms.supported). The items' own field for every metric: the answer's own
+            claims as the passages (faithfulness), as the question (answer_relevance) or as the reference
+            (answer_correctness); the passages as the question (context_precision); the reference as the
+            passages (context_recall).
     """
 
     name: str
@@ -71,11 +77,17 @@ class MetricSpec:
     labels: tuple[str, str]
     aggregate: str
     input_type: type
+    control_from: str
 
     @property
     def receives(self) -> frozenset[str]:
         """The artifacts in the metric's numerator or denominator."""
         return frozenset((self.items_from, self.against))
+
+    @property
+    def positive_control(self) -> str:
+        """The positive control in words: what `against` is set to ('contexts set to the claims of answer')."""
+        return f"{self.against} set to the {self.item_kind}s of {self.control_from}"
 
     @property
     def never(self) -> frozenset[str]:
@@ -91,15 +103,15 @@ METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
         MetricSpec("faithfulness", ANSWER, "claim", CONTEXTS, ("supported", "unsupported"), RATIO,
-                   FaithfulnessInput),
+                   FaithfulnessInput, ANSWER),
         MetricSpec("answer_relevance", ANSWER, "claim", QUESTION, ("relevant", "irrelevant"), RATIO,
-                   RelevanceInput),
+                   RelevanceInput, ANSWER),
         MetricSpec("context_precision", CONTEXTS, "passage", QUESTION, ("relevant", "irrelevant"),
-                   AVERAGE_PRECISION, PrecisionInput),
+                   AVERAGE_PRECISION, PrecisionInput, CONTEXTS),
         MetricSpec("context_recall", GROUND_TRUTH, "statement", CONTEXTS, ("supported", "unsupported"),
-                   RATIO, RecallInput),
+                   RATIO, RecallInput, GROUND_TRUTH),
         MetricSpec("answer_correctness", ANSWER, "claim", GROUND_TRUTH, ("supported", "unsupported"),
-                   RATIO, CorrectnessInput),
+                   RATIO, CorrectnessInput, ANSWER),
     )
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
@@ -174,6 +186,7 @@ def wiring_table() -> list[dict[str, str]]:
             "judged against": s.against,
             "receives": ", ".join(sorted(s.receives, key=FIELDS.index)),
             "must never receive": ", ".join(sorted(s.never, key=FIELDS.index)),
+            "positive control": s.positive_control,
         }
         for s in METRICS.values()
     ]

@@ -34,7 +34,6 @@ from lib.core.degenerate import exclusion_reason
 from lib.core.endpoints import OFFLINE, normalise
 from lib.core.metrics import get_metric
 from lib.core.prompts import SYSTEM_MESSAGE, build_prompt
-from lib.core.samples import arm_fields, blank
 from lib.judging.harness import repair_allowance
 from lib.judging.structured import BOOK
 from lib.store import history as hs
@@ -122,9 +121,23 @@ class AblationCost:
     requests: int | None = None   # of `calls`: the requests themselves (None: all of them)
     repairs: int = 0              # of `calls`: repairs of unreadable replies the job may ask
     probes: int = 0               # of `calls`: refusals finding the endpoint's output form
+    control: int = 0              # of `judgings`: the positive control's (the items given perfect support)
+    swapped: int = 0              # of `judgings`: the swap arms' (a field taken from another sample)
+
+    @property
+    def arms_note(self) -> str:
+        """' Of them, 80 give the items perfect support (the positive control) ...' ('' when neither is planned)."""
+        parts = [f"{self.control} give the items perfect support (the positive control)" if self.control else "",
+                 f"{self.swapped} swap a field with another sample's" if self.swapped else ""]
+        said = " and ".join(p for p in parts if p)
+        return f" Of the judgings, {said}." if said else ""
 
     @property
     def sentence(self) -> str:
+        return self._sentence + ("" if self.done else self.arms_note)
+
+    @property
+    def _sentence(self) -> str:
         if self.done:
             return (f"{self.judgings} judgings, already made: this ablation is done and its result is read from the "
                     f"store, with no call to the judge.")
@@ -162,10 +175,14 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
         spec: the ablation.
         cacheable: whether the judge keeps its replies in the call cache (a model: yes; offline: no).
     """
-    from lib.diagnosis.ablation import BASELINE
+    from lib.diagnosis.ablation import BASELINE, blanked_fields, is_swap
     from lib.diagnosis.ablation import plan as make_plan
 
     plan = make_plan(store, spec)
+    per_sample = spec.repeats * len(plan.samples)   # judgings of one arm of one metric
+    control = sum(per_sample for m in spec.metrics if plan.judged_control(m))
+    swapped = sum(per_sample for m in spec.metrics for a in plan.arms_for(m)
+                  if is_swap(a) and (m, a) not in plan.unchanged)
     row = store.ablation(spec.ablation_id)
     if row and row["status"] == "done" and row["result"]:   # launching it reads the stored result (run_ablation)
         paid = spec.scorer is None and spec.endpoint != OFFLINE
@@ -177,27 +194,29 @@ def estimate_ablation(store: Store, spec: AblationSpec, *, cacheable: bool) -> A
     units = plan.units(done)
     paid = spec.scorer is None and spec.endpoint != OFFLINE   # an external scorer's calls are its own
     if spec.scorer is not None:
-        return AblationCost(plan.planned, len(done), 0, 0, 0, len(units), len(units), 0, paid, scorer=True)
+        return AblationCost(plan.planned, len(done), 0, 0, 0, len(units), len(units), 0, paid, scorer=True,
+                            control=control, swapped=swapped)
     requests: list[JudgeRequest] = []
     left = cheap = excluded = 0   # judgings to make; of them, those made when repeats stop; no call needed
     for m, arm, rep, s in units:
         # excluded before a call: a degenerate sample, or an arm that blanks what the metric's items come from
-        if exclusion_reason(s, m) or get_metric(m).items_from in arm_fields(arm):
+        if exclusion_reason(s, m) or get_metric(m).items_from in blanked_fields(arm):
             excluded += 1
             continue
         if cacheable:   # a request to key against the cache (an uncached judge calls for every judging)
             inst = plan.instruments[m]
-            prompt, _ = build_prompt(inst.template, m, blank(s, arm_fields(arm)), inst.binding)
+            prompt, _ = build_prompt(inst.template, m, plan.arm_sample(s, m, arm), inst.binding)
             requests.append(judge_request(spec.judge, spec.endpoint, prompt, spec.seed + rep))
         left += 1
         cheap += rep == 0 or (arm == BASELINE and s.sample_id in probe)
     if not cacheable:
         return AblationCost(plan.planned, len(done), plan.not_rejudged, 0, excluded, left,
-                            cheap if plan.probes else left, 0, paid)
+                            cheap if plan.probes else left, 0, paid, control=control, swapped=swapped)
     calls = calls_left(store, requests, model=spec.judge, endpoint=spec.endpoint)
     if_identical = min(calls.calls, cheap) if plan.probes else calls.calls
     repairs = min(repair_allowance(left), calls.calls)   # a repair follows a request made by this job
     probes = BOOK.probes_left(normalise(spec.endpoint), spec.judge) if calls.calls and paid else 0
     return AblationCost(plan.planned, len(done), plan.not_rejudged, calls.from_cache, excluded,
                         calls.calls + repairs + probes, if_identical, calls.prompt_tokens, paid,
-                        rate_source=calls.rate_source, requests=calls.calls, repairs=repairs, probes=probes)
+                        rate_source=calls.rate_source, requests=calls.calls, repairs=repairs, probes=probes,
+                        control=control, swapped=swapped)

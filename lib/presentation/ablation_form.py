@@ -34,18 +34,19 @@ class FormValues:
     limit: int
     joint_arms: tuple[str, ...] = ()
     every_sample: bool = False
+    swaps: tuple[str, ...] = ()
 
     def widgets(self) -> dict[str, object]:
         """Session-state values keyed by the page's widget keys."""
         return {"abl_run": self.run_id, "abl_metrics": list(self.metrics), "abl_blanks": list(self.blanks),
                 "abl_matrix": self.whole, "abl_repeats": self.repeats, "abl_limit": self.limit,
-                "abl_all_samples": self.every_sample}
+                "abl_all_samples": self.every_sample, "abl_swaps": list(self.swaps)}
 
 
 def form_values(spec: Mapping[str, object], offered: Sequence[str]) -> FormValues:
     """The form for a stored spec (AblationSpec.to_dict): its run, metrics, single-field arms (the whole matrix
-    when they are every field the run offers), repeats, sample limit and whether every sample was judged (a spec
-    stored before sequential ablations was); joint arms are named apart."""
+    when they are every field the run offers), repeats, sample limit, whether every sample was judged (a spec
+    stored before sequential ablations was) and the fields swapped; joint arms are named apart."""
     blanks = [str(b) for b in spec.get("blanks", ())]   # type: ignore[attr-defined]
     single = tuple(b for b in blanks if JOINT not in b)
     joint = tuple(b for b in blanks if JOINT in b)
@@ -53,7 +54,8 @@ def form_values(spec: Mapping[str, object], offered: Sequence[str]) -> FormValue
     return FormValues(str(spec["run_id"]), tuple(str(m) for m in spec.get("metrics", ())),  # type: ignore[attr-defined]
                       tuple(b for b in single if b in offered), whole, int(spec.get("repeats") or 1),  # type: ignore[call-overload]
                       int(spec.get("limit") or 0), joint,  # type: ignore[call-overload]
-                      not bool(spec.get("sequential", False)))
+                      not bool(spec.get("sequential", False)),
+                      tuple(str(x) for x in spec.get("swaps") or ()))  # type: ignore[attr-defined]
 
 
 def start_at(incidents: Sequence[Incident], run_ids: Sequence[str]) -> tuple[str, str | None]:

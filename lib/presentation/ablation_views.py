@@ -10,9 +10,18 @@ from datetime import datetime
 
 import pandas as pd
 
+from lib.core.metrics import EXPECT_SENSITIVE
 from lib.core.metrics import expectation as metric_expectation
-from lib.core.samples import arm_fields
-from lib.diagnosis.ablation import INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, AblationResult
+from lib.diagnosis.ablation import (
+    INCONCLUSIVE,
+    INSENSITIVE,
+    LEAK,
+    REPLAY_MISMATCH,
+    AblationResult,
+    is_control,
+    swap_arm,
+    tested_fields,
+)
 from lib.presentation.judging_counts import JudgingCounts, counts
 from lib.store import Store
 
@@ -41,13 +50,16 @@ class AblationBrief:
     four: str | None                          # the four readings' sentence, when measured
     cells: tuple[tuple[str, str, str], ...] = ()   # (metric, arm, verdict kind) per cell
     tally: JudgingCounts | None = None        # what became of its judgings (lib.presentation.judging_counts)
+    swaps: tuple[str, ...] = ()               # fields swapped with another sample's
 
     @property
     def what(self) -> str:
         """'faithfulness x ground_truth, contexts; 3 repeats; first 60 samples; judge offline-lexical-v2'."""
         samples = f"first {self.limit} samples" if self.limit else "all samples"
-        return (f"{', '.join(self.metrics)} x {', '.join(self.blanks)} blanked; {self.repeats} repeat(s); "
-                f"{samples}; judge {self.judge}")
+        blanked = f"{', '.join(self.blanks)} blanked" if self.blanks else ""
+        swapped = f"{', '.join(self.swaps)} swapped" if self.swaps else ""
+        return (f"{', '.join(self.metrics)} x {'; '.join(x for x in (blanked, swapped) if x)}; {self.repeats} "
+                f"repeat(s); {samples}; judge {self.judge}")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -86,6 +98,7 @@ def _brief(row: pd.Series, tally: JudgingCounts | None = None) -> AblationBrief:
         summary=result.summary if result else "", verdicts=verdicts, mismatches=mismatches,
         four=result.four.sentence if result and result.four else None,
         cells=tuple((v.metric, v.arm, v.kind) for v in result.verdicts) if result else (), tally=tally,
+        swaps=tuple(spec.get("swaps") or ()),
     )
 
 
@@ -97,9 +110,14 @@ def ablation_briefs(store: Store, run_id: str | None = None) -> list[AblationBri
 
 
 def expectation(metric: str, arm: str) -> str:
-    """What the wiring table expects when `arm` is blanked: 'invariant' if every blanked field is one the
-    metric must never receive, else 'sensitive'."""
-    return metric_expectation(metric, arm_fields(arm))
+    """What the wiring table expects when `arm` is blanked (or swapped): 'invariant' if every such field is one
+    the metric must never receive, else 'sensitive'; the positive control (perfect support) is 'sensitive'."""
+    return EXPECT_SENSITIVE if is_control(arm) else metric_expectation(metric, tested_fields(arm))
+
+
+def swap_arms(fields: Sequence[str]) -> list[str]:
+    """The swap arms' names for fields chosen on the page ('ground_truth' -> 'swap:ground_truth')."""
+    return [swap_arm([f]) for f in fields]
 
 
 def expectation_table(metrics: Sequence[str], arms: Sequence[str]) -> pd.DataFrame:
@@ -118,8 +136,10 @@ def verdict_matrix(result: AblationResult) -> pd.DataFrame:
     """
     spec = result.spec
     by_cell = {(v.metric, v.arm): v for v in result.verdicts}
-    # the arms asked for, then each metric's joint arm (all its must-never-receive fields blanked together)
-    arms = list(dict.fromkeys([*spec.blanks, *(v.arm for v in result.verdicts if v.joint)]))
+    # the arms asked for (blanks, then swaps), each metric's joint arm (all its must-never-receive fields blanked
+    # together), then the positive control where it has a row
+    arms = list(dict.fromkeys([*spec.arms[1:], *(v.arm for v in result.verdicts if v.joint),
+                               *(v.arm for v in result.verdicts if is_control(v.arm))]))
     rows = []
     for m in spec.metrics:
         for arm in arms:

@@ -22,7 +22,9 @@ GLOSSARY: dict[str, str] = {
     "ablation": "Blank a field, re-judge the same samples with and without it (paired), repeat for a noise band, "
                 "and see whether the metric moves.",
     "arm": "One condition of an ablation: the field(s) blanked (fields joined by + are blanked together). The joint "
-           "arm blanks all of a metric's must-never-receive fields at once.",
+           "arm blanks all of a metric's must-never-receive fields at once; a swap arm (swap:ground_truth) gives "
+           "each sample another sample's value of the field; the positive control (support) gives the items "
+           "perfect support, to show the judge reads its inputs.",
     "invariant": "What a correctly wired metric does when a field it must never receive is blanked: it does not "
                  "move. Sensitive: it moves, because the field is one it reads.",
     "four readings": "Faithfulness as wired, without the reference, without the passages, and without both.",

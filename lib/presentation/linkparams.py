@@ -55,6 +55,7 @@ PARAMS: dict[str, LinkParam] = {p.name: p for p in (
                                      "by itself; a paid one waits for its button)"),
     LinkParam("ablation", ("Ablation",), "the ablation shown (an ablation id)"),
     LinkParam("blank", ("Ablation",), "comma-separated fields to blank"),
+    LinkParam("swap", ("Ablation",), "comma-separated fields to swap with another sample's (ground_truth, question)"),
 )}
 
 

@@ -227,7 +227,10 @@ def _provenance(store: Store, run_id: str, prev: str | None, suite: str, metric:
 
 
 def _spec_words(spec: AblationSpec) -> str:
-    parts = [f"{', '.join(spec.metrics)} x {', '.join(spec.blanks)} blanked"]
+    changed = [f"{', '.join(spec.blanks)} blanked" if spec.blanks else "",
+               f"{', '.join(spec.swaps)} swapped with another sample's (pairing seed {spec.swap_seed})"
+               if spec.swaps else ""]
+    parts = [f"{', '.join(spec.metrics)} x {'; '.join(x for x in changed if x)}"]
     if spec.scorer:
         parts.append(f"scorer {spec.scorer}")
     else:

@@ -7,6 +7,16 @@ _sequential_run, _engine (run_ablation and the replay helpers).
 """
 
 from lib.diagnosis.ablation._analysis import four_readings_gap
+from lib.diagnosis.ablation._arm_words import arm_label
+from lib.diagnosis.ablation._arms import (
+    CONTROL,
+    SWAPPABLE,
+    blanked_fields,
+    is_control,
+    is_swap,
+    swap_arm,
+    tested_fields,
+)
 from lib.diagnosis.ablation._engine import (
     four_readings_spec,
     load_scorer,
@@ -16,11 +26,33 @@ from lib.diagnosis.ablation._engine import (
 )
 from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
+from lib.diagnosis.ablation._sequential import CHUNK
 from lib.diagnosis.ablation._spec import AblationSpec
 from lib.diagnosis.ablation._verdicts import INCONCLUSIVE, INSENSITIVE, LEAK, MIN_EFFECT, REPLAY_MISMATCH
 
 __all__ = [
-    "BASELINE", "INCONCLUSIVE", "INSENSITIVE", "LEAK", "MIN_EFFECT", "REPLAY_MISMATCH", "AblationResult",
-    "AblationSpec", "four_readings_gap", "four_readings_spec", "load_scorer", "per_sample_deltas", "plan",
-    "recorded_judge", "run_ablation",
+    "BASELINE",
+    "CHUNK",
+    "CONTROL",
+    "INCONCLUSIVE",
+    "INSENSITIVE",
+    "LEAK",
+    "MIN_EFFECT",
+    "REPLAY_MISMATCH",
+    "SWAPPABLE",
+    "AblationResult",
+    "AblationSpec",
+    "arm_label",
+    "blanked_fields",
+    "four_readings_gap",
+    "four_readings_spec",
+    "is_control",
+    "is_swap",
+    "load_scorer",
+    "per_sample_deltas",
+    "plan",
+    "recorded_judge",
+    "run_ablation",
+    "swap_arm",
+    "tested_fields",
 ]

@@ -17,18 +17,34 @@ import numpy as np
 import pandas as pd
 
 from lib.core.endpoints import DEMO_GENERATOR
-from lib.core.metrics import MetricSpec, get_metric
+from lib.core.metrics import EXPECT_SENSITIVE, MetricSpec, get_metric
 from lib.core.profiles import expectation_for, tool_of
 from lib.core.prompts import fields_rendered
 from lib.core.records import RecordedInstrument
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import GROUND_TRUTH, arm_fields
+from lib.diagnosis.ablation import _arm_words as arm_words
 from lib.diagnosis.ablation import _verdict_words as verdict_words
+from lib.diagnosis.ablation._arms import CONTROL, is_control, is_swap, tested_fields
 from lib.diagnosis.ablation._floor import floor_level, floor_scores
 from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.ablation._verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
+from lib.diagnosis.ablation._verdicts import (
+    CLEAN,
+    FLOOR,
+    IGNORES_INPUTS,
+    INSENSITIVE,
+    LEAK,
+    MEASURED,
+    UNCHANGED,
+    CellEvidence,
+    ControlEvidence,
+    Decision,
+    classify,
+    classify_control,
+    with_control,
+)
 from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd, sample_mean
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
@@ -117,18 +133,24 @@ def _mean_scores(arm: ArmResults) -> float | None:
 def _unchanged_cell(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, band: float | None,
                     renders: frozenset[str] | None, mismatch: bool, n_samples: int) -> ArmVerdict:
     """An arm whose prompts equal the baseline's: not re-judged, so no move, interval or flips to show."""
-    fields = arm_fields(arm)
+    fields = tested_fields(arm)
     expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
     e = CellEvidence(mspec.name, fields, expected, renders, 0, None, None, None, band, _mean_scores(base),
                      replay_mismatch=mismatch, min_effect=spec.min_effect, unchanged=n_samples)
     d = classify(e)
+    said = verdict_words.sentence(e, d, repeats=spec.repeats)
     return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=expected, baseline=e.baseline, ablated=None,
                       delta=None, lo=None, hi=None, noise=band, ratio=None, n=0, n_failed=0, n_units=0,
                       flips_to_positive=0, flips_to_negative=0, flips_p=None, mde=None,
-                      sentence=verdict_words.sentence(e, d, repeats=spec.repeats), why=d.why,
+                      sentence=arm_words.swap_words(said) if is_swap(arm) else said, why=d.why,
                       renders=tuple(sorted(renders)) if renders is not None else None, headroom=e.headroom,
-                      min_effect=e.min_effect, rule_out=e.rule_out,
-                      joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+                      min_effect=e.min_effect, rule_out=e.rule_out, joint=_joint(spec, mspec, arm))
+
+
+def _joint(spec: AblationSpec, mspec: MetricSpec, arm: str) -> bool:
+    """The arm blanks all the metric's must-never-receive fields together (a swap arm is never the joint arm)."""
+    fields = tested_fields(arm)
+    return not is_swap(arm) and (arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
 
 def band_of(spec: AblationSpec, base: ArmResults) -> tuple[float, float | None]:
@@ -151,7 +173,7 @@ def evidence(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResults, 
     scores per sample (lib.diagnosis.ablation_floor), read over the samples the baseline scored. Returns the
     evidence, the common samples, and their as-wired and blanked scores.
     """
-    fields = arm_fields(arm)
+    fields = tested_fields(arm)
     expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
     common = [s for s in order if s in base.scores and s in abl.scores] if order is not None else \
         sorted(set(base.scores) & set(abl.scores))
@@ -175,22 +197,76 @@ def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResul
           renders: frozenset[str] | None, mismatch: bool, probe: int = 0,
           interval: tuple[float, float] | None = None, floor: Mapping[str, Sequence[float]] | None = None
           ) -> ArmVerdict:
-    fields = arm_fields(arm)
     e, common, a, b = evidence(spec, mspec, arm, base, abl, band, renders, mismatch, interval=interval, floor=floor)
     deltas = np.asarray(b) - np.asarray(a)
     md = mde(float(np.std(deltas, ddof=1)), len(common)) if len(common) > 1 else None
     fl = _item_flips(base, abl, common) if common else None
     d = classify(e)
     top = ", ".join(f"{k} ({n})" for k, n in (base.reasons + abl.reasons).most_common(2))
+    said = verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe)
+    if is_swap(arm):   # the blank cell's words with the change named, and which way the swap moved it
+        said = arm_words.swap_words(said) + arm_words.swap_sign(e, d)
     return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=e.expected, baseline=e.baseline,
                       ablated=float(np.mean(b)) if b else None, delta=e.mean, lo=e.lo, hi=e.hi, noise=band,
                       ratio=verdict_words.ratio(band, e.mean), n=e.n, n_failed=e.n_failed, n_units=e.n_units,
                       flips_to_positive=fl.to_positive if fl else 0, flips_to_negative=fl.to_negative if fl else 0,
                       flips_p=fl.p_value if fl else None, mde=md,
-                      sentence=verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe),
-                      why=d.why, renders=tuple(sorted(renders)) if renders is not None else None,
+                      sentence=said, why=d.why, renders=tuple(sorted(renders)) if renders is not None else None,
                       headroom=e.headroom, min_effect=e.min_effect, rule_out=e.rule_out,
-                      joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
+                      joint=_joint(spec, mspec, arm))
+
+
+def control_evidence(spec: AblationSpec, metric: str, floor: Mapping[str, Sequence[float]] | None,
+                     control: ArmResults | None, band: float | None) -> ControlEvidence | None:
+    """The positive control's evidence: its scores against the floor's, paired over the samples scored in both
+    (None when the ablation measured no floor or judged no control)."""
+    if floor is None or control is None:
+        return None
+    common = sorted(set(floor) & set(control.scores))
+    f = [sample_mean(floor[s]) for s in common if floor[s]]
+    c = [sample_mean(control.scores[s]) for s in common if floor[s]]
+    d = paired_interval(f, c, seed=len(c)) if c else None
+    return ControlEvidence(metric, len(c), d.mean if d else None, d.lo if d else None, d.hi if d else None, band,
+                           float(np.mean(f)) if f else None, float(np.mean(c)) if c else None,
+                           n_failed=control.failed, n_units=control.units, min_effect=spec.min_effect)
+
+
+def _read_control(spec: AblationSpec, plan: Plan, metric: str, arms: Mapping[tuple[str, str], ArmResults],
+                  floor: Mapping[str, Sequence[float]] | None, band: float | None,
+                  cells: list[ArmVerdict]) -> list[ArmVerdict]:
+    """The metric's positive control read into its cells: a cell at the floor says what the control showed (and
+    becomes INSENSITIVE when the judge does not read its inputs); the control gets a row of its own when it
+    finds the judge does not read its inputs or a cell at the floor needed it."""
+    e = control_evidence(spec, metric, floor, arms.get((metric, CONTROL)), band) \
+        if plan.judged_control(metric) else None
+    if e is None:
+        return cells
+    d = classify_control(e)
+    out = []
+    for c in cells:
+        if c.metric != metric or c.why != FLOOR:
+            out.append(c)
+            continue
+        after = with_control(Decision(c.kind, c.why), c.expected, d)
+        if after.why == IGNORES_INPUTS:
+            said = arm_words.ignores_inputs_sentence(metric, tested_fields(c.arm), c.baseline, e)
+            if c.stop:   # a sequential cell keeps its account of where judging stopped
+                said += " " + verdict_words.stop_words(c.stop, c.judged, len(plan.samples))
+            out.append(replace(c, kind=after.kind, why=after.why,
+                               sentence=arm_words.swap_words(said) if is_swap(c.arm) else said))
+        else:
+            out.append(replace(c, sentence=c.sentence + arm_words.floor_control_note(after, d)))
+    needed = any(c.metric == metric and c.why in (FLOOR, IGNORES_INPUTS) for c in out)
+    if d.kind != INSENSITIVE and not needed:   # a control that rises, with no cell at the floor, changes nothing
+        return out
+    reasons = arms[(metric, CONTROL)].reasons
+    said = arm_words.control_sentence(e, d, noise=verdict_words.noise_words(band, e.mean, spec.repeats),
+                                      failures=", ".join(f"{k} ({n})" for k, n in reasons.most_common(2)))
+    return [*out, ArmVerdict(metric=metric, arm=CONTROL, kind=d.kind, expected=EXPECT_SENSITIVE, baseline=e.floor,
+                             ablated=e.supported, delta=e.mean, lo=e.lo, hi=e.hi, noise=band,
+                             ratio=verdict_words.ratio(band, e.mean), n=e.n, n_failed=e.n_failed,
+                             n_units=e.n_units, flips_to_positive=0, flips_to_negative=0, flips_p=None, mde=None,
+                             sentence=said, why=d.why, min_effect=e.min_effect, rule_out=e.rule_out)]
 
 
 def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
@@ -200,7 +276,8 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
         if not (j.joint and j.kind == LEAK and j.why == MEASURED):
             continue
         singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint and c.why != UNCHANGED
-                   and len(arm_fields(c.arm)) == 1 and c.arm in arm_fields(j.arm)]
+                   and not is_swap(c.arm) and not is_control(c.arm) and len(arm_fields(c.arm)) == 1
+                   and c.arm in arm_fields(j.arm)]
         if singles and all(cells[k].kind != LEAK for k in singles):
             out[i] = replace(j, sentence=j.sentence + " Blanked one at a time, none of them moves it: each supplies "
                                                       "what the other removes, a leak of the set.")
@@ -362,6 +439,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
             elif abl is not None:
                 cells.append(cell_verdict(spec, get_metric(m), arm, base, abl, band, _renders(spec, m, inst),
                                          check.mismatch, probe, floor=floor))
+        cells = _read_control(spec, plan, m, arms, floor, band, cells)
     cells = _joint_notes(cells)
     note = verdict_words.judge_note(spec.judge if spec.scorer is None else None, judges)
     calls = int(frame["calls"].sum()) if len(frame) else 0

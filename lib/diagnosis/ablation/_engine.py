@@ -166,7 +166,7 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
                   if (todo := [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done])}
         if should_stop and should_stop():
             return True
-        scored = score_groups(scorer, groups)
+        scored = score_groups(scorer, groups, plan.pairs)
         store.add_ablation_batches(spec.ablation_id, scored)
         count += sum(map(len, scored.values()))
         if progress:
@@ -180,7 +180,7 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
                 for i in range(0, len(todo), chunk):
                     if should_stop and should_stop():
                         return True
-                    results = score_group(scorer, m, arm, todo[i:i + chunk])
+                    results = score_group(scorer, m, arm, todo[i:i + chunk], plan.pairs)
                     store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
                     count += len(results)
                     if progress:

@@ -21,7 +21,8 @@ from lib.core.degenerate import exclusion_reason
 from lib.core.errors import InputError
 from lib.core.metrics import get_metric
 from lib.core.results import EXCLUDED, FAILED, OK, SampleResult
-from lib.core.samples import EvalSample, arm_fields, blank
+from lib.core.samples import EvalSample
+from lib.diagnosis.ablation._arms import arm_sample, blanked_fields
 from lib.diagnosis.ablation._plan import Plan, Unit
 from lib.judging.base import Judge, judge_endpoint
 from lib.judging.harness import Repairs, build_request, repair_allowance, score_sample
@@ -42,7 +43,7 @@ class Judging:
                  progress: Callable[[int, int], None] | None) -> None:
         self.store, self.plan, self.judge, self.progress = store, plan, judge, progress
         self.count, self.total = done, total
-        self._blanked: dict[tuple[str, str], EvalSample] = {}
+        self._blanked: dict[tuple[str, str, str], EvalSample] = {}
         self._buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
         self._last_flush = time.monotonic()
         self._cache: KnownCache | None = None
@@ -64,9 +65,9 @@ class Judging:
         reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
         if reason:
             return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
-        key = (arm, s.sample_id)
+        key = (m, arm, s.sample_id)   # the control arm's sample depends on the metric
         if key not in self._blanked:
-            self._blanked[key] = blank(s, arm_fields(arm))
+            self._blanked[key] = self.plan.arm_sample(s, m, arm)
         return (m, arm, rep), score_sample(self._blanked[key], self.plan.instruments[m], self.judge,
                                            seed=self.plan.spec.seed + rep, cache=self._cache, screen=False)
 
@@ -76,7 +77,7 @@ class Judging:
         for m, arm, rep, s in units:
             if exclusion_reason(s, m):
                 continue
-            copy = self._blanked.setdefault((arm, s.sample_id), blank(s, arm_fields(arm)))
+            copy = self._blanked.setdefault((m, arm, s.sample_id), self.plan.arm_sample(s, m, arm))
             request, _ = build_request(copy, self.plan.instruments[m], self.judge.model, endpoint,
                                        self.plan.spec.seed + rep)
             if request is not None:
@@ -100,7 +101,7 @@ class Judging:
 def judgings_to_call(plan: Plan, units: Sequence[Unit]) -> list[Unit]:
     """The units that need the judge: not a degenerate sample, not an arm blanking what the items come from."""
     return [u for u in units if not exclusion_reason(u[3], u[0])
-            and get_metric(u[0]).items_from not in arm_fields(u[1])]
+            and get_metric(u[0]).items_from not in blanked_fields(u[1])]
 
 
 def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> bool:
@@ -123,13 +124,15 @@ def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> 
     return False
 
 
-def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalSample]) -> list[SampleResult]:
+def score_group(scorer: Scorer, metric: str, arm: str, originals: Sequence[EvalSample],
+                pairs: Mapping[str, EvalSample] | None = None) -> list[SampleResult]:
     """An external scorer's results for samples of one arm: excluded ones first, then one call for the rest.
 
     A missing, NaN or out-of-range score is a failure with its reason, never a 0 or a 1; a scorer may give
     text instead of a score: its reason for not scoring the sample (a tool that refuses a blanked field).
+    `pairs`: each sample's swap partner, for a swap arm (lib.diagnosis.ablation._arms).
     """
-    results, part = _excluded_and_blanked(metric, arm, originals)
+    results, part = _excluded_and_blanked(metric, arm, originals, pairs)
     return results + _read_scores(part, list(scorer(part)) if part else [])
 
 
@@ -148,12 +151,13 @@ def many_form(scorer: Scorer) -> Callable[[list[list[EvalSample]]], list[Sequenc
     return getattr(scorer, "many", None)
 
 
-def score_groups(scorer: Scorer, groups: Mapping[Group, Sequence[EvalSample]]) -> dict[Group, list[SampleResult]]:
+def score_groups(scorer: Scorer, groups: Mapping[Group, Sequence[EvalSample]],
+                 pairs: Mapping[str, EvalSample] | None = None) -> dict[Group, list[SampleResult]]:
     """score_group for several (metric, arm, repeat) groups: one call when the scorer has a `many` form."""
     many = many_form(scorer)
     if many is None:
-        return {key: score_group(scorer, key[0], key[1], samples) for key, samples in groups.items()}
-    split = {key: _excluded_and_blanked(key[0], key[1], samples) for key, samples in groups.items()}
+        return {key: score_group(scorer, key[0], key[1], samples, pairs) for key, samples in groups.items()}
+    split = {key: _excluded_and_blanked(key[0], key[1], samples, pairs) for key, samples in groups.items()}
     asked = [key for key, (_, part) in split.items() if part]
     answers = list(many([split[key][1] for key in asked])) if asked else []
     if len(answers) != len(asked):
@@ -162,11 +166,12 @@ def score_groups(scorer: Scorer, groups: Mapping[Group, Sequence[EvalSample]]) -
     return {key: excluded + _read_scores(part, list(by_key.get(key, []))) for key, (excluded, part) in split.items()}
 
 
-def _excluded_and_blanked(metric: str, arm: str, originals: Sequence[EvalSample]
+def _excluded_and_blanked(metric: str, arm: str, originals: Sequence[EvalSample],
+                          pairs: Mapping[str, EvalSample] | None = None
                           ) -> tuple[list[SampleResult], list[EvalSample]]:
     results = [SampleResult(s.sample_id, EXCLUDED, reason=exclusion_reason(s, metric) or "")
                for s in originals if exclusion_reason(s, metric)]
-    return results, [blank(s, arm_fields(arm)) for s in originals if not exclusion_reason(s, metric)]
+    return results, [arm_sample(s, metric, arm, pairs) for s in originals if not exclusion_reason(s, metric)]
 
 
 def _read_scores(part: Sequence[EvalSample], scores: list[float | str | None]) -> list[SampleResult]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,6 +32,7 @@ from lib.core.errors import EvaldriftError, InputError, NotFoundError
 from lib.core.prompts import build_prompt
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.core.samples import EvalSample, arm_fields, blank
+from lib.diagnosis.ablation._arms import CONTROL, arm_sample, is_swap, partners, tested_fields
 from lib.diagnosis.ablation._floor import floor_arm, same_prompts
 from lib.diagnosis.ablation._sequential import seeded_order
 from lib.judging.harness import Instrument
@@ -67,8 +68,10 @@ class Unit(NamedTuple):
     sample: EvalSample
 
 
-def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fields: Sequence[str]) -> bool:
-    """True when blanking `fields` leaves every sample's judge prompt (and items) byte-identical.
+def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fields: Sequence[str] | str,
+                     pairs: Mapping[str, EvalSample] | None = None) -> bool:
+    """True when blanking `fields` (or applying an arm, named by a string) leaves every sample's judge prompt
+    (and items) byte-identical.
 
     A prompt that cannot be built (a wiring error) counts as changed: the
     judging path records that failure as it always did.
@@ -76,7 +79,9 @@ def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fiel
     for s in samples:
         try:
             before = build_prompt(instrument.template, instrument.metric, s, instrument.binding)
-            after = build_prompt(instrument.template, instrument.metric, blank(s, fields), instrument.binding)
+            changed = (arm_sample(s, instrument.metric, fields, pairs) if isinstance(fields, str)
+                       else blank(s, fields))
+            after = build_prompt(instrument.template, instrument.metric, changed, instrument.binding)
         except (EvaldriftError, ValueError):
             return False
         if before != after:
@@ -98,6 +103,7 @@ class Plan:
             arm too, when its prompts are (then the floor is the baseline).
         floor_alias: per metric, a judged arm whose prompts equal the floor arm's in every sample (a template
             that renders no field but the metric's own two): the floor is read from it, never judged twice.
+        pairs: each sample's swap partner (lib.diagnosis.ablation._arms.partners), when the spec swaps fields.
     """
 
     spec: AblationSpec
@@ -106,6 +112,11 @@ class Plan:
     fields: tuple[str, ...]
     unchanged: frozenset[tuple[str, str]]
     floor_alias: dict[str, str] = field(default_factory=dict)
+    pairs: dict[str, EvalSample] = field(default_factory=dict)
+
+    def arm_sample(self, sample: EvalSample, metric: str, arm: str) -> EvalSample:
+        """What the judge is shown of the sample in this arm (blanked, swapped or perfectly supported)."""
+        return arm_sample(sample, metric, arm, self.pairs)
 
     def arms_for(self, metric: str) -> tuple[str, ...]:
         """The baseline, the arms asked for and the metric's joint arm (unchanged ones included)."""
@@ -120,12 +131,16 @@ class Plan:
         return self.floor_alias.get(metric) or floor_arm(metric, self.fields)
 
     def measured_arms(self, metric: str) -> tuple[str, ...]:
-        """arms_for, and the floor arm when it is not one of them and some arm is judged (a null to read it):
-        every arm an ablation judges or reads."""
+        """arms_for, and the floor arm when it is not one of them and some arm is judged (a null to read it),
+        with the positive control beside it (lib.diagnosis.ablation._arms): every arm an ablation judges or reads."""
         floor, arms = self.floor_arm(metric), self.arms_for(metric)
         if floor is None or all((metric, a) in self.unchanged for a in arms[1:]):
             return arms
-        return tuple(dict.fromkeys((*arms, floor)))
+        return tuple(dict.fromkeys((*arms, floor, CONTROL)))
+
+    def judged_control(self, metric: str) -> str | None:
+        """The positive-control arm when the ablation judges it (beside a measured floor), else None."""
+        return CONTROL if CONTROL in self.measured_arms(metric) else None
 
     def judged_floor(self, metric: str) -> str | None:
         """The floor arm when it is judged as an arm of its own (not a cell's arm, not unchanged), else None."""
@@ -189,10 +204,15 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
         samples = [by_id[i] for i in seeded_order(list(by_id), spec.seed)]
     had = store.run_fields(spec.run_id)
     for arm in spec.arms:
-        missing = [f for f in arm_fields(arm) if f not in had]
+        missing = [f for f in tested_fields(arm) if f not in had]
         if missing:
-            raise InputError(f"run {spec.run_id!r} has no {missing[0]} to blank (its samples came with "
-                             f"{', '.join(had)})", field="blank")
+            verb = "swap" if is_swap(arm) else "blank"
+            raise InputError(f"run {spec.run_id!r} has no {missing[0]} to {verb} (its samples came with "
+                             f"{', '.join(had)})", field=verb)
+    pairs = partners(samples, spec.swap_seed or 0) if spec.swaps else {}
+    if spec.swaps and not pairs:
+        raise InputError(f"run {spec.run_id!r} has {len(samples)} sample(s) here: a swap needs two or more",
+                         field="swap")
     instruments = {}
     for m in spec.metrics:
         inst = store.instrument(spec.run_id, m, spec.suite)
@@ -205,17 +225,18 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
         for m in spec.metrics:
             floor = floor_arm(m, had)
             arms = dict.fromkeys((*spec.arms_for(m, had)[1:], *([floor] if floor else [])))
-            unchanged.update((m, arm) for arm in arms if prompt_unchanged(samples, instruments[m], arm_fields(arm)))
+            unchanged.update((m, arm) for arm in arms if prompt_unchanged(
+                samples, instruments[m], arm if is_swap(arm) else arm_fields(arm), pairs))
     alias: dict[str, str] = {}
     for m in spec.metrics if spec.scorer is None else ():
         floor = floor_arm(m, had)
-        cells = [a for a in spec.arms_for(m, had)[1:] if (m, a) not in unchanged]
+        cells = [a for a in spec.arms_for(m, had)[1:] if (m, a) not in unchanged and not is_swap(a)]
         if floor is None or floor in cells or (m, floor) in unchanged:
             continue
         same = next((a for a in cells if same_prompts(samples, instruments[m], arm_fields(floor), arm_fields(a))), None)
         if same is not None:
             alias[m] = same
-    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged), alias)
+    return Plan(spec, tuple(samples), instruments, had, frozenset(unchanged), alias, pairs)
 
 
 def identical_repeats(frame: pd.DataFrame, metrics: Sequence[str], probe_ids: Sequence[str], repeats: int) -> bool:

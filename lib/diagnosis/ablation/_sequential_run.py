@@ -20,14 +20,14 @@ import numpy as np
 from lib.core.metrics import MetricSpec, get_metric
 from lib.core.profiles import expectation_for, tool_of
 from lib.core.results import EXCLUDED, FAILED, OK
-from lib.core.samples import arm_fields
 from lib.diagnosis.ablation import _verdict_words as verdict_words
 from lib.diagnosis.ablation._analysis import ZERO_BAND, ArmResults, band_of, cell_verdict, collect, restrict
+from lib.diagnosis.ablation._arms import CONTROL, tested_fields
 from lib.diagnosis.ablation._floor import floor_scores
 from lib.diagnosis.ablation._judging import Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation._plan import BASELINE, Plan, Unit
 from lib.diagnosis.ablation._replay_samples import replay_decided, replay_deltas
-from lib.diagnosis.ablation._sequential import CHUNK, EXHAUSTED, Stop, cs_at_looks, first_stop, looks
+from lib.diagnosis.ablation._sequential import CHUNK, EXHAUSTED, MOVE, Stop, cs_at_looks, first_stop, looks
 from lib.diagnosis.ablation._verdicts import CellEvidence
 from lib.diagnosis.stats import noise_band, sample_mean, sample_variance
 
@@ -72,7 +72,7 @@ def cell_stop(spec: AblationSpec, order: Sequence[str], mspec: MetricSpec, arm: 
     paired = b["scored"] & a["scored"]
     before = np.concatenate(([0], np.cumsum(paired)))            # pairs among the first j samples
     deltas = (a["mean"] - b["mean"])[paired]
-    fields = arm_fields(arm)
+    fields = tested_fields(arm)
     expected = expectation_for(mspec.name, fields, tool_of(spec.scorer))
 
     def at(k: int) -> CellEvidence:
@@ -136,6 +136,27 @@ def open_arms(plan: Plan, frame, stops: dict[tuple[str, str], Stop], start: int,
             st = cell_stop(spec, order, get_metric(m), arm, base, arms[(m, arm)], k, since=start, floor=floor)
             if st is not None:
                 stops[(m, arm)] = st
+        if (m, CONTROL) not in stops and plan.judged_control(m) and floor is not None and (m, CONTROL) in arms:
+            st = control_stop(order, floor, arms[(m, CONTROL)], k, min_effect=spec.min_effect)
+            if st is not None:
+                stops[(m, CONTROL)] = st
+
+
+def control_stop(order: Sequence[str], floor: Mapping[str, Sequence[float]], control: ArmResults, k: int, *,
+                 min_effect: float) -> Stop | None:
+    """The positive control stops once its rise above the floor is shown: the CS of (perfect support - floor)
+    over the first k samples of the order, intersected over the looks so far, lies above the smallest effect.
+
+    Only a rise stops it early (a judge that reads its inputs rises far, at the first look); a control that
+    does not rise is judged while any arm is open, as the floor is, and read with the fixed-n interval.
+    """
+    ids = order[:k]
+    paired = [s for s in ids if floor.get(s) and control.scores.get(s)]
+    deltas = [sample_mean(control.scores[s]) - sample_mean(floor[s]) for s in paired]
+    have = set(paired)
+    counts = [sum(1 for s in order[:j] if s in have) for j in looks(len(order)) if j <= k]
+    lo, hi = cs_at_looks(deltas, counts)
+    return Stop(MOVE, k, lo, hi) if deltas and lo > min_effect else None
 
 
 def chunk_units(plan: Plan, stops: dict[tuple[str, str], Stop], start: int, k: int, reps: Sequence[int],
@@ -147,11 +168,13 @@ def chunk_units(plan: Plan, stops: dict[tuple[str, str], Stop], start: int, k: i
     for m in spec.metrics:
         open_ = [a for a in plan.judged_arms(m)[1:] if (m, a) not in stops]
         floor = plan.judged_floor(m)
+        control = plan.judged_control(m) if (m, CONTROL) not in stops else None   # stopped once its rise is shown
         # the baseline also serves the replay check, judged until its own interval decides (replay_samples);
         # `replaying` names the metrics whose replay is undecided (None: the first REPLAY_MIN samples)
         replay = start < REPLAY_MIN if replaying is None else m in replaying
         arms = [BASELINE] if open_ or replay else []
         arms += [floor] if open_ and floor and not baseline_only else []
+        arms += [control] if open_ and control and not baseline_only else []   # the positive control, beside it
         arms += [] if baseline_only else open_
         units += [Unit(m, arm, rep, s) for arm in arms for rep in reps for s in plan.samples[start:k]
                   if (m, arm, rep, s.sample_id) not in done]
@@ -162,7 +185,9 @@ def _remaining(plan: Plan, stops: dict, k: int, reps: int) -> int:
     left = len(plan.samples) - k
     def arms(m: str) -> int:
         open_ = len([a for a in plan.judged_arms(m)[1:] if (m, a) not in stops])
-        return open_ + 1 + (1 if open_ and plan.judged_floor(m) else 0)   # the baseline; the floor while open
+        extra = (1 if plan.judged_floor(m) else 0) + (1 if plan.judged_control(m) and (m, CONTROL) not in stops
+                                                       else 0)
+        return open_ + 1 + (extra if open_ else 0)   # the baseline; the floor and the positive control while open
 
     return sum(arms(m) * reps * left for m in plan.spec.metrics)
 
@@ -242,14 +267,14 @@ def _score_chunk(store: Store, plan: Plan, scorer: Scorer, units: list[Unit],
     if many_form(scorer) is not None:   # a tool that is slow to start: the chunk's arms and repeats in one call
         if should_stop and should_stop():
             return True
-        store.add_ablation_batches(plan.spec.ablation_id, score_groups(scorer, groups))
+        store.add_ablation_batches(plan.spec.ablation_id, score_groups(scorer, groups, plan.pairs))
         return False
     scored: dict[tuple[str, str, int], list] = {}
     try:
         for (m, arm, rep), samples in groups.items():
             if should_stop and should_stop():
                 return True
-            scored[(m, arm, rep)] = score_group(scorer, m, arm, samples)
+            scored[(m, arm, rep)] = score_group(scorer, m, arm, samples, plan.pairs)
     finally:   # one commit for the chunk; what was scored before a stop or a scorer's error is kept
         store.add_ablation_batches(plan.spec.ablation_id, scored)
     return False

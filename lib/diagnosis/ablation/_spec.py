@@ -13,6 +13,8 @@ from lib.core.metrics import get_metric
 from lib.core.profiles import by_design, tool_of
 from lib.core.records import MAIN
 from lib.core.samples import BLANKABLE, arm_fields, arm_name
+from lib.diagnosis.ablation._arms import SWAP, parse_swap
+from lib.diagnosis.ablation._arms import swap_seed as seed_of_run
 from lib.diagnosis.ablation._verdicts import MIN_EFFECT
 
 
@@ -35,6 +37,10 @@ class AblationSpec:
             paired interval lies wholly beyond it.
         sequential: judge samples in an order fixed by `seed` and stop each arm once its
             verdict is decided (lib.diagnosis.ablation._sequential); False judges every sample.
+        swaps: swap arms, each a field or fields joined by '+' ("ground_truth"): every sample is judged with
+            another sample's value of them (lib.diagnosis.ablation._arms); named "swap:<fields>" among the arms.
+        swap_seed: the seed of the swap pairing (a derangement of the samples in id order); set from the run
+            id when swaps are asked for and none is given, so the spec records the pairing it used.
 
     Besides the arms asked for, every metric also gets the arm that blanks all
     of its must-never-receive fields together (`arms_for`): a leak can hide when
@@ -53,6 +59,8 @@ class AblationSpec:
     scorer: str | None = None
     min_effect: float = MIN_EFFECT
     sequential: bool = True
+    swaps: tuple[str, ...] = ()
+    swap_seed: int | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -62,8 +70,12 @@ class AblationSpec:
                 get_metric(m)
             except KeyError as exc:
                 raise InputError(str(exc.args[0]), field="metric") from None
-        if not self.blanks:
-            raise InputError("choose at least one field to blank", field="blank")
+        if not self.blanks and not self.swaps:
+            raise InputError("choose at least one field to blank or swap", field="blank")
+        swaps = tuple(dict.fromkeys(parse_swap(x)[len(SWAP):] for x in self.swaps))
+        object.__setattr__(self, "swaps", swaps)
+        if swaps and self.swap_seed is None:   # recorded: the pairing is a function of the samples and this seed
+            object.__setattr__(self, "swap_seed", seed_of_run(self.run_id))
         for b in self.blanks:
             try:
                 fields = arm_fields(b)
@@ -83,7 +95,7 @@ class AblationSpec:
 
     @property
     def arms(self) -> tuple[str, ...]:
-        return ("none", *self.blanks)
+        return ("none", *self.blanks, *(SWAP + x for x in self.swaps))
 
     def arms_for(self, metric: str, fields: Sequence[str] | None = None) -> tuple[str, ...]:
         """The baseline, the arms asked for, and the metric's joint arm.
@@ -102,11 +114,16 @@ class AblationSpec:
         d = asdict(self)
         if not self.sequential:   # judging every sample is what every ablation did before: same ids as then
             del d["sequential"]
+        if not self.swaps:        # an ablation without swaps keeps the id it had before swaps existed
+            del d["swaps"], d["swap_seed"]
         blob = json.dumps(d, sort_keys=True)
         return "abl-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.swaps:   # stored as a spec without swaps always was (readers of that format take it whole)
+            del d["swaps"], d["swap_seed"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> AblationSpec:
@@ -115,6 +132,7 @@ class AblationSpec:
         try:
             d["metrics"] = tuple(d["metrics"])  # type: ignore[arg-type]
             d["blanks"] = tuple(d["blanks"])  # type: ignore[arg-type]
+            d["swaps"] = tuple(d.get("swaps") or ())  # type: ignore[arg-type]
             return cls(**d)  # type: ignore[arg-type]
         except (KeyError, TypeError) as exc:  # a stored spec is data from a file: refuse it plainly
             raise InputError(f"not an ablation spec ({exc})", field="spec") from None

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 from lib.core.endpoints import OFFLINE_PREFIX
 from lib.core.metrics import get_metric
+from lib.diagnosis.ablation import _arm_words as arm_words
 from lib.diagnosis.ablation import _sequential as sequential
 from lib.diagnosis.ablation import _verdicts as v
+from lib.diagnosis.ablation._arms import CONTROL, is_control, is_swap, tested_fields
 from lib.diagnosis.ablation._verdicts import CellEvidence, Decision
 
 if TYPE_CHECKING:
@@ -232,7 +234,7 @@ def judge_note(judge: str | None, recorded: dict[str, str | None]) -> str:
 
 
 def _leak_headline(c: ArmVerdict, more: int) -> str:
-    fields = c.arm.split("+")
+    fields = list(tested_fields(c.arm))   # a swap arm's too ('swap:ground_truth')
     extra = f" ({more} more leaking cell(s))" if more else ""
     if c.why == v.STATIC:
         forbidden = [f for f in fields if c.renders and f in c.renders]
@@ -241,7 +243,8 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
     times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
     return (f"wiring leak: {c.metric} moves {c.delta or 0:+.2f} when {fields_words(fields)} {_is(fields)} "
-            f"blanked{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times}){extra}.")
+            f"{arm_words.verb(c.arm)}{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times})"
+            f"{extra}.")
 
 
 def repeats_words(repeats: int, probe: int) -> str:
@@ -267,7 +270,8 @@ def _unchanged_words(cells: Sequence[ArmVerdict]) -> str:
     same = [c for c in cells if c.why == v.UNCHANGED]
     if not same:
         return ""
-    which = fields_words(list(dict.fromkeys(f"{c.metric} with {c.arm.replace('+', ' and ')} blanked" for c in same)))
+    which = fields_words(list(dict.fromkeys(f"{c.metric} with {' and '.join(tested_fields(c.arm))} "
+                                            f"{arm_words.verb(c.arm)}" for c in same)))
     return f" Not re-judged (prompt unchanged, nothing measured): {which}."
 
 
@@ -288,9 +292,12 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
     leaks = sorted((c for c in cells if c.kind == v.LEAK), key=lambda c: (c.why != v.MEASURED, -abs(c.delta or 0)))
     if leaks:
         return prefix + _leak_headline(leaks[0], len(leaks) - 1) + not_reproduced
-    insensitive = [c for c in cells if c.kind == v.INSENSITIVE]
+    # the positive control's finding first: it says why a cell at the judge's floor does not move
+    insensitive = sorted((c for c in cells if c.kind == v.INSENSITIVE), key=lambda c: c.arm != CONTROL)
     if insensitive:
         c = insensitive[0]
+        if is_control(c.arm) or is_swap(c.arm):
+            return prefix + arm_words.insensitive_headline(c.metric, c.arm, c.n) + not_reproduced
         fields = c.arm.split("+")
         if c.why == v.UNCHANGED:
             return (prefix + f"miswired: {c.metric}'s wiring does not render {fields_words(fields)}, its own "

@@ -215,3 +215,71 @@ def classify(e: CellEvidence) -> Decision:
             return Decision(INSENSITIVE, NULL)
         return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(CLEAN, NULL)
     return Decision(INCONCLUSIVE, WIDE)
+
+
+# -- the positive control (lib.diagnosis.ablation._arms): does the score rise when the items get perfect support? --
+ROSE = "rises with perfect support"
+IGNORES_INPUTS = "does not read its inputs"
+SMALL_RISE = "a rise below the effect"
+
+
+@dataclass(frozen=True)
+class ControlEvidence:
+    """A metric's positive control: its score with the items given perfect support against its floor, paired.
+
+    Attributes:
+        metric: the metric.
+        n: samples scored in both the floor arm and the control.
+        mean, lo, hi: the paired change (perfect support - floor) and its 95% interval.
+        noise: the judge's repeat noise band (None: one repeat; 0.0: identical repeats).
+        floor: the floor's mean (every field but the items' own blanked).
+        supported: the control's mean (the field the items are judged against set to the items themselves).
+        n_failed, n_units: failed judgings and all judgings of both arms.
+        min_effect: the smallest effect worth naming.
+        rule_out: the rise a "does not read its inputs" must rule out.
+    """
+
+    metric: str
+    n: int
+    mean: float | None
+    lo: float | None
+    hi: float | None
+    noise: float | None
+    floor: float | None
+    supported: float | None
+    n_failed: int = 0
+    n_units: int = 0
+    min_effect: float = MIN_EFFECT
+    rule_out: float = RULE_OUT
+
+
+def classify_control(e: ControlEvidence) -> Decision:
+    """The positive control's verdict: SENSITIVE when perfect support raises the score beyond the smallest effect
+    (and the noise band), INSENSITIVE when on MIN_PAIRED samples the interval rules out a rise of `rule_out` and
+    shows none (the judge does not read its inputs), else INCONCLUSIVE with the reason. Pure."""
+    if e.n_units and e.n_failed / e.n_units > MAX_FAILED_SHARE:
+        return Decision(INCONCLUSIVE, FAILURES)
+    if not (_real(e.mean) and _real(e.lo) and _real(e.hi)):
+        return Decision(INCONCLUSIVE, TOO_FEW)
+    if e.lo > e.min_effect:
+        return Decision(SENSITIVE, ROSE) if not e.noise or e.mean > e.noise else Decision(INCONCLUSIVE, WITHIN_NOISE)
+    if e.lo > 0:
+        return Decision(INCONCLUSIVE, SMALL_RISE)
+    if e.n < MIN_PAIRED:
+        return Decision(INCONCLUSIVE, TOO_FEW)
+    if e.hi <= e.rule_out:
+        return Decision(INSENSITIVE, IGNORES_INPUTS)
+    return Decision(INCONCLUSIVE, WIDE)
+
+
+def with_control(d: Decision, expected: str, control: Decision | None) -> Decision:
+    """A cell's verdict once its metric's positive control is read.
+
+    A cell with no room to fall (FLOOR) about a field the metric receives (`expected`: EXPECT_SENSITIVE) becomes
+    INSENSITIVE when the control
+    shows the judge does not read its inputs (its score does not rise with perfect support: a constant scorer);
+    when the control rises, or was not decided, the floor case stays INCONCLUSIVE. Every other verdict stands.
+    """
+    if control is None or d.why != FLOOR or expected == INVARIANT or control.kind != INSENSITIVE:
+        return d
+    return Decision(INSENSITIVE, IGNORES_INPUTS)

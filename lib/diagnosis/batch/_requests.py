@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from lib.core.calls import JudgeRequest
 from lib.core.degenerate import exclusion_reason
 from lib.core.endpoints import normalise
-from lib.core.samples import EvalSample, arm_fields, blank
+from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.rejudge import RejudgeSpec
 from lib.judging.harness import Instrument, build_request
@@ -34,18 +34,21 @@ def _distinct(requests: Iterable[JudgeRequest | None]) -> list[JudgeRequest]:
 
 def ablation_requests(store: Store, spec: AblationSpec) -> list[JudgeRequest]:
     """The distinct requests an ablation with a model judge will send (its stored judgings left out)."""
-    from lib.diagnosis.ablation import BASELINE
+    from lib.diagnosis.ablation import BASELINE, CHUNK, CONTROL
     from lib.diagnosis.ablation import plan as make_plan
 
     plan = make_plan(store, spec)
     probe = set(plan.probe_ids)
+    first_look = {s.sample_id for s in plan.samples[:CHUNK]}
     out = []
     for m, arm, rep, s in plan.units(store.ablation_done_keys(spec.ablation_id)):
         if rep > 0 and not (arm == BASELINE and s.sample_id in probe):
             continue   # asked live only if the probe shows that repeats differ
+        if spec.sequential and arm == CONTROL and s.sample_id not in first_look:
+            continue   # the positive control stops once its rise shows, at the first look; the rest is asked live
         if exclusion_reason(s, m):
             continue
-        out.append(request_for(blank(s, arm_fields(arm)), plan.instruments[m], spec.judge, spec.endpoint,
+        out.append(request_for(plan.arm_sample(s, m, arm), plan.instruments[m], spec.judge, spec.endpoint,
                                spec.seed + rep))
     return _distinct(out)
 
