@@ -36,6 +36,7 @@ def sensitive(**kw: object) -> CellEvidence:
 
 MOVE = {"mean": -0.15, "lo": -0.2, "hi": -0.1}
 WIDE = {"mean": -0.01, "lo": -0.09, "hi": 0.07}
+SMALL = {"mean": -0.03, "lo": -0.045, "hi": -0.015}   # issue 41: excludes 0, its mean past 0.02, not wholly beyond
 RENDERS_GT = frozenset({"answer", "contexts", "ground_truth"})
 SAME = {"unchanged": 100, "n": 0, "mean": None, "lo": None, "hi": None, "n_units": 0}   # not re-judged
 
@@ -64,8 +65,11 @@ ROWS = [
     ("one repeat: no band, the interval decides", cell(noise=None, **MOVE), v.LEAK, v.MEASURED),
     ("beyond the effect, within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
      v.INCONCLUSIVE, v.WITHIN_NOISE),
-    ("excludes zero but not the smallest effect worth naming", cell(mean=0.01, lo=0.005, hi=0.015), v.CLEAN, v.NULL),
-    ("a larger smallest effect swallows a real move", cell(min_effect=0.25, rule_out=0.3, **MOVE), v.CLEAN, v.NULL),
+    # issue 41 item 1: any dependence on a must-never-receive field that the interval shows is a LEAK
+    ("forbidden field: a rise the interval shows, below the effect: a small leak",
+     cell(mean=0.01, lo=0.005, hi=0.015, noise=0.005), v.LEAK, v.BELOW_EFFECT),
+    ("a larger smallest effect does not swallow a move of a forbidden field",
+     cell(min_effect=0.25, rule_out=0.3, **MOVE), v.LEAK, v.BELOW_EFFECT),
     ("own input moves it", sensitive(**MOVE), v.SENSITIVE, v.MEASURED),
     ("own input moves it but the replay did not reproduce", sensitive(replay_mismatch=True, **MOVE),
      v.REPLAY_MISMATCH, v.REPLAY),
@@ -140,6 +144,31 @@ ROWS = [
     ("prompt unchanged: the wiring does not render its own input", sensitive(**SAME), v.INSENSITIVE, v.UNCHANGED),
     ("prompt unchanged although rendered: empty in every sample, never cleared", cell(renders=RENDERS_GT, **SAME),
      v.INCONCLUSIVE, v.UNCHANGED),
+    # issue 41 item 1: CLEAN needs an interval that holds 0; a small leak is still a leak, at any n and any room
+    ("a measured leak below the effect, zero band: never CLEAN", cell(noise=0.0, **SMALL), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak on ten samples: decided at any n", cell(n=10, noise=0.0, **SMALL), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak near the floor: no room is no excuse", cell(baseline=0.03, noise=0.0, mean=-0.02, lo=-0.03,
+                                                               hi=-0.01), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak the wiring renders: measured, with its size", cell(renders=RENDERS_GT, noise=0.0, **SMALL),
+     v.LEAK, v.BELOW_EFFECT),
+    ("a small leak stands through a replay mismatch", cell(replay_mismatch=True, noise=0.0, **SMALL), v.LEAK,
+     v.BELOW_EFFECT),
+    ("a small leak, over a fifth failed: the failures are the reason", cell(n_failed=121, n_units=600, noise=0.0,
+                                                                           **SMALL), v.INCONCLUSIVE, v.FAILURES),
+    ("the far end exactly at the effect is not beyond it", cell(noise=0.0, mean=-0.03, lo=-0.04, hi=-0.02),
+     v.LEAK, v.BELOW_EFFECT),
+    ("the far end just beyond the effect", cell(noise=0.0, mean=-0.03, lo=-0.04, hi=-0.0201), v.LEAK, v.MEASURED),
+    # the judge repeat band: a move within it is not a measured dependence, and not a null either
+    ("a small move the interval shows, within the noise band: neither leak nor null",
+     cell(mean=-0.008, lo=-0.012, hi=-0.004, noise=0.01), v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("rendered, a small move within the noise band: the wiring decides",
+     cell(renders=RENDERS_GT, mean=-0.008, lo=-0.012, hi=-0.004, noise=0.01), v.LEAK, v.STATIC),
+    # issue 41 item 6: the boundaries the mutation pass found unpinned
+    ("the mean exactly at the noise band is within it", cell(mean=-0.05, lo=-0.07, hi=-0.03, noise=0.05),
+     v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("the mean just past the noise band", cell(mean=-0.0501, lo=-0.07, hi=-0.03, noise=0.05), v.LEAK, v.MEASURED),
+    ("an interval that ends at 0 from below holds 0", cell(mean=-0.01, lo=-0.02, hi=0.0), v.CLEAN, v.NULL),
+    ("an interval that starts at 0 holds 0", cell(mean=0.01, lo=0.0, hi=0.02), v.CLEAN, v.NULL),
 ]
 
 
@@ -151,7 +180,8 @@ def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why:
 def test_the_table_reaches_every_branch() -> None:
     reached = {(r[2], r[3]) for r in ROWS}
     assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC, v.REPLAY,
-                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED, v.SMALL_FALL}
+                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED, v.SMALL_FALL,
+                                    v.BELOW_EFFECT}
     assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
                                       v.REPLAY_MISMATCH}
 
@@ -283,3 +313,83 @@ def test_a_split_with_no_move_gives_no_side() -> None:
     s = Split("faithfulness", "a", "b", 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 40)
     assert "neither the instrument (+0.000) nor the outputs (+0.000) moved it" in s.sentence
     assert "mostly" not in s.sentence and "% instrument" not in s.sentence
+
+
+# -- issue 41 item 5: each sentence states what the interval shows -------------------------------------------------
+SHOWN = [r for r in ROWS if r[1].lo is not None and not r[1].unchanged and r[3] != v.FAILURES]
+
+
+@pytest.mark.parametrize(("evidence", "kind", "why"), [r[1:] for r in SHOWN], ids=[r[0] for r in SHOWN])
+def test_every_sentence_with_an_interval_says_whether_it_holds_zero(evidence: CellEvidence, kind: str,
+                                                                    why: str) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    assert evidence.lo is not None and evidence.hi is not None
+    holds = evidence.lo <= 0 <= evidence.hi
+    assert ("interval holds 0" in text) is holds and ("interval excludes 0" in text) is not holds, text
+    assert "smaller than the" not in text and "beyond its interval" not in text
+
+
+WORDS = [
+    # (id, evidence, fragments the sentence must contain, fragments it must not)
+    ("a leak beyond the effect", cell(**MOVE),
+     ["LEAK: faithfulness moves -0.150 (95% CI -0.200 to -0.100)",
+      "the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming"], []),
+    ("issue 41: a small leak, its mean past the effect", cell(noise=0.0, n=331, mean=-0.028, lo=-0.042, hi=-0.015),
+     ["LEAK: faithfulness moves -0.028 (95% CI -0.042 to -0.015)", "n=331 samples",
+      "the interval excludes 0: a fall of 0.015 to 0.042, not wholly beyond the 0.02 worth naming",
+      "any dependence on it is a leak"], ["no dependence"]),
+    ("issue 41: a received field's fall, its mean past the effect",
+     sensitive(n=250, noise=0.0, mean=-0.025, lo=-0.047, hi=-0.003),
+     ["the interval excludes 0: a fall of 0.003 to 0.047, not wholly beyond the 0.02 worth naming"],
+     ["smaller than"]),
+    ("a move within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
+     ["the interval excludes 0: a fall of 0.030 to 0.045", "its mean is within 0.8x the judge repeat band"],
+     ["beyond its interval"]),
+    ("issue 41: a floor with less room than a null must rule out",
+     sensitive(baseline=0.053, floor=0.037, mean=-0.017, lo=-0.039, hi=0.005),
+     ["only 0.016 above this judge's floor", "0.016 of room to fall, less than the 0.050 a null must rule out",
+      "the interval holds 0 and allows a move of up to 0.039"], ["cannot lower it by"]),
+    ("a floor with room, the interval beyond half of it", sensitive(baseline=0.13, floor=0.06, mean=0.0, lo=-0.04,
+                                                                    hi=0.01),
+     ["a null must rule out a fall of 0.035 (half the 0.070 of room above the floor)",
+      "the interval holds 0 and allows a move of up to 0.040"], ["cannot lower it"]),
+    ("no room at all", sensitive(baseline=0.04, floor=0.04, mean=0.0, lo=-0.01, hi=0.01),
+     ["cannot lower it at all: the judge gives as much with nothing to check against",
+      "the interval holds 0 and allows a move of up to 0.010"], []),
+    ("a null", cell(), ["CLEAN: no dependence", "the interval holds 0 and rules out a move of 0.014"], []),
+    ("a received field's null", sensitive(mean=0.0, lo=-0.02, hi=0.02),
+     ["the interval holds 0 and rules out a move of 0.020 although faithfulness receives contexts"], []),
+    ("too wide", cell(**WIDE), ["the interval holds 0 and allows a move of up to 0.090, beyond the 0.050 a null "
+                                "must rule out"], []),
+    ("too few for a null of a forbidden field", cell(n=19),
+     ["the interval holds 0", "a dependence the interval shows is decided at any n"], []),
+    ("too few for a null of a received field", sensitive(n=19, mean=0.0, lo=-0.01, hi=0.01),
+     ["the interval holds 0", "a move that clears 0.02 is decided at any n"], []),
+    ("rendered, nothing shown beside it", cell(renders=RENDERS_GT),
+     ["no effect measured on these 100 samples", "the interval holds 0"], []),
+]
+
+
+@pytest.mark.parametrize(("evidence", "has", "lacks"), [r[1:] for r in WORDS], ids=[r[0] for r in WORDS])
+def test_the_words_beside_the_numbers_say_what_the_interval_shows(evidence: CellEvidence, has: list[str],
+                                                                  lacks: list[str]) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    for part in has:
+        assert part in text, text
+    for part in lacks:
+        assert part not in text, text
+
+
+def test_a_clean_headline_says_every_interval_holds_zero_not_that_nothing_moves_by_the_effect() -> None:
+    cells = [arm(n=200, delta=0.004, lo=-0.012, hi=0.031), arm(arm="question", n=200)]
+    text = verdict_words.headline(cells, [])  # type: ignore[arg-type]
+    assert text.startswith("no dependence measured: on these 200 samples")
+    assert "every interval holds 0 and rules out a move of 0.031" in text
+    assert "moves by 0.02 or more" not in text
+
+
+def test_a_small_leak_heads_the_ablation_with_its_size() -> None:
+    cells = [arm(kind=v.LEAK, why=v.BELOW_EFFECT, delta=-0.028, lo=-0.042, hi=-0.015, n=331), arm(arm="question")]
+    text = verdict_words.headline(cells, [])  # type: ignore[arg-type]
+    assert text.startswith("wiring leak: faithfulness moves -0.028 when ground_truth is blanked (95% CI -0.042 to "
+                           "-0.015, n=331)")
