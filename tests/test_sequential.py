@@ -94,7 +94,12 @@ RULE = [
     ("a rise beyond the effect and the noise", ev(mean=0.3, lo=0.1, hi=0.5, noise=0.05), MOVE),
     ("a fall beyond the effect and the noise", ev(mean=-0.3, lo=-0.5, hi=-0.1, noise=0.05), MOVE),
     ("beyond the effect, within the noise band", ev(mean=0.04, lo=0.03, hi=0.05, noise=0.06), None),
-    ("the CS reaches the effect worth naming", ev(mean=0.1, lo=0.02, hi=0.18), None),
+    ("a received field's CS reaches the effect worth naming", ev(expected=EXPECT_SENSITIVE, fields=("contexts",),
+                                                                  mean=0.1, lo=0.02, hi=0.18), None),
+    # issue 41 item 1: a must-never-receive field's CS that excludes 0 decides a (small) leak, as classify does
+    ("a forbidden field's CS excludes 0 below the effect", ev(mean=0.01, lo=0.005, hi=0.015), MOVE),
+    ("a forbidden field's CS excludes 0, the mean within the noise band", ev(mean=0.01, lo=0.005, hi=0.015,
+                                                                             noise=0.02), None),
     ("no room to fall by the margin", ev(baseline=0.04), None),
     ("the CS within the margin", ev(lo=-0.05, hi=0.05), NULL),
     ("the CS just wider than the margin", ev(lo=-0.051, hi=0.03), None),

@@ -223,7 +223,8 @@ def test_a_static_leak_says_what_was_measured_beside_it() -> None:
     e = cell(n_failed=400, n_units=600, renders=RENDERS_GT, **MOVE)
     text = verdict_words.sentence(e, classify(e), repeats=3, failures="bad shape (15)")
     assert ("measured beside it on 100 samples: moves -0.150 (95% CI -0.200 to -0.100) when ground_truth is "
-            "blanked; 400 of 600 judgings failed (bad shape (15))") in text
+            "blanked, and the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming; "
+            "400 of 600 judgings failed (bad shape (15))") in text
 
 
 def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
@@ -242,7 +243,7 @@ def test_no_ratio_to_a_zero_noise_band_is_ever_printed() -> None:
 def test_the_floor_sentence_says_the_score_cannot_fall() -> None:
     e = sensitive(baseline=0.04, mean=0.0, lo=-0.01, hi=0.01)
     text = verdict_words.sentence(e, classify(e), repeats=3)
-    assert "already at 0.040: blanking contexts cannot lower it" in text
+    assert "already at 0.040: with 0.040 of room to fall, less than the 0.050 a null must rule out" in text
 
 
 def test_two_blanked_fields_are_blanked_not_is_blanked() -> None:
@@ -343,7 +344,7 @@ WORDS = [
      ["the interval excludes 0: a fall of 0.003 to 0.047, not wholly beyond the 0.02 worth naming"],
      ["smaller than"]),
     ("a move within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
-     ["the interval excludes 0: a fall of 0.030 to 0.045", "its mean is within 0.8x the judge repeat band"],
+     ["the interval excludes 0: a fall of 0.030 to 0.045", "its mean is 0.8x the judge repeat band (±0.050, 3 repeats), within it"],
      ["beyond its interval"]),
     ("issue 41: a floor with less room than a null must rule out",
      sensitive(baseline=0.053, floor=0.037, mean=-0.017, lo=-0.039, hi=0.005),

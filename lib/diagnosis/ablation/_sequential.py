@@ -19,15 +19,17 @@ mostly repeats itself. Its intervals are intersected over the looks made
 (a running intersection keeps the guarantee).
 
 The stopping rule (`stop_reason`) reads the same evidence `lib.diagnosis.ablation._verdicts.classify`
-reads, with the CS as the interval: an arm stops when a move beyond the
-smallest effect worth naming (and beyond the repeat noise band) is decided,
+reads, with the CS as the interval: an arm stops when a move that counts is
+decided (any move of a must-never-receive field the CS shows, a received
+field's beyond the smallest effect worth naming; beyond the repeat noise band),
 when no move beyond the margin a null must rule out is left, or when
 blanking left the metric nothing to judge. An arm that no look decides is
 judged on every sample, and its verdict rests on the same fixed-n interval
 as judging all samples would give. So the stated false-LEAK level is
 FALSE_LEAK_LEVEL = 5%: at most ALPHA/2 (the CS's upper side) from the
 looks, plus the fixed-n interval's one-sided 2.5% at the last one, for a
-true move no larger than the smallest effect worth naming.
+field the judge does not depend on (a true move of 0: any true move of a
+must-never-receive field is a leak, which the CS calls as samples accrue).
 
 Assumes what the paired bootstrap assumes: samples are exchangeable draws
 from what the run stands for; the seeded order makes each judged prefix a
@@ -151,7 +153,7 @@ def stop_reason(e: CellEvidence) -> str | None:
         return None          # failures may yet thin out: the share at the end decides
     if e.n < MIN_PAIRED or e.mean is None or math.isnan(e.mean):
         return None
-    if e.beyond_effect:
+    if e.shows_move:         # any move of a must-never-receive field; a received field's beyond the effect
         return MOVE if e.beyond_noise else None   # within the noise band: more samples narrow the band
     if e.expected == EXPECT_SENSITIVE and e.falls:
         return None          # a fall below the effect is no null; more samples may show the effect
