@@ -96,7 +96,8 @@ def test_a_tools_scores_on_content_free_answers_are_flagged_at_import_and_by_lin
     proc = run_cli("lint", "--db", db)
     assert proc.returncode == 1, proc.stderr
     assert ("FINDING run rg: 35 faithfulness score(s) on content-free answers (a refusal, a non-answer or no claim; "
-            "35 of them 1.0), e.g. s" in proc.stdout)
+            "35 of them 1.0), e.g. " in proc.stdout)
+    assert "the answer states no claim to check, so a score there is chance, not support" in proc.stdout
 
 
 def test_no_passages_and_content_free_are_each_said_once_per_run_and_metric() -> None:

@@ -159,7 +159,7 @@ def test_synthetic_runs_get_the_same_verdicts_both_ways(fresh_db: Path, harness:
     if harness == "clean":   # an honest null: what was measured, on how many samples, and what the CS rules out
         assert gt.stop == NULL and gt.judged < 400
         assert f"no dependence of faithfulness on ground_truth measured on these {gt.n} samples" in gt.sentence
-        assert "the CS rules out a move of" in gt.sentence and "95% CS" in gt.sentence
+        assert "the CS holds 0 and rules out a move of" in gt.sentence and "95% CS" in gt.sentence
     else:
         assert gt.stop == MOVE and gt.judged < 200
 

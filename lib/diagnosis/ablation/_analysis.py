@@ -28,7 +28,15 @@ from lib.diagnosis.ablation._floor import floor_level, floor_scores
 from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.ablation._verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
+from lib.diagnosis.ablation._verdicts import (
+    BELOW_EFFECT,
+    CLEAN,
+    LEAK,
+    MEASURED,
+    UNCHANGED,
+    CellEvidence,
+    classify,
+)
 from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd, sample_mean
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
@@ -197,7 +205,7 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
     """A joint arm that leaks while no single field does is a leak of the set; say so on both sides."""
     out = list(cells)
     for i, j in enumerate(cells):
-        if not (j.joint and j.kind == LEAK and j.why == MEASURED):
+        if not (j.joint and j.kind == LEAK and j.why in (MEASURED, BELOW_EFFECT)):
             continue
         singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint and c.why != UNCHANGED
                    and len(arm_fields(c.arm)) == 1 and c.arm in arm_fields(j.arm)]

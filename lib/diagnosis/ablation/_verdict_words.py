@@ -204,9 +204,9 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
         (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; "
                             f"{_static_measured(e, failures)}. A wiring that renders it is not cleared by a small "
                             f"move: another field can supply the same support.",
-        (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n} ({shows}), but re-judging the unblanked run does "
-                                       f"not reproduce its stored {e.metric} score, so this ablation measured "
-                                       f"another instrument and cannot clear the run.",
+        (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n} ({shows}), but re-judging the "
+                                       f"unblanked run does not reproduce its stored {e.metric} score, so this "
+                                       f"ablation measured another instrument and cannot clear the run.",
         (v.INCONCLUSIVE, v.WITHIN_NOISE): f"INCONCLUSIVE: {_move(e)}, {n}: {shows}, but its mean is {noise}, "
                                           f"within it: a move re-judging the same outputs makes on its own is not a "
                                           f"measured dependence, and not a null either.",
