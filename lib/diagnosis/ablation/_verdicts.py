@@ -26,8 +26,8 @@ not zero (a move within it is what re-judging the same outputs does on its
 own: not a measured dependence, and not a null either, so INCONCLUSIVE), at
 any number of samples (a small n's interval is exact). So CLEAN needs an
 interval that holds zero and rules out the effect. A null needs MIN_PAIRED
-samples and an interval within `null_bound`: `rule_out`, or HEADROOM_SHARE of the room the score has above the judge's floor when that
-is smaller; a received field whose interval excludes zero on the side of a
+samples and an interval within `null_bound`: `rule_out`, or HEADROOM_SHARE
+of the room the score has above the judge's floor when that is smaller; a received field whose interval excludes zero on the side of a
 fall is never INSENSITIVE. A wiring that renders a must-never-receive field is
 a LEAK whatever was measured (the measurement, failures included, is said
 beside it), and nothing clears a run whose
