@@ -27,13 +27,14 @@ own: not a measured dependence, and not a null either, so INCONCLUSIVE), at
 any number of samples (a small n's interval is exact). So CLEAN needs an
 interval that holds zero and rules out the effect. A null needs MIN_PAIRED
 samples and an interval within `null_bound`: `rule_out`, or HEADROOM_SHARE
-of the room the score has above the judge's floor when that is smaller; a received field whose interval excludes zero on the side of a
-fall is never INSENSITIVE. A wiring that renders a must-never-receive field is
-a LEAK whatever was measured (the measurement, failures included, is said
-beside it), and nothing clears a run whose
-instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
-REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
-the branch that decided it; `lib.diagnosis.ablation._verdict_words` turns both into a sentence.
+of the room the score has above the judge's floor when that is smaller; a
+received field whose interval excludes zero on the side of a fall is never
+INSENSITIVE. A wiring that renders a must-never-receive field is a LEAK
+whatever was measured (the measurement, failures included, is said beside
+it), and nothing clears a run whose instrument the ablation did not reproduce
+(a CLEAN or SENSITIVE cell becomes REPLAY MISMATCH; a finding against the
+wiring stands). `classify` returns the verdict and the branch that decided it;
+`lib.diagnosis.ablation._verdict_words` turns both into a sentence.
 """
 
 from __future__ import annotations
