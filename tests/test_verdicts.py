@@ -395,3 +395,33 @@ def test_a_small_leak_heads_the_ablation_with_its_size() -> None:
     text = verdict_words.headline(cells, [])  # type: ignore[arg-type]
     assert text.startswith("wiring leak: faithfulness moves -0.028 when ground_truth is blanked (95% CI -0.042 to "
                            "-0.015, n=331)")
+
+
+# -- issue 41 item 6: the judge repeat band an ablation reads (the zero-band snap no row pinned) -------------------
+BANDS = [
+    # (id, per-sample scores over the repeats, repeats, the band: 0.0, None, or "> 0")
+    ("identical repeats: band 0", [[0.5, 0.5, 0.5], [0.7, 0.7, 0.7]], 3, 0.0),
+    ("floating-point dust in identical repeats is band 0", [[0.1 + 0.2, 0.3, 0.3], [0.7, 0.7, 0.7]], 3, 0.0),
+    ("a real spread is a band", [[0.3, 0.5, 0.4], [0.6, 0.6, 0.7]], 3, "> 0"),
+    ("one repeat: no band", [[0.5], [0.7]], 1, None),
+]
+
+
+@pytest.mark.parametrize(("scores", "repeats", "band"), [r[1:] for r in BANDS], ids=[r[0] for r in BANDS])
+def test_the_judge_repeat_band_snaps_dust_to_zero_and_no_ratio_to_it_is_printed(scores: list[list[float]],
+                                                                               repeats: int,
+                                                                               band: float | str | None) -> None:
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from lib.diagnosis.ablation._analysis import ArmResults, band_of
+
+    base = ArmResults({f"s{i}": x for i, x in enumerate(scores)}, {}, 0, 0, 0, Counter())
+    _, got = band_of(SimpleNamespace(repeats=repeats), base)  # type: ignore[arg-type]
+    if band == "> 0":
+        assert got is not None and got > 0.01
+    else:
+        assert got == band
+    e = cell(noise=got, **MOVE)
+    text = verdict_words.sentence(e, classify(e), repeats=repeats)
+    assert ("x the judge repeat band" in text) is (band == "> 0"), text
