@@ -169,6 +169,8 @@ ROWS = [
     ("the mean just past the noise band", cell(mean=-0.0501, lo=-0.07, hi=-0.03, noise=0.05), v.LEAK, v.MEASURED),
     ("an interval that ends at 0 from below holds 0", cell(mean=-0.01, lo=-0.02, hi=0.0), v.CLEAN, v.NULL),
     ("an interval that starts at 0 holds 0", cell(mean=0.01, lo=0.0, hi=0.02), v.CLEAN, v.NULL),
+    ("a received field's interval that ends at 0 holds it: a null, not a fall",
+     sensitive(mean=-0.01, lo=-0.02, hi=0.0), v.INSENSITIVE, v.NULL),
     ("the far end exactly at rule-out, beyond half the room: the room is the reason",
      sensitive(baseline=0.08, mean=0.0, lo=-0.05, hi=0.01), v.INCONCLUSIVE, v.FLOOR),
 ]

@@ -176,7 +176,7 @@ def sequential(report: Report, demo_path: Path, work: Path, *, sims: int = 400) 
     t = time.perf_counter()
     r = simulate(sims, effect=0.0, seed=0)
     report.add(Figure("sequential:false_leak:none", "simulated false-LEAK rate, no dependence", r["leak_rate"], "",
-                      f"<= {FALSE_LEAK_LEVEL:.2f}", r["leak_rate"] <= FALSE_LEAK_LEVEL,
+                      f"<= {FALSE_LEAK_LEVEL:g}", r["leak_rate"] <= FALSE_LEAK_LEVEL,
                       note=f"{sims} ablations; {r['judged']:.0f} of 400 samples judged on average; "
                            f"{time.perf_counter() - t:.0f} s"))
     t = time.perf_counter()   # any move of a must-never-receive field is a leak (issue 41): a rate of finding it

@@ -56,7 +56,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "not test_verdict_cases or replay_check or replay_move or leak_of_the_set or sample_template or "
          "identical_repeats")),
 }
-COPIED = ("lib", "tests", "pyproject.toml", "setup.cfg", "pytest.ini", "conftest.py", "app.py", "pages", "data")
+COPIED = ("lib", "tests", "pages", "data", "app.py", ".pytest.ini", ".streamlit")
 
 _FLIP: dict[type, type] = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
                            ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
