@@ -371,6 +371,12 @@ WORDS = [
      ["the interval holds 0", "a dependence the interval shows is decided at any n"], []),
     ("too few for a null of a received field", sensitive(n=19, mean=0.0, lo=-0.01, hi=0.01),
      ["the interval holds 0", "a move that clears 0.02 is decided at any n"], []),
+    ("own input moves it", sensitive(**MOVE),
+     ["the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming, as it should"], []),
+    ("a replay not reproduced", cell(replay_mismatch=True),
+     ["n=100 samples (the interval holds 0 and allows a move of up to 0.014), but re-judging"], []),
+    ("a small leak the wiring renders", cell(renders=RENDERS_GT, noise=0.0, **SMALL),
+     ["not wholly beyond the 0.02 worth naming", "The run's wiring renders ground_truth."], ["no effect measured"]),
     ("rendered, nothing shown beside it", cell(renders=RENDERS_GT),
      ["no effect measured on these 100 samples", "the interval holds 0"], []),
 ]
