@@ -414,6 +414,7 @@ BANDS = [
     ("floating-point dust in identical repeats is band 0", [[0.1 + 0.2, 0.3, 0.3], [0.7, 0.7, 0.7]], 3, 0.0),
     ("a real spread is a band", [[0.3, 0.5, 0.4], [0.6, 0.6, 0.7]], 3, "> 0"),
     ("one repeat: no band", [[0.5], [0.7]], 1, None),
+    ("two repeats measure a band", [[0.3, 0.5], [0.6, 0.7]], 2, "> 0"),
 ]
 
 
@@ -435,3 +436,54 @@ def test_the_judge_repeat_band_snaps_dust_to_zero_and_no_ratio_to_it_is_printed(
     e = cell(noise=got, **MOVE)
     text = verdict_words.sentence(e, classify(e), repeats=repeats)
     assert ("x the judge repeat band" in text) is (band == "> 0"), text
+
+
+# -- the joint arm's notes (lib.diagnosis.ablation._analysis._joint_notes), one row per branch --------------------
+def verdict(arm: str, kind: str, why: str, *, joint: bool = False, metric: str = "faithfulness") -> object:
+    from lib.diagnosis.ablation._result import ArmVerdict
+
+    return ArmVerdict(metric=metric, arm=arm, kind=kind, expected=v.INVARIANT, baseline=0.8, ablated=0.7,
+                      delta=-0.1, lo=-0.15, hi=-0.05, noise=None, ratio=None, n=100, n_failed=0, n_units=200,
+                      flips_to_positive=0, flips_to_negative=0, flips_p=None, mde=None, sentence=f"{arm}.",
+                      why=why, joint=joint)
+
+
+SET = "a leak of the set"
+CLEARS = "this cell clears nothing"
+JOINT = [
+    # (id, cells, the notes each cell's sentence gains, in order: SET, CLEARS or "")
+    ("a joint leak no single field shows: both sides say so",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["CLEARS", "CLEARS", "SET"]),
+    ("a small joint leak counts too",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL),
+      verdict("question+ground_truth", v.LEAK, v.BELOW_EFFECT, joint=True)], ["CLEARS", "CLEARS", "SET"]),
+    ("one field leaks alone: the set is not the finding, the clean one still clears nothing",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.LEAK, v.MEASURED),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["CLEARS", "", ""]),
+    ("a joint arm the wiring alone decides adds nothing",
+     [verdict("question", v.CLEAN, v.NULL), verdict("question+ground_truth", v.LEAK, v.STATIC, joint=True)],
+     ["", ""]),
+    ("no joint arm: no note", [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL)],
+     ["", ""]),
+    ("a joint arm that does not leak: no note",
+     [verdict("question", v.CLEAN, v.NULL), verdict("question+ground_truth", v.CLEAN, v.NULL, joint=True)],
+     ["", ""]),
+    ("another metric's cells are not its singles: no note either side",
+     [verdict("question", v.CLEAN, v.NULL, metric="answer_correctness"),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["", ""]),
+    ("a cell not re-judged is not a single that failed to move it",
+     [verdict("question", v.CLEAN, v.UNCHANGED), verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)],
+     ["", ""]),
+]
+
+
+@pytest.mark.parametrize(("cells", "notes"), [r[1:] for r in JOINT], ids=[r[0] for r in JOINT])
+def test_each_branch_of_the_joint_arm_notes(cells: list[object], notes: list[str]) -> None:
+    from lib.diagnosis.ablation._analysis import _joint_notes
+
+    out = _joint_notes(cells)  # type: ignore[arg-type]
+    for before, after, note in zip(cells, out, notes, strict=True):
+        gained = after.sentence[len(before.sentence):]  # type: ignore[attr-defined]
+        assert after.sentence.startswith(before.sentence)  # type: ignore[attr-defined]
+        assert (SET in gained) is (note == "SET") and (CLEARS in gained) is (note == "CLEARS"), (note, gained)
