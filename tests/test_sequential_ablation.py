@@ -159,7 +159,7 @@ def test_synthetic_runs_get_the_same_verdicts_both_ways(fresh_db: Path, harness:
     if harness == "clean":   # an honest null: what was measured, on how many samples, and what the CS rules out
         assert gt.stop == NULL and gt.judged < 400
         assert f"no dependence of faithfulness on ground_truth measured on these {gt.n} samples" in gt.sentence
-        assert "the CS rules out a move of" in gt.sentence and "95% CS" in gt.sentence
+        assert "the CS holds 0 and rules out a move of" in gt.sentence and "95% CS" in gt.sentence
     else:
         assert gt.stop == MOVE and gt.judged < 200
 
@@ -168,8 +168,12 @@ def test_synthetic_runs_get_the_same_verdicts_both_ways(fresh_db: Path, harness:
 
 def test_the_false_leak_rate_over_200_simulated_clean_ablations_is_at_most_the_stated_level() -> None:
     none = simulate(200, effect=0.0, seed=3)
-    edge = simulate(200, effect=0.02, seed=4)   # a true move exactly at the smallest effect worth naming
-    assert none["leak_rate"] <= FALSE_LEAK_LEVEL and edge["leak_rate"] <= FALSE_LEAK_LEVEL
+    # issue 41 item 1: a true move of 0.02 on a must-never-receive field is a leak, not a false one (the old rule
+    # needed the interval wholly beyond 0.02 and called it LEAK in at most 5%): measured 51% LEAK, the rest CLEAN
+    # (an interval that holds 0 and rules out 0.05), never anything else
+    edge = simulate(200, effect=0.02, seed=4)
+    assert none["leak_rate"] <= FALSE_LEAK_LEVEL
+    assert edge["leak_rate"] >= 0.4 and edge["leak_rate"] + edge.get("CLEAN", 0.0) == 1.0
     assert none["judged"] < 400                  # and a null is decided before the last sample on average
     real = simulate(20, effect=0.15, seed=5)     # the same path does call a real leak
     assert real["leak_rate"] == 1.0 and real["judged"] < 200

@@ -90,7 +90,7 @@ def test_an_external_scorer_is_clean_only_as_far_as_these_samples_show(fresh_db:
     v = cell(result, "ground_truth")
     assert v.kind == CLEAN
     assert "no dependence of faithfulness on ground_truth measured on these 40 samples" in v.sentence
-    assert "the interval rules out a move of 0.000" in v.sentence
+    assert "the interval holds 0 and rules out a move of 0.000" in v.sentence
     assert "code that was not read" in v.sentence
     assert "does not read" not in v.sentence and "does not read" not in result.summary
     assert v.renders is None  # nothing static to read: the --json says so

@@ -36,6 +36,7 @@ def sensitive(**kw: object) -> CellEvidence:
 
 MOVE = {"mean": -0.15, "lo": -0.2, "hi": -0.1}
 WIDE = {"mean": -0.01, "lo": -0.09, "hi": 0.07}
+SMALL = {"mean": -0.03, "lo": -0.045, "hi": -0.015}   # issue 41: excludes 0, its mean past 0.02, not wholly beyond
 RENDERS_GT = frozenset({"answer", "contexts", "ground_truth"})
 SAME = {"unchanged": 100, "n": 0, "mean": None, "lo": None, "hi": None, "n_units": 0}   # not re-judged
 
@@ -64,8 +65,11 @@ ROWS = [
     ("one repeat: no band, the interval decides", cell(noise=None, **MOVE), v.LEAK, v.MEASURED),
     ("beyond the effect, within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
      v.INCONCLUSIVE, v.WITHIN_NOISE),
-    ("excludes zero but not the smallest effect worth naming", cell(mean=0.01, lo=0.005, hi=0.015), v.CLEAN, v.NULL),
-    ("a larger smallest effect swallows a real move", cell(min_effect=0.25, rule_out=0.3, **MOVE), v.CLEAN, v.NULL),
+    # issue 41 item 1: any dependence on a must-never-receive field that the interval shows is a LEAK
+    ("forbidden field: a rise the interval shows, below the effect: a small leak",
+     cell(mean=0.01, lo=0.005, hi=0.015, noise=0.005), v.LEAK, v.BELOW_EFFECT),
+    ("a larger smallest effect does not swallow a move of a forbidden field",
+     cell(min_effect=0.25, rule_out=0.3, **MOVE), v.LEAK, v.BELOW_EFFECT),
     ("own input moves it", sensitive(**MOVE), v.SENSITIVE, v.MEASURED),
     ("own input moves it but the replay did not reproduce", sensitive(replay_mismatch=True, **MOVE),
      v.REPLAY_MISMATCH, v.REPLAY),
@@ -140,6 +144,35 @@ ROWS = [
     ("prompt unchanged: the wiring does not render its own input", sensitive(**SAME), v.INSENSITIVE, v.UNCHANGED),
     ("prompt unchanged although rendered: empty in every sample, never cleared", cell(renders=RENDERS_GT, **SAME),
      v.INCONCLUSIVE, v.UNCHANGED),
+    # issue 41 item 1: CLEAN needs an interval that holds 0; a small leak is still a leak, at any n and any room
+    ("a measured leak below the effect, zero band: never CLEAN", cell(noise=0.0, **SMALL), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak on ten samples: decided at any n", cell(n=10, noise=0.0, **SMALL), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak near the floor: no room is no excuse", cell(baseline=0.03, noise=0.0, mean=-0.02, lo=-0.03,
+                                                               hi=-0.01), v.LEAK, v.BELOW_EFFECT),
+    ("a small leak the wiring renders: measured, with its size", cell(renders=RENDERS_GT, noise=0.0, **SMALL),
+     v.LEAK, v.BELOW_EFFECT),
+    ("a small leak stands through a replay mismatch", cell(replay_mismatch=True, noise=0.0, **SMALL), v.LEAK,
+     v.BELOW_EFFECT),
+    ("a small leak, over a fifth failed: the failures are the reason", cell(n_failed=121, n_units=600, noise=0.0,
+                                                                           **SMALL), v.INCONCLUSIVE, v.FAILURES),
+    ("the far end exactly at the effect is not beyond it", cell(noise=0.0, mean=-0.03, lo=-0.04, hi=-0.02),
+     v.LEAK, v.BELOW_EFFECT),
+    ("the far end just beyond the effect", cell(noise=0.0, mean=-0.03, lo=-0.04, hi=-0.0201), v.LEAK, v.MEASURED),
+    # the judge repeat band: a move within it is not a measured dependence, and not a null either
+    ("a small move the interval shows, within the noise band: neither leak nor null",
+     cell(mean=-0.008, lo=-0.012, hi=-0.004, noise=0.01), v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("rendered, a small move within the noise band: the wiring decides",
+     cell(renders=RENDERS_GT, mean=-0.008, lo=-0.012, hi=-0.004, noise=0.01), v.LEAK, v.STATIC),
+    # issue 41 item 6: the boundaries the mutation pass found unpinned
+    ("the mean exactly at the noise band is within it", cell(mean=-0.05, lo=-0.07, hi=-0.03, noise=0.05),
+     v.INCONCLUSIVE, v.WITHIN_NOISE),
+    ("the mean just past the noise band", cell(mean=-0.0501, lo=-0.07, hi=-0.03, noise=0.05), v.LEAK, v.MEASURED),
+    ("an interval that ends at 0 from below holds 0", cell(mean=-0.01, lo=-0.02, hi=0.0), v.CLEAN, v.NULL),
+    ("an interval that starts at 0 holds 0", cell(mean=0.01, lo=0.0, hi=0.02), v.CLEAN, v.NULL),
+    ("a received field's interval that ends at 0 holds it: a null, not a fall",
+     sensitive(mean=-0.01, lo=-0.02, hi=0.0), v.INSENSITIVE, v.NULL),
+    ("the far end exactly at rule-out, beyond half the room: the room is the reason",
+     sensitive(baseline=0.08, mean=0.0, lo=-0.05, hi=0.01), v.INCONCLUSIVE, v.FLOOR),
 ]
 
 
@@ -151,7 +184,8 @@ def test_each_branch_of_the_verdict_rule(evidence: CellEvidence, kind: str, why:
 def test_the_table_reaches_every_branch() -> None:
     reached = {(r[2], r[3]) for r in ROWS}
     assert {r[3] for r in ROWS} == {v.NOTHING_TO_JUDGE, v.FAILURES, v.TOO_FEW, v.MEASURED, v.STATIC, v.REPLAY,
-                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED, v.SMALL_FALL}
+                                    v.WITHIN_NOISE, v.FLOOR, v.NULL, v.WIDE, v.UNCHANGED, v.SMALL_FALL,
+                                    v.BELOW_EFFECT}
     assert {k for k, _ in reached} == {v.LEAK, v.CLEAN, v.SENSITIVE, v.INSENSITIVE, v.INCONCLUSIVE,
                                       v.REPLAY_MISMATCH}
 
@@ -193,7 +227,8 @@ def test_a_static_leak_says_what_was_measured_beside_it() -> None:
     e = cell(n_failed=400, n_units=600, renders=RENDERS_GT, **MOVE)
     text = verdict_words.sentence(e, classify(e), repeats=3, failures="bad shape (15)")
     assert ("measured beside it on 100 samples: moves -0.150 (95% CI -0.200 to -0.100) when ground_truth is "
-            "blanked; 400 of 600 judgings failed (bad shape (15))") in text
+            "blanked, and the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming; "
+            "400 of 600 judgings failed (bad shape (15))") in text
 
 
 def test_an_external_scorer_clean_says_its_code_was_not_read() -> None:
@@ -212,7 +247,7 @@ def test_no_ratio_to_a_zero_noise_band_is_ever_printed() -> None:
 def test_the_floor_sentence_says_the_score_cannot_fall() -> None:
     e = sensitive(baseline=0.04, mean=0.0, lo=-0.01, hi=0.01)
     text = verdict_words.sentence(e, classify(e), repeats=3)
-    assert "already at 0.040: blanking contexts cannot lower it" in text
+    assert "already at 0.040: with 0.040 of room to fall, less than the 0.050 a null must rule out" in text
 
 
 def test_two_blanked_fields_are_blanked_not_is_blanked() -> None:
@@ -283,3 +318,172 @@ def test_a_split_with_no_move_gives_no_side() -> None:
     s = Split("faithfulness", "a", "b", 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 40)
     assert "neither the instrument (+0.000) nor the outputs (+0.000) moved it" in s.sentence
     assert "mostly" not in s.sentence and "% instrument" not in s.sentence
+
+
+# -- issue 41 item 5: each sentence states what the interval shows -------------------------------------------------
+SHOWN = [r for r in ROWS if r[1].lo is not None and not r[1].unchanged and r[3] != v.FAILURES]
+
+
+@pytest.mark.parametrize(("evidence", "kind", "why"), [r[1:] for r in SHOWN], ids=[r[0] for r in SHOWN])
+def test_every_sentence_with_an_interval_says_whether_it_holds_zero(evidence: CellEvidence, kind: str,
+                                                                    why: str) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    assert evidence.lo is not None and evidence.hi is not None
+    holds = evidence.lo <= 0 <= evidence.hi
+    assert ("interval holds 0" in text) is holds and ("interval excludes 0" in text) is not holds, text
+    assert "smaller than the" not in text and "beyond its interval" not in text
+
+
+WORDS = [
+    # (id, evidence, fragments the sentence must contain, fragments it must not)
+    ("a leak beyond the effect", cell(**MOVE),
+     ["LEAK: faithfulness moves -0.150 (95% CI -0.200 to -0.100)",
+      "the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming"], []),
+    ("issue 41: a small leak, its mean past the effect", cell(noise=0.0, n=331, mean=-0.028, lo=-0.042, hi=-0.015),
+     ["LEAK: faithfulness moves -0.028 (95% CI -0.042 to -0.015)", "n=331 samples",
+      "the interval excludes 0: a fall of 0.015 to 0.042, not wholly beyond the 0.02 worth naming",
+      "any dependence on it is a leak"], ["no dependence"]),
+    ("issue 41: a received field's fall, its mean past the effect",
+     sensitive(n=250, noise=0.0, mean=-0.025, lo=-0.047, hi=-0.003),
+     ["the interval excludes 0: a fall of 0.003 to 0.047, not wholly beyond the 0.02 worth naming"],
+     ["smaller than"]),
+    ("a move within the noise band", cell(mean=-0.04, lo=-0.045, hi=-0.03, noise=0.05),
+     ["the interval excludes 0: a fall of 0.030 to 0.045",
+      "its mean is 0.8x the judge repeat band (±0.050, 3 repeats), within it"],
+     ["beyond its interval"]),
+    ("issue 41: a floor with less room than a null must rule out",
+     sensitive(baseline=0.053, floor=0.037, mean=-0.017, lo=-0.039, hi=0.005),
+     ["only 0.016 above this judge's floor", "0.016 of room to fall, less than the 0.050 a null must rule out",
+      "the interval holds 0 and allows a move of up to 0.039"], ["cannot lower it by"]),
+    ("a floor with room, the interval beyond half of it", sensitive(baseline=0.13, floor=0.06, mean=0.0, lo=-0.04,
+                                                                    hi=0.01),
+     ["a null must rule out a fall of 0.035 (half the 0.070 of room above the floor)",
+      "the interval holds 0 and allows a move of up to 0.040"], ["cannot lower it"]),
+    ("no room at all", sensitive(baseline=0.04, floor=0.04, mean=0.0, lo=-0.01, hi=0.01),
+     ["cannot lower it at all: the judge gives as much with nothing to check against",
+      "the interval holds 0 and allows a move of up to 0.010"], []),
+    ("a null", cell(), ["CLEAN: no dependence", "the interval holds 0 and rules out a move of 0.014"], []),
+    ("a received field's null", sensitive(mean=0.0, lo=-0.02, hi=0.02),
+     ["the interval holds 0 and rules out a move of 0.020 although faithfulness receives contexts"], []),
+    ("too wide", cell(**WIDE), ["the interval holds 0 and allows a move of up to 0.090, beyond the 0.050 a null "
+                                "must rule out"], []),
+    ("too few for a null of a forbidden field", cell(n=19),
+     ["the interval holds 0", "a dependence the interval shows is decided at any n"], []),
+    ("too few for a null of a received field", sensitive(n=19, mean=0.0, lo=-0.01, hi=0.01),
+     ["the interval holds 0", "a move that clears 0.02 is decided at any n"], []),
+    ("own input moves it", sensitive(**MOVE),
+     ["the interval excludes 0: a fall of 0.100 to 0.200, wholly beyond the 0.02 worth naming, as it should"], []),
+    ("a replay not reproduced", cell(replay_mismatch=True),
+     ["n=100 samples (the interval holds 0 and allows a move of up to 0.014), but re-judging"], []),
+    ("a small leak the wiring renders", cell(renders=RENDERS_GT, noise=0.0, **SMALL),
+     ["not wholly beyond the 0.02 worth naming", "The run's wiring renders ground_truth."], ["no effect measured"]),
+    ("rendered, nothing shown beside it", cell(renders=RENDERS_GT),
+     ["no effect measured on these 100 samples", "the interval holds 0"], []),
+]
+
+
+@pytest.mark.parametrize(("evidence", "has", "lacks"), [r[1:] for r in WORDS], ids=[r[0] for r in WORDS])
+def test_the_words_beside_the_numbers_say_what_the_interval_shows(evidence: CellEvidence, has: list[str],
+                                                                  lacks: list[str]) -> None:
+    text = verdict_words.sentence(evidence, classify(evidence), repeats=3)
+    for part in has:
+        assert part in text, text
+    for part in lacks:
+        assert part not in text, text
+
+
+def test_a_clean_headline_says_every_interval_holds_zero_not_that_nothing_moves_by_the_effect() -> None:
+    cells = [arm(n=200, delta=0.004, lo=-0.012, hi=0.031), arm(arm="question", n=200)]
+    text = verdict_words.headline(cells, [])  # type: ignore[arg-type]
+    assert text.startswith("no dependence measured: on these 200 samples")
+    assert "every interval holds 0 and rules out a move of 0.031" in text
+    assert "moves by 0.02 or more" not in text
+
+
+def test_a_small_leak_heads_the_ablation_with_its_size() -> None:
+    cells = [arm(kind=v.LEAK, why=v.BELOW_EFFECT, delta=-0.028, lo=-0.042, hi=-0.015, n=331), arm(arm="question")]
+    text = verdict_words.headline(cells, [])  # type: ignore[arg-type]
+    assert text.startswith("wiring leak: faithfulness moves -0.028 when ground_truth is blanked (95% CI -0.042 to "
+                           "-0.015, n=331)")
+
+
+# -- issue 41 item 6: the judge repeat band an ablation reads (the zero-band snap no row pinned) -------------------
+BANDS = [
+    # (id, per-sample scores over the repeats, repeats, the band: 0.0, None, or "> 0")
+    ("identical repeats: band 0", [[0.5, 0.5, 0.5], [0.7, 0.7, 0.7]], 3, 0.0),
+    ("floating-point dust in identical repeats is band 0", [[0.1 + 0.2, 0.3, 0.3], [0.7, 0.7, 0.7]], 3, 0.0),
+    ("a real spread is a band", [[0.3, 0.5, 0.4], [0.6, 0.6, 0.7]], 3, "> 0"),
+    ("one repeat: no band", [[0.5], [0.7]], 1, None),
+    ("two repeats measure a band", [[0.3, 0.5], [0.6, 0.7]], 2, "> 0"),
+]
+
+
+@pytest.mark.parametrize(("scores", "repeats", "band"), [r[1:] for r in BANDS], ids=[r[0] for r in BANDS])
+def test_the_judge_repeat_band_snaps_dust_to_zero_and_no_ratio_to_it_is_printed(scores: list[list[float]],
+                                                                               repeats: int,
+                                                                               band: float | str | None) -> None:
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from lib.diagnosis.ablation._analysis import ArmResults, band_of
+
+    base = ArmResults({f"s{i}": x for i, x in enumerate(scores)}, {}, 0, 0, 0, Counter())
+    _, got = band_of(SimpleNamespace(repeats=repeats), base)  # type: ignore[arg-type]
+    if band == "> 0":
+        assert got is not None and got > 0.01
+    else:
+        assert got == band
+    e = cell(noise=got, **MOVE)
+    text = verdict_words.sentence(e, classify(e), repeats=repeats)
+    assert ("x the judge repeat band" in text) is (band == "> 0"), text
+
+
+# -- the joint arm's notes (lib.diagnosis.ablation._analysis._joint_notes), one row per branch --------------------
+def verdict(arm: str, kind: str, why: str, *, joint: bool = False, metric: str = "faithfulness") -> object:
+    from lib.diagnosis.ablation._result import ArmVerdict
+
+    return ArmVerdict(metric=metric, arm=arm, kind=kind, expected=v.INVARIANT, baseline=0.8, ablated=0.7,
+                      delta=-0.1, lo=-0.15, hi=-0.05, noise=None, ratio=None, n=100, n_failed=0, n_units=200,
+                      flips_to_positive=0, flips_to_negative=0, flips_p=None, mde=None, sentence=f"{arm}.",
+                      why=why, joint=joint)
+
+
+SET = "a leak of the set"
+CLEARS = "this cell clears nothing"
+JOINT = [
+    # (id, cells, the notes each cell's sentence gains, in order: SET, CLEARS or "")
+    ("a joint leak no single field shows: both sides say so",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["CLEARS", "CLEARS", "SET"]),
+    ("a small joint leak counts too",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL),
+      verdict("question+ground_truth", v.LEAK, v.BELOW_EFFECT, joint=True)], ["CLEARS", "CLEARS", "SET"]),
+    ("one field leaks alone: the set is not the finding, the clean one still clears nothing",
+     [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.LEAK, v.MEASURED),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["CLEARS", "", ""]),
+    ("a joint arm the wiring alone decides adds nothing",
+     [verdict("question", v.CLEAN, v.NULL), verdict("question+ground_truth", v.LEAK, v.STATIC, joint=True)],
+     ["", ""]),
+    ("no joint arm: no note", [verdict("question", v.CLEAN, v.NULL), verdict("ground_truth", v.CLEAN, v.NULL)],
+     ["", ""]),
+    ("a joint arm that does not leak: no note",
+     [verdict("question", v.CLEAN, v.NULL), verdict("question+ground_truth", v.CLEAN, v.NULL, joint=True)],
+     ["", ""]),
+    ("another metric's cells are not its singles: no note either side",
+     [verdict("question", v.CLEAN, v.NULL, metric="answer_correctness"),
+      verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)], ["", ""]),
+    ("a cell not re-judged is not a single that failed to move it",
+     [verdict("question", v.CLEAN, v.UNCHANGED), verdict("question+ground_truth", v.LEAK, v.MEASURED, joint=True)],
+     ["", ""]),
+]
+
+
+@pytest.mark.parametrize(("cells", "notes"), [r[1:] for r in JOINT], ids=[r[0] for r in JOINT])
+def test_each_branch_of_the_joint_arm_notes(cells: list[object], notes: list[str]) -> None:
+    from lib.diagnosis.ablation._analysis import _joint_notes
+
+    out = _joint_notes(cells)  # type: ignore[arg-type]
+    for before, after, note in zip(cells, out, notes, strict=True):
+        gained = after.sentence[len(before.sentence):]  # type: ignore[attr-defined]
+        assert after.sentence.startswith(before.sentence)  # type: ignore[attr-defined]
+        assert (SET in gained) is (note == "SET") and (CLEARS in gained) is (note == "CLEARS"), (note, gained)

@@ -183,7 +183,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     print(f"{flagged} of {checked} template(s) read a field their metric must never receive" if flagged
           else f"{checked} template(s) checked: no finding")
     if chance:
-        print(f"{len(chance)} run metric(s) hold scores on samples with no passages")
+        print(f"{len(chance)} finding(s) of scores a metric should never have given (on samples with no passages, "
+              f"or faithfulness on content-free answers)")
     return EXIT_FINDING if flagged or chance else EXIT_OK
 
 

@@ -5,8 +5,10 @@
   recall judges the reference against the passages; with nothing there, any
   score is chance (a judge's random flip can mark a claim "supported by
   nothing"). Excluded from those three metrics, for every judge and scorer.
-- A refusal ("I don't know", "I cannot answer that"): the answer states no
-  claim about the world, so faithfulness has nothing to check; a 0 would
+- A refusal ("I don't know", "I'm sorry, I cannot answer that", "I'm not
+  sure") or a non-answer ("No idea.", "Unknown.", "None.", "N/A"), each read
+  from a table below: the answer states no claim about the world, so
+  faithfulness has nothing to check; a 0 would
   punish an honest refusal and a 1 would be chance. Excluded from
   faithfulness only. Answer relevance and answer correctness still judge it:
   a refusal does not address the question and does not state the reference's
@@ -17,7 +19,10 @@
   claim for faithfulness to check: excluded from faithfulness, like a refusal.
 
 An ablation screens the unblanked sample, never the blanked one: blanking
-contexts is the measurement, not a degenerate input.
+contexts is the measurement, not a degenerate input. Scores another tool
+stored on such samples (no passages; faithfulness on a content-free answer)
+are kept and flagged: at import, on the Run page and by `lint --db`
+(store.chance_scores, chance_summary, chance_in_run).
 """
 
 from __future__ import annotations
@@ -26,16 +31,39 @@ import re
 from typing import TYPE_CHECKING
 
 from lib.core.metrics import METRIC_NAMES, get_metric
+from lib.core.results import OK
 from lib.core.samples import CONTEXTS, EvalSample
 
 if TYPE_CHECKING:
     import pandas as pd
 
-REFUSAL = re.compile(
-    r"^(?:sorry,? )?(?:i (?:do not|don't|dont) know|i (?:cannot|can't|can not) (?:answer|say|tell|help)"
-    r"|i (?:am|'m) not sure|i have no (?:idea|answer|information)|there is not enough information"
-    r"|(?:the )?(?:context|passages?|documents?) (?:does|do) not (?:say|contain|mention|state))"
-    r"(?: [^.!?]{0,60})?[.!?]?$")
+    from lib.core.records import RunRecord
+
+# A refusal is a whole answer that declines or admits not knowing. Two tables, matched on the answer lowercased,
+# curly apostrophes made straight, whitespace collapsed and "i'm" read as "i am":
+# - REFUSALS: openings, after an optional apology, with at most a short tail and no second sentence ("I don't
+#   know the answer to that."; an opening followed straight by a comma, "I'm not sure, but ...", is not one).
+# - NON_ANSWERS: whole answers, trailing punctuation aside, that answer nothing ("No idea.", "Unknown.", "None.").
+#   "None." can be a true answer to "how many ...?", but the claim is then in the question, which faithfulness
+#   must never receive: on its own it states nothing to check against the passages.
+APOLOGIES: tuple[str, ...] = ("sorry", "i am sorry", "i apologize", "i apologise", "unfortunately")
+REFUSALS: tuple[str, ...] = (
+    r"i (?:do not|don't|dont) know",
+    r"i (?:cannot|can't|cant|can not|am unable to|am not able to) (?:answer|say|tell|help)",
+    r"i am not (?:sure|certain)",
+    r"i have no (?:idea|answer|information)",
+    r"there is (?:not enough|no|insufficient) information",
+    r"(?:the )?(?:context|passages?|documents?) (?:does|do) not (?:say|contain|mention|state)",
+)
+NON_ANSWERS: frozenset[str] = frozenset({
+    "no idea", "not sure", "unsure", "unknown", "none", "n/a", "na", "null", "idk", "dunno", "no answer",
+    "not known", "nothing", "no clue", "no comment", "don't know", "do not know", "cannot say", "can't say",
+    "cannot answer", "can't answer", "no information", "not available",
+})
+_APOLOGY = r"(?:(?:" + "|".join(APOLOGIES) + r"),? (?:but )?)?"
+REFUSAL = re.compile(r"^" + _APOLOGY + r"(?:" + "|".join(REFUSALS) + r")(?: [^.!?]{0,60})?[.!?]?$")
+_APOLOGY_AT_START = re.compile(r"^" + _APOLOGY)
+_I_AM = re.compile(r"\bi'm\b")
 MAX_REFUSAL_WORDS = 14
 
 
@@ -72,10 +100,26 @@ def has_claim(answer: str) -> bool:
     return any(t[0].isdigit() or (len(t) > 2 and t.lower() not in FUNCTION_WORDS) for t in _TOKEN.findall(answer))
 
 
+def _normalised(answer: str) -> str:
+    return _I_AM.sub("i am", " ".join(answer.lower().replace("\u2019", "'").split()))
+
+
 def is_refusal(answer: str) -> bool:
-    """The whole answer is a refusal (a short 'I don't know' and no more)."""
-    text = " ".join(answer.lower().replace("\u2019", "'").split())
-    return 0 < len(text.split()) <= MAX_REFUSAL_WORDS and REFUSAL.match(text) is not None
+    """The whole answer is a refusal or a non-answer (a short 'I don't know', 'No idea.', 'None.' and no more)."""
+    text = _normalised(answer)
+    if not 0 < len(text.split()) <= MAX_REFUSAL_WORDS:
+        return False
+    bare = _APOLOGY_AT_START.sub("", text).rstrip(".!?\u2026 ")
+    return bare in NON_ANSWERS or REFUSAL.match(text) is not None
+
+
+def content_free_reason(answer: str) -> str | None:
+    """Why an answer states nothing for faithfulness to check ('refusal: ...', 'no claim: ...'), or None."""
+    if is_refusal(answer):
+        return "refusal: the answer states no claim for faithfulness to check"
+    if not has_claim(answer):
+        return "no claim: the answer has no word that states anything for faithfulness to check"
+    return None
 
 
 def exclusion_reason(sample: EvalSample, metric: str) -> str | None:
@@ -85,21 +129,64 @@ def exclusion_reason(sample: EvalSample, metric: str) -> str | None:
         return f"no passages: {metric} is judged over or against contexts, and this sample has none"
     if spec.items_from != CONTEXTS and is_blank(getattr(sample, spec.items_from)):
         return f"no {spec.item_kind}s to judge: {spec.items_from} is empty"
-    if metric == "faithfulness" and is_refusal(sample.answer):
-        return "refusal: the answer states no claim for faithfulness to check"
-    if metric == "faithfulness" and not has_claim(sample.answer):
-        return "no claim: the answer has no word that states anything for faithfulness to check"
+    if metric == "faithfulness":
+        return content_free_reason(sample.answer)
     return None
 
 
 PASSAGE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if CONTEXTS in get_metric(m).receives)
 
 
+NO_PASSAGES = "no passages"
+CONTENT_FREE = "content-free answer"
+# A stored score's answer is read back to be checked only up to this length: a refusal is at most
+# MAX_REFUSAL_WORDS words with a short tail, and an answer this long with no claim is not one a tool writes.
+CONTENT_FREE_MAX_CHARS = 300
+
+
+def _chance_words(reason: str, what: str, n: int, ones: int) -> str:
+    """'35 faithfulness score(s) on content-free answers (...; 35 of them 1.0)' (`what`: the metric, or '')."""
+    scores = f"{n} {what} score(s)" if what else f"{n} score(s)"
+    if reason == CONTENT_FREE:
+        return f"{scores} on content-free answers (a refusal, a non-answer or no claim; {ones} of them 1.0)"
+    return f"{scores} on samples with no passages ({ones} of them 1.0)"
+
+
+def _chance_why(reason: str) -> str:
+    if reason == CONTENT_FREE:
+        return "the answer states no claim to check, so a score there is chance, not support"
+    return "a score there is chance, not support"
+
+
 def chance_summary(frame: pd.DataFrame) -> list[str]:
-    """One line per (run, metric): how many scores on samples with no passages, and how many read 1.0."""
+    """One line per (run, metric, reason): how many stored scores a metric should never have given (on samples
+    with no passages, on content-free answers: store.chance_scores), and how many read 1.0."""
     lines = []
-    for (run_id, metric), part in frame.groupby(["run_id", "metric"], sort=True):
+    if "reason" not in frame.columns:
+        frame = frame.assign(reason=NO_PASSAGES)
+    for (run_id, metric, reason), part in frame.groupby(["run_id", "metric", "reason"], sort=True):
         ones = int((part["score"] >= 1.0).sum())
-        lines.append(f"run {run_id}: {len(part)} {metric} score(s) on samples with no passages ({ones} of them "
-                     f"1.0), e.g. {part['sample_id'].iloc[0]}: a score there is chance, not support")
+        lines.append(f"run {run_id}: {_chance_words(reason, metric, len(part), ones)}, e.g. "
+                     f"{part['sample_id'].iloc[0]}: {_chance_why(reason)}")
+    return lines
+
+
+def chance_in_run(run: RunRecord) -> list[str]:
+    """At import: one line per (metric, reason) for the run's scores a metric should never have given, as
+    chance_summary says them for a stored run (no sample text, no sample id: the page renders these lines)."""
+    lines = []
+    for m in run.metrics:
+        samples = {s.sample_id: s for s in run.samples.get(m.suite, ())}
+        counts: dict[str, list[float]] = {}
+        for r in m.results:
+            s = samples.get(r.sample_id)
+            if r.status != OK or r.score is None or s is None:
+                continue
+            if m.metric in PASSAGE_METRICS and not has_passages(s.contexts):
+                counts.setdefault(NO_PASSAGES, []).append(r.score)
+            elif m.metric == "faithfulness" and content_free_reason(s.answer) is not None:
+                counts.setdefault(CONTENT_FREE, []).append(r.score)
+        for reason, scores in sorted(counts.items()):
+            ones = sum(x >= 1.0 for x in scores)
+            lines.append(f"{m.metric}: {_chance_words(reason, '', len(scores), ones)}: {_chance_why(reason)}")
     return lines

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from lib.core.degenerate import PASSAGE_METRICS, WHITESPACE
+from lib.core.degenerate import (
+    CONTENT_FREE,
+    CONTENT_FREE_MAX_CHARS,
+    NO_PASSAGES,
+    PASSAGE_METRICS,
+    WHITESPACE,
+    content_free_reason,
+)
 from lib.core.errors import NotFoundError
 from lib.core.prompts import BINDINGS
 from lib.core.records import MAIN, RecordedInstrument, RunHeader
@@ -279,14 +286,40 @@ class RunsMixin(StoreBase):
             params.append(run_id)
         return self._df(sql + " ORDER BY s.run_id, s.metric, s.sample_id", params)
 
+    def scores_on_content_free_answers(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
+        """Stored faithfulness scores on answers that state no claim (lib.core.degenerate.content_free_reason).
+
+        The answers are read in SQL only when short enough to be one (CONTENT_FREE_MAX_CHARS) and decided in
+        Python, once per distinct answer, by the same function that excludes them before any judge call.
+        Columns: run_id, metric, sample_id, score; every run when run_id is None.
+        """
+        where = "s.status = 'ok' AND s.suite = ? AND s.metric = 'faithfulness'"
+        params: list[object] = [suite]
+        if run_id is not None:
+            where += " AND s.run_id = ?"
+            params.append(run_id)
+        short = self._rows(f"""SELECT DISTINCT p.answer FROM sample_scores s JOIN samples p USING (run_id, suite,
+                                   sample_id) WHERE {where} AND length(p.answer) <= ?""",
+                           [*params, CONTENT_FREE_MAX_CHARS])
+        free = [a for (a,) in short if content_free_reason(a or "") is not None]
+        return self._df(f"""SELECT s.run_id, s.metric, s.sample_id, s.score FROM sample_scores s
+                            JOIN samples p USING (run_id, suite, sample_id)
+                            WHERE {where} AND list_contains(?::VARCHAR[], p.answer)
+                            ORDER BY s.run_id, s.metric, s.sample_id""", [*params, free])
+
     def chance_scores(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
-        """Stored scores on samples with no passages, for the metrics judged over or against passages.
+        """Stored scores a metric should never have given: on samples with no passages (the metrics judged over
+        or against passages), and faithfulness on content-free answers (a refusal, a non-answer, no claim).
 
         These came from a harness that scored what it should have excluded (an
         ingested file, an external harness); a 1.0 there is chance, not support.
-        Columns: run_id, metric, sample_id, score.
+        Columns: run_id, metric, sample_id, score, reason ('no passages' or 'content-free answer'; a sample
+        with both is listed once, for its passages).
         """
-        return self.scores_without_passages(PASSAGE_METRICS, run_id, suite)
+        frames = [self.scores_without_passages(PASSAGE_METRICS, run_id, suite).assign(reason=NO_PASSAGES),
+                  self.scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
+        out = pd.concat(frames, ignore_index=True).drop_duplicates(["run_id", "metric", "sample_id"])
+        return out.sort_values(["run_id", "metric", "sample_id"], kind="stable").reset_index(drop=True)
 
     def suites(self, run_id: str) -> list[str]:
         return [r[0] for r in self._rows("SELECT DISTINCT suite FROM samples WHERE run_id = ? ORDER BY suite",

@@ -44,3 +44,18 @@ def whole_sample_faithfulness(samples: Sequence[EvalSample]) -> list[float | Non
     from tests.support.synthetic_runs import WHOLE_SAMPLE_FAITHFULNESS
 
     return _faithfulness(samples, Instrument("faithfulness", WHOLE_SAMPLE_FAITHFULNESS, REPLAY))
+
+
+def partial_leak_faithfulness(samples: Sequence[EvalSample]) -> list[float | None]:
+    """A harness whose code lets the reference reach its check for one sample in 15 (by position, a stable share
+    of any order): a leak that moves the run's faithfulness by a few hundredths, below the 0.02 worth naming at
+    the interval's near end."""
+    leaky = Instrument("faithfulness", LEAKY_FAITHFULNESS, REPLAY)
+    wired = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+    judge = OfflineJudge()
+    out: list[float | None] = []
+    for s in samples:
+        n = int("".join(c for c in s.sample_id if c.isdigit()) or 0)
+        r = score_sample(s, leaky if n % 15 == 0 else wired, judge, screen=False)
+        out.append(r.score if r.status == OK else None)
+    return out

@@ -31,6 +31,7 @@ from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
 from lib.diagnosis.ablation._verdicts import (
+    BELOW_EFFECT,
     CLEAN,
     FLOOR,
     IGNORES_INPUTS,
@@ -273,7 +274,7 @@ def _joint_notes(cells: list[ArmVerdict]) -> list[ArmVerdict]:
     """A joint arm that leaks while no single field does is a leak of the set; say so on both sides."""
     out = list(cells)
     for i, j in enumerate(cells):
-        if not (j.joint and j.kind == LEAK and j.why == MEASURED):
+        if not (j.joint and j.kind == LEAK and j.why in (MEASURED, BELOW_EFFECT)):
             continue
         singles = [k for k, c in enumerate(cells) if c.metric == j.metric and not c.joint and c.why != UNCHANGED
                    and not is_swap(c.arm) and not is_control(c.arm) and len(arm_fields(c.arm)) == 1

@@ -22,12 +22,17 @@ The stopping rule (`stop_reason`) reads the same evidence `lib.diagnosis.ablatio
 reads, with the CS as the interval: an arm stops when a move beyond the
 smallest effect worth naming (and beyond the repeat noise band) is decided,
 when no move beyond the margin a null must rule out is left, or when
-blanking left the metric nothing to judge. An arm that no look decides is
-judged on every sample, and its verdict rests on the same fixed-n interval
-as judging all samples would give. So the stated false-LEAK level is
-FALSE_LEAK_LEVEL = 5%: at most ALPHA/2 (the CS's upper side) from the
-looks, plus the fixed-n interval's one-sided 2.5% at the last one, for a
-true move no larger than the smallest effect worth naming.
+blanking left the metric nothing to judge. A must-never-receive field whose
+CS excludes zero but not the smallest effect is a leak below the effect so
+far: never a null, and judged on, so that its size is read as judging every
+sample would read it. An arm that no look decides is judged on every sample,
+and its verdict rests on the same fixed-n interval as judging all samples
+would give. So the stated false-LEAK level, for a field the judge does not
+depend on (a true move of 0; any true move of a must-never-receive field is
+a leak), is FALSE_LEAK_LEVEL = 7.5%: at most ALPHA/2 from the looks (a CS
+wholly beyond the effect on one side), plus the fixed-n interval's 5% at the
+last one (it excludes zero on either side; a move within the judge repeat
+band is not counted, so a noisy judge's rate is lower: 0 of 400 simulated).
 
 Assumes what the paired bootstrap assumes: samples are exchangeable draws
 from what the run stands for; the seeded order makes each judged prefix a
@@ -43,10 +48,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.diagnosis.ablation._verdicts import EXPECT_SENSITIVE, MAX_FAILED_SHARE, MIN_PAIRED, CellEvidence
+from lib.diagnosis.ablation._verdicts import (
+    EXPECT_SENSITIVE,
+    INVARIANT,
+    MAX_FAILED_SHARE,
+    MIN_PAIRED,
+    CellEvidence,
+)
 
 ALPHA = 0.05            # the CS's two-sided miscoverage: it covers the mean at every look at once with 95%
-FALSE_LEAK_LEVEL = 0.05  # stated: ALPHA/2 from the looks + 2.5% from the fixed-n interval of an exhausted arm
+FALSE_LEAK_LEVEL = 0.075  # stated: ALPHA/2 from the looks + 5% (two-sided) from the fixed-n interval at the end
 CHUNK = 20              # samples judged between looks
 BET_CAP = 0.75          # the largest bet (the paper's c; 1/2 or 3/4 are its suggestions)
 
@@ -153,6 +164,9 @@ def stop_reason(e: CellEvidence) -> str | None:
         return None
     if e.beyond_effect:
         return MOVE if e.beyond_noise else None   # within the noise band: more samples narrow the band
+    if e.expected == INVARIANT and e.excludes_zero:
+        return None          # a leak below the effect so far: never a null; judge on to size it (the last look's
+                             # fixed-n interval decides it, as judging every sample would)
     if e.expected == EXPECT_SENSITIVE and e.falls:
         return None          # a fall below the effect is no null; more samples may show the effect
     if e.headroom is not None and e.headroom < e.rule_out:

@@ -74,12 +74,30 @@ def _move(e: CellEvidence) -> str:
             f"{fields_words(e.fields)} {_is(e.fields)} blanked")
 
 
+def _shows(e: CellEvidence) -> str:
+    """What the interval shows: that it holds 0 and how far it reaches, or the move it shows ('' with none).
+
+    A move is said as its interval's two ends (a fall of 0.015 to 0.042), and whether both lie beyond the smallest
+    effect worth naming: the mean alone can be past it while the interval is not.
+    """
+    if e.lo is None or e.hi is None or math.isnan(e.lo) or math.isnan(e.hi):
+        return ""
+    it = "the CS" if e.sequence else "the interval"
+    if not e.excludes_zero:
+        return f"{it} holds 0 and allows a move of up to {_num(e.far, False)}"
+    side, near, far = ("fall", -e.hi, -e.lo) if e.hi < 0 else ("rise", e.lo, e.hi)
+    beyond = "wholly beyond" if e.beyond_effect else "not wholly beyond"
+    return f"{it} excludes 0: a {side} of {near:.3f} to {far:.3f}, {beyond} the {e.min_effect:.2f} worth naming"
+
+
 def _rules_out(e: CellEvidence) -> str:
-    """What a null rules out, and by which interval."""
+    """What a null rules out, and by which interval (a received field's may show a small rise, never a fall)."""
+    it = "the CS" if e.sequence else "the interval"
+    held = f"{it} holds 0 and rules out" if not e.excludes_zero else f"{_shows(e)}; {it} rules out"
     if e.sequence:
-        return (f"the CS rules out a move of {_num(e.far, False)} (a 95% confidence sequence: valid at whichever "
-                f"look judging stopped)")
-    return f"the interval rules out a move of {_num(e.far, False)}"
+        return (f"{held} a move of {_num(e.far, False)} (a 95% confidence sequence: valid at whichever look judging "
+                f"stopped)")
+    return f"{held} a move of {_num(e.far, False)}"
 
 
 def stop_words(reason: str, judged: int, total: int) -> str:
@@ -103,16 +121,16 @@ def _measured(e: CellEvidence) -> str:
     """', moves -0.300 (95% CI ...)' when anything was measured, else ''."""
     if e.mean is None or math.isnan(e.mean):
         return ""
-    return f" (it moves {_num(e.mean)}, 95% CI {_num(e.lo)} to {_num(e.hi)})"
+    return f" (it moves {_num(e.mean)}, 95% CI {_num(e.lo)} to {_num(e.hi)}: {_shows(e)})"
 
 
 def _static_measured(e: CellEvidence, failures: str) -> str:
     """What was measured beside a static LEAK: the move, the failures, too few samples, or nothing."""
     parts = []
-    if e.mean is not None and not math.isnan(e.mean) and not e.beyond_effect:
-        parts.append(f"no effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]})")
+    if e.mean is not None and not math.isnan(e.mean) and not e.excludes_zero:
+        parts.append(f"no effect measured on these {e.n} samples ({_move(e)[len(e.metric) + 1:]}: {_shows(e)})")
     elif e.mean is not None and not math.isnan(e.mean):
-        parts.append(f"measured beside it on {e.n} samples: {_move(e)[len(e.metric) + 1:]}")
+        parts.append(f"measured beside it on {e.n} samples: {_move(e)[len(e.metric) + 1:]}, and {_shows(e)}")
     else:
         parts.append("nothing measured beside it")
     if e.n_units and e.n_failed / e.n_units > v.MAX_FAILED_SHARE:
@@ -133,10 +151,18 @@ def _floor_words(e: CellEvidence) -> str:
 
 
 def _floor_need(e: CellEvidence) -> str:
-    """How far a null would have to rule out a fall, or that there is no room at all."""
+    """Why the room above the floor leaves a null undecided: none at all, less than a null must rule out, or an
+    interval that reaches beyond half of it. Says the room, never a fall the interval contradicts."""
+    room = max(e.headroom or 0.0, 0.0)
     if e.null_bound < 0.0005:
-        return "at all: the judge gives as much with nothing to check against"
-    return f"by the {e.null_bound:.3f} a null must rule out"
+        return (f"is already at {_num(e.baseline, False)}{_floor_words(e)}: blanking {fields_words(e.fields)} cannot "
+                f"lower it at all: the judge gives as much with nothing to check against")
+    if room < e.rule_out:
+        return (f"is already at {_num(e.baseline, False)}{_floor_words(e)}: with {room:.3f} of room to fall, less "
+                f"than the {e.rule_out:.3f} a null must rule out, no null can be told from a score with nowhere to go")
+    it = "the CS" if e.sequence else "the interval"
+    return (f"is at {_num(e.baseline, False)}{_floor_words(e)}: a null must rule out a fall of {e.null_bound:.3f} "
+            f"(half the {room:.3f} of room above the floor), and {it} does not")
 
 
 def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", probe: int = 0) -> str:
@@ -151,6 +177,14 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
     rendered = (f" The run's wiring renders {forbidden}, which {e.metric} must never receive: not cleared."
                 if forbidden else "")
     pronoun = "it" if len(e.fields) == 1 else "them"
+    wired = f" The run's wiring renders {forbidden}." if forbidden else ""
+    shows = _shows(e)
+    at_any_n = ("a dependence the interval shows is decided at any n" if e.expected == v.INVARIANT else
+                f"a move that clears {e.min_effect:.2f} is decided at any n")
+    wide = (f"{shows}, beyond the {e.null_bound:.3f} a null must rule out: no dependence is shown, and none is ruled "
+            f"out" if not e.excludes_zero else
+            f"{shows}; it allows a move of up to {_num(e.far, False)}, beyond the {e.null_bound:.3f} a null must rule "
+            f"out")
     table = {
         (v.SENSITIVE, v.NOTHING_TO_JUDGE): f"SENSITIVE: blanking {words} leaves {e.metric} nothing to judge (its "
                                            f"{spec.item_kind}s come from {spec.items_from}), as it should.",
@@ -158,32 +192,33 @@ def sentence(e: CellEvidence, d: Decision, *, repeats: int, failures: str = "", 
                                       f"{f' ({failures})' if failures else ''}; too few scores to say whether "
                                       f"blanking {words} moves it.{rendered}",
         (v.INCONCLUSIVE, v.TOO_FEW): f"INCONCLUSIVE: only {e.n} samples scored in both arms of {e.metric} with "
-                                     f"{words} blanked{_measured(e)}; a move that clears {e.min_effect:.2f} is "
-                                     f"decided at any n, but a null needs at least {v.MIN_PAIRED}.{rendered}",
-        (v.INCONCLUSIVE, v.SMALL_FALL): f"INCONCLUSIVE: {_move(e)}, {noise}, {n}: a fall (the interval excludes "
-                                        f"zero), smaller than the {e.min_effect:.2f} worth naming; {e.metric} "
-                                        f"receives {received}, and a fall is not a sign that it ignores it.",
-        (v.LEAK, v.MEASURED): f"LEAK: {_move(e)}, {noise}, {n}. A correctly wired {e.metric} judge never sees "
-                              f"{words}; on these samples this one depends on {pronoun}.",
-        (v.SENSITIVE, v.MEASURED): f"SENSITIVE: {_move(e)}, {noise}, {n}, as it should: {e.metric} receives "
-                                   f"{received}.",
+                                     f"{words} blanked{_measured(e)}; {at_any_n}, but a null needs at least "
+                                     f"{v.MIN_PAIRED}.{rendered}",
+        (v.INCONCLUSIVE, v.SMALL_FALL): f"INCONCLUSIVE: {_move(e)}, {noise}, {n}: {shows}; {e.metric} receives "
+                                        f"{received}, and a fall is not a sign that it ignores {pronoun}.",
+        (v.LEAK, v.MEASURED): f"LEAK: {_move(e)}, {noise}, {n}: {shows}. A correctly wired {e.metric} judge never "
+                              f"sees {words}; on these samples this one depends on {pronoun}.{wired}",
+        (v.LEAK, v.BELOW_EFFECT): f"LEAK: {_move(e)}, {noise}, {n}: {shows}, but a correctly wired {e.metric} judge "
+                                  f"never sees {words}, so any dependence on {pronoun} is a leak: on these samples "
+                                  f"this one depends on {pronoun}, by about {abs(e.mean or 0.0):.3f}.{wired}",
+        (v.SENSITIVE, v.MEASURED): f"SENSITIVE: {_move(e)}, {noise}, {n}: {shows}, as it should: {e.metric} "
+                                   f"receives {received}.",
         (v.LEAK, v.STATIC): f"LEAK: the run's wiring renders {forbidden}, which {e.metric} must never receive; "
                             f"{_static_measured(e, failures)}. A wiring that renders it is not cleared by a small "
                             f"move: another field can supply the same support.",
-        (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n}, but re-judging the unblanked run does "
-                                       f"not reproduce its stored {e.metric} score, so this ablation measured "
-                                       f"another instrument and cannot clear the run.",
-        (v.INCONCLUSIVE, v.WITHIN_NOISE): f"INCONCLUSIVE: {_move(e)}, {n}: beyond its interval but within "
-                                          f"{noise}.",
-        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} is already at {_num(e.baseline, False)}"
-                                   f"{_floor_words(e)}: blanking {words} cannot lower it {_floor_need(e)} "
-                                   f"({_move(e)[len(e.metric) + 1:]}, {n}).",
+        (v.REPLAY_MISMATCH, v.REPLAY): f"REPLAY MISMATCH: {_move(e)}, {n} ({shows}), but re-judging the "
+                                       f"unblanked run does not reproduce its stored {e.metric} score, so this "
+                                       f"ablation measured another instrument and cannot clear the run.",
+        (v.INCONCLUSIVE, v.WITHIN_NOISE): f"INCONCLUSIVE: {_move(e)}, {n}: {shows}, but its mean is {noise}, "
+                                          f"within it: a move re-judging the same outputs makes on its own is not a "
+                                          f"measured dependence, and not a null either.",
+        (v.INCONCLUSIVE, v.FLOOR): f"INCONCLUSIVE: {e.metric} {_floor_need(e)} ({_move(e)[len(e.metric) + 1:]}, {n}; "
+                                   f"{shows}).",
         (v.CLEAN, v.NULL): f"CLEAN: no dependence of {e.metric} on {words} measured on these {e.n} samples: "
                            f"{_move(e)[len(e.metric) + 1:]} ({noise}); {_rules_out(e)}.{_static_note(e)}",
         (v.INSENSITIVE, v.NULL): f"INSENSITIVE: {_move(e)}, {noise}, {n}; {_rules_out(e)} although {e.metric} "
                                  f"receives {received}: on these samples it does not depend on its own input.",
-        (v.INCONCLUSIVE, v.WIDE): f"INCONCLUSIVE: {_move(e)}, {n}; a move of up to {_num(e.far, False)} cannot be "
-                                  f"ruled out, and none beyond {e.min_effect:.2f} is established.",
+        (v.INCONCLUSIVE, v.WIDE): f"INCONCLUSIVE: {_move(e)}, {n}; {wide}.",
     }
     return table[(d.kind, d.why)]
 
@@ -242,9 +277,16 @@ def _leak_headline(c: ArmVerdict, more: int) -> str:
                 f"(no effect measured on these {c.n} samples){extra}.")
     times = f", {c.ratio:.1f}x the judge repeat band" if c.ratio else ""
     together = " together" if len(fields) > 1 else ""
-    return (f"wiring leak: {c.metric} moves {c.delta or 0:+.2f} when {fields_words(fields)} {_is(fields)} "
+    small = (f": a small leak, its interval not wholly beyond the {c.min_effect or v.MIN_EFFECT:.2f} worth naming, "
+             f"but a leak" if c.why == v.BELOW_EFFECT else "")
+    return (f"wiring leak: {c.metric} moves {_size(c.delta or 0.0)} when {fields_words(fields)} {_is(fields)} "
             f"{arm_words.verb(c.arm)}{together} ({c.interval_words} {_num(c.lo)} to {_num(c.hi)}, n={c.n}{times})"
-            f"{extra}.")
+            f"{small}{extra}.")
+
+
+def _size(x: float) -> str:
+    """A move in the headline: two places, three below 0.05 (a small leak must not read as -0.03 or -0.00)."""
+    return f"{x:+.2f}" if abs(x) >= 0.05 else f"{x:+.3f}"
 
 
 def repeats_words(repeats: int, probe: int) -> str:
@@ -289,7 +331,7 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
     mismatched = [r.metric for r in replay if r.mismatch]
     not_reproduced = (f" Re-judging {fields_words(mismatched)} does not reproduce the stored score, so nothing "
                       f"here can clear the run." if mismatched else "")
-    leaks = sorted((c for c in cells if c.kind == v.LEAK), key=lambda c: (c.why != v.MEASURED, -abs(c.delta or 0)))
+    leaks = sorted((c for c in cells if c.kind == v.LEAK), key=lambda c: (c.why == v.STATIC, -abs(c.delta or 0)))
     if leaks:
         return prefix + _leak_headline(leaks[0], len(leaks) - 1) + not_reproduced
     # the positive control's finding first: it says why a cell at the judge's floor does not move
@@ -317,13 +359,14 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
                          "never shown them. Whether a jump between two runs came from the instrument or the outputs "
                          "is the split of that jump (Compare).")
     cells = measured
-    if any(c.expected == v.INVARIANT for c in cells):
-        effect = max((c.min_effect or v.MIN_EFFECT) for c in cells)
-        n = _n_words([c for c in cells if c.expected == v.INVARIANT])
-        return (prefix + f"no dependence measured: on these {n} samples no metric tested moves by {effect:.2f} or "
-                f"more when the fields it must never receive are blanked, alone or together. This describes the "
-                f"run's wiring on these samples; whether a jump between two runs came from the instrument or the "
-                f"outputs is the split of that jump (Compare).")
+    nulls = [c for c in cells if c.expected == v.INVARIANT]
+    if nulls:
+        ends = [abs(x) for c in nulls for x in (c.lo, c.hi) if x is not None and not math.isnan(x)]
+        far = f" and rules out a move of {max(ends):.3f}" if ends else ""
+        return (prefix + f"no dependence measured: on these {_n_words(nulls)} samples no metric tested depends on "
+                f"a field it must never receive, blanked alone or together: every interval holds 0{far}. This "
+                f"describes the run's wiring on these samples; whether a jump between two runs came from the "
+                f"instrument or the outputs is the split of that jump (Compare).")
     return (prefix + f"as expected: every metric tested moves when its own inputs are blanked (n={_n_words(cells)} "
             f"samples).")
 

@@ -17,18 +17,24 @@ and nothing else:
   prompt is byte-identical to the baseline's, the arm is not re-judged and
   its verdict rests on that fact alone (UNCHANGED), never on a measurement.
 
-A move counts when its interval lies wholly beyond the smallest effect worth
-naming (so it excludes zero too) and its mean exceeds the noise band when the
-band is not zero, at any number of samples (a small n's interval is exact). A
-null needs MIN_PAIRED samples and an interval within `null_bound`: `rule_out`,
-or HEADROOM_SHARE of the room the score has above the judge's floor when that
-is smaller; a received field whose interval excludes zero on the side of a
-fall is never INSENSITIVE. A wiring that renders a must-never-receive field is
-a LEAK whatever was measured (the measurement, failures included, is said
-beside it), and nothing clears a run whose
-instrument the ablation did not reproduce (a CLEAN or SENSITIVE cell becomes
-REPLAY MISMATCH; a finding against the wiring stands). `classify` returns the verdict and
-the branch that decided it; `lib.diagnosis.ablation._verdict_words` turns both into a sentence.
+A move of a received field counts when its interval lies wholly beyond the
+smallest effect worth naming (so it excludes zero too); a move of a field the
+metric must never receive counts when its interval excludes zero, whatever its
+size (a small leak is still a leak: a CI gate must fail on it, and its size is
+said). Either way its mean must exceed the judge repeat band when the band is
+not zero (a move within it is what re-judging the same outputs does on its
+own: not a measured dependence, and not a null either, so INCONCLUSIVE), at
+any number of samples (a small n's interval is exact). So CLEAN needs an
+interval that holds zero and rules out the effect. A null needs MIN_PAIRED
+samples and an interval within `null_bound`: `rule_out`, or HEADROOM_SHARE
+of the room the score has above the judge's floor when that is smaller; a
+received field whose interval excludes zero on the side of a fall is never
+INSENSITIVE. A wiring that renders a must-never-receive field is a LEAK
+whatever was measured (the measurement, failures included, is said beside
+it), and nothing clears a run whose instrument the ablation did not reproduce
+(a CLEAN or SENSITIVE cell becomes REPLAY MISMATCH; a finding against the
+wiring stands). `classify` returns the verdict and the branch that decided it;
+`lib.diagnosis.ablation._verdict_words` turns both into a sentence.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ NULL = "null measured"
 WIDE = "interval too wide"
 UNCHANGED = "prompt unchanged"
 SMALL_FALL = "a fall below the effect"
+BELOW_EFFECT = "a dependence below the effect"   # a forbidden field's move the interval shows, not wholly beyond
 HEADROOM_SHARE = 0.5     # a null must rule out a fall of this share of the room above the judge's floor
 
 
@@ -155,6 +162,17 @@ class CellEvidence:
         return _real(self.lo) and _real(self.hi) and (self.lo > self.min_effect or self.hi < -self.min_effect)
 
     @property
+    def excludes_zero(self) -> bool:
+        """The interval excludes zero: it shows a move (an interval that ends at 0 holds it)."""
+        return _real(self.lo) and _real(self.hi) and (self.lo > 0 or self.hi < 0)
+
+    @property
+    def shows_move(self) -> bool:
+        """The interval shows a move that counts for this cell: any move for a field the metric must never
+        receive (excludes zero), a move wholly beyond the smallest effect for a field it receives."""
+        return self.excludes_zero if self.expected == INVARIANT else self.beyond_effect
+
+    @property
     def beyond_noise(self) -> bool:
         """The mean move exceeds the noise band; a zero or unmeasured band leaves it to the interval."""
         return not self.noise or (_real(self.mean) and abs(self.mean) > self.noise)
@@ -176,8 +194,9 @@ def classify(e: CellEvidence) -> Decision:
     """The verdict on one cell. Pure: the same evidence always gives the same decision.
 
     The order is the rule: what the wiring shows decides before any count (a rendered forbidden field is a
-    LEAK whatever the failures or the number of samples, with the measurement beside it); a move whose
-    interval clears the smallest effect decides at any n (a small n's interval is exact: stats.paired_interval);
+    LEAK whatever the failures or the number of samples, with the measurement beside it); a move that counts
+    (any move of a must-never-receive field the interval shows; a received field's beyond the smallest effect)
+    decides at any n (a small n's interval is exact: stats.paired_interval);
     only a null (CLEAN, INSENSITIVE) needs MIN_PAIRED samples and room to fall.
     """
     static = bool(e.rendered_forbidden)
@@ -190,18 +209,19 @@ def classify(e: CellEvidence) -> Decision:
     if e.nothing_to_judge and e.expected == EXPECT_SENSITIVE:
         return Decision(SENSITIVE, NOTHING_TO_JUDGE)
     failed = bool(e.n_units) and e.n_failed / e.n_units > MAX_FAILED_SHARE
-    moved = _real(e.mean) and e.beyond_effect and e.beyond_noise
+    moved = _real(e.mean) and e.shows_move and e.beyond_noise
+    leak = Decision(LEAK, MEASURED if e.beyond_effect else BELOW_EFFECT)
     if static:
-        return Decision(LEAK, MEASURED) if moved and not failed else Decision(LEAK, STATIC)
+        return leak if moved and not failed else Decision(LEAK, STATIC)
     if failed:
         return Decision(INCONCLUSIVE, FAILURES)
     if not _real(e.mean):
         return Decision(INCONCLUSIVE, TOO_FEW)
     if moved:
         if e.expected == INVARIANT:
-            return Decision(LEAK, MEASURED)
+            return leak
         return Decision(REPLAY_MISMATCH, REPLAY) if e.replay_mismatch else Decision(SENSITIVE, MEASURED)
-    if e.beyond_effect:
+    if e.shows_move:
         return Decision(INCONCLUSIVE, WITHIN_NOISE)
     if e.expected != INVARIANT and e.falls:
         return Decision(INCONCLUSIVE, SMALL_FALL)

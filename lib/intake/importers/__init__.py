@@ -142,6 +142,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     Raises:
         InputError: an unreadable file, a file with no score we know, or a row and field that fails validation.
     """
+    from lib.core.degenerate import chance_in_run
     from lib.intake.ingest import run_from_frame
 
     fmt = fmt or detect(path)
@@ -189,6 +190,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     run = dataclasses.replace(run, notes=notes, metrics=[
         dataclasses.replace(m, scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
         for m in run.metrics])
+    warnings.extend(chance_in_run(run))   # scores the tool gave where there is nothing to check: flagged, kept
     return ImportPlan(run=run, fmt=fmt, tool=got.tool, version=tool_version, grader=judge, grader_source=place,
                       sources=dict(got.sources), notes=notes, warnings=tuple(warnings))
 
