@@ -148,7 +148,8 @@ def test_a_chunk_judges_open_arms_and_the_baseline_the_replay_check_needs() -> N
         return {(u[1], u[2]) for u in units}
 
     floor = "question+contexts+ground_truth"   # the judge's floor, judged beside the baseline while an arm is open
-    both = {(a, r) for a in ("none", "ground_truth", "contexts", floor) for r in range(2)}
+    # ... and the positive control ("support": the items given perfect support), read against that floor
+    both = {(a, r) for a in ("none", "ground_truth", "contexts", floor, "support") for r in range(2)}
     assert cells({}, 0) == both                                            # every open arm, with its baseline
     assert cells({}, 0, baseline_only=True) == {("none", 0), ("none", 1)}  # the probe
     one = {("faithfulness", "contexts"): Stop(MOVE, 20)}
