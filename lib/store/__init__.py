@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
+from lib.store import lake
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
@@ -41,6 +42,10 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     """
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        if lake.is_lake(path):
+            self._open_lake(lake.parse(str(path)))
+            return
+        self.lake = False
         self.path = Path(path)
         self.read_only = read_only
         existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
@@ -70,6 +75,28 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             self._drop_stale_staging()
         except BaseException:
             self._con.close()   # a refused or failed migration must not keep the file locked in this process
+            raise
+
+    def _open_lake(self, target: lake.LakeTarget) -> None:
+        """A team store (lib.store.lake): the lake attached to an in-memory DuckDB, migrated by the same steps.
+
+        Many processes open one lake, so the migration is retried on a commit conflict (two first opens at once)
+        and staging tables left by others are not this process's to drop.
+        """
+        self.lake = True
+        self.read_only = False
+        self.path = Path(target.name)
+        self._con = lake.connect(target)
+        self._write_lock = threading.RLock()
+        self._on_close = []
+        self._hold_replies()
+        try:
+            def take_steps() -> None:
+                with self.transaction() as cur:
+                    migrate(cur, target.name)
+            lake.retrying(f"migrating {target.name}", take_steps)
+        except BaseException:
+            self._con.close()
             raise
 
     def on_close(self, stop: Callable[[], None]) -> None:

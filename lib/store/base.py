@@ -35,6 +35,7 @@ class StoreBase:
     """The connection, cursors and the serialised write transaction every part of the store uses."""
 
     path: Path
+    lake: bool = False   # a team store (lib.store.lake): many processes write it at once
     _con: duckdb.DuckDBPyConnection
     _write_lock: threading.RLock
 

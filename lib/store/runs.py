@@ -117,7 +117,8 @@ class RunsMixin(StoreBase):
         return RecordedInstrument(model, h, template, binding, score, n, n_failed)
 
     def prompts(self) -> pd.DataFrame:
-        return self._df("SELECT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")
+        # DISTINCT: two writers of a team store can each add one new template at once (its tables have no key)
+        return self._df("SELECT DISTINCT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")
 
     def prompt(self, prompt_hash: str) -> str | None:
         rows = self._rows("SELECT template FROM prompts WHERE prompt_hash = ?", [prompt_hash])
