@@ -13,6 +13,7 @@ import duckdb
 import pandas as pd
 
 from lib.core.results import EXCLUDED, FAILED, OK
+from lib.store.lake import ALIAS as LAKE_ALIAS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,7 +52,10 @@ class StoreBase:
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for one use (one per thread, fetched before reuse)."""
-        return self._con.cursor()
+        cur = self._con.cursor()
+        if self.lake:   # a cursor is a connection of its own, whose default database is the in-memory one
+            cur.execute(f"USE {LAKE_ALIAS}")
+        return cur
 
     def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
         return self.cursor().execute(sql, list(params)).df()
