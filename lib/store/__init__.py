@@ -94,7 +94,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             def take_steps() -> None:
                 with self.transaction() as cur:
                     migrate(cur, target.name)
-            lake.retrying(f"migrating {target.name}", take_steps)
+            lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
         except BaseException:
             self._con.close()
             raise

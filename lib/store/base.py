@@ -37,6 +37,7 @@ class StoreBase:
 
     path: Path
     lake: bool = False   # a team store (lib.store.lake): many processes write it at once
+    conflicts: int = 0   # commit conflicts with other writers that this store retried (a team store only)
     _con: duckdb.DuckDBPyConnection
     _write_lock: threading.RLock
 
@@ -49,6 +50,9 @@ class StoreBase:
 
     def _forget_written(self, written: dict[str, tuple[object, ...]]) -> None:
         raise NotImplementedError
+
+    def _conflicted(self, reason: str) -> None:
+        self.conflicts += 1
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for one use (one per thread, fetched before reuse)."""

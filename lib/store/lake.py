@@ -37,7 +37,8 @@ ALIAS = "lake"
 EXTENSIONS = (("postgres_scanner", "duckdb_extension_postgres_scanner"), ("ducklake", "duckdb_extension_ducklake"))
 DATA_PATH_VARIABLE = "EVALDRIFT_DATA_PATH"
 RETRIES = 8   # commit conflicts retried before giving up (each after a short, growing pause)
-_PASSWORD = re.compile(r"(^|\s)password\s*=", re.IGNORECASE)
+# a password keyword anywhere in a libpq string, or one in a URI's user part (postgresql://user:secret@host)
+_PASSWORD = re.compile(r"(^|[\s:])password\s*=|://[^/@\s]*:[^/@\s]*@", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -173,8 +174,15 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def retrying(what: str, write: Callable[[], T], *, retries: int = RETRIES,
-             pause: Callable[[float], None] = time.sleep) -> T:
+             pause: Callable[[float], None] = time.sleep, on_retry: Callable[[str], None] | None = None) -> T:
     """Run `write` (one whole transaction) again while it fails on a commit conflict, at most `retries` times.
+
+    Args:
+        what: the write, for the message when it gives up.
+        write: the whole transaction (it must roll back whole when it raises).
+        retries: conflicts retried before giving up.
+        pause: sleeps between attempts (0.05 s, doubling).
+        on_retry: told each conflict that is retried (its first line).
 
     Raises:
         LakeConflictError: every attempt conflicted (nothing was written: each attempt was rolled back whole).
@@ -187,6 +195,8 @@ def retrying(what: str, write: Callable[[], T], *, retries: int = RETRIES,
                 raise
             if attempt == retries:
                 raise LakeConflictError(what, attempt + 1, str(exc).splitlines()[0]) from None
+            if on_retry is not None:
+                on_retry(str(exc).splitlines()[0])
             pause(0.05 * 2 ** attempt)
     raise AssertionError("unreachable")  # pragma: no cover
 

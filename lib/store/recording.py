@@ -245,7 +245,8 @@ class RecordingMixin(ArchiveMixin):
         if not self.lake:
             return write()
         # a team store: another writer's commit can conflict with this one; the whole transaction runs again
-        return lake.retrying(f"recording run {', '.join(repr(r.head.run_id) for r in runs[:3])}", write)
+        return lake.retrying(f"recording run {', '.join(repr(r.head.run_id) for r in runs[:3])}", write,
+                             on_retry=self._conflicted)
 
     def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> str | None:
         with self.transaction() as cur:

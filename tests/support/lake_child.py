@@ -1,0 +1,110 @@
+"""A child process that works on a team store (DuckLake on Postgres), run by the lake environment's python.
+
+    python -m tests.support.lake_child record URL PREFIX N     records runs PREFIX-0 .. PREFIX-(N-1)
+    python -m tests.support.lake_child read URL                the runs as read back (JSON)
+    python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
+    python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
+
+The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
+on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
+line, each flushed at once (the kill test reacts to "inside").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+from lib.core.records import MAIN, MetricRecord, RunRecord
+from lib.core.results import OK, SampleResult, Verdict
+from lib.core.samples import EvalSample
+from lib.store import Store
+
+SAMPLES_PER_RUN = 6
+
+
+def say(**fields: object) -> None:
+    print(json.dumps(fields, default=str), flush=True)
+
+
+def make_run(run_id: str, n: int = SAMPLES_PER_RUN) -> RunRecord:
+    """A run of `n` samples, each scored 1.0 or 0.5 (the run's score: the mean, checked by the tests)."""
+    samples = [EvalSample(f"s-{i}", f"How long are backups of unit {i} kept?", f"Unit {i} keeps backups {i} days.",
+                          (f"Unit {i} keeps backups {i} days.", "Exports run nightly."),
+                          f"Unit {i} keeps backups {i} days.") for i in range(n)]
+    results = [SampleResult(s.sample_id, OK, 1.0 if i % 2 == 0 else 0.5,
+                            (Verdict(s.answer, True, "supported", s.answer),)) for i, s in enumerate(samples)]
+    return RunRecord(run_id=run_id, started_at=datetime(2026, 9, 1, 2, 0) + timedelta(hours=len(run_id)),
+                     pipeline={"writer": run_id.rsplit("-", 1)[0]}, samples={MAIN: samples},
+                     metrics=[MetricRecord("faithfulness", results, "offline-lexical-v2",
+                                           DEFAULT_TEMPLATES["faithfulness"], PROJECTED, MAIN, "fp-1")])
+
+
+def record(url: str, prefix: str, n: int) -> None:
+    t0 = time.perf_counter()
+    with Store(url) as store:
+        opened = time.perf_counter() - t0
+        for i in range(n):
+            store.record_run(make_run(f"{prefix}-{i}"))
+        say(recorded=n, conflicts=store.conflicts, opened=round(opened, 2),
+            seconds=round(time.perf_counter() - t0, 2))
+
+
+def read(url: str) -> None:
+    with Store(url) as store:
+        runs = {}
+        for run_id in store.run_ids():
+            m = store.run_metrics(run_id)
+            runs[run_id] = {"samples": len(store.samples(run_id)), "scores": len(store.sample_scores(run_id)),
+                            "metrics": m[["metric", "score", "n"]].to_dict("records")}
+        tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+                  for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
+        say(runs=runs, tables=tables, prompts=len(store.prompts()))
+
+
+def export(url: str, folder: str) -> None:
+    from lib.store.parquet import export_parquet
+
+    with Store(url) as store:
+        summary = export_parquet(store, folder, overwrite=True)
+    say(rows=summary.rows)
+
+
+def hang(url: str, run_id: str) -> None:
+    """Record a run, but stop for good inside its transaction once its samples are written (the test kills it)."""
+    insert = Store._insert_frame
+
+    def slow_insert(self: Store, cur: object, table: str, frame: pd.DataFrame) -> None:
+        insert(self, cur, table, frame)  # type: ignore[arg-type]
+        if table == "samples":
+            say(inside=table, rows=len(frame))
+            time.sleep(600)
+
+    Store._insert_frame = slow_insert  # type: ignore[method-assign]
+    with Store(url) as store:
+        say(ready=True)
+        store.record_run(make_run(run_id))
+
+
+def main(argv: list[str]) -> int:
+    command, url, *rest = argv
+    if command == "record":
+        record(url, rest[0], int(rest[1]))
+    elif command == "read":
+        read(url)
+    elif command == "export":
+        export(url, rest[0])
+    elif command == "hang":
+        hang(url, rest[0])
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
