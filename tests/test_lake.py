@@ -172,14 +172,13 @@ def test_a_team_store_records_runs_that_another_process_reads_and_exports(
         team_store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     url, env = team_store
     assert _child(env, "record", url, "solo", "2")["recorded"] == 2
-    seen = _child(env, "read", url)
+    seen = _child(env, "export", url, str(tmp_path / "export"))   # it reads the lake, then exports it
     for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
         assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
                                         "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
     assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
     # the export is the project's Parquet layout: read here, by the project's own duckdb
-    rows = _child(env, "export", url, str(tmp_path / "export"))["rows"]
-    assert rows["runs"] == len(seen["runs"])
+    assert seen["rows"]["runs"] == len(seen["runs"])
     with ParquetStore(tmp_path / "export") as history:
         assert set(history.run_ids()) == set(seen["runs"])
         assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
@@ -213,8 +212,21 @@ def test_a_writer_killed_inside_its_transaction_leaves_nothing_of_its_run(
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
-    seen = _child(env, "read", url)
-    assert "killed-1" not in seen["runs"]
-    assert seen["tables"]["samples"] == 6 * len(seen["runs"])   # no sample of the killed run anywhere
-    # and the run id records afterwards: the kill left no lock behind
-    assert _child(env, "record", url, "killed", "2")["recorded"] == 2
+    # the next writer, in another process, finds none of it, and records that run id: no lock was left behind
+    after = _child(env, "record", url, "killed", "2")
+    assert "killed-1" not in after["before"]["runs"]
+    assert after["before"]["tables"]["samples"] == 6 * len(after["before"]["runs"])   # no sample of it anywhere
+    assert after["recorded"] == 2
+
+
+def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
+    def pins(name: str) -> dict[str, str]:
+        lines = (ROOT / name).read_text().splitlines()
+        return dict(line.split("#")[0].strip().split("==") for line in lines if line.split("#")[0].strip())
+
+    project, lake_env = pins("requirements.txt"), pins("requirements-lake.txt")
+    assert lake_env.pop("duckdb") == "1.5.5"
+    # the extension wheels are built for exactly that duckdb
+    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
+    project.pop("duckdb")
+    assert lake_env == project

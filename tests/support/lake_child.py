@@ -45,34 +45,42 @@ def make_run(run_id: str, n: int = SAMPLES_PER_RUN) -> RunRecord:
                                            DEFAULT_TEMPLATES["faithfulness"], PROJECTED, MAIN, "fp-1")])
 
 
+def seen(store: Store) -> dict[str, object]:
+    """What a reader sees: each run's samples, scores and metric rows, and the row counts of the tables."""
+    runs = {}
+    for run_id in store.run_ids():
+        m = store.run_metrics(run_id)
+        runs[run_id] = {"samples": len(store.samples(run_id)), "scores": len(store.sample_scores(run_id)),
+                        "metrics": m[["metric", "score", "n"]].to_dict("records")}
+    tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+              for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
+    return {"runs": runs, "tables": tables, "prompts": len(store.prompts())}
+
+
 def record(url: str, prefix: str, n: int) -> None:
+    """Record n runs; says what it saw when it opened the store (before), and its conflicts and times."""
     t0 = time.perf_counter()
     with Store(url) as store:
         opened = time.perf_counter() - t0
+        before = seen(store)
         for i in range(n):
             store.record_run(make_run(f"{prefix}-{i}"))
         say(recorded=n, conflicts=store.conflicts, opened=round(opened, 2),
-            seconds=round(time.perf_counter() - t0, 2))
+            seconds=round(time.perf_counter() - t0, 2), before=before)
 
 
 def read(url: str) -> None:
     with Store(url) as store:
-        runs = {}
-        for run_id in store.run_ids():
-            m = store.run_metrics(run_id)
-            runs[run_id] = {"samples": len(store.samples(run_id)), "scores": len(store.sample_scores(run_id)),
-                            "metrics": m[["metric", "score", "n"]].to_dict("records")}
-        tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                  for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
-        say(runs=runs, tables=tables, prompts=len(store.prompts()))
+        say(**seen(store))
 
 
 def export(url: str, folder: str) -> None:
+    """Export the lake to the Parquet layout; says the rows written and what it read from the lake."""
     from lib.store.parquet import export_parquet
 
     with Store(url) as store:
         summary = export_parquet(store, folder, overwrite=True)
-    say(rows=summary.rows)
+        say(rows=summary.rows, **seen(store))
 
 
 def hang(url: str, run_id: str) -> None:
