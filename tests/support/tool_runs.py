@@ -102,7 +102,7 @@ def respond(body: dict) -> str:
 # environment during a test was therefore always the /tmp default, whatever CI had built and exported.
 # tests/conftest.py imports this module before any test runs.
 CI_PATHS = ("EVALDRIFT_RAGAS_PYTHON", "EVALDRIFT_INSPECT_PYTHON", "EVALDRIFT_PROMPTFOO_DIR",
-            "EVALDRIFT_DEEPEVAL_PYTHON", "EVALDRIFT_MLFLOW_PYTHON")
+            "EVALDRIFT_DEEPEVAL_PYTHON", "EVALDRIFT_MLFLOW_PYTHON", "EVALDRIFT_LAKE_PYTHON")
 EXPORTED = {name: os.environ[name] for name in CI_PATHS if os.environ.get(name)}
 
 
