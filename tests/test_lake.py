@@ -189,6 +189,8 @@ def test_a_team_store_records_runs_that_another_process_reads_and_exports(
 def test_writers_recording_at_once_lose_no_run(team_store: tuple[str, dict[str, str]]) -> None:
     url, env = team_store
     writers, runs = 3, 3
+    reader = _start(env, "watch", url, "writer", str(writers * runs), "300")   # the dashboard, open meanwhile
+    assert reader.stdout is not None and json.loads(reader.stdout.readline()) == {"ready": True}
     procs = [_start(env, "record", url, f"writer{w}", str(runs)) for w in range(writers)]
     reports = []
     for p in procs:
@@ -196,6 +198,10 @@ def test_writers_recording_at_once_lose_no_run(team_store: tuple[str, dict[str, 
         assert p.returncode == 0, err[-2000:]
         reports.append(json.loads(out.strip().splitlines()[-1]))
     assert [r["recorded"] for r in reports] == [runs] * writers
+    out, err = reader.communicate(timeout=300)
+    watched = json.loads(out.strip().splitlines()[-1])
+    assert reader.returncode == 0, err[-2000:]
+    assert (watched["runs"], watched["partial"]) == (writers * runs, [])   # it never saw half a run
     seen = _child(env, "read", url)["runs"]
     mine = {k: v for k, v in seen.items() if k.startswith("writer")}
     assert sorted(mine) == sorted(f"writer{w}-{i}" for w in range(writers) for i in range(runs))

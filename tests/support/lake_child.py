@@ -4,6 +4,7 @@
     python -m tests.support.lake_child read URL                the runs as read back (JSON)
     python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
+    python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -74,6 +75,28 @@ def read(url: str) -> None:
         say(**seen(store))
 
 
+def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
+    """A reader kept open while writers record (the dashboard): polls the runs until it sees `until_runs` whose
+    id starts with `prefix` (or `limit` seconds pass), and lists every run it saw with other than 6 samples and
+    6 scores."""
+    t0 = time.perf_counter()
+    polls, partial, n = 0, [], 0
+    with Store(url) as store:
+        say(ready=True)
+        while time.perf_counter() - t0 < limit:
+            cur = store.cursor()   # one read transaction a poll: a run is wholly in it or wholly out
+            rows = cur.execute("""SELECT r.run_id, (SELECT count(*) FROM samples s WHERE s.run_id = r.run_id),
+                                         (SELECT count(*) FROM sample_scores c WHERE c.run_id = r.run_id)
+                                  FROM runs r""").fetchall()
+            polls += 1
+            partial += [r for r in rows if (r[1], r[2]) != (6, 6)]
+            n = sum(r[0].startswith(prefix) for r in rows)
+            if n >= until_runs:
+                break
+            time.sleep(0.2)
+    say(polls=polls, runs=n, partial=partial)
+
+
 def export(url: str, folder: str) -> None:
     """Export the lake to the Parquet layout; says the rows written and what it read from the lake."""
     from lib.store.parquet import export_parquet
@@ -107,6 +130,8 @@ def main(argv: list[str]) -> int:
         read(url)
     elif command == "export":
         export(url, rest[0])
+    elif command == "watch":
+        watch(url, rest[0], int(rest[1]), float(rest[2]))
     elif command == "hang":
         hang(url, rest[0])
     else:
