@@ -238,3 +238,13 @@ def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
     project.pop("duckdb")
     assert lake_env == project
+
+
+def test_the_lake_reads_as_it_stood_at_a_date_and_refuses_writes_there(team_store: tuple[str, dict[str, str]]) -> None:
+    url, env = team_store
+    committed = _child(env, "record", url, "dated", "2")["committed"]
+    then = _child(env, "read", url, committed[0])   # after dated-0 committed, before dated-1 did
+    assert "dated-0" in then["runs"] and "dated-1" not in then["runs"]
+    assert then["runs"]["dated-0"]["samples"] == 6
+    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
+    print("a write as of a date:", then["refused"])

@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -132,8 +133,13 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def connect(target: LakeTarget) -> duckdb.DuckDBPyConnection:
+def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake attached and in use (its tables are the store's tables).
+
+    Args:
+        target: the parsed store URL.
+        as_of: attach the lake as it stood at this time (DuckLake's time travel; read-only). A naive time is
+            this machine's local time.
 
     Raises:
         LakeUnavailableError: the extensions are not installed.
@@ -145,7 +151,11 @@ def connect(target: LakeTarget) -> duckdb.DuckDBPyConnection:
         # signature checks stay on (allow_unsigned_extensions is false): the wheels hold DuckDB's signed builds
         for path in files:
             con.execute(f"LOAD {_literal(str(path))}")
-        option = f" (DATA_PATH {_literal(_folder(target.data_path))})" if target.data_path else ""
+        options = [f"DATA_PATH {_literal(_folder(target.data_path))}"] if target.data_path and as_of is None else []
+        if as_of is not None:
+            when = as_of.astimezone()   # a naive time is this machine's local time, as the store's own times are
+            options += [f"SNAPSHOT_TIME {_literal(when.isoformat(sep=' '))}", "READ_ONLY"]
+        option = f" ({', '.join(options)})" if options else ""
         con.execute(f"ATTACH {_literal(PREFIX + target.catalog)} AS {ALIAS}{option}")
         con.execute(f"USE {ALIAS}")
     except duckdb.Error as exc:

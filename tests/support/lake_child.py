@@ -1,7 +1,7 @@
 """A child process that works on a team store (DuckLake on Postgres), run by the lake environment's python.
 
     python -m tests.support.lake_child record URL PREFIX N     records runs PREFIX-0 .. PREFIX-(N-1)
-    python -m tests.support.lake_child read URL                the runs as read back (JSON)
+    python -m tests.support.lake_child read URL [ISO_TIME]     the runs as read back (JSON), now or as of a time
     python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
@@ -64,15 +64,25 @@ def record(url: str, prefix: str, n: int) -> None:
     with Store(url) as store:
         opened = time.perf_counter() - t0
         before = seen(store)
+        committed = []   # when each run's transaction had committed (for reads as of a date)
         for i in range(n):
             store.record_run(make_run(f"{prefix}-{i}"))
+            committed.append(datetime.now(UTC).isoformat())
         say(recorded=n, conflicts=store.conflicts, opened=round(opened, 2),
-            seconds=round(time.perf_counter() - t0, 2), before=before)
+            seconds=round(time.perf_counter() - t0, 2), before=before, committed=committed)
 
 
-def read(url: str) -> None:
-    with Store(url) as store:
-        say(**seen(store))
+def read(url: str, as_of: str | None = None) -> None:
+    """What a reader sees, now or as of an ISO time (then it also tries to write, and says what refused it)."""
+    when = datetime.fromisoformat(as_of) if as_of else None
+    with Store(url, as_of=when) as store:
+        refused = None
+        if when is not None:
+            try:
+                store.record_run(make_run("written-into-the-past"))
+            except Exception as exc:
+                refused = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        say(**seen(store), refused=refused)
 
 
 def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
@@ -127,7 +137,7 @@ def main(argv: list[str]) -> int:
     if command == "record":
         record(url, rest[0], int(rest[1]))
     elif command == "read":
-        read(url)
+        read(url, rest[0] if rest else None)
     elif command == "export":
         export(url, rest[0])
     elif command == "watch":
