@@ -17,19 +17,26 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from lib.core.errors import StoreError
-from lib.store import lake
+from lib.core.labels import SCORE, Label
+from lib.core.records import MAIN
+from lib.store import Store, copy, lake
 from lib.store.parquet import ParquetStore
 from lib.store.schema import MIGRATIONS
+from tests.conftest import small_demo
 from tests.support import postgres
+from tests.support.cli import run_cli
 from tests.support.tool_runs import tool_path
+from tests.test_store import make_run
 
 ROOT = Path(__file__).resolve().parent.parent
+Lake = tuple[str, dict[str, str], postgres.Postgres]
 LAKE_PYTHON = tool_path("EVALDRIFT_LAKE_PYTHON", "/tmp/lake-venv/bin/python")
 CATALOG = "postgres:dbname=evals host=127.0.0.1 port=5432 user=evaldrift"
 
@@ -144,8 +151,9 @@ def _lake_or_skip() -> str:
 
 
 @pytest.fixture(scope="module")
-def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
-    """A lake on a fresh Postgres: its store URL and the environment its processes get (EVALDRIFT_DATA_PATH)."""
+def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], postgres.Postgres]]:
+    """A lake on a fresh Postgres: its store URL, the environment its processes get (EVALDRIFT_DATA_PATH), and
+    the server (for another, empty lake)."""
     python = _lake_or_skip()
     server = postgres.start()
     try:
@@ -153,7 +161,7 @@ def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
                "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python}
         url = "ducklake:" + server.catalog("evals")
         _child(env, "read", url)   # the first open makes the schema, before writers race
-        yield url, env
+        yield url, env, server
     finally:
         server.stop()
 
@@ -171,8 +179,8 @@ def _start(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
 
 
 def test_a_team_store_records_runs_that_another_process_reads_and_exports(
-        team_store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    url, env = team_store
+        team_store: Lake, tmp_path: Path) -> None:
+    url, env, _ = team_store
     assert _child(env, "record", url, "solo", "2")["recorded"] == 2
     seen = _child(env, "export", url, str(tmp_path / "export"))   # it reads the lake, then exports it
     for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
@@ -186,8 +194,8 @@ def test_a_team_store_records_runs_that_another_process_reads_and_exports(
         assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
 
 
-def test_writers_recording_at_once_lose_no_run(team_store: tuple[str, dict[str, str]]) -> None:
-    url, env = team_store
+def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
+    url, env, _ = team_store
     writers, runs = 3, 3
     reader = _start(env, "watch", url, "writer", str(writers * runs), "300")   # the dashboard, open meanwhile
     assert reader.stdout is not None and json.loads(reader.stdout.readline()) == {"ready": True}
@@ -210,8 +218,8 @@ def test_writers_recording_at_once_lose_no_run(team_store: tuple[str, dict[str, 
 
 
 def test_a_writer_killed_inside_its_transaction_leaves_nothing_of_its_run(
-        team_store: tuple[str, dict[str, str]]) -> None:
-    url, env = team_store
+        team_store: Lake) -> None:
+    url, env, _ = team_store
     proc = _start(env, "hang", url, "killed-1")
     try:
         assert proc.stdout is not None
@@ -240,11 +248,71 @@ def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     assert lake_env == project
 
 
-def test_the_lake_reads_as_it_stood_at_a_date_and_refuses_writes_there(team_store: tuple[str, dict[str, str]]) -> None:
-    url, env = team_store
+def test_the_lake_reads_as_it_stood_at_a_date_and_refuses_writes_there(team_store: Lake) -> None:
+    url, env, _ = team_store
     committed = _child(env, "record", url, "dated", "2")["committed"]
     then = _child(env, "read", url, committed[0])   # after dated-0 committed, before dated-1 did
     assert "dated-0" in then["runs"] and "dated-1" not in then["runs"]
     assert then["runs"]["dated-0"]["samples"] == 6
     assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
     print("a write as of a date:", then["refused"])
+
+
+# --- store copy ---------------------------------------------------------------------------------------------------
+
+def test_store_copy_moves_every_table_of_a_file_checked(tmp_path: Path) -> None:
+    src = small_demo(2, tmp_path / "src.duckdb")
+    with Store(src) as store:   # a replaced copy and a label too, so the archive and labels tables travel
+        store.record_run(make_run("copied"))
+        store.record_run(make_run("copied"))
+        store.add_labels([_label()])
+    done = run_cli("store", "copy", src, tmp_path / "dst.duckdb")
+    assert done.returncode == 0, done.stderr
+    with Store(src) as a, Store(tmp_path / "dst.duckdb") as b:
+        before, after = copy.checks(a.cursor()), copy.checks(b.cursor())
+        assert before == after
+        assert all(before[t][0] for t in ("runs", "samples", "sample_scores", "archived_runs", "labels"))
+        assert a.metric_history().equals(b.metric_history())
+    assert f"runs: {before['runs'][0]} rows, checksum {before['runs'][1]}" in done.stdout
+    assert "each table's rows and checksum match" in done.stdout
+
+
+def test_store_copy_refuses_a_destination_that_holds_rows(tmp_path: Path) -> None:
+    src = small_demo(2, tmp_path / "src.duckdb")
+    dst = small_demo(2, tmp_path / "dst.duckdb")
+    with Store(dst) as store:
+        held = copy.checks(store.cursor())
+    done = run_cli("store", "copy", src, dst)
+    assert done.returncode == 2 and "is not empty (" in done.stderr and "runs: 2 rows" in done.stderr
+    with Store(dst) as store:
+        assert copy.checks(store.cursor()) == held   # nothing written
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE samples SET answer = answer || '.' WHERE sample_id = (SELECT min(sample_id) FROM samples)",
+    "UPDATE samples SET contexts = list_reverse(contexts) WHERE len(contexts) > 1",
+    "UPDATE sample_scores SET score = 1 - score WHERE score IS NOT NULL AND score <> 0.5",
+    "UPDATE runs SET label = 'other' WHERE run_id = (SELECT min(run_id) FROM runs)",
+    "DELETE FROM sample_scores WHERE sample_id = (SELECT min(sample_id) FROM sample_scores)",
+    "INSERT INTO prompts SELECT prompt_hash || 'x', metric, template FROM prompts LIMIT 1",
+])
+def test_the_checksum_sees_a_changed_missing_or_added_row(tmp_path: Path, change: str) -> None:
+    with Store(small_demo(2, tmp_path / "db.duckdb")) as store:
+        before = copy.checks(store.cursor())
+        with store.transaction() as cur:
+            cur.execute(change)
+        after = copy.checks(store.cursor())
+    assert [t for t in before if before[t] != after[t]] == [change.split()[1 if change.startswith("UPDATE") else 2]]
+
+
+def _label() -> Label:
+    return Label(suite=MAIN, sample_id="s-1", metric="faithfulness", item=None, kind=SCORE, value=1.0, content="c",
+                 labeller="ana", labelled_at=datetime(2026, 9, 2, 9, 0), source="cli", note=None)
+
+
+def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_path: Path) -> None:
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("copied")
+    done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
+    assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
+    assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1

@@ -4,6 +4,7 @@
     python -m tests.support.lake_child read URL [ISO_TIME]     the runs as read back (JSON), now or as of a time
     python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
+    python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
@@ -132,6 +133,24 @@ def hang(url: str, run_id: str) -> None:
         store.record_run(make_run(run_id))
 
 
+def roundtrip(url: str, first: str, back: str) -> None:
+    """A file -> the (empty) lake -> another file, through `python -m lib store copy`; says each hop's checks."""
+    from lib.cli import main as cli
+    from lib.store.copy import checks
+
+    with Store(first) as store:   # 3 runs, one of them recorded twice (its first copy archived)
+        for run_id in ("c-0", "c-1", "c-2", "c-1"):
+            store.record_run(make_run(run_id))
+    for src, dst in ((first, url), (url, back)):
+        if cli(["store", "copy", src, dst]) != 0:
+            raise SystemExit(f"store copy {src} {dst} failed")
+    hops = {}
+    for name, where in (("file", first), ("lake", url), ("back", back)):
+        with Store(where) as store:
+            hops[name] = checks(store.cursor())
+    say(**hops)
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -142,6 +161,8 @@ def main(argv: list[str]) -> int:
         export(url, rest[0])
     elif command == "watch":
         watch(url, rest[0], int(rest[1]), float(rest[2]))
+    elif command == "roundtrip":
+        roundtrip(url, rest[0], rest[1])
     elif command == "hang":
         hang(url, rest[0])
     else:
