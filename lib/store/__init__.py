@@ -37,9 +37,12 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     """A DuckDB run store (see module docstring for the threading and lock rules).
 
     Args:
-        path: the database file (created with its schema when absent).
+        path: the database file (created with its schema when absent), or a team store's URL
+            (`ducklake:postgres:...`, lib.store.lake: many processes write it at once; EVALDRIFT_DATA_PATH
+            is the folder of its data when it is made).
         read_only: open an existing file only to read (a snapshot, lib.store.snapshot): no migration, and
             DuckDB refuses any write.
+        as_of: a team store only: read it as it stood at this time (read-only; DuckLake's time travel).
     """
 
     def __init__(self, path: str | Path, *, read_only: bool = False, as_of: datetime | None = None) -> None:
