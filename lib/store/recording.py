@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame: TypeAlias = pd.DataFrame | pa.Table
-from lib.store import lake
 from lib.store.archive import ArchiveMixin
 from lib.store.base import STATUSES, _now
+from lib.store.lake import retrying
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class RecordingMixin(ArchiveMixin):
         if not self.lake:
             return write()
         # a team store: another writer's commit can conflict with this one; the whole transaction runs again
-        return lake.retrying(f"recording run {', '.join(repr(r.head.run_id) for r in runs[:3])}", write,
+        return retrying(f"recording run {', '.join(repr(r.head.run_id) for r in runs[:3])}", write,
                              on_retry=self._conflicted)
 
     def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> str | None:
