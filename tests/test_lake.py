@@ -30,14 +30,14 @@ from lib.store import Store, copy, lake
 from lib.store.parquet import ParquetStore
 from lib.store.schema import MIGRATIONS
 from tests.conftest import small_demo
-from tests.support import postgres
+from tests.support import postgres, tool_runs
 from tests.support.cli import run_cli
 from tests.support.tool_runs import tool_path
 from tests.test_store import make_run
 
 ROOT = Path(__file__).resolve().parent.parent
 Lake = tuple[str, dict[str, str], postgres.Postgres]
-LAKE_PYTHON = tool_path("EVALDRIFT_LAKE_PYTHON", "/tmp/lake-venv/bin/python")
+LAKE_PYTHON = tool_path(*tool_runs.LAKE_PYTHON)
 CATALOG = "postgres:dbname=evals host=127.0.0.1 port=5432 user=evaldrift"
 
 

@@ -123,6 +123,7 @@ def tool_env(variable: str, default: str) -> Path:
 
 
 INSPECT_PYTHON = ("EVALDRIFT_INSPECT_PYTHON", "/tmp/inspect-venv/bin/python")
+LAKE_PYTHON = ("EVALDRIFT_LAKE_PYTHON", "/tmp/lake-venv/bin/python")   # the team store's (tests/test_lake.py)
 TOOLS = Path(__file__).parent / "tools"
 
 
