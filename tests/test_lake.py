@@ -178,10 +178,11 @@ def _start(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_a_team_store_records_runs_that_another_process_reads_and_exports(
+def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_as_of_a_date(
         team_store: Lake, tmp_path: Path) -> None:
     url, env, _ = team_store
-    assert _child(env, "record", url, "solo", "2")["recorded"] == 2
+    recorded = _child(env, "record", url, "solo", "2")
+    assert recorded["recorded"] == 2
     seen = _child(env, "export", url, str(tmp_path / "export"))   # it reads the lake, then exports it
     for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
         assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
@@ -192,6 +193,12 @@ def test_a_team_store_records_runs_that_another_process_reads_and_exports(
     with ParquetStore(tmp_path / "export") as history:
         assert set(history.run_ids()) == set(seen["runs"])
         assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
+    # as it stood once solo-0 had committed and solo-1 had not: read-only there
+    then = _child(env, "read", url, recorded["committed"][0])
+    assert "solo-0" in then["runs"] and "solo-1" not in then["runs"]
+    assert then["runs"]["solo-0"]["samples"] == 6
+    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
+    print("a write as of a date:", then["refused"])
 
 
 def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
@@ -246,16 +253,6 @@ def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
     project.pop("duckdb")
     assert lake_env == project
-
-
-def test_the_lake_reads_as_it_stood_at_a_date_and_refuses_writes_there(team_store: Lake) -> None:
-    url, env, _ = team_store
-    committed = _child(env, "record", url, "dated", "2")["committed"]
-    then = _child(env, "read", url, committed[0])   # after dated-0 committed, before dated-1 did
-    assert "dated-0" in then["runs"] and "dated-1" not in then["runs"]
-    assert then["runs"]["dated-0"]["samples"] == 6
-    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
-    print("a write as of a date:", then["refused"])
 
 
 # --- store copy ---------------------------------------------------------------------------------------------------
