@@ -202,11 +202,13 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
 
 
 def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
-    url, env, _ = team_store
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
     writers, runs = 3, 3
     reader = _start(env, "watch", url, "writer", str(writers * runs), "300")   # the dashboard, open meanwhile
-    assert reader.stdout is not None and json.loads(reader.stdout.readline()) == {"ready": True}
     procs = [_start(env, "record", url, f"writer{w}", str(runs)) for w in range(writers)]
+    assert reader.stdout is not None and json.loads(reader.stdout.readline() or "{}") == {"ready": True}, (
+        reader.stderr.read()[-2000:] if reader.stderr else "")
     reports = []
     for p in procs:
         out, err = p.communicate(timeout=600)
