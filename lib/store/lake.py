@@ -156,7 +156,8 @@ def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.Duck
             when = as_of.astimezone()   # a naive time is this machine's local time, as the store's own times are
             options += [f"SNAPSHOT_TIME {_literal(when.isoformat(sep=' '))}", "READ_ONLY"]
         option = f" ({', '.join(options)})" if options else ""
-        con.execute(f"ATTACH {_literal(PREFIX + target.catalog)} AS {ALIAS}{option}")
+        attach = f"ATTACH {_literal(PREFIX + target.catalog)} AS {ALIAS}{option}"
+        retrying(f"opening {target.name}", lambda: con.execute(attach))   # several first opens of a new lake
         con.execute(f"USE {ALIAS}")
     except duckdb.Error as exc:
         con.close()
@@ -165,6 +166,9 @@ def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.Duck
             raise StoreError(f"{target.name}: a new lake needs a folder for its data: set {DATA_PATH_VARIABLE} "
                              f"({first})") from None
         raise StoreError(f"cannot open the team store {target.name}: {first}") from None
+    except BaseException:   # gave up retrying, or interrupted: the connection goes with it
+        con.close()
+        raise
     return con
 
 
@@ -178,9 +182,12 @@ def _folder(path: str) -> str:
 
 
 def is_conflict(exc: BaseException) -> bool:
-    """True for an error another writer's commit caused (retrying the whole transaction may succeed)."""
-    return isinstance(exc, duckdb.TransactionException) or (
-        isinstance(exc, duckdb.Error) and "conflict" in str(exc).lower())
+    """True for an error another writer's commit caused (retrying the whole transaction may succeed): a commit
+    conflict, or two processes making a new lake's catalog at once (the second's CREATE TABLE collides in
+    Postgres: "Failed to initialize DuckLake ... already exists")."""
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.TransactionException) or (isinstance(exc, duckdb.Error) and (
+        "conflict" in text or ("initialize ducklake" in text and "already exists" in text)))
 
 
 def retrying(what: str, write: Callable[[], T], *, retries: int = RETRIES,
