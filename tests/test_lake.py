@@ -131,6 +131,19 @@ def test_conflicts_are_retried_bounded_and_said_when_given_up(failures: int, ret
     assert pauses == sorted(pauses)   # a growing pause between attempts
 
 
+@pytest.mark.parametrize(("error", "retried"), [
+    (duckdb.TransactionException("TransactionContext Error: Failed to commit"), True),
+    (duckdb.Error("Transaction conflict on snapshot 9"), True),
+    (duckdb.Error('Failed to initialize DuckLake: Failed to execute query "CREATE TABLE ...": ERROR:  duplicate key '
+                  'value violates unique constraint "pg_type_typname_nsp_index" DETAIL: Key ... already exists.'), True),
+    (duckdb.Error("Failed to initialize DuckLake: permission denied for schema public"), False),
+    (duckdb.BinderException("Binder Error: column already exists"), False),
+    (ValueError("conflict"), False),
+])
+def test_what_counts_as_another_writers_conflict(error: BaseException, retried: bool) -> None:
+    assert lake.is_conflict(error) is retried
+
+
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
 
 def _lake_or_skip() -> str:
