@@ -201,6 +201,7 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
         assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
                                         "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
     assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
+    assert seen["unsigned_allowed"] is False   # the extensions were loaded with signature checks on
     # the export is the project's Parquet layout: read here, by the project's own duckdb
     assert seen["rows"]["runs"] == len(seen["runs"])
     with ParquetStore(tmp_path / "export") as history:

@@ -56,7 +56,8 @@ def seen(store: Store) -> dict[str, object]:
                         "metrics": m[["metric", "score", "n"]].to_dict("records")}
     tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
-    return {"runs": runs, "tables": tables, "prompts": len(store.prompts())}
+    unsigned = store.cursor().execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
+    return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned}
 
 
 def record(url: str, prefix: str, n: int) -> None:
