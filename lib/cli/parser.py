@@ -14,6 +14,7 @@ from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
+from lib.cli.storing import add_parser as add_store_parser
 from lib.core import settings
 from lib.core.endpoints import redact
 from lib.core.errors import MESSAGE_CHARS, EvaldriftError, bounded
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_batch_parser(sub, _db_arg, _positive_int)
     add_archive_parser(sub, _db_arg)
+    add_store_parser(sub)
 
     p = sub.add_parser("lint", help="find templates that read a field their metric must never receive")
     _db_arg(p, "lint every template stored here (default: $EVALDRIFT_DB)")

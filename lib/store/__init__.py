@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
+from lib.store import lake
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
@@ -25,7 +27,7 @@ from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_fo
 from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
-from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
+from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, applied, migrate
 
 __all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "PreparedRun", "RunBatch", "Store",
            "prepare_run"]
@@ -35,12 +37,21 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     """A DuckDB run store (see module docstring for the threading and lock rules).
 
     Args:
-        path: the database file (created with its schema when absent).
+        path: the database file (created with its schema when absent), or a team store's URL
+            (`ducklake:postgres:...`, lib.store.lake: many processes write it at once; EVALDRIFT_DATA_PATH
+            is the folder of its data when it is made).
         read_only: open an existing file only to read (a snapshot, lib.store.snapshot): no migration, and
             DuckDB refuses any write.
+        as_of: a team store only: read it as it stood at this time (read-only; DuckLake's time travel).
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, as_of: datetime | None = None) -> None:
+        if lake.is_lake(path):
+            self._open_lake(lake.parse(str(path)), as_of=as_of)
+            return
+        if as_of is not None:
+            raise StoreError(f"{path} is a DuckDB file: only a team store (ducklake:...) keeps its history by date")
+        self.lake = False
         self.path = Path(path)
         self.read_only = read_only
         existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
@@ -82,6 +93,42 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             return self.path.is_file() and self.path.stat().st_size == 0 and not Path(f"{self.path}.wal").exists()
         except OSError:
             return False
+
+    def _open_lake(self, target: lake.LakeTarget, *, as_of: datetime | None) -> None:
+        """A team store (lib.store.lake): the lake attached to an in-memory DuckDB, migrated by the same steps.
+
+        Many processes open one lake, so the migration is retried on a commit conflict (two first opens at once)
+        and staging tables left by others are not this process's to drop. As of a date it is only read, and
+        only when it had taken every step of this code's schema by then.
+        """
+        self.lake = True
+        self.read_only = as_of is not None
+        self.path = Path(target.name)
+        self._con = lake.connect(target, as_of=as_of)
+        self._write_lock = threading.RLock()
+        self._on_close = []
+        self._hold_replies()
+        if as_of is not None:
+            try:
+                with self._con.cursor() as cur:
+                    cur.execute(f"USE {lake.ALIAS}")
+                    lacking = [m.name for m in MIGRATIONS if m.name not in applied(cur)]
+            except BaseException:
+                self._con.close()
+                raise
+            if lacking:
+                self._con.close()
+                raise StoreError(f"{target.name} as of {as_of:%Y-%m-%d %H:%M} lacks schema steps this evaldrift "
+                                 f"reads ({', '.join(lacking)}): choose a later date")
+            return
+        try:
+            def take_steps() -> None:
+                with self.transaction() as cur:
+                    migrate(cur, target.name)
+            lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
+        except BaseException:
+            self._con.close()
+            raise
 
     def on_close(self, stop: Callable[[], None]) -> None:
         """Run `stop` before the connection closes: a thread that reads through this store ends first."""

@@ -13,6 +13,7 @@ import duckdb
 import pandas as pd
 
 from lib.core.results import EXCLUDED, FAILED, OK
+from lib.store.lake import ALIAS as LAKE_ALIAS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,6 +36,8 @@ class StoreBase:
     """The connection, cursors and the serialised write transaction every part of the store uses."""
 
     path: Path
+    lake: bool = False   # a team store (lib.store.lake): many processes write it at once
+    conflicts: int = 0   # commit conflicts with other writers that this store retried (a team store only)
     _con: duckdb.DuckDBPyConnection
     _write_lock: threading.RLock
 
@@ -48,9 +51,15 @@ class StoreBase:
     def _forget_written(self, written: dict[str, tuple[object, ...]]) -> None:
         raise NotImplementedError
 
+    def _conflicted(self, reason: str) -> None:
+        self.conflicts += 1
+
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for one use (one per thread, fetched before reuse)."""
-        return self._con.cursor()
+        cur = self._con.cursor()
+        if self.lake:   # a cursor is a connection of its own, whose default database is the in-memory one
+            cur.execute(f"USE {LAKE_ALIAS}")
+        return cur
 
     def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
         return self.cursor().execute(sql, list(params)).df()

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     Frame: TypeAlias = pd.DataFrame | pa.Table
 from lib.store.archive import ArchiveMixin
 from lib.store.base import STATUSES, _now
+from lib.store.lake import retrying
 
 
 @dataclass(frozen=True)
@@ -239,14 +240,21 @@ class RecordingMixin(ArchiveMixin):
         Returns:
             Per run, the archive id of the copy it replaced, or None when its run id was new.
         """
-        archived = []
-        with self.transaction() as cur:
-            for run in runs:
-                archived.append(self._start_run(cur, run.head))
-                self._insert_frame(cur, "samples", run.samples)
-                self._insert_frame(cur, "sample_scores", run.sample_scores)
-                self._insert_frame(cur, "run_metrics", run.run_metrics)
-        return archived
+        def write() -> list[str | None]:
+            archived = []
+            with self.transaction() as cur:
+                for run in runs:
+                    archived.append(self._start_run(cur, run.head))
+                    self._insert_frame(cur, "samples", run.samples)
+                    self._insert_frame(cur, "sample_scores", run.sample_scores)
+                    self._insert_frame(cur, "run_metrics", run.run_metrics)
+            return archived
+
+        if not self.lake:
+            return write()
+        # a team store: another writer's commit can conflict with this one; the whole transaction runs again
+        return retrying(f"recording run {', '.join(repr(r.head.run_id) for r in runs[:3])}", write,
+                             on_retry=self._conflicted)
 
     def _record_staged(self, head: RunRecord, rest: Iterable[RunRecord], stage: dict[str, str]) -> str | None:
         with self.transaction() as cur:
@@ -290,7 +298,9 @@ class RecordingMixin(ArchiveMixin):
                      json.dumps(list(run.fields)), json.dumps(dict(run.notes), sort_keys=True) if run.notes else None,
                      new_copy_id()])
         for row in dict.fromkeys((m.prompt_hash, m.metric, m.template) for m in run.metrics if m.template is not None):
-            cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", list(row))
+            # written only when absent, with no key to lean on (a team store's tables have none, lib.store.lake)
+            cur.execute("INSERT INTO prompts SELECT ?, ?, ? WHERE NOT EXISTS "
+                        "(SELECT 1 FROM prompts WHERE prompt_hash = ?)", [*row, row[0]])
         return archived
 
     def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
@@ -340,8 +350,8 @@ class RecordingMixin(ArchiveMixin):
                 cur.register("_b_prompts", batch.prompts)
                 for h, text in cur.execute("SELECT DISTINCT prompt_hash, template FROM _b_prompts").fetchall():
                     placeholders(text, source=f"bulk runs prompt {h}")   # field names only, as at every door
-                cur.execute("INSERT OR IGNORE INTO prompts SELECT DISTINCT prompt_hash, metric, template "
-                            "FROM _b_prompts")
+                cur.execute("INSERT INTO prompts SELECT DISTINCT prompt_hash, metric, template FROM _b_prompts "
+                            "WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)")
             cur.execute("""INSERT INTO samples SELECT run_id, suite, sample_id, question, answer, contexts, ground_truth
                            FROM _b_samples""")
             cur.execute("""INSERT INTO sample_scores SELECT run_id, suite, metric, sample_id, status, score, reason,

@@ -150,7 +150,8 @@ class RunsMixin(StoreBase):
         return (rows[0][0], rows[0][1]) if rows else None
 
     def prompts(self) -> pd.DataFrame:
-        return self._df("SELECT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")
+        # DISTINCT: two writers of a team store can each add one new template at once (its tables have no key)
+        return self._df("SELECT DISTINCT prompt_hash, metric, template FROM prompts ORDER BY metric, prompt_hash")
 
     def prompt(self, prompt_hash: str) -> str | None:
         rows = self._rows("SELECT template FROM prompts WHERE prompt_hash = ?", [prompt_hash])

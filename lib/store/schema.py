@@ -13,6 +13,7 @@ import pandas as pd
 
 from lib.core.errors import StoreError
 from lib.store.base import _now
+from lib.store.lake import without_keys
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -220,6 +221,12 @@ _HAS_MIGRATIONS = ("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mig
                    "AND database_name = current_database() AND schema_name = current_schema()")
 
 
+def is_ducklake(cur: duckdb.DuckDBPyConnection) -> bool:
+    """True when the cursor's current database is a DuckLake (a team store, lib.store.lake)."""
+    rows = cur.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return bool(rows) and rows[0][0] == "ducklake"
+
+
 def statements(upto: int = SCHEMA_VERSION) -> list[str]:
     """Every SQL statement of the first `upto` migrations, in order, after the migrations table (Python steps
     are not here: `build` runs those too)."""
@@ -234,9 +241,9 @@ def build(cur: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGR
         _take(cur, step)
 
 
-def _take(cur: duckdb.DuckDBPyConnection, step: Migration) -> None:
+def _take(cur: duckdb.DuckDBPyConnection, step: Migration, *, lake: bool = False) -> None:
     for stmt in step.statements:
-        cur.execute(stmt)
+        cur.execute(without_keys(stmt) if lake else stmt)
     if step.run is not None:
         step.run(cur)
 
@@ -266,7 +273,8 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequen
             one), or two steps share a name.
     """
     check_names(migrations)
-    cur.execute(_SCHEMA_V1[0])
+    lake = is_ducklake(cur)   # a team store (lib.store.lake): its tables take no PRIMARY KEY
+    cur.execute(without_keys(_SCHEMA_V1[0]) if lake else _SCHEMA_V1[0])
     row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     version = int(row[0]) if row else 0
     done = applied(cur)
@@ -280,12 +288,14 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequen
     if not pending:
         return   # nothing written: opening a current database leaves nothing for its close to write back
     if not done and version:   # one time: a database that kept only the number of steps it had taken
-        cur.execute(MIGRATIONS_TABLE)
+        cur.execute(without_keys(MIGRATIONS_TABLE) if lake else MIGRATIONS_TABLE)
         cur.execute("INSERT INTO migrations SELECT unnest(?), NULL", [[m.name for m in migrations[:version]]])
         pending = list(migrations[version:])
-    cur.execute(MIGRATIONS_TABLE)
+    cur.execute(without_keys(MIGRATIONS_TABLE) if lake else MIGRATIONS_TABLE)
     for step in pending:
-        _take(cur, step)
+        _take(cur, step, lake=lake)
         cur.execute("INSERT INTO migrations VALUES (?, ?)", [step.name, _now()])
     # kept for an evaldrift from before names, which reads only this number (and refuses a larger one)
-    cur.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(len(migrations))])
+    # (a delete and an insert rather than INSERT OR REPLACE, which needs a key the lake's tables cannot have)
+    cur.execute("DELETE FROM meta WHERE key = 'schema_version'")
+    cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(len(migrations))])

@@ -10,7 +10,7 @@ import os
 from tests.support import more_tools, tool_runs
 
 SEAMS = (tool_runs.RAGAS_PYTHON, tool_runs.INSPECT_PYTHON, tool_runs.PROMPTFOO_DIR, more_tools.DEEPEVAL_PYTHON,
-         more_tools.MLFLOW_PYTHON)
+         more_tools.MLFLOW_PYTHON, tool_runs.LAKE_PYTHON)
 
 
 def test_every_exported_tool_path_is_the_one_a_test_uses() -> None:

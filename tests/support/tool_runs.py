@@ -102,7 +102,7 @@ def respond(body: dict) -> str:
 # environment during a test was therefore always the /tmp default, whatever CI had built and exported.
 # tests/conftest.py imports this module before any test runs.
 CI_PATHS = ("EVALDRIFT_RAGAS_PYTHON", "EVALDRIFT_INSPECT_PYTHON", "EVALDRIFT_PROMPTFOO_DIR",
-            "EVALDRIFT_DEEPEVAL_PYTHON", "EVALDRIFT_MLFLOW_PYTHON")
+            "EVALDRIFT_DEEPEVAL_PYTHON", "EVALDRIFT_MLFLOW_PYTHON", "EVALDRIFT_LAKE_PYTHON")
 EXPORTED = {name: os.environ[name] for name in CI_PATHS if os.environ.get(name)}
 
 
@@ -123,6 +123,7 @@ def tool_env(variable: str, default: str) -> Path:
 
 
 INSPECT_PYTHON = ("EVALDRIFT_INSPECT_PYTHON", "/tmp/inspect-venv/bin/python")
+LAKE_PYTHON = ("EVALDRIFT_LAKE_PYTHON", "/tmp/lake-venv/bin/python")   # the team store's (tests/test_lake.py)
 TOOLS = Path(__file__).parent / "tools"
 
 

@@ -1,0 +1,230 @@
+"""A team store: DuckLake, with its catalog in Postgres and its data as Parquet files in a folder.
+
+A store URL `ducklake:postgres:<libpq connection string>` (for example
+`ducklake:postgres:dbname=evals host=db.internal port=5432 user=evaldrift`) names the lake; the folder its
+Parquet files go to is EVALDRIFT_DATA_PATH (needed when the lake is made; DuckLake records it in the
+catalog). Many processes on many machines can write runs at once, each run one transaction.
+
+The extensions come from the wheels on the package index (`duckdb-extension-ducklake`,
+`duckdb-extension-postgres-scanner`, lib/store/requirements-lake.txt): each holds DuckDB's own signed binary, loaded by
+file path with signature checks on. Nothing is ever downloaded (`INSTALL`) while evaldrift runs. Those wheels
+exist for duckdb 1.5.5 only, so the lake runs in its own environment (lib/store/README.md, "A team store").
+
+Credentials never sit in the store URL: a `password=` in it is refused, and the password comes from the
+operator's environment or secrets file as libpq reads them (PGPASSWORD, or PGPASSFILE / ~/.pgpass). The
+store URL itself comes only from the operator (EVALDRIFT_DB, or --db), never from a URL parameter or a page.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from lib.core.errors import StoreError
+
+PREFIX = "ducklake:"
+CATALOGS = ("postgres:",)   # the catalog databases this store opens (DuckLake's guidance: Postgres for many users)
+ALIAS = "lake"
+# (extension, the wheel's package): the wheel keeps the binary at <package>/extensions/v<duckdb version>/<name>.
+EXTENSIONS = (("postgres_scanner", "duckdb_extension_postgres_scanner"), ("ducklake", "duckdb_extension_ducklake"))
+DATA_PATH_VARIABLE = "EVALDRIFT_DATA_PATH"
+RETRIES = 8   # commit conflicts retried before giving up (each after a short, growing pause)
+# a password keyword anywhere in a libpq string, or one in a URI's user part (postgresql://user:secret@host)
+_PASSWORD = re.compile(r"(^|[\s:])password\s*=|://[^/@\s]*:[^/@\s]*@", re.IGNORECASE)
+
+T = TypeVar("T")
+
+
+class LakeUnavailableError(StoreError):
+    """The lake's extensions are not installed in this environment (lib/store/requirements-lake.txt)."""
+
+
+class LakeConflictError(StoreError):
+    """A write kept conflicting with other writers' commits and was given up after the bounded retries."""
+
+    def __init__(self, what: str, attempts: int, last: str) -> None:
+        super().__init__(f"{what} gave up after {attempts} attempts: other writers' commits kept conflicting "
+                         f"with it (last: {last}); nothing of it was written, record it again")
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class LakeTarget:
+    """A parsed store URL.
+
+    Attributes:
+        catalog: the catalog part after `ducklake:` (e.g. `postgres:dbname=evals host=...`), with no password.
+        data_path: the folder the Parquet files go to (None: the one the catalog recorded when it was made).
+    """
+
+    catalog: str
+    data_path: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The URL as messages show it (it holds no password)."""
+        return PREFIX + self.catalog
+
+
+def is_lake(target: object) -> bool:
+    """True when `target` is a store URL (`ducklake:...`) rather than a DuckDB file."""
+    return isinstance(target, str) and target.startswith(PREFIX)
+
+
+def parse(url: str, environ: Mapping[str, str] | None = None) -> LakeTarget:
+    """Read a store URL and the data path from the operator's environment.
+
+    Args:
+        url: `ducklake:postgres:<libpq connection string>`.
+        environ: where EVALDRIFT_DATA_PATH is read (default: os.environ).
+
+    Raises:
+        StoreError: another catalog than Postgres, or a password in the URL.
+    """
+    catalog = url[len(PREFIX):].strip()
+    if not catalog.startswith(CATALOGS):
+        raise StoreError(f"store URL {url.split(' ')[0]!r}: the catalog must be one of "
+                         f"{', '.join(PREFIX + c for c in CATALOGS)}")
+    if _PASSWORD.search(catalog):
+        raise StoreError("the store URL holds a password: remove it, and give it as the operator's PGPASSWORD or in "
+                         "a PGPASSFILE (~/.pgpass), where libpq reads it")
+    env = os.environ if environ is None else environ
+    return LakeTarget(catalog=catalog, data_path=env.get(DATA_PATH_VARIABLE) or None)
+
+
+def extension_file(name: str, package: str) -> Path:
+    """The extension binary a wheel installed, for this duckdb's version.
+
+    Raises:
+        LakeUnavailableError: the wheel is absent, or built for another duckdb.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise LakeUnavailableError(f"a team store needs the {name} extension: pip install -r "
+                                   f"lib/store/requirements-lake.txt (package {package.replace('_', '-')})")
+    path = Path(next(iter(spec.submodule_search_locations))) / "extensions" / f"v{duckdb.__version__}" / \
+        f"{name}.duckdb_extension"
+    if not path.is_file():
+        raise LakeUnavailableError(f"{package.replace('_', '-')} holds no {name} extension for duckdb "
+                                   f"{duckdb.__version__} (lib/store/requirements-lake.txt pins the matching versions)")
+    return path
+
+
+def available() -> str | None:
+    """None when this environment can open a lake, else why not (for a test's skip reason, or a message)."""
+    try:
+        for name, package in EXTENSIONS:
+            extension_file(name, package)
+    except LakeUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the lake attached and in use (its tables are the store's tables).
+
+    Args:
+        target: the parsed store URL.
+        as_of: attach the lake as it stood at this time (DuckLake's time travel; read-only). A naive time is
+            this machine's local time.
+
+    Raises:
+        LakeUnavailableError: the extensions are not installed.
+        StoreError: the catalog cannot be reached, or a new lake has no data path.
+    """
+    files = [extension_file(name, package) for name, package in EXTENSIONS]
+    con = duckdb.connect(":memory:")
+    try:
+        # signature checks stay on (allow_unsigned_extensions is false): the wheels hold DuckDB's signed builds
+        for path in files:
+            con.execute(f"LOAD {_literal(str(path))}")
+        options = [f"DATA_PATH {_literal(_folder(target.data_path))}"] if target.data_path and as_of is None else []
+        if as_of is not None:
+            when = as_of.astimezone()   # a naive time is this machine's local time, as the store's own times are
+            options += [f"SNAPSHOT_TIME {_literal(when.isoformat(sep=' '))}", "READ_ONLY"]
+        option = f" ({', '.join(options)})" if options else ""
+        attach = f"ATTACH {_literal(PREFIX + target.catalog)} AS {ALIAS}{option}"
+        retrying(f"opening {target.name}", lambda: con.execute(attach))   # several first opens of a new lake
+        con.execute(f"USE {ALIAS}")
+    except duckdb.Error as exc:
+        con.close()
+        first = str(exc).splitlines()[0]
+        if "DATA_PATH" in first.upper() or "data path" in first.lower():
+            raise StoreError(f"{target.name}: a new lake needs a folder for its data: set {DATA_PATH_VARIABLE} "
+                             f"({first})") from None
+        raise StoreError(f"cannot open the team store {target.name}: {first}") from None
+    except BaseException:   # gave up retrying, or interrupted: the connection goes with it
+        con.close()
+        raise
+    return con
+
+
+def _folder(path: str) -> str:
+    """A local folder made absolute, with the trailing slash DuckLake joins file names to."""
+    if "://" in path:
+        return path.rstrip("/") + "/"
+    folder = Path(path).expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder) + "/"
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """True for an error another writer's commit caused (retrying the whole transaction may succeed): a commit
+    conflict, or two processes making a new lake's catalog at once (the second's CREATE TABLE collides in
+    Postgres: "Failed to initialize DuckLake ... already exists")."""
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.TransactionException) or (isinstance(exc, duckdb.Error) and (
+        "conflict" in text or ("initialize ducklake" in text and "already exists" in text)))
+
+
+def retrying(what: str, write: Callable[[], T], *, retries: int = RETRIES,
+             pause: Callable[[float], None] = time.sleep, on_retry: Callable[[str], None] | None = None) -> T:
+    """Run `write` (one whole transaction) again while it fails on a commit conflict, at most `retries` times.
+
+    Args:
+        what: the write, for the message when it gives up.
+        write: the whole transaction (it must roll back whole when it raises).
+        retries: conflicts retried before giving up.
+        pause: sleeps between attempts (0.05 s, doubling).
+        on_retry: told each conflict that is retried (its first line).
+
+    Raises:
+        LakeConflictError: every attempt conflicted (nothing was written: each attempt was rolled back whole).
+    """
+    for attempt in range(retries + 1):
+        try:
+            return write()
+        except duckdb.Error as exc:
+            if not is_conflict(exc):
+                raise
+            if attempt == retries:
+                raise LakeConflictError(what, attempt + 1, str(exc).splitlines()[0]) from None
+            if on_retry is not None:
+                on_retry(str(exc).splitlines()[0])
+            pause(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# DuckLake keeps no PRIMARY KEY or UNIQUE constraint ("not supported in DuckLake"): the lake's tables are made
+# without them (NOT NULL stays). Keys are kept by the store's own writes instead (a run is archived before it
+# is recorded again; a prompt is inserted only when its hash is absent).
+_TABLE_KEY = re.compile(r",\s*PRIMARY KEY\s*\([^)]*\)", re.IGNORECASE)
+_COLUMN_KEY = re.compile(r"\s+PRIMARY KEY\b", re.IGNORECASE)
+
+
+def without_keys(statement: str) -> str:
+    """A CREATE TABLE statement as the lake takes it: no PRIMARY KEY (a key column stays NOT NULL)."""
+    return _COLUMN_KEY.sub(" NOT NULL", _TABLE_KEY.sub("", statement))

@@ -1,0 +1,91 @@
+"""The machine's Postgres, started on loopback for a test's team store (a DuckLake catalog), and stopped after.
+
+`initdb` refuses to run as root, so as root the server is made and run as the `postgres` user (runuser), in a
+folder under /tmp that user can enter (pytest's own temporary folders sit under root's private /tmp/pytest-of-root).
+Trust authentication on 127.0.0.1 only, a free port, fsync off: a test's server, gone when the tests end.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVER_USER = "postgres"
+
+
+def _bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def missing() -> str | None:
+    """None when Postgres can be started here, else why not (a skip reason)."""
+    for name in ("initdb", "pg_ctl", "createdb"):
+        if _bin(name) is None:
+            return f"no Postgres here ({name} is not installed)"
+    if os.geteuid() == 0:
+        try:
+            import pwd
+            pwd.getpwnam(SERVER_USER)
+        except KeyError:
+            return f"running as root, and there is no {SERVER_USER!r} user to run Postgres as"
+        if shutil.which("runuser") is None:
+            return "running as root, and runuser is missing (initdb refuses root)"
+    return None
+
+
+def _as_server_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", SERVER_USER, "--", *argv] if os.geteuid() == 0 else argv
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running server: its folder and port; `catalog(db)` makes a database and gives the store URL's part."""
+
+    folder: Path
+    port: int
+
+    def catalog(self, dbname: str) -> str:
+        """Make the database `dbname` and return `postgres:<libpq string>` for a store URL (no password)."""
+        subprocess.run([_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", SERVER_USER,
+                        dbname], check=True, capture_output=True, timeout=60)
+        return f"postgres:dbname={dbname} host=127.0.0.1 port={self.port} user={SERVER_USER}"
+
+    def stop(self) -> None:
+        subprocess.run(_as_server_user([_bin("pg_ctl") or "pg_ctl", "-D", str(self.folder / "data"), "-m",
+                                        "immediate", "stop"]), capture_output=True, timeout=60)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start() -> Postgres:
+    """initdb and start a server on 127.0.0.1 and a free port (about 3 s); the caller stops it."""
+    folder = Path(tempfile.mkdtemp(prefix="evaldrift-pg-", dir="/tmp"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, user=SERVER_USER)
+    folder.chmod(0o700)
+    data = folder / "data"
+    try:
+        subprocess.run(_as_server_user([_bin("initdb") or "initdb", "-D", str(data), "-A", "trust", "-U",
+                                        SERVER_USER, "-E", "UTF8", "--no-sync"]),
+                       check=True, capture_output=True, timeout=120)
+        port = _free_port()
+        subprocess.run(_as_server_user([_bin("pg_ctl") or "pg_ctl", "-D", str(data), "-l", str(folder / "log"),
+                                        "-w", "-t", "60", "-o",
+                                        f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=60",
+                                        "start"]), check=True, capture_output=True, timeout=120)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Postgres(folder, port)

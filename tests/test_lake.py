@@ -1,0 +1,331 @@
+"""A team store: DuckLake with its catalog in the machine's Postgres 15 (started on loopback here) and its data
+as Parquet files in a folder. Writers in separate processes record at once and lose nothing; a writer killed
+inside its transaction leaves nothing of its run; the lake exports to the Parquet layout the project's duckdb
+reads. The store URL's rules, the keys the lake cannot hold and the bounded conflict retries are pure and
+tested without the lake.
+
+The lake's extensions exist for duckdb 1.5.5 only (lib/store/README.md, "A team store"), so the lake itself is
+driven through tests/support/lake_child.py in the lake environment (EVALDRIFT_LAKE_PYTHON, default
+/tmp/lake-venv/bin/python, built from lib/store/requirements-lake.txt); without it, or without Postgres, those
+tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lib.core.errors import StoreError
+from lib.core.labels import SCORE, Label
+from lib.core.records import MAIN
+from lib.store import Store, copy, lake
+from lib.store.parquet import ParquetStore
+from lib.store.schema import MIGRATIONS
+from tests.conftest import small_demo
+from tests.support import postgres, tool_runs
+from tests.support.cli import run_cli
+from tests.support.tool_runs import tool_path
+from tests.test_store import make_run
+
+ROOT = Path(__file__).resolve().parent.parent
+Lake = tuple[str, dict[str, str], postgres.Postgres]
+LAKE_PYTHON = tool_path(*tool_runs.LAKE_PYTHON)
+CATALOG = "postgres:dbname=evals host=127.0.0.1 port=5432 user=evaldrift"
+
+
+@pytest.mark.parametrize(("url", "environ", "catalog", "data_path", "error"), [
+    ("ducklake:" + CATALOG, {}, CATALOG, None, None),
+    ("ducklake:" + CATALOG, {"EVALDRIFT_DATA_PATH": "/srv/lake"}, CATALOG, "/srv/lake", None),
+    ("ducklake:" + CATALOG, {"EVALDRIFT_DATA_PATH": ""}, CATALOG, None, None),
+    ("ducklake:" + CATALOG + " password=hunter2", {}, None, None, "holds a password"),
+    ("ducklake:postgres:password=hunter2 dbname=evals", {}, None, None, "holds a password"),
+    ("ducklake:postgres:postgresql://evaldrift:hunter2@db.internal/evals", {}, None, None, "holds a password"),
+    ("ducklake:postgres:postgresql://evaldrift@db.internal/evals", {}, "postgres:postgresql://evaldrift@db.internal/evals",
+     None, None),
+    ("ducklake:sqlite:/srv/catalog.sqlite", {}, None, None, "catalog must be one of ducklake:postgres:"),
+    ("ducklake:/srv/catalog.ducklake", {}, None, None, "catalog must be one of"),
+])
+def test_a_store_url_names_a_postgres_catalog_and_never_a_password(
+        url: str, environ: dict[str, str], catalog: str | None, data_path: str | None, error: str | None) -> None:
+    if error is not None:
+        with pytest.raises(StoreError, match=error) as caught:
+            lake.parse(url, environ)
+        assert "hunter2" not in str(caught.value)
+        return
+    target = lake.parse(url, environ)
+    assert (target.catalog, target.data_path, target.name) == (catalog, data_path, url)
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("ducklake:postgres:dbname=evals", True),
+    ("data/evals.duckdb", False),
+    (Path("ducklake:postgres:dbname=evals"), False),   # a Path is a file, whatever its name
+    ("evals-ducklake:postgres", False),
+])
+def test_only_a_ducklake_url_opens_a_team_store(target: object, expected: bool) -> None:
+    assert lake.is_lake(target) is expected
+
+
+@pytest.mark.parametrize(("statement", "expected"), [
+    ("CREATE TABLE t (a VARCHAR PRIMARY KEY, b INT)", "CREATE TABLE t (a VARCHAR NOT NULL, b INT)"),
+    ("CREATE TABLE t (a VARCHAR NOT NULL, b INT NOT NULL, PRIMARY KEY (a, b))",
+     "CREATE TABLE t (a VARCHAR NOT NULL, b INT NOT NULL)"),
+    ("CREATE TABLE t (a VARCHAR NOT NULL,\n        PRIMARY KEY (a))", "CREATE TABLE t (a VARCHAR NOT NULL)"),
+    ("ALTER TABLE runs ADD COLUMN notes VARCHAR", "ALTER TABLE runs ADD COLUMN notes VARCHAR"),
+])
+def test_the_lake_takes_each_table_without_its_key(statement: str, expected: str) -> None:
+    assert lake.without_keys(statement) == expected
+
+
+def test_every_migration_statement_has_no_key_left_for_the_lake() -> None:
+    from lib.store.schema import statements
+
+    for stmt in statements():
+        assert "PRIMARY KEY" not in lake.without_keys(stmt).upper(), stmt
+
+
+def _conflict() -> duckdb.Error:
+    return duckdb.TransactionException("TransactionContext Error: Failed to commit: conflict on snapshot 7")
+
+
+@pytest.mark.parametrize(("failures", "retries", "calls", "outcome"), [
+    (0, 3, 1, "written"),
+    (2, 3, 3, "written"),          # two conflicts retried, the third attempt commits
+    (4, 3, 4, "gave up"),          # 1 + 3 attempts, all conflicted: said, with the count
+    (-1, 3, 1, "raised"),          # not a conflict (a bad statement): raised at once, never retried
+])
+def test_conflicts_are_retried_bounded_and_said_when_given_up(failures: int, retries: int, calls: int,
+                                                             outcome: str) -> None:
+    attempts: list[int] = []
+    told: list[str] = []
+    pauses: list[float] = []
+
+    def write() -> str:
+        attempts.append(1)
+        if failures < 0:
+            raise duckdb.BinderException("Binder Error: no such column")
+        if len(attempts) <= failures:
+            raise _conflict()
+        return "written"
+
+    if outcome == "written":
+        assert lake.retrying("recording run 'r'", write, retries=retries, pause=pauses.append,
+                             on_retry=told.append) == "written"
+    elif outcome == "gave up":
+        with pytest.raises(lake.LakeConflictError, match=r"recording run 'r' gave up after 4 attempts") as caught:
+            lake.retrying("recording run 'r'", write, retries=retries, pause=pauses.append, on_retry=told.append)
+        assert caught.value.attempts == 4
+    else:
+        with pytest.raises(duckdb.BinderException):
+            lake.retrying("recording run 'r'", write, retries=retries, pause=pauses.append, on_retry=told.append)
+    assert len(attempts) == calls
+    assert len(told) == len(pauses) == min(max(failures, 0), retries)
+    assert pauses == sorted(pauses)   # a growing pause between attempts
+
+
+@pytest.mark.parametrize(("error", "retried"), [
+    (duckdb.TransactionException("TransactionContext Error: Failed to commit"), True),
+    (duckdb.Error("Transaction conflict on snapshot 9"), True),
+    (duckdb.Error('Failed to initialize DuckLake: Failed to execute query "CREATE TABLE ...": ERROR:  duplicate key '
+                  'value violates unique constraint "pg_type_typname_nsp_index" Key already exists.'), True),
+    (duckdb.Error("Failed to initialize DuckLake: permission denied for schema public"), False),
+    (duckdb.BinderException("Binder Error: column already exists"), False),
+    (ValueError("conflict"), False),
+])
+def test_what_counts_as_another_writers_conflict(error: BaseException, retried: bool) -> None:
+    assert lake.is_conflict(error) is retried
+
+
+# --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
+
+def _lake_or_skip() -> str:
+    python = Path(LAKE_PYTHON)
+    why = None
+    if not python.exists():
+        why = f"no lake environment at {python} (python -m venv; pip install -r lib/store/requirements-lake.txt)"
+    else:
+        probe = subprocess.run([str(python), "-c", "from lib.store import lake; print(lake.available() or '')"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        why = probe.stdout.strip() or (probe.stderr.strip().splitlines() or [""])[-1] or None
+    why = why or postgres.missing()
+    if why and os.environ.get("CI") == "true":   # .ci/run builds the lake environment: a green run ran these
+        pytest.fail(why)
+    if why:
+        pytest.skip(why)
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], postgres.Postgres]]:
+    """A lake on a fresh Postgres: its store URL, the environment its processes get (EVALDRIFT_DATA_PATH), and
+    the server (for another, empty lake)."""
+    python = _lake_or_skip()
+    server = postgres.start()
+    try:
+        env = {**os.environ, "EVALDRIFT_DATA_PATH": str(tmp_path_factory.mktemp("lake-data")),
+               "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python}
+        url = "ducklake:" + server.catalog("evals")
+        _child(env, "read", url)   # the first open makes the schema, before writers race
+        yield url, env, server
+    finally:
+        server.stop()
+
+
+def _child(env: dict[str, str], *argv: str, timeout: float = 300) -> dict:
+    done = subprocess.run([env["EVALDRIFT_LAKE_PYTHON"], "-m", "tests.support.lake_child", *argv], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _start(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([env["EVALDRIFT_LAKE_PYTHON"], "-m", "tests.support.lake_child", *argv], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_as_of_a_date(
+        team_store: Lake, tmp_path: Path) -> None:
+    url, env, _ = team_store
+    recorded = _child(env, "record", url, "solo", "2")
+    assert recorded["recorded"] == 2
+    seen = _child(env, "export", url, str(tmp_path / "export"))   # it reads the lake, then exports it
+    for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
+        assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
+                                        "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
+    assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
+    assert seen["unsigned_allowed"] is False   # the extensions were loaded with signature checks on
+    # the export is the project's Parquet layout: read here, by the project's own duckdb
+    assert seen["rows"]["runs"] == len(seen["runs"])
+    with ParquetStore(tmp_path / "export") as history:
+        assert set(history.run_ids()) == set(seen["runs"])
+        assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
+    # as it stood once solo-0 had committed and solo-1 had not: read-only there
+    then = _child(env, "read", url, recorded["committed"][0])
+    assert "solo-0" in then["runs"] and "solo-1" not in then["runs"]
+    assert then["runs"]["solo-0"]["samples"] == 6
+    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
+    print("a write as of a date:", then["refused"])
+
+
+def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
+    writers, runs = 3, 3
+    reader = _start(env, "watch", url, "writer", str(writers * runs), "300")   # the dashboard, open meanwhile
+    procs = [_start(env, "record", url, f"writer{w}", str(runs)) for w in range(writers)]
+    assert reader.stdout is not None and json.loads(reader.stdout.readline() or "{}") == {"ready": True}, (
+        reader.stderr.read()[-2000:] if reader.stderr else "")
+    reports = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    assert [r["recorded"] for r in reports] == [runs] * writers
+    out, err = reader.communicate(timeout=300)
+    watched = json.loads(out.strip().splitlines()[-1])
+    assert reader.returncode == 0, err[-2000:]
+    assert (watched["runs"], watched["partial"]) == (writers * runs, [])   # it never saw half a run
+    seen = _child(env, "read", url)["runs"]
+    mine = {k: v for k, v in seen.items() if k.startswith("writer")}
+    assert sorted(mine) == sorted(f"writer{w}-{i}" for w in range(writers) for i in range(runs))
+    assert all(v["samples"] == 6 and v["scores"] == 6 and v["metrics"][0]["score"] == 0.75 for v in mine.values())
+    print("conflicts retried:", [r["conflicts"] for r in reports], "seconds:", [r["seconds"] for r in reports])
+
+
+def test_a_writer_killed_inside_its_transaction_leaves_nothing_of_its_run(
+        team_store: Lake) -> None:
+    url, env, _ = team_store
+    proc = _start(env, "hang", url, "killed-1")
+    try:
+        assert proc.stdout is not None
+        lines = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert lines[1] == {"inside": "samples", "rows": 6}   # its samples written, its transaction open
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    # the next writer, in another process, finds none of it, and records that run id: no lock was left behind
+    after = _child(env, "record", url, "killed", "2")
+    assert "killed-1" not in after["before"]["runs"]
+    assert after["before"]["tables"]["samples"] == 6 * len(after["before"]["runs"])   # no sample of it anywhere
+    assert after["recorded"] == 2
+
+
+def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
+    def pins(name: str) -> dict[str, str]:
+        lines = (ROOT / name).read_text().splitlines()
+        return dict(line.split("#")[0].strip().split("==") for line in lines if line.split("#")[0].strip())
+
+    project, lake_env = pins("requirements.txt"), pins("lib/store/requirements-lake.txt")
+    assert lake_env.pop("duckdb") == "1.5.5"
+    # the extension wheels are built for exactly that duckdb
+    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
+    project.pop("duckdb")
+    assert lake_env == project
+
+
+# --- store copy ---------------------------------------------------------------------------------------------------
+
+def test_store_copy_moves_every_table_of_a_file_checked(tmp_path: Path) -> None:
+    src = small_demo(2, tmp_path / "src.duckdb")
+    with Store(src) as store:   # a replaced copy and a label too, so the archive and labels tables travel
+        store.record_run(make_run("copied"))
+        store.record_run(make_run("copied"))
+        store.add_labels([_label()])
+    done = run_cli("store", "copy", src, tmp_path / "dst.duckdb")
+    assert done.returncode == 0, done.stderr
+    with Store(src) as a, Store(tmp_path / "dst.duckdb") as b:
+        before, after = copy.checks(a.cursor()), copy.checks(b.cursor())
+        assert before == after
+        assert all(before[t][0] for t in ("runs", "samples", "sample_scores", "archived_runs", "labels"))
+        assert a.metric_history().equals(b.metric_history())
+    assert f"runs: {before['runs'][0]} rows, checksum {before['runs'][1]}" in done.stdout
+    assert "each table's rows and checksum match" in done.stdout
+
+
+def test_store_copy_refuses_a_destination_that_holds_rows(tmp_path: Path) -> None:
+    src = small_demo(2, tmp_path / "src.duckdb")
+    dst = small_demo(2, tmp_path / "dst.duckdb")
+    with Store(dst) as store:
+        held = copy.checks(store.cursor())
+    done = run_cli("store", "copy", src, dst)
+    assert done.returncode == 2 and "is not empty (" in done.stderr and "runs: 2 rows" in done.stderr
+    with Store(dst) as store:
+        assert copy.checks(store.cursor()) == held   # nothing written
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE samples SET answer = answer || '.' WHERE sample_id = (SELECT min(sample_id) FROM samples)",
+    "UPDATE samples SET contexts = list_reverse(contexts) WHERE len(contexts) > 1",
+    "UPDATE sample_scores SET score = 1 - score WHERE score IS NOT NULL AND score <> 0.5",
+    "UPDATE runs SET label = 'other' WHERE run_id = (SELECT min(run_id) FROM runs)",
+    "DELETE FROM sample_scores WHERE sample_id = (SELECT min(sample_id) FROM sample_scores)",
+    "INSERT INTO prompts SELECT prompt_hash || 'x', metric, template FROM prompts LIMIT 1",
+])
+def test_the_checksum_sees_a_changed_missing_or_added_row(tmp_path: Path, change: str) -> None:
+    with Store(small_demo(2, tmp_path / "db.duckdb")) as store:
+        before = copy.checks(store.cursor())
+        with store.transaction() as cur:
+            cur.execute(change)
+        after = copy.checks(store.cursor())
+    assert [t for t in before if before[t] != after[t]] == [change.split()[1 if change.startswith("UPDATE") else 2]]
+
+
+def _label() -> Label:
+    return Label(suite=MAIN, sample_id="s-1", metric="faithfulness", item=None, kind=SCORE, value=1.0, content="c",
+                 labeller="ana", labelled_at=datetime(2026, 9, 2, 9, 0), source="cli", note=None)
+
+
+def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_path: Path) -> None:
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("copied")
+    done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
+    assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
+    assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1
