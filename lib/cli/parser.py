@@ -14,6 +14,7 @@ from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
+from lib.cli.watching import add_parser as add_watch_parser
 from lib.core.endpoints import redact
 from lib.core.errors import EvaldriftError
 from lib.core.metrics import METRIC_NAMES
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     add_labels_parser(sub, _db_arg, _effect)
+    add_watch_parser(sub, _db_arg)
     return parser
 
 

@@ -21,6 +21,9 @@
 | identity_claim | EVALDRIFT_IDENTITY_CLAIM | email (not trusted when the provider says email_verified false) |
 | max_input_bytes | EVALDRIFT_MAX_INPUT_BYTES | 536870912 (512 MiB: a file read whole, a zip member, all members) |
 | max_field_chars | EVALDRIFT_MAX_FIELD_CHARS | 1000000 (characters in one text field; contexts counted together) |
+| notify | EVALDRIFT_NOTIFY | none: `watch` has no channel (Apprise URLs, comma- or space-separated) |
+| notify_file | EVALDRIFT_NOTIFY_FILE | none (a file of Apprise URLs, one a line: a mounted secret) |
+| public_url | EVALDRIFT_PUBLIC_URL | none: `watch`'s messages carry no link |
 
 Lists are comma-separated. A user entry is an e-mail address or `@domain`.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +77,13 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("max_field_chars", "EVALDRIFT_MAX_FIELD_CHARS",
      "characters one text field may hold (a question, answer, reference, id; a sample's passages together), "
      "at every door (default 1,000,000)"),
+    ("notify", "EVALDRIFT_NOTIFY",
+     "where `watch` sends its alerts: Apprise URLs (json://, slack://, msteams://, mailto://, ...), comma- or "
+     "space-separated; never read from the database, a URL or the browser"),
+    ("notify_file", "EVALDRIFT_NOTIFY_FILE",
+     "a file of Apprise URLs, one a line (# comments), read beside EVALDRIFT_NOTIFY: a secret mounted as a file"),
+    ("public_url", "EVALDRIFT_PUBLIC_URL", "the dashboard's address as the team opens it: `watch` links each alert "
+                                           "to its run there"),
 )
 
 
@@ -97,6 +108,9 @@ class Settings:
     identity_claim: str = "email"
     max_input_bytes: int = 512 * 1024 * 1024
     max_field_chars: int = 1_000_000
+    notify: tuple[str, ...] = ()
+    notify_file: Path | None = None
+    public_url: str | None = None
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "
@@ -148,7 +162,18 @@ def load(environ: Mapping[str, str] | None = None, secrets: Mapping[str, object]
         identity_claim=get("EVALDRIFT_IDENTITY_CLAIM") or "email",
         max_input_bytes=_limit(get("EVALDRIFT_MAX_INPUT_BYTES"), "EVALDRIFT_MAX_INPUT_BYTES", 512 * 1024 * 1024),
         max_field_chars=_limit(get("EVALDRIFT_MAX_FIELD_CHARS"), "EVALDRIFT_MAX_FIELD_CHARS", 1_000_000),
+        notify=notify_urls(get("EVALDRIFT_NOTIFY") or ""),
+        notify_file=Path(f) if (f := get("EVALDRIFT_NOTIFY_FILE")) else None,
+        public_url=get("EVALDRIFT_PUBLIC_URL"),
     )
+
+
+def notify_urls(text: str) -> tuple[str, ...]:
+    """Apprise URLs from a setting or a file: separated by white space, or by a comma before the next scheme (a
+    comma inside a URL, `?to=a@x,b@x`, stays); lines starting with # are comments."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("#")]
+    parts = re.split(r"\s+|,(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", "\n".join(lines))
+    return tuple(p.strip() for p in parts if p.strip())
 
 
 def _count(value: str | None, name: str, default: int) -> int:
