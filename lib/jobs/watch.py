@@ -201,7 +201,7 @@ def _send(notifier: Notifier, channel: str, title: str, body: str, *, retries: i
 
 
 def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_url: str | None = None,
-         retries: int = RETRIES, backoff: float = BACKOFF, lock_wait: float = LOCK_WAIT,
+         retries: int | None = None, backoff: float | None = None, lock_wait: float = LOCK_WAIT,
          sleep: Callable[[float], None] = time.sleep) -> LookResult:
     """One look at a database: decide, claim and deliver what is new, and resend what is pending.
 
@@ -210,7 +210,8 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
         notifier: the channels (AppriseNotifier from the operator's settings).
         now: the time of the look (a missing run is judged against it; default: now).
         public_url: the dashboard's address, for each message's link (EVALDRIFT_PUBLIC_URL).
-        retries, backoff, sleep: each send's tries within this look and the waits between them.
+        retries, backoff, sleep: each send's tries within this look (default RETRIES) and the wait before the
+            second (default BACKOFF seconds, doubled before each later one).
         lock_wait: seconds to wait for another watcher's look to end.
 
     Raises:
@@ -239,8 +240,9 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
                     ws.fold(reader, old)
                 _remove(side)
         try:
-            return _look(reader, state, notifier, now=now, public_url=public_url, retries=retries,
-                         backoff=backoff, sleep=sleep, on_snapshot=on_snapshot)
+            return _look(reader, state, notifier, now=now, public_url=public_url,
+                         retries=RETRIES if retries is None else retries,
+                         backoff=BACKOFF if backoff is None else backoff, sleep=sleep, on_snapshot=on_snapshot)
         finally:
             if state is not reader:
                 state.close()
@@ -275,8 +277,9 @@ def _look(reader: Store, state: Store, notifier: Notifier, *, now: datetime, pub
         # recorded before the send: a watcher killed mid-send leaves the row pending, sent again next look
         row = replace(row, attempts=row.attempts + 1, sent_at=datetime.now().replace(microsecond=0))
         ws.put(state, [row])
-        error = _send(notifier, row.channel, f"evaldrift: {row.kind}", row.body, retries=retries, backoff=backoff,
-                      sleep=sleep)
+        # the cause is the title (a phone's notification and an email's subject show it), the evidence the body
+        body = row.body.removeprefix(row.headline).lstrip("\n")
+        error = _send(notifier, row.channel, row.headline, body, retries=retries, backoff=backoff, sleep=sleep)
         if error is None:
             ws.put(state, [replace(row, status=ws.DELIVERED, last_error=None,
                                    delivered_at=datetime.now().replace(microsecond=0))])
@@ -287,13 +290,14 @@ def _look(reader: Store, state: Store, notifier: Notifier, *, now: datetime, pub
     return LookResult(tuple(claimed), delivered, len(errors), tuple(errors), on_snapshot, quick)
 
 
-def send_now(notifier: Notifier, title: str, body: str, *, retries: int = RETRIES, backoff: float = BACKOFF,
-             sleep: Callable[[float], None] = time.sleep) -> list[str]:
+def send_now(notifier: Notifier, title: str, body: str, *, retries: int | None = None,
+             backoff: float | None = None, sleep: Callable[[float], None] = time.sleep) -> list[str]:
     """Send one message to every channel outside the outbox (`watch --test`, `watch --digest`); returns the errors,
     one line a channel that did not take it."""
     errors = []
     for ch in notifier.channels:
-        error = _send(notifier, ch, title, body, retries=retries, backoff=backoff, sleep=sleep)
+        error = _send(notifier, ch, title, body, retries=RETRIES if retries is None else retries,
+                      backoff=BACKOFF if backoff is None else backoff, sleep=sleep)
         if error is not None:
             errors.append(f"{ch}: {error}")
     return errors

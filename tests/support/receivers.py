@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +25,8 @@ class Post:
 
 @dataclass
 class HttpReceiver:
-    """What a loopback webhook received; `fail_first` posts answered 500, each post held `hold` seconds."""
+    """What a loopback webhook received; `fail_first` posts answered 500 (and not kept), each post kept, then held
+    `hold` seconds before its answer."""
 
     port: int = 0
     fail_first: int = 0
@@ -34,6 +34,7 @@ class HttpReceiver:
     posts: list[Post] = field(default_factory=list)
     refused: int = 0
     arrived: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)   # ends every hold at once
 
     def json_url(self, path: str = "/alerts") -> str:
         return f"json://127.0.0.1:{self.port}{path}"
@@ -44,8 +45,9 @@ class HttpReceiver:
         return f"mmost://127.0.0.1:{self.port}/{token}"
 
     def texts(self) -> list[str]:
-        """The message text of each accepted post (JSON's `message`, Slack's `text`)."""
-        return [p.body.get("message") or p.body.get("text") or "" for p in self.posts]
+        """The message of each accepted post as a person reads it: JSON's title and message, Slack's text."""
+        return [f"{p.body['title']}\n{p.body.get('message', '')}" if "title" in p.body else p.body.get("text", "")
+                for p in self.posts]
 
 
 @contextmanager
@@ -57,15 +59,15 @@ def http_receiver(*, fail_first: int = 0, hold: float = 0.0) -> Iterator[HttpRec
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            rec.arrived.set()
-            if rec.hold:
-                time.sleep(rec.hold)
-            with lock:
-                fail = rec.refused < rec.fail_first
+            with lock:   # a post is received (kept) before it is held and answered: a sender killed meanwhile
+                fail = rec.refused < rec.fail_first   # has delivered it without knowing
                 if fail:
                     rec.refused += 1
                 else:
                     rec.posts.append(Post(self.path, json.loads(raw or b"{}")))
+            rec.arrived.set()
+            if rec.hold:
+                rec.release.wait(rec.hold)
             self.send_response(500 if fail else 200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -81,6 +83,7 @@ def http_receiver(*, fail_first: int = 0, hold: float = 0.0) -> Iterator[HttpRec
     try:
         yield rec
     finally:
+        rec.release.set()
         server.shutdown()
         server.server_close()
 

@@ -31,8 +31,9 @@ def run_id(day: int) -> str:
 
 def night(store: Store, day: int, level: float, *, metric: str = "faithfulness", template: str = DEFAULT,
           binding: str = PROJECTED, judge_model: str = "offline-lexical-v2", pipeline: dict | None = None,
-          failed: int = 0, seed: int = 0, hours: float = 24.0, suite: str = MAIN) -> str:
-    """Record night `day` of a history: `metric` scored around `level`, `failed` samples failed; returns its id."""
+          failed: int = 0, seed: int = 0, hours: float = 24.0, suite: str = MAIN, start: datetime = START) -> str:
+    """Record night `day` of a history (from `start`): `metric` scored around `level`, `failed` samples failed;
+    returns its id."""
     rng = random.Random(seed * 100_003 + day)
     results = []
     for k, s in enumerate(_SAMPLES):
@@ -41,7 +42,7 @@ def night(store: Store, day: int, level: float, *, metric: str = "faithfulness",
             continue
         results.append(SampleResult(s.sample_id, OK, min(1.0, max(0.0, rng.gauss(level, SD)))))
     rid = run_id(day)
-    store.record_run(RunRecord(rid, START + timedelta(hours=hours * day), pipeline or {"retriever": "v1"},
+    store.record_run(RunRecord(rid, start + timedelta(hours=hours * day), pipeline or {"retriever": "v1"},
                                {suite: _SAMPLES},
                                [MetricRecord(metric, results, judge_model, template, binding, suite=suite)]))
     return rid
