@@ -185,16 +185,17 @@ def test_while_the_dashboard_owns_the_database_the_watcher_reads_its_snapshot(tm
         assert len(rec.posts) == 1
 
 
-def test_test_and_digest_send_to_every_channel(tmp_path: Path, demo_db: Path):
+def test_test_and_digest_send_to_every_channel(tmp_path: Path):
     with http_receiver() as rec:
+        db = _watched_db(tmp_path, rec)
         env = {"EVALDRIFT_NOTIFY": rec.json_url()}
         done = run_cli("watch", "--test", env=env)
         assert done.returncode == 0 and "test message sent to 1 of 1 channel(s)" in done.stdout
         assert rec.texts()[0].startswith("evaldrift: test message\nA test message from `python -m lib watch --test`")
-        digest = run_cli("watch", "--digest", "--db", demo_db, env=env)
+        digest = run_cli("watch", "--digest", "--db", db, env=env)
         assert digest.returncode == 0, digest.stderr
-        assert rec.posts[1].body["title"].startswith("evaldrift: ")
-        assert "Still open" in rec.texts()[1]
+        assert rec.posts[1].body["title"].startswith("evaldrift review: ")
+        assert "Still open" in rec.texts()[1] and "night-012" in rec.texts()[1]
 
 
 @pytest.mark.parametrize(("env", "args", "said"), [

@@ -95,7 +95,7 @@ def _digest(db: Path, notifier: wj.AppriseNotifier) -> int:
             raise UsageError(f"{db} holds no runs: nothing to review")
         rev = review(store, *bounds)
         text = markdown_text(review_markdown(rev))
-    errors = wj.send_now(notifier, f"evaldrift: {rev.title}", text)
+    errors = wj.send_now(notifier, rev.title, text)
     for line in errors:
         print(f"not delivered: {line}", file=sys.stderr)
     print(f"{rev.title}: sent to {len(notifier.channels) - len(errors)} of {len(notifier.channels)} channel(s)")
