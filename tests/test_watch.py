@@ -249,3 +249,42 @@ def test_every_sends_a_run_recorded_meanwhile_within_one_interval(tmp_path: Path
                                       "instrument:night-013:faithfulness:judge model"]
         assert took < 2 + 5, took   # within one interval plus 5 s
         assert "new episode: faithfulness -0.2" in out
+
+
+def test_alerts_frame_newest_first_with_pending_errors():
+    from lib.presentation.alerts import alerts_frame, announced
+
+    t = datetime(2026, 10, 3, 8, 0)
+    rows = [ws.OutboxRow("incident:a", "json://h/p", "new episode", "a", "r1", "faithfulness +0.138 ...", "b",
+                         status=ws.DELIVERED, attempts=1, created_at=t, delivered_at=t),
+            ws.OutboxRow("close:b", "json://h/p", "close", "b", "r2", "context_recall back", "b", attempts=2,
+                         last_error="HTTP 500", created_at=t + timedelta(hours=1))]
+    frame = alerts_frame(rows)
+    assert frame["message"].tolist() == ["context_recall back", "faithfulness +0.138 ..."]
+    assert frame["status"].tolist() == ["pending: HTTP 500", "delivered"]
+    assert announced(rows) == {"a"}   # a pending message has announced nothing yet
+
+
+def test_the_overview_shows_what_was_sent_and_marks_the_incident_announced(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from lib.app import ui
+
+    with http_receiver() as rec:
+        db = _watched_db(tmp_path, rec)
+        assert wj.look(db, wj.AppriseNotifier([rec.json_url()]), now=START + timedelta(days=12.5)).delivered == 1
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    try:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        sent = next(d.value for d in at.dataframe if "channel" in d.value.columns)
+        assert sent["event"].tolist() == ["new episode"] and sent["status"].tolist() == ["delivered"]
+        assert sent["message"].iloc[0].startswith("faithfulness -0.2")
+        assert any("announced" in m.value and "faithfulness -0.2" in m.value for m in at.markdown)
+    finally:
+        ui.open_store(str(db)).close()
+        st.cache_resource.clear()
+        st.cache_data.clear()
