@@ -14,8 +14,7 @@ import pandas as pd
 from lib.core.records import MAIN
 from lib.diagnosis.incidents import Incident
 from lib.diagnosis.rejudge import Series
-from lib.diagnosis.trends import change_events, trend_noise
-from lib.diagnosis.trends._diagnose import JUMP_K
+from lib.diagnosis.trends import JUMP_K, change_events, trend_noise
 from lib.store import Store
 from lib.store import watch as ws
 
