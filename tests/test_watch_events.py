@@ -158,7 +158,8 @@ CASES = [
     (_judge_changed, [INSTRUMENT], ["the measurement changed on night-012", "within noise",
                                     "jump threshold ±0.0"]),
     (_prompt_edited, [INSTRUMENT], ["the measurement changed on night-012", "faithfulness +0.0", "within noise"]),
-    (_lint_without_jump, [NEW], ["lint finding at night-012", "reads 'ground_truth'"]),
+    (_lint_without_jump, [NEW], ["lint finding at night-012", "the faithfulness judge's prompt changed that night "
+                                 "and reads ground_truth, which faithfulness must never receive", "within noise"]),
     (_missing, [MISSING], ["no run since night-011", "runs came every 24 h"]),
     (_on_time, [], []),
     (_failures, [FAILURES], ["failed or unreadable replies are rising on night-012", "8/40 (20%, was 0%)"]),

@@ -293,7 +293,13 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
             changed = [c for c in obs.instrument_changes if c.run_id == run and c.metric == o.metric
                        and f"instrument:{c.run_id}:{c.metric}:{c.kind}" not in folded]
             folded.update(f"instrument:{c.run_id}:{c.metric}:{c.kind}" for c in changed)
-            out.append(Event(f"incident:{o.incident_id}", NEW, f"{o.metric} {o.kind} at {o.run_id}: {o.title}",
+            head = f"{o.metric} {o.kind} at {o.run_id}: {o.title}"
+            fields = re.findall(r"reads '(\w+)'", o.title)
+            if o.kind == "lint finding" and fields and any(c.kind == "prompt" for c in changed):
+                moved, _ = _instrument_words([c for c in changed if c.kind == "prompt"])
+                head = (f"{o.metric} lint finding at {o.run_id}: the {o.metric} judge's prompt changed that night and "
+                        f"reads {', '.join(fields)}, which {o.metric} must never receive; scores moved {moved}")
+            out.append(Event(f"incident:{o.incident_id}", NEW, head,
                              (*o.evidence, *(c.text for c in changed)),
                              ((f"incident:{o.incident_id}", NEW),
                               *((f"instrument:{c.run_id}:{c.metric}:{c.kind}", INSTRUMENT) for c in changed)),
