@@ -146,11 +146,27 @@ def _canary(store: Store, seen: set[str]) -> Decision:
     return _look(store, seen, at(12.5))
 
 
+def _early_unexplained_jump(store: Store, seen: set[str]) -> Decision:
+    history(store, [0.70] * 3)
+    _look(store, seen, at(2.5), first_look=True)
+    night(store, 3, 0.95)   # decided by the paired interval alone: the spread is not measured yet
+    return _look(store, seen, at(3.5))
+
+
+def _early_pipeline_jump(store: Store, seen: set[str]) -> Decision:
+    history(store, [0.70] * 3)
+    _look(store, seen, at(2.5), first_look=True)
+    night(store, 3, 0.45, pipeline={"retriever": "v2"})
+    return _look(store, seen, at(3.5))
+
+
 CASES = [
     # (case, the kinds sent, words the first message's first line holds)
     (_pipeline_jump, [NEW], ["faithfulness -0.2", "on night-012", "the system changed",
                              "the pipeline changed that night (retriever: v1 -> v2)"]),
     (_unexplained_jump, [NEW], ["faithfulness +0.2", "nothing recorded changed that night"]),
+    (_early_unexplained_jump, [], []),   # held back until the run-to-run spread is measured
+    (_early_pipeline_jump, [NEW], ["faithfulness -0.2", "the pipeline changed that night"]),
     (_leak, [NEW], ["faithfulness +0.2", "the measurement changed",
                     "the faithfulness judge's prompt changed that night and now reads ground_truth"]),
     (_leak_fixed, [CLOSE], ["faithfulness -0.2", "on night-016", "episode opened on 2026-09-13",

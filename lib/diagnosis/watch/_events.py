@@ -13,9 +13,11 @@ A fact is something the watcher can announce once, by its key:
 | `missing:<last run>` | no run for longer than MISSING_FACTOR times the learned cadence | MISSING |
 | `failures:<metric>:<run>` | a run's share of failed judgings rising over its recent median | FAILURES, one a run |
 
-A fact about the same run as a new jump (its instrument change, the lint finding of its new template, the canary
-alarm that started with it, a verdict or re-judge already in) is told inside that jump's message, not apart. On
-the first look at a store (nothing seen yet) only what is still open is announced; the rest is recorded as seen.
+A jump with no recorded change decided before the run-to-run spread is measured waits until it is (`premature`): in
+null histories those early calls were most of the false alerts. A fact about the same run as a new jump (its
+instrument change, the lint finding of its new template, the canary alarm that started with it, a verdict or re-
+judge already in) is told inside that jump's message, not apart. On the first look at a store (nothing seen yet)
+only what is still open is announced; the rest is recorded as seen.
 """
 
 from __future__ import annotations
@@ -132,6 +134,14 @@ def cause(jump: Jump) -> str:
     return f"the system changed: {said}" if pipeline else said
 
 
+def premature(inc: Incident) -> bool:
+    """A jump with no recorded change decided before the run-to-run spread is measured (the paired interval alone,
+    early in a history): held back, not announced, until the spread is measured and it is still a jump. A jump
+    with a recorded change is announced at once: the change is the news."""
+    return inc.kind in JUMP_KINDS and all(
+        all(s.kind == "none" for s in j.suspects) and "not yet measured" in j.basis for j in inc.jumps)
+
+
 def _jump_head(j: Jump) -> str:
     return f"{j.metric} {j.delta:+.3f} on {j.run_id}"
 
@@ -241,7 +251,7 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
     for i in new:
         if not i.is_open:   # handled (explained, accepted, lapsed) before the watcher saw it: nothing to say
             silent += [(f"incident:{i.incident_id}", NEW), (f"close:{i.incident_id}", CLOSE)]
-    new = [i for i in new if i.is_open]
+    new = [i for i in new if i.is_open and not premature(i)]
     by_run: dict[str, list[Incident]] = {}
     for i in new:
         by_run.setdefault(i.run_id, []).append(i)
