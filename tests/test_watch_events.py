@@ -146,6 +146,17 @@ def _canary(store: Store, seen: set[str]) -> Decision:
     return _look(store, seen, at(12.5))
 
 
+def _step(size: float, **kw: object) -> Case:
+    def case(store: Store, seen: set[str]) -> Decision:
+        history(store, FLAT)
+        _look(store, seen, at(11.5))
+        night(store, 12, 0.70 + size, **kw)  # type: ignore[arg-type]
+        return _look(store, seen, at(12.5))
+
+    case.__name__ = f"_step_{size}_{'_'.join(kw) or 'unexplained'}"
+    return case
+
+
 def _early_unexplained_jump(store: Store, seen: set[str]) -> Decision:
     history(store, [0.70] * 3)
     _look(store, seen, at(2.5), first_look=True)
@@ -166,6 +177,9 @@ CASES = [
                              "the pipeline changed that night (retriever: v1 -> v2)"]),
     (_unexplained_jump, [NEW], ["faithfulness +0.2", "nothing recorded changed that night"]),
     (_early_unexplained_jump, [], []),   # held back until the run-to-run spread is measured
+    (_step(0.06), [], []),               # 1.46x its threshold, nothing recorded changed: likely noise, held back
+    (_step(0.06, pipeline={"retriever": "v2"}), [NEW], ["faithfulness +0.0", "the pipeline changed"]),
+    (_step(0.08), [NEW], ["faithfulness +0.1", "nothing recorded changed"]),   # 1.79x
     (_early_pipeline_jump, [NEW], ["faithfulness -0.2", "the pipeline changed that night"]),
     (_leak, [NEW], ["faithfulness +0.2", "the measurement changed",
                     "the faithfulness judge's prompt changed that night and now reads ground_truth"]),

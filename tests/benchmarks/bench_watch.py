@@ -13,7 +13,6 @@ keeps the messages; `null` and `steps` look at an in-memory history night by nig
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 import tempfile
@@ -105,7 +104,7 @@ def null_histories(n: int) -> None:
         sent = _looks([0.70] * 90, seed)
         counts.append(len(sent))
         for d, e in sent:
-            print(f"  history {seed:2d} night {d:2d}: {e.kind}: {e.headline}")   # type: ignore[attr-defined]
+            print(f"  history {seed:2d} night {d:2d}: {e.kind}: {e.headline}", flush=True)   # type: ignore[attr-defined]
     mean = statistics.mean(counts)
     sd = statistics.stdev(counts) if len(counts) > 1 else 0.0
     print(f"{n} null histories of 90 nights (one metric, {N} samples, per-sample sd {SD}): alerts per history "
@@ -113,26 +112,38 @@ def null_histories(n: int) -> None:
           f"{counts.count(0)}/{n}; {time.process_time() - t:.0f} CPU s")
 
 
+def _threshold(seed: int, at_night: int) -> float:
+    """The jump threshold the rule holds at night `at_night` of a null history: a trial step far beyond it, read
+    back from the jump it makes (the threshold rests on the runs before it and on the step's paired change)."""
+    from lib.diagnosis.trends import find_jumps
+
+    store = Store(":memory:")
+    for d in range(at_night):
+        night(store, d, 0.70, seed=seed)
+    night(store, at_night, 0.40, seed=seed)
+    (jump,) = [j for j in find_jumps(store) if j.run_id.endswith(f"{at_night:03d}")]
+    store.close()
+    return jump.threshold
+
+
 def planted_steps(n: int, *, at_night: int = 60, after: int = 10) -> None:
-    # the jump threshold a history of this noise settles at: 4·√2 run-to-run spreads, the spread being the sd of a
-    # run's mean (SD/√N); measured, not assumed, from the null runs' own thresholds would differ by their noise
-    threshold = 4 * math.sqrt(2) * SD / math.sqrt(N)
-    print(f"jump threshold of these histories about ±{threshold:.3f} (4·√2·{SD}/√{N})")
     for size in (1, 2, 4):
         delays = []
-        false = 0
+        thresholds = []
         for seed in range(n):
+            threshold = _threshold(seed, at_night)
+            thresholds.append(threshold)
             levels = [0.70] * at_night + [0.70 - size * threshold] * after
             sent = _looks(levels, seed, first=at_night - 1)
             hits = [d for d, e in sent if e.kind == NEW and e.run_id is not None  # type: ignore[attr-defined]
                     and int(str(e.run_id).split("-")[1]) >= at_night]             # type: ignore[attr-defined]
-            false += len([1 for d, e in sent if d < at_night])
             if hits:
                 delays.append(hits[0] - at_night)
         rate = len(delays) / n
-        said = f", delay in nights: median {statistics.median(delays):.0f}, max {max(delays)}" if delays else ""
-        print(f"step of {size}x the threshold ({size * threshold:.3f}): detected in {len(delays)}/{n} "
-              f"({rate:.0%}) within {after} nights{said}")
+        said = (f", delay in nights: median {statistics.median(delays):.0f}, max {max(delays)}" if delays else "")
+        print(f"step of {size}x the jump threshold (±{statistics.median(thresholds):.3f} median over {n} histories) "
+              f"at night {at_night}: detected in {len(delays)}/{n} ({rate:.0%}) within {after} nights{said}",
+              flush=True)
 
 
 def quiet(n_runs: int = 20_000) -> None:

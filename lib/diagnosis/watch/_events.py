@@ -13,11 +13,11 @@ A fact is something the watcher can announce once, by its key:
 | `missing:<last run>` | no run for longer than MISSING_FACTOR times the learned cadence | MISSING |
 | `failures:<metric>:<run>` | a run's share of failed judgings rising over its recent median | FAILURES, one a run |
 
-A jump with no recorded change decided before the run-to-run spread is measured waits until it is (`premature`): in
-null histories those early calls were most of the false alerts. A fact about the same run as a new jump (its
-instrument change, the lint finding of its new template, the canary alarm that started with it, a verdict or re-
-judge already in) is told inside that jump's message, not apart. On the first look at a store (nothing seen yet)
-only what is still open is announced; the rest is recorded as seen.
+A jump with no recorded change that is not yet news (decided before the run-to-run spread is measured, or about 1x
+its threshold: likely noise) waits while it stays so (`premature`): in null histories those were the false alerts.
+A fact about the same run as a new jump (its instrument change, the lint finding of its new template, the canary
+alarm that started with it, a verdict or re-judge already in) is told inside that jump's message, not apart. On the
+first look at a store (nothing seen yet) only what is still open is announced; the rest is recorded as seen.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from lib.core.metrics import METRIC_NAMES, get_metric
-from lib.diagnosis.incidents import Incident, jump_line
+from lib.diagnosis.incidents import Incident, jump_line, likely_noise
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import Jump
 from lib.diagnosis.watch._observe import FailureShare, InstrumentChange, Observation
@@ -135,11 +135,13 @@ def cause(jump: Jump) -> str:
 
 
 def premature(inc: Incident) -> bool:
-    """A jump with no recorded change decided before the run-to-run spread is measured (the paired interval alone,
-    early in a history): held back, not announced, until the spread is measured and it is still a jump. A jump
-    with a recorded change is announced at once: the change is the news."""
+    """A jump with no recorded change that is not yet news: decided before the run-to-run spread is measured (the
+    paired interval alone, early in a history), or about 1x its threshold (likely noise, as the Overview says).
+    Held back, not announced, while it stays so; a jump with a recorded change is announced at once: the change
+    is the news."""
     return inc.kind in JUMP_KINDS and all(
-        all(s.kind == "none" for s in j.suspects) and "not yet measured" in j.basis for j in inc.jumps)
+        all(s.kind == "none" for s in j.suspects) and ("not yet measured" in j.basis or likely_noise(j))
+        for j in inc.jumps)
 
 
 def _jump_head(j: Jump) -> str:
