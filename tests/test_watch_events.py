@@ -3,9 +3,11 @@ histories built here (tests/support/watch_history.py), and nothing a second time
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -43,23 +45,42 @@ def _look(store: Store, seen: set[str], when: datetime, **kw: bool) -> Decision:
 Case = Callable[[Store, set[str]], Decision]
 
 
+def _flat(case: Case) -> Case:
+    """A case that starts from FLAT's twelve quiet nights, already looked at once (the `flat` fixture's copy)."""
+    case.flat = True  # type: ignore[attr-defined]
+    return case
+
+
+@pytest.fixture(scope="module")
+def _flat_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, frozenset[str]]:
+    path = tmp_path_factory.mktemp("flat") / "flat.duckdb"
+    seen: set[str] = set()
+    with Store(path) as store:
+        history(store, FLAT)
+        _look(store, seen, at(11.5))
+    return path, frozenset(seen)
+
+
+def _store_for(case: Case, built: tuple[Path, frozenset[str]], tmp_path: Path) -> tuple[Store, set[str]]:
+    if getattr(case, "flat", False):
+        return Store(shutil.copy(built[0], tmp_path / "h.duckdb")), set(built[1])
+    return Store(":memory:"), set()
+
+
+@_flat
 def _pipeline_jump(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.45, pipeline={"retriever": "v2"})
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _unexplained_jump(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.95)
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _leak(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.92, template=LEAKY, binding="replay")
     return _look(store, seen, at(12.5))
 
@@ -73,52 +94,48 @@ def _leak_fixed(store: Store, seen: set[str]) -> Decision:
     return _look(store, seen, at(16.5))
 
 
+@_flat
 def _judge_changed(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.70, judge_model="gpt-judge-2")
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _prompt_edited(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.71, template=EDITED)
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _lint_without_jump(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.70, template=LEAKY, binding="replay")
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _missing(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     return _look(store, seen, at(13.0))
 
 
+@_flat
 def _on_time(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     return _look(store, seen, at(12.4))
 
 
+@_flat
 def _failures(store: Store, seen: set[str]) -> Decision:
-    history(store, FLAT)
-    _look(store, seen, at(11.5))
     night(store, 12, 0.70, failed=8)
     return _look(store, seen, at(12.5))
 
 
+@_flat
 def _closed_by_team(store: Store, seen: set[str]) -> Decision:
     _pipeline_jump(store, seen)
     incidents.set_state(store, "jump:faithfulness:night-012", incidents.STATES[2], note="new retriever", user="ana")
     return _look(store, seen, at(12.6))
 
 
+@_flat
 def _rejudged(store: Store, seen: set[str]) -> Decision:
     from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
     from lib.judging import OfflineJudge
@@ -130,6 +147,7 @@ def _rejudged(store: Store, seen: set[str]) -> Decision:
     return _look(store, seen, at(12.7))
 
 
+@_flat
 def _verdict(store: Store, seen: set[str]) -> Decision:
     _leak(store, seen)
     obs = observe(store, at(12.7))
@@ -147,9 +165,8 @@ def _canary(store: Store, seen: set[str]) -> Decision:
 
 
 def _step(size: float, **kw: object) -> Case:
+    @_flat
     def case(store: Store, seen: set[str]) -> Decision:
-        history(store, FLAT)
-        _look(store, seen, at(11.5))
         night(store, 12, 0.70 + size, **kw)  # type: ignore[arg-type]
         return _look(store, seen, at(12.5))
 
@@ -201,9 +218,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("case", "kinds", "words"), CASES, ids=[c[0].__name__.strip("_") for c in CASES])
-def test_one_look_sends_what_is_new_with_the_cause_first(case: Case, kinds: list[str], words: list[str]):
-    store = Store(":memory:")
-    seen: set[str] = set()
+def test_one_look_sends_what_is_new_with_the_cause_first(case: Case, kinds: list[str], words: list[str],
+                                                        _flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
+    store, seen = _store_for(case, _flat_built, tmp_path)
     decision = case(store, seen)
     assert [e.kind for e in decision.events] == kinds, [e.headline for e in decision.events]
     if words:
@@ -216,9 +233,9 @@ def test_one_look_sends_what_is_new_with_the_cause_first(case: Case, kinds: list
     assert [e for e in again.events if e.kind != MISSING] == []
 
 
-def test_the_leak_message_tells_the_lint_finding_and_the_instrument_change_inside_it():
-    store = Store(":memory:")
-    decision = _leak(store, set())
+def test_the_leak_message_tells_the_lint_finding_and_the_instrument_change_inside_it(
+        _flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
+    decision = _leak(*_store_for(_leak, _flat_built, tmp_path))
     (e,) = decision.events
     kinds = {k.split(":")[0] for k, _ in e.facts}
     assert kinds == {"incident", "instrument"}   # the jump and the lint finding (incidents), the prompt change
@@ -227,9 +244,8 @@ def test_the_leak_message_tells_the_lint_finding_and_the_instrument_change_insid
     assert "jump threshold" in "\n".join(e.evidence)
 
 
-def test_a_message_links_to_its_run_and_carries_its_key():
-    store = Store(":memory:")
-    (e,) = _pipeline_jump(store, set()).events
+def test_a_message_links_to_its_run_and_carries_its_key(_flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
+    (e,) = _pipeline_jump(*_store_for(_pipeline_jump, _flat_built, tmp_path)).events
     text = e.text("https://evaldrift.example/")
     assert "Open: https://evaldrift.example/run?run=night-012&metric=faithfulness" in text
     assert text.splitlines()[-1] == f"evaldrift-key: {e.key}"
