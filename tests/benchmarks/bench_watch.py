@@ -5,6 +5,7 @@ steps, and the cost of a look with nothing new on a 20,000-run store.
     python tests/benchmarks/bench_watch.py null [HISTORIES]     # alerts per 90-night history, judge noise only
     python tests/benchmarks/bench_watch.py steps [HISTORIES]    # detection rate and delay of 1x, 2x, 4x steps
     python tests/benchmarks/bench_watch.py quiet                # CPU of a look with nothing new, 20,000 runs
+    python tests/benchmarks/bench_watch.py every                # a run recorded to its message, under --every 10s
 
 `demo` replays through the real look (lib.jobs.watch.look, its store state and outbox) with a notifier that
 keeps the messages; `null` and `steps` look at an in-memory history night by night through the same core
@@ -192,6 +193,49 @@ def quiet(n_runs: int = 20_000) -> None:
           f"as a whole process (its imports included)")
 
 
+def every(interval: int = 10, rounds: int = 3) -> None:
+    """`watch --every INTERVAL` running: a run recorded meanwhile, and the time until the receiver has its message."""
+    import os
+    import signal
+    import subprocess
+    from datetime import datetime
+
+    from tests.support.receivers import http_receiver
+
+    work = Path(tempfile.mkdtemp()) / "every.duckdb"
+    start = datetime.now().replace(microsecond=0) - timedelta(days=12, hours=-2)   # night 11 was 22 hours ago
+    with Store(work) as store:
+        for d in range(12):
+            night(store, d, 0.70, start=start)
+    took = []
+    with http_receiver() as rec:
+        env = {**os.environ, "EVALDRIFT_NOTIFY": rec.json_url(), "PYTHONPATH": str(ROOT)}
+        child = subprocess.Popen([sys.executable, "-m", "lib", "watch", "--db", str(work), "--every",
+                                  f"{interval}s"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(interval + 3)   # its first look is done
+            for k in range(rounds):
+                time.sleep(interval * (k + 1) / (rounds + 1))   # recorded at different points of the interval
+                for _ in range(400):
+                    try:
+                        with Store(work) as store:
+                            night(store, 12 + k, 0.30 if k % 2 == 0 else 0.70, start=start, hours=24,
+                                  pipeline={"retriever": f"v{k + 2}"})
+                        break
+                    except Exception:   # a look holds the file
+                        time.sleep(0.05)
+                recorded = time.monotonic()
+                rid = f"night-{12 + k:03d}"
+                while not any(rid in t for t in rec.texts()) and time.monotonic() < recorded + 3 * interval + 30:
+                    time.sleep(0.02)
+                took.append(time.monotonic() - recorded)
+        finally:
+            child.send_signal(signal.SIGTERM)
+            child.wait(timeout=60)
+    print(f"watch --every {interval}s: a run recorded meanwhile reached the receiver after "
+          + ", ".join(f"{t:.1f} s" for t in took) + f" (target: within {interval} + 5 s)")
+
+
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "demo"
     if what == "demo":
@@ -207,6 +251,8 @@ def main(argv: list[str]) -> int:
         planted_steps(int(argv[1]) if len(argv) > 1 else 20)
     elif what == "quiet":
         quiet()
+    elif what == "every":
+        every()
     else:
         print(__doc__)
         return 2
