@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from lib.core.endpoints import redact
 from lib.core.errors import InputError, StoreBusyError
 from lib.core.settings import Settings, notify_urls
 from lib.diagnosis.watch import Event, events, observe, times_only
@@ -81,6 +82,7 @@ class AppriseNotifier:
         import apprise
 
         self._targets: dict[str, apprise.Apprise] = {}
+        self._urls: dict[str, str] = {}
         for n, url in enumerate(urls, start=1):
             target = apprise.Apprise()
             if not target.add(url):
@@ -88,7 +90,8 @@ class AppriseNotifier:
                 raise InputError(f"notification URL {n} ({scheme}://...) is not one Apprise can use; see "
                                  "https://appriseit.com/services/", field="EVALDRIFT_NOTIFY")
             name = str(target[0].url(privacy=True)).split("?", 1)[0]   # its options are noise on a page
-            self._targets[name if name not in self._targets else f"{name} #{n}"] = target
+            name = name if name not in self._targets else f"{name} #{n}"
+            self._targets[name], self._urls[name] = target, url
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -100,7 +103,9 @@ class AppriseNotifier:
         with apprise.LogCapture(level=logging.WARNING) as logs:
             ok = self._targets[channel].notify(body=body, title=title, body_format=apprise.NotifyFormat.TEXT)
         if not ok:
-            said = [ln.strip() for ln in logs.getvalue().splitlines() if ln.strip()]
+            # what Apprise said, never the URL as configured (it holds the channel's secret)
+            said = [redact(ln.strip().replace(self._urls[channel], channel)) for ln in logs.getvalue().splitlines()
+                    if ln.strip()]
             raise DeliveryError(channel, said[-1][-300:] if said else "the channel refused the message")
 
 
