@@ -288,3 +288,17 @@ def test_the_overview_shows_what_was_sent_and_marks_the_incident_announced(tmp_p
         ui.open_store(str(db)).close()
         st.cache_resource.clear()
         st.cache_data.clear()
+
+
+@pytest.mark.parametrize(("text", "urls"), [
+    ("json://h:1/a", ("json://h:1/a",)),
+    ("json://h:1/a, slack://T/B/C", ("json://h:1/a", "slack://T/B/C")),          # comma before a scheme
+    ("json://h:1/a slack://T/B/C", ("json://h:1/a", "slack://T/B/C")),           # white space
+    ("mailto://u@h?to=a@x,b@x", ("mailto://u@h?to=a@x,b@x",)),                   # a comma inside a URL stays
+    ("# the team\njson://h:1/a\n\n  # old: slack://x\nmsteams://t", ("json://h:1/a", "msteams://t")),   # a file
+    ("", ()),
+])
+def test_notification_urls_split_where_a_url_ends(text: str, urls: tuple[str, ...]):
+    from lib.core.settings import notify_urls
+
+    assert notify_urls(text) == urls
