@@ -12,7 +12,7 @@ from lib.core.metrics import wiring_table
 from lib.core.records import CANARY, MAIN
 from lib.diagnosis import incidents, trends
 from lib.intake import inbox
-from lib.presentation import glossary, views
+from lib.presentation import alerts, glossary, views
 
 ctx = ui.sidebar()
 
@@ -64,9 +64,10 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
 show_rejected(rejected)
 
 evidence = loaders.jump_evidence(ctx.db_path, ctx.version, ui_history.version(ctx))
+sent = loaders.sent_alerts(ctx.db_path, ctx.version)
 ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
                           loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
-                          loaders.jumps(ctx.db_path, ctx.version), evidence)
+                          loaders.jumps(ctx.db_path, ctx.version), evidence, announced=alerts.announced(sent))
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")
@@ -162,6 +163,14 @@ with right:
         st.warning(f"{len(unattributed)} stored score(s) lack a judge model, prompt hash or binding: "
                    "they cannot be compared with confidence.")
         st.dataframe(unattributed, hide_index=True, column_config=COLUMN_CONFIG, key="overview_unattributed")
+
+    st.markdown("**Alerts sent**", help="What `python -m lib watch` sent to the team's channel (EVALDRIFT_NOTIFY), "
+                "and what it still owes: a pending message is sent again at its next look.")
+    if not sent:
+        st.caption("No alert sent yet: `python -m lib watch` sends one when a metric moves.")
+    else:
+        st.dataframe(alerts.alerts_frame(sent), hide_index=True, key="overview_alerts",
+                     column_config={"time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
     with st.expander("What each metric may see"):
         st.dataframe(pd.DataFrame(wiring_table()), hide_index=True, key="overview_wiring")

@@ -25,6 +25,7 @@ from lib.judging.harness import Instrument, score_samples
 from lib.store import RunBatch, Store
 from lib.store import batches as bs
 from lib.store import history as hs
+from lib.store import watch as ws
 from lib.store.parquet import TABLES, ParquetStore, export_parquet, history_batch, open_store
 
 KEYS = {
@@ -39,6 +40,7 @@ KEYS = {
     "batch_faults": ["batch_id", "key"], "labels": ["seq"], "archived_runs": ["archive_id"],
     "archived_run_metrics": ["archive_id", "suite", "metric"], "archived_samples": ["archive_id", "suite", "sample_id"],
     "archived_sample_scores": ["archive_id", "suite", "metric", "sample_id"],
+    "watch_seen": ["key"], "watch_outbox": ["message_key", "channel"], "watch_meta": ["name"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -110,6 +112,10 @@ def _team_records(store: Store) -> None:
                        "input_file_id": "file-1"}, requests)
     bs.add_replies(store, "batch-1", [("k1", '{"verdicts": []}', 10, 2, "fp")])
     bs.add_faults(store, "batch-1", {"k2": "unreadable reply"})
+    ws.claim(store, [ws.OutboxRow("incident:jump:faithfulness:run-2", "json://127.0.0.1/alerts", "new episode",
+                                  "jump:faithfulness:run-2", "run-2", "faithfulness moved", "faithfulness moved\n- x")],
+             [("incident:jump:faithfulness:run-2", "new episode")])
+    ws.set_meta(store, "last_look", DAYS[2].isoformat())
 
 
 def _table(store: Store, table: str) -> pd.DataFrame:

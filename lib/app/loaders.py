@@ -25,12 +25,23 @@ from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
+from lib.store.watch import OutboxRow
 
 
 # -- the trend and what is read from it (Overview, Trends) -------------------------------------
 @st.cache_data(show_spinner=False)
 def history(db_path: str, version: str, suite: str = MAIN) -> pd.DataFrame:
     return open_store(db_path).metric_history(suite=suite)
+
+
+@st.cache_data(show_spinner=False, ttl=10)
+def sent_alerts(db_path: str, version: str) -> list[OutboxRow]:
+    """What `python -m lib watch` sent (and owes): kept briefly, since a watcher in another process writes it."""
+    from pathlib import Path
+
+    from lib.jobs import watch
+
+    return watch.sent_log(open_store(db_path), Path(db_path))
 
 
 @st.cache_data(show_spinner=False)

@@ -164,10 +164,12 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
 
 def incident_panel(ctx: Context, standings: list[incidents.Standing], found: list[incidents.Incident],
                    jumps: Sequence[Jump] = (),
-                   evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None) -> None:
+                   evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None, *,
+                   announced: frozenset[str] = frozenset()) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
     lib.diagnosis.incidents), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
-    jump inside it, largest first, each read from its `evidence` (incidents.load_jump_evidence)."""
+    jump inside it, largest first, each read from its `evidence` (incidents.load_jump_evidence). `announced`: the
+    incidents `watch` has told the team's channel about."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
     for s in standings:
@@ -177,19 +179,21 @@ def incident_panel(ctx: Context, standings: list[incidents.Standing], found: lis
         st.success("Nothing is open: every incident has been explained or accepted.")
     user = current_user(ctx, "incident_user") if found else ""
     for inc in still:
-        _incident(ctx, inc, user, jumps, evidence or {})
+        _incident(ctx, inc, user, jumps, evidence or {}, announced=inc.incident_id in announced)
     closed = [i for i in found if not i.is_open]
     if closed:
         with st.expander(f"Explained, accepted or no longer beyond the threshold ({len(closed)})"):
             for inc in closed:
-                _incident(ctx, inc, user)
+                _incident(ctx, inc, user, announced=inc.incident_id in announced)
 
 
 def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[Jump] = (),
-              evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None) -> None:
+              evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None, *,
+              announced: bool = False) -> None:
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
-        st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}")
+        st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}"
+                    + (" · :blue-badge[announced]" if announced else ""))
         inside = incidents.episode_jumps(inc, jumps) if inc.is_open and inc.kind == "episode" else []
         if inside:
             st.caption(f"Every {md(inc.metric)} jump in this episode, largest first:",

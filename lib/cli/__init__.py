@@ -10,6 +10,8 @@ turns the library's errors into one line on stderr. Exit codes:
 | 2 | bad usage or input: unknown command, run, metric or field, a bad file or setting, the database held elsewhere |
 | 3 | `ablate`: nothing decided: INCONCLUSIVE, or REPLAY MISMATCH (the run's score was not reproduced) |
 
+`watch` exits 1 when it sent alerts and 3 when a delivery failed (kept pending for its next look).
+
 Commands that only read (`ablate`, `lint`, `runs`, `report`) refuse a
 database path that does not exist instead of creating an empty database.
 `--db` defaults to EVALDRIFT_DB.

@@ -15,6 +15,7 @@ from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
 from lib.cli.storing import add_parser as add_store_parser
+from lib.cli.watching import add_parser as add_watch_parser
 from lib.core import settings
 from lib.core.endpoints import redact
 from lib.core.errors import MESSAGE_CHARS, EvaldriftError, bounded
@@ -198,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     add_labels_parser(sub, _db_arg, _effect)
+    add_watch_parser(sub, _db_arg)
     return parser
 
 

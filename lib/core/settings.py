@@ -21,6 +21,9 @@
 | identity_claim | EVALDRIFT_IDENTITY_CLAIM | none: the `email` claim, trusted only when `email_verified` is true |
 | max_input_bytes | EVALDRIFT_MAX_INPUT_BYTES | 536870912 (512 MiB: a file read whole, a zip member, all members) |
 | max_field_chars | EVALDRIFT_MAX_FIELD_CHARS | 1000000 (characters in one text field; contexts counted together) |
+| notify | EVALDRIFT_NOTIFY | none: `watch` has no channel (Apprise URLs, comma- or space-separated) |
+| notify_file | EVALDRIFT_NOTIFY_FILE | none (a file of Apprise URLs, one a line: a mounted secret) |
+| public_url | EVALDRIFT_PUBLIC_URL | none: `watch`'s messages carry no link |
 
 `SETTINGS` is that table as data (datasette's SETTINGS is the model): each row
 names the field, the variable, how its text is read (type and range), its
@@ -121,6 +124,20 @@ def _user(entry: str) -> bool:
     return _USER.fullmatch(entry) is not None
 
 
+def notify_urls(text: str) -> tuple[str, ...]:
+    """Apprise URLs from a setting or a file: separated by white space, or by a comma before the next scheme (a
+    comma inside a URL, `?to=a@x,b@x`, stays); lines starting with # are comments."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("#")]
+    parts = re.split(r"\s+|,(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", "\n".join(lines))
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+def _notify(value: str) -> tuple[str, ...]:
+    if re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", value):   # line breaks and tabs separate URLs
+        raise _Refused("must not contain a control character other than a line break or a tab")
+    return notify_urls(value)
+
+
 def _url(value: str) -> str | None:
     return check_base_url(_text(value))
 
@@ -191,6 +208,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_field_chars", "EVALDRIFT_MAX_FIELD_CHARS", _whole(1, 2**62), 1_000_000,
             "characters one text field may hold (a question, answer, reference, id; a sample's passages together), "
             "at every door (default 1,000,000)"),
+    Setting("notify", "EVALDRIFT_NOTIFY", _notify, (),
+            "where `watch` sends its alerts: Apprise URLs (json://, slack://, msteams://, mailto://, ...), comma- or "
+            "space-separated; never read from the database, a URL or the browser", secret=True),
+    Setting("notify_file", "EVALDRIFT_NOTIFY_FILE", _path, None,
+            "a file of Apprise URLs, one a line (# comments), read beside EVALDRIFT_NOTIFY: a secret mounted as a "
+            "file"),
+    Setting("public_url", "EVALDRIFT_PUBLIC_URL", _text, None,
+            "the dashboard's address as the team opens it: `watch` links each alert to its run there"),
 )
 
 
@@ -215,6 +240,9 @@ class Settings:
     identity_claim: str | None = None   # None: the operator named none (lib.app.access: `email`, verified only)
     max_input_bytes: int = 512 * MIB
     max_field_chars: int = 1_000_000
+    notify: tuple[str, ...] = ()
+    notify_file: Path | None = None
+    public_url: str | None = None
 
     def __repr__(self) -> str:  # neither the key nor credentials in the URL ever appear in logs
         return (f"Settings(db_path={str(self.db_path)!r}, judge_model={self.judge_model!r}, "

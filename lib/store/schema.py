@@ -140,6 +140,20 @@ _LABELS = [
         labeller VARCHAR NOT NULL, labelled_at TIMESTAMP NOT NULL, source VARCHAR NOT NULL, note VARCHAR)""",
 ]
 
+# `watch_seen`: one row per fact (an incident, a close, a verdict, an instrument change...) by its key, with the
+# message that announced it (NULL: seen without a message, e.g. on the first look). `watch_outbox`: one row per
+# message and channel (a redacted Apprise URL); status 'pending' until the channel took it, 'delivered' after.
+_WATCH = [
+    """CREATE TABLE IF NOT EXISTS watch_seen (
+        key VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, message_key VARCHAR, seen_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS watch_outbox (
+        message_key VARCHAR NOT NULL, channel VARCHAR NOT NULL, kind VARCHAR NOT NULL, incident_id VARCHAR,
+        anchor_run VARCHAR, headline VARCHAR NOT NULL, body VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        attempts INTEGER NOT NULL, last_error VARCHAR, created_at TIMESTAMP NOT NULL, sent_at TIMESTAMP,
+        delivered_at TIMESTAMP, PRIMARY KEY (message_key, channel))""",
+    "CREATE TABLE IF NOT EXISTS watch_meta (name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+]
+
 
 # Which copy of a run an ablation measured. Every recording of a run id is a new copy (`copy_id`, made when it is
 # recorded; a replaced copy keeps its id in the archive and takes it back on restore), and an ablation stores the
@@ -210,6 +224,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("run notes", ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
                             "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS notes VARCHAR")),
     Migration("run copies and the copy each ablation measured", tuple(_COPIES)),
+    # The watcher's state (lib.store.watch): every fact it has seen (announced or not), each message it owes a
+    # channel with its idempotency key and whether it was delivered, and its last look.
+    Migration("watch state and outbox", tuple(_WATCH)),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)

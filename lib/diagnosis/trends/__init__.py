@@ -6,6 +6,7 @@ Private modules: _segments, _noise, _diagnose (what changed at a run, jumps), _s
 
 from lib.diagnosis.trends._checks import CanaryStatus, canary_status, lint_status
 from lib.diagnosis.trends._diagnose import (
+    JUMP_K,
     Jump,
     RunChanges,
     Split,
@@ -36,8 +37,8 @@ from lib.diagnosis.trends._series_jumps import series_calls, series_threshold, s
 from lib.diagnosis.trends._splits import SplitPlan, plan_split, run_split
 
 __all__ = [
-    "HELP", "INSTRUMENT_COLUMNS", "JUDGE_SPREAD", "JUMP_THRESHOLD", "RUN_SPREAD", "SCORE_RANGE", "CanaryStatus",
-    "Jump", "PairedStep", "RunChanges", "Segment", "Split", "SplitPlan", "ablations_called_for", "band",
+    "HELP", "INSTRUMENT_COLUMNS", "JUDGE_SPREAD", "JUMP_K", "JUMP_THRESHOLD", "RUN_SPREAD", "SCORE_RANGE",
+    "CanaryStatus", "Jump", "PairedStep", "RunChanges", "Segment", "Split", "SplitPlan", "ablations_called_for", "band",
     "call_step", "canary_status", "change_events", "config_diff", "find_jumps", "label", "last_same_instrument",
     "lint_status", "plan_split", "run_changes", "run_split", "run_spread", "segment_index", "segments",
     "series_calls", "series_threshold", "spread_without", "step_thresholds", "steps_beyond", "trend_noise",

@@ -1,0 +1,142 @@
+"""What the watcher looks at, read from a store into plain values: the incidents with their evidence, the finished
+re-judges, the instrument changes with the step at each, the ablation verdicts, the judge's failures per run,
+and the latest runs' times. `events` (lib.diagnosis.watch._events) decides from these alone."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from lib.core.records import MAIN
+from lib.diagnosis.incidents import Incident
+from lib.diagnosis.rejudge import Series
+from lib.diagnosis.trends import JUMP_K, change_events, trend_noise
+from lib.store import Store
+from lib.store import watch as ws
+
+INSTRUMENT_KINDS = ("judge model", "prompt", "binding", "scoring library")
+FAILURE_WINDOW = 10   # earlier runs whose median failed share is the baseline a run's share is compared with
+
+
+@dataclass(frozen=True)
+class InstrumentChange:
+    """An instrument change of one metric at a run, and how far the metric moved there."""
+
+    run_id: str
+    started_at: datetime
+    metric: str
+    kind: str                 # 'judge model' | 'prompt' | 'binding' | 'scoring library'
+    text: str                 # 'faithfulness prompt: 5c5ba5fdbdb7 -> 7961cb6dd21c'
+    delta: float | None       # the step from the metric's previous run (None: no score on one side)
+    threshold: float | None   # its jump threshold (k·√2 run-to-run spreads; None: not measured yet)
+
+
+@dataclass(frozen=True)
+class FailureShare:
+    """The share of judgings that failed (unreadable or failed replies) in a metric's latest run."""
+
+    metric: str
+    run_id: str
+    started_at: datetime
+    judged: int
+    failed: int
+    baseline: float | None    # the median share over up to FAILURE_WINDOW runs before it (None: no earlier run)
+
+    @property
+    def share(self) -> float:
+        return self.failed / self.judged if self.judged else 0.0
+
+
+@dataclass(frozen=True)
+class AblationVerdict:
+    ablation_id: str
+    run_id: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything one look at a store found. A part left empty says nothing: no event comes of an absence."""
+
+    now: datetime
+    incidents: tuple[Incident, ...] = ()
+    series: tuple[Series, ...] = ()
+    instrument_changes: tuple[InstrumentChange, ...] = ()
+    verdicts: tuple[AblationVerdict, ...] = ()
+    failures: tuple[FailureShare, ...] = ()
+    run_times: tuple[tuple[str, datetime], ...] = ()   # the latest runs, oldest first
+
+
+def instrument_changes(history: pd.DataFrame) -> tuple[InstrumentChange, ...]:
+    """The instrument changes of a history (lib.diagnosis.trends.change_events), each with the metric's step there
+    and the jump threshold from its run-to-run spread."""
+    events = change_events(history)
+    events = events[events["kind"].isin(INSTRUMENT_KINDS)]
+    if events.empty:
+        return ()
+    spreads = trend_noise(history)
+    h = history.dropna(subset=["score"]).sort_values(["metric", "started_at", "run_id"])
+    h = h.assign(step=h.groupby("metric")["score"].diff())
+    steps = {(str(r.metric), str(r.run_id)): r.step for r in h.itertuples(index=False)}
+    out = []
+    for e in events.itertuples(index=False):
+        step = steps.get((str(e.metric), str(e.run_id)))
+        spread = spreads.get(str(e.metric), math.nan)
+        out.append(InstrumentChange(str(e.run_id), pd.Timestamp(e.started_at).to_pydatetime(), str(e.metric),
+                                    str(e.kind), str(e.text),
+                                    None if step is None or pd.isna(step) else float(step),
+                                    None if math.isnan(spread) else JUMP_K * math.sqrt(2) * spread))
+    return tuple(out)
+
+
+def failure_shares(history: pd.DataFrame, *, window: int = FAILURE_WINDOW) -> tuple[FailureShare, ...]:
+    """Per metric, its latest run's failed share against the median of the runs before it."""
+    out = []
+    for metric, g in history.sort_values(["started_at", "run_id"]).groupby("metric", sort=True):
+        judged = (g["n"] + g["n_failed"]).to_numpy(dtype=float)
+        failed = g["n_failed"].to_numpy(dtype=float)
+        shares = [f / j if j else 0.0 for f, j in zip(failed, judged, strict=True)]
+        last = g.iloc[-1]
+        before = shares[-1 - window:-1]
+        out.append(FailureShare(str(metric), str(last["run_id"]), pd.Timestamp(last["started_at"]).to_pydatetime(),
+                                int(judged[-1]), int(failed[-1]),
+                                float(pd.Series(before).median()) if before else None))
+    return tuple(out)
+
+
+def verdicts(ablations: pd.DataFrame) -> tuple[AblationVerdict, ...]:
+    """The finished ablations with their summary (store.ablations())."""
+    out = []
+    for r in ablations.itertuples(index=False) if not ablations.empty else ():
+        if r.status == "done" and isinstance(r.result, str):
+            summary = str(json.loads(r.result).get("summary", "")).strip()
+            out.append(AblationVerdict(str(r.ablation_id), str(r.run_id), summary))
+    return tuple(out)
+
+
+def times(frame: pd.DataFrame) -> tuple[tuple[str, datetime], ...]:
+    return tuple((str(r.run_id), pd.Timestamp(r.started_at).to_pydatetime()) for r in frame.itertuples(index=False))
+
+
+def observe(store: Store, now: datetime, *, recent: pd.DataFrame | None = None, suite: str = MAIN) -> Observation:
+    """Look at everything in the store (lib.diagnosis.incidents.load and the rest); `recent`: the latest runs'
+    times (lib.store.watch.run_times), read here when not given."""
+    from lib.diagnosis.incidents import load
+
+    found, series = load(store, suite=suite)
+    history = store.metric_history(suite=suite)
+    return Observation(now=now, incidents=tuple(found), series=tuple(series),
+                       instrument_changes=instrument_changes(history), verdicts=verdicts(store.ablations()),
+                       failures=failure_shares(history) if not history.empty else (),
+                       run_times=times(recent if recent is not None else ws.run_times(store)))
+
+
+def times_only(now: datetime, recent: pd.DataFrame) -> Observation:
+    """An observation of the run times alone: the look when nothing was recorded since the last one (a missing
+    run is the only thing that can be new then)."""
+    return Observation(now=now, run_times=times(recent))
+

@@ -1,0 +1,170 @@
+"""The SQL of the watcher's state: what it has seen, the messages it owes each channel, its last look.
+
+A fact (an incident, a close, a verdict, an instrument change, ...) is seen once, by its key. A message is
+claimed in one transaction with every fact it announces and one outbox row per channel, so two watchers can
+never both claim it: the second finds a key taken and backs off. An outbox row stays 'pending' until its
+channel took the message ('delivered'); a watcher killed between the send and the record finds it pending and
+sends it again, once, with the same idempotency key (the message key) in the text.
+
+While the dashboard owns the database, the watcher writes the same tables into a side file beside it
+(lib.jobs watch: `<db>.watch`); `fold` moves them into the database when the watcher next owns it. Every
+statement takes parameters; no message text is ever put into SQL text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, fields, replace
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+
+from lib.store import Store
+from lib.store.base import _now
+
+PENDING, DELIVERED = "pending", "delivered"
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """One message owed to one channel (the columns of watch_outbox, in order)."""
+
+    message_key: str
+    channel: str
+    kind: str
+    incident_id: str | None
+    anchor_run: str | None
+    headline: str
+    body: str
+    status: str = PENDING
+    attempts: int = 0
+    last_error: str | None = None
+    created_at: datetime | None = None
+    sent_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+
+COLUMNS = tuple(f.name for f in fields(OutboxRow))
+_PLACES = ", ".join("?" * len(COLUMNS))
+
+
+def seen_keys(store: Store) -> frozenset[str]:
+    """Every fact key the watcher has seen in this store."""
+    return frozenset(r[0] for r in store.cursor().execute("SELECT key FROM watch_seen").fetchall())
+
+
+def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
+    """Record facts as seen without a message ((key, kind) pairs; a key already seen is left as it is)."""
+    if not keys:
+        return
+    now = _now()
+    with store.transaction() as cur:
+        for key, kind in keys:
+            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, NULL, ?)", [key, kind, now])
+
+
+def claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]]) -> bool:
+    """Claim a message: its facts as seen by it and its outbox rows (one per channel), in one transaction.
+
+    Returns:
+        False when another watcher has claimed any of its facts first (nothing is written then).
+    """
+    if not rows:
+        return False
+    now = _now()
+    try:
+        with store.transaction() as cur:
+            taken = cur.execute(f"SELECT count(*) FROM watch_seen WHERE key IN ({', '.join('?' * len(keys))})",
+                                [k for k, _ in keys]).fetchall()[0][0] if keys else 0
+            if taken:
+                raise _Taken
+            for key, kind in keys:
+                cur.execute("INSERT INTO watch_seen VALUES (?, ?, ?, ?)", [key, kind, rows[0].message_key, now])
+            for row in rows:
+                cur.execute(f"INSERT INTO watch_outbox VALUES ({_PLACES})",
+                            list(astuple(replace(row, created_at=row.created_at or now))))
+    except (_Taken, duckdb.ConstraintException, duckdb.TransactionException):
+        return False
+    return True
+
+
+class _Taken(Exception):
+    """A fact of the message was claimed by another watcher."""
+
+
+def put(store: Store, rows: Sequence[OutboxRow]) -> None:
+    """Write outbox rows whole (a row of the same message and channel is replaced)."""
+    if not rows:
+        return
+    with store.transaction() as cur:
+        for row in rows:
+            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+
+
+def outbox(store: Store) -> list[OutboxRow]:
+    """Every outbox row, oldest first."""
+    rows = store.cursor().execute(f"SELECT {', '.join(COLUMNS)} FROM watch_outbox "
+                                  "ORDER BY created_at, message_key, channel").fetchall()
+    return [OutboxRow(*r) for r in rows]
+
+
+def merged(*stores: Store) -> list[OutboxRow]:
+    """The outbox of several files (the database, then its side file): a later file's row for the same message and
+    channel wins, since it was written after."""
+    out: dict[tuple[str, str], OutboxRow] = {}
+    for s in stores:
+        for row in outbox(s):
+            out[(row.message_key, row.channel)] = row
+    return sorted(out.values(), key=lambda r: (r.created_at or datetime.min, r.message_key, r.channel))
+
+
+def meta(store: Store, name: str) -> str | None:
+    rows = store.cursor().execute("SELECT value FROM watch_meta WHERE name = ?", [name]).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def set_meta(store: Store, name: str, value: str) -> None:
+    with store.transaction() as cur:
+        cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", [name, value])
+
+
+def fold(target: Store, source: Store) -> int:
+    """Move a side file's state into the database: its seen facts (kept where the database has them), its outbox
+    rows (they are newer: they replace the database's) and its meta. Returns the outbox rows moved."""
+    seen = source.cursor().execute("SELECT key, kind, message_key, seen_at FROM watch_seen").fetchall()
+    rows = outbox(source)
+    metas = source.cursor().execute("SELECT name, value FROM watch_meta").fetchall()
+    with target.transaction() as cur:
+        for r in seen:
+            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, ?, ?)", list(r))
+        for row in rows:
+            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+        for r in metas:
+            cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", list(r))
+    return len(rows)
+
+
+def watermark(store: Store) -> str:
+    """A cheap fingerprint of everything the watcher reads: it is unchanged when nothing new was recorded."""
+    parts = [
+        "SELECT count(*), max(recorded_at) FROM runs",
+        "SELECT count(*), max(updated_at) FROM ablations",
+        "SELECT count(*), max(updated_at) FROM rejudges",
+        "SELECT count(*), max(set_at) FROM incident_states",
+        "SELECT count(*) FROM prompts",
+        "SELECT count(*), max(seq) FROM labels",
+    ]
+    cur = store.cursor()
+    return "|".join(str(cur.execute(sql).fetchall()[0]) for sql in parts)
+
+
+def run_times(store: Store, limit: int = 64) -> pd.DataFrame:
+    """The latest runs' ids and start times, oldest first (the watcher learns the cadence from them)."""
+    frame = store.cursor().execute("SELECT run_id, started_at FROM runs ORDER BY started_at DESC, run_id DESC "
+                                   "LIMIT ?", [limit]).df()
+    return frame.iloc[::-1].reset_index(drop=True)
+
+
+__all__ = ["COLUMNS", "DELIVERED", "PENDING", "OutboxRow", "claim", "fold", "mark_seen", "merged", "meta", "outbox",
+           "put", "run_times", "seen_keys", "set_meta", "watermark"]
