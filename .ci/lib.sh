@@ -37,11 +37,19 @@ locked() {
 }
 
 # python_env VENV CHECK REQUIREMENTS: build VENV from REQUIREMENTS unless `python -c CHECK` succeeds in it (a
-# build killed halfway fails the check and is built again). Run it under `locked`.
+# build killed halfway fails the check and is built again), and install REQUIREMENTS again whenever the file
+# changed since the last install into VENV (a pin added on main reaches an environment kept from an earlier run;
+# VENV/.requirements.sha256 records it). Run it under `locked`.
 python_env() {
+  local want
+  want=$(sha256sum "$3" | cut -d' ' -f1)
   if ! "$1/bin/python" -c "$2" >/dev/null 2>&1; then
     python -m venv "$1"
+    rm -f "$1/.requirements.sha256"
+  fi
+  if [ "$(cat "$1/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
     "$1/bin/pip" install -q --disable-pip-version-check -r "$3"
+    echo "$want" > "$1/.requirements.sha256"
   fi
 }
 

@@ -159,6 +159,11 @@ BAD_VALUES = [
     ("EVALDRIFT_IDENTITY_CLAIM", "preferred username", "one word"),
     ("EVALDRIFT_MAX_INPUT_BYTES", "0", "whole number from 1"),
     ("EVALDRIFT_MAX_FIELD_CHARS", "1e6", "whole number from 1"),
+    ("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/hook\x07", "control character"),
+    ("EVALDRIFT_NOTIFY", "team-alerts", "Apprise URLs"),
+    ("EVALDRIFT_NOTIFY_FILE", "alerts\n.txt", "control character"),
+    ("EVALDRIFT_PUBLIC_URL", "evaldrift.team.example", "http:// or https://"),
+    ("EVALDRIFT_PUBLIC_URL", "https://evaldrift.team.example/?token=x", "no query"),
 ]
 
 

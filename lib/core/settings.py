@@ -135,7 +135,17 @@ def notify_urls(text: str) -> tuple[str, ...]:
 def _notify(value: str) -> tuple[str, ...]:
     if re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", value):   # line breaks and tabs separate URLs
         raise _Refused("must not contain a control character other than a line break or a tab")
-    return notify_urls(value)
+    urls = notify_urls(value)
+    if not all(re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", u) for u in urls):
+        raise _Refused("must be Apprise URLs, each scheme://... (json://host/path, mailto://..., slack://...)")
+    return urls
+
+
+def _public_url(value: str) -> str:
+    text = _text(value).rstrip("/")
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", text):
+        raise _Refused("must be the dashboard's http:// or https:// address, with no query or fragment")
+    return text
 
 
 def _url(value: str) -> str | None:
@@ -214,7 +224,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("notify_file", "EVALDRIFT_NOTIFY_FILE", _path, None,
             "a file of Apprise URLs, one a line (# comments), read beside EVALDRIFT_NOTIFY: a secret mounted as a "
             "file"),
-    Setting("public_url", "EVALDRIFT_PUBLIC_URL", _text, None,
+    Setting("public_url", "EVALDRIFT_PUBLIC_URL", _public_url, None,
             "the dashboard's address as the team opens it: `watch` links each alert to its run there"),
 )
 
