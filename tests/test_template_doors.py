@@ -132,3 +132,29 @@ def test_lint_flags_a_stored_one_and_an_ablation_of_it_is_refused_in_one_line(tm
     assert ablated.returncode == 2 and "Traceback" not in ablated.stderr and ablated.stdout == ""
     [line] = [x for x in ablated.stderr.splitlines() if not x.startswith("cost: ")]   # the estimate, then why not
     assert line.startswith("error: ") and PADDED in line
+
+
+@pytest.mark.parametrize("before", [None, "a template that reads ground_truth"])
+def test_lint_gives_a_stored_refused_template_no_fields_of_another(tmp_path: Path, before: str | None) -> None:
+    """lint_status's row for a template stored before the doors refused it: its finding, and no must-never field
+    of its own (with no template before it, the lint once raised UnboundLocalError; after one that reads
+    ground_truth, the refused one was said to read ground_truth too, and a jump at its run was read by that)."""
+    from lib.diagnosis.trends import lint_status
+
+    leaky = GOOD.replace("{contexts}", "{contexts}\nREFERENCE: {ground_truth}")
+    padded = GOOD.replace("{contexts}", "{contexts:>10}")
+    assert prompt_hash(leaky) < prompt_hash(padded)   # the leaky one is linted first (by metric, then hash)
+    db = tmp_path / "e.duckdb"
+    with Store(db) as store:
+        store.record_run(_run(leaky if before else GOOD))
+    con = duckdb.connect(str(db))   # the template as an unfixed evaldrift stored it
+    con.execute("INSERT INTO prompts VALUES (?, 'faithfulness', ?)", [prompt_hash(padded), padded])
+    if not before:
+        con.execute("DELETE FROM prompts WHERE prompt_hash <> ?", [prompt_hash(padded)])
+    con.close()
+    with Store(db) as store:
+        rows = lint_status(store).set_index("prompt_hash")
+    assert "{contexts:>10}" in rows.loc[prompt_hash(padded), "findings"]
+    assert rows.loc[prompt_hash(padded), "never"] == ""
+    if before:
+        assert rows.loc[prompt_hash(leaky), "never"] == "ground_truth"
