@@ -158,3 +158,24 @@ def test_lint_gives_a_stored_refused_template_no_fields_of_another(tmp_path: Pat
     assert rows.loc[prompt_hash(padded), "never"] == ""
     if before:
         assert rows.loc[prompt_hash(leaky), "never"] == "ground_truth"
+
+
+def test_a_run_whose_stored_template_is_refused_still_shows_what_changed(tmp_path: Path) -> None:
+    """run_changes (the Run and Compare pages, and every jump's suspects on the Overview) reads the fields of a
+    changed template: one stored before the doors refused it is a change whose fields are unknown, not an error
+    that takes the page down (on main: InputError from run_changes, and so from find_jumps for a jump at that run)."""
+    from lib.diagnosis import trends
+
+    db = tmp_path / "e.duckdb"
+    with Store(db) as store:
+        store.record_run(_run(GOOD, "r1"))
+        store.record_run(_run(GOOD, "r2"))
+    padded = GOOD.replace("{contexts}", "{contexts:>10}")
+    con = duckdb.connect(str(db))   # r2's template as an unfixed evaldrift stored it
+    con.execute("INSERT INTO prompts VALUES (?, 'faithfulness', ?)", [prompt_hash(padded), padded])
+    con.execute("UPDATE run_metrics SET prompt_hash = ? WHERE run_id = 'r2'", [prompt_hash(padded)])
+    con.close()
+    with Store(db) as store:
+        [change] = trends.run_changes(store, "r2", "r1").templates
+    assert change.after_hash == prompt_hash(padded) and change.fields_before == ("answer", "contexts")
+    assert change.fields_after == () and "-> ?" in change.description
