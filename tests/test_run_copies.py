@@ -205,3 +205,22 @@ def test_starting_an_ablation_keeps_only_this_copy_s_judgings(tmp_path: Path, he
         assert list(store.ablations("r1")["ablation_id"]) == ["abl-x"]
         store.delete_run("r1")   # no stored copy at all: nothing is current
         assert store.ablation("abl-x") is None and store.ablations().empty
+
+
+def test_restoring_a_copy_changes_the_data_version_the_dashboard_caches_by(tmp_path: Path) -> None:
+    """A restore swaps which copy is live without changing the run count or, when a later run was recorded since,
+    the newest recording time: the pages' cached history and ablations must still be read again."""
+    def run(run_id: str, score: float) -> RunRecord:
+        sample = EvalSample("s1", "q?", "a.", ("a.",), "a.")
+        return RunRecord(run_id, datetime(2026, 12, 1), {}, {"main": [sample]},
+                         [MetricRecord("faithfulness", [SampleResult("s1", "ok", score)], "j", None, None)])
+
+    with Store(tmp_path / "e.duckdb") as store:
+        store.record_run(run("r1", 1.0))
+        store.record_run(run("r1", 0.0))   # the first copy is kept in the archive
+        store.record_run(run("r2", 1.0))   # recorded last: the newest recording time stays r2's
+        [kept] = store.archived_runs("r1")
+        before = store.data_version()
+        store.restore_run(kept.archive_id)
+        assert store.metric_history().query("run_id == 'r1'")["score"].tolist() == [1.0]
+        assert store.data_version() != before

@@ -186,6 +186,19 @@ def test_a_bad_setting_is_one_line_naming_the_variable_exit_2(variable: str, val
         assert value not in line   # a key is never echoed, even a malformed one
 
 
+@pytest.mark.parametrize("url", [
+    "https://bob:hunter2@llm.example/v1\n",           # credentials, and a newline a mounted secret file left
+    "https://llm.example/v1?api-key=hunter2\t",       # a key in the query, and a tab
+])
+def test_a_base_url_refused_for_a_control_character_never_echoes_its_secret(url: str) -> None:
+    """The URL's own refusals redact it; the control-character refusal, made first, echoed it whole (on main:
+    "got 'https://bob:hunter2@llm.example/v1\\n'" on stderr and on the page)."""
+    with pytest.raises(InputError) as refused:
+        load(environ={"OPENAI_BASE_URL": url})
+    assert "OPENAI_BASE_URL" in str(refused.value) and "control character" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+
+
 @pytest.mark.parametrize(("variable", "value", "expected"), [
     ("EVALDRIFT_JUDGE_CONCURRENCY", "1", 1), ("EVALDRIFT_JUDGE_CONCURRENCY", " 1000 ", 1000),
     ("EVALDRIFT_JUDGE_TIMEOUT", "0.5", 0.5), ("EVALDRIFT_JUDGE_TIMEOUT", "86400", 86400.0),

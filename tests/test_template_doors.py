@@ -132,3 +132,50 @@ def test_lint_flags_a_stored_one_and_an_ablation_of_it_is_refused_in_one_line(tm
     assert ablated.returncode == 2 and "Traceback" not in ablated.stderr and ablated.stdout == ""
     [line] = [x for x in ablated.stderr.splitlines() if not x.startswith("cost: ")]   # the estimate, then why not
     assert line.startswith("error: ") and PADDED in line
+
+
+@pytest.mark.parametrize("before", [None, "a template that reads ground_truth"])
+def test_lint_gives_a_stored_refused_template_no_fields_of_another(tmp_path: Path, before: str | None) -> None:
+    """lint_status's row for a template stored before the doors refused it: its finding, and no must-never field
+    of its own (with no template before it, the lint once raised UnboundLocalError; after one that reads
+    ground_truth, the refused one was said to read ground_truth too, and a jump at its run was read by that)."""
+    from lib.diagnosis.trends import lint_status
+
+    leaky = GOOD.replace("{contexts}", "{contexts}\nREFERENCE: {ground_truth}")
+    padded = GOOD.replace("{contexts}", "{contexts:>10}")
+    assert prompt_hash(leaky) < prompt_hash(padded)   # the leaky one is linted first (by metric, then hash)
+    db = tmp_path / "e.duckdb"
+    with Store(db) as store:
+        store.record_run(_run(leaky if before else GOOD))
+    con = duckdb.connect(str(db))   # the template as an unfixed evaldrift stored it
+    con.execute("INSERT INTO prompts VALUES (?, 'faithfulness', ?)", [prompt_hash(padded), padded])
+    if not before:
+        con.execute("DELETE FROM prompts WHERE prompt_hash <> ?", [prompt_hash(padded)])
+    con.close()
+    with Store(db) as store:
+        rows = lint_status(store).set_index("prompt_hash")
+    assert "{contexts:>10}" in rows.loc[prompt_hash(padded), "findings"]
+    assert rows.loc[prompt_hash(padded), "never"] == ""
+    if before:
+        assert rows.loc[prompt_hash(leaky), "never"] == "ground_truth"
+
+
+def test_a_run_whose_stored_template_is_refused_still_shows_what_changed(tmp_path: Path) -> None:
+    """run_changes (the Run and Compare pages, and every jump's suspects on the Overview) reads the fields of a
+    changed template: one stored before the doors refused it is a change whose fields are unknown, not an error
+    that takes the page down (on main: InputError from run_changes, and so from find_jumps for a jump at that run)."""
+    from lib.diagnosis import trends
+
+    db = tmp_path / "e.duckdb"
+    with Store(db) as store:
+        store.record_run(_run(GOOD, "r1"))
+        store.record_run(_run(GOOD, "r2"))
+    padded = GOOD.replace("{contexts}", "{contexts:>10}")
+    con = duckdb.connect(str(db))   # r2's template as an unfixed evaldrift stored it
+    con.execute("INSERT INTO prompts VALUES (?, 'faithfulness', ?)", [prompt_hash(padded), padded])
+    con.execute("UPDATE run_metrics SET prompt_hash = ? WHERE run_id = 'r2'", [prompt_hash(padded)])
+    con.close()
+    with Store(db) as store:
+        [change] = trends.run_changes(store, "r2", "r1").templates
+    assert change.after_hash == prompt_hash(padded) and change.fields_before == ("answer", "contexts")
+    assert change.fields_after == () and "-> ?" in change.description

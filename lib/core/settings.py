@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lib.core.endpoints import OFFLINE_MODEL, check_base_url, normalise
+from lib.core.endpoints import OFFLINE_MODEL, check_base_url, normalise, redact
 from lib.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,6 +152,11 @@ def _url(value: str) -> str | None:
     return check_base_url(_text(value))
 
 
+def _url_shown(value: str) -> str:
+    """A URL as an error may quote it: no credentials, no query or fragment (where a key may be)."""
+    return redact(value.split("?", 1)[0].split("#", 1)[0])
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the settings table.
@@ -163,6 +168,7 @@ class Setting:
         default: the value when the variable is unset or empty (None: not set).
         help: what it is for (the docs' table says the same, tests/test_docs.py checks).
         secret: never echoed in an error (the API key).
+        shown: how an error quotes the text (default: as given; the base URL's credentials and query are not).
     """
 
     name: str
@@ -171,6 +177,7 @@ class Setting:
     default: object
     help: str
     secret: bool = False
+    shown: Callable[[str], str] | None = None
 
 
 MIB = 1024 * 1024
@@ -182,7 +189,8 @@ SETTINGS: tuple[Setting, ...] = (
             "inbox/ beside each database); an owner drains it and the folder beside its database"),
     Setting("judge_model", "EVALDRIFT_JUDGE_MODEL", _token, OFFLINE_MODEL,
             "judge model; offline-lexical-* is the embedded offline judge"),
-    Setting("base_url", "OPENAI_BASE_URL", _url, None, "OpenAI-compatible server for the model judge"),
+    Setting("base_url", "OPENAI_BASE_URL", _url, None, "OpenAI-compatible server for the model judge",
+            shown=_url_shown),
     Setting("api_key", "OPENAI_API_KEY", _token, None, "API key for that server (never logged, stored or shown)",
             secret=True),
     Setting("judge_concurrency", "EVALDRIFT_JUDGE_CONCURRENCY", _whole(1, 1000), 8,
@@ -303,5 +311,6 @@ def read_setting(setting: Setting, text: str | None) -> object:
     try:
         return setting.read(text)
     except _Refused as exc:
-        given = "" if setting.secret else f", got {text[:60]!r}" + ("..." if len(text) > 60 else "")
+        quoted = setting.shown(text) if setting.shown is not None else text
+        given = "" if setting.secret else f", got {quoted[:60]!r}" + ("..." if len(quoted) > 60 else "")
         raise InputError(f"{exc}{given}", source=setting.env) from None

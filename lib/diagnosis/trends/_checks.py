@@ -79,6 +79,7 @@ def lint_status(store: Store) -> pd.DataFrame:
         try:
             read = frozenset(fields_of(p.template, p.metric)) if shown is None else shown
         except InputError as exc:   # stored before the doors refused it: a finding, never a crash of the lint
+            never: list[str] = []   # its own row: no field of the template before it
             reads, findings = ["?"], exc.reason
         else:
             reads, never = lint_under(read, p.metric, tool)

@@ -16,6 +16,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from lib.core.errors import InputError
 from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.core.profiles import by_design, tool_fields_read, tool_of
 from lib.core.prompts import fields_read, template_diff
@@ -105,7 +106,12 @@ def _fields_shown(template: str | None, metric: str) -> tuple[str, ...]:
     from lib.core.samples import FIELDS
 
     shown = tool_fields_read(template)
-    return fields_of(template, metric) if shown is None else tuple(f for f in FIELDS if f in shown)
+    if shown is not None:
+        return tuple(f for f in FIELDS if f in shown)
+    try:
+        return fields_of(template, metric)
+    except InputError:   # stored before the doors refused it: its fields are unknown ('?'); lint names it
+        return ()
 
 
 def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, suite: str = MAIN) -> RunChanges:
