@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,10 @@ def _row_in(prompt: str) -> dict | None:
     return next((r for q, r in ANSWERED.items() if q in prompt), None)
 
 
+_FLIPS: dict[str, int] = {}
+_FLIP_LOCK = threading.Lock()
+
+
 def respond(body: dict) -> str:
     """The loopback judge's reply to one chat request of any of the tools."""
     model = str(body.get("model", ""))
@@ -82,6 +87,10 @@ def respond(body: dict) -> str:
     row = _row_in(prompt)
     if model.startswith("answerer"):
         return (row or ROWS[0])["bad" if model.endswith("bad") else "good"]
+    if model.endswith("grader-flip"):   # grades one prompt C, then I, then C...: two epochs of a sample disagree
+        with _FLIP_LOCK:
+            seen = _FLIPS[prompt] = _FLIPS.get(prompt, 0) + 1
+        return "Graded.\nGRADE: " + ("C" if seen % 2 else "I")
     submission = re.search(r"\[Submission\]: (.*?)\n\*\*\*", prompt, re.S)
     if submission is not None:                      # Inspect's model_graded_fact template
         if model.endswith("reader"):                # reads the whole prompt: C when anything else in it states it
@@ -128,10 +137,15 @@ TOOLS = Path(__file__).parent / "tools"
 
 def inspect_spec(name: str, *, grader: str | None = None, role_grader: str | None = None,
                  answerer: str = "openai-api/loop/answerer-good", epochs: int = 1, fmt: str = "eval",
-                 template: str | None = None, rows: list[dict] | None = None) -> dict:
-    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...)."""
+                 template: str | None = None, rows: list[dict] | None = None, ids: bool = True,
+                 second: str | None = None, reducer: str | None = None) -> dict:
+    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...).
+
+    `ids=False`: samples without ids (Inspect numbers them by position); `second`: the grader of a second scorer,
+    model_graded_qa; `reducer`: Inspect's epoch reducer (`--epochs-reducer`)."""
     return {"rows": rows or ROWS, "name": name, "grader": grader, "role_grader": role_grader,
-            "answerer": answerer, "epochs": epochs, "format": fmt, "template": template}
+            "answerer": answerer, "epochs": epochs, "format": fmt, "template": template, "ids": ids,
+            "second": second, "reducer": reducer}
 
 
 def run_inspect(python: Path, base_url: str, out: Path, specs: list[dict]) -> dict[str, Path]:
@@ -280,6 +294,11 @@ INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; t
     inspect_spec("insp-fact", grader="openai-api/loop/grader-strict", rows=LEAK_ROWS),
     inspect_spec("insp-faith", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_CLEAN),
     inspect_spec("insp-faith-leaky", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_LEAKY),
+    # samples without ids, two scorers with their own graders, two epochs reduced by max: the second run has the
+    # samples in reverse order (tests/test_inspect_options.py)
+    *(inspect_spec(name, grader="openai-api/loop/grader-strict", rows=rows, ids=False, epochs=2, reducer="max",
+                   second="openai-api/loop/grader-flip")
+      for name, rows in (("insp-multi", ROWS), ("insp-multi-rev", list(reversed(ROWS))))),
 ]
 
 
