@@ -9,11 +9,14 @@ ask, not by Inspect's position numbers; the stored score is the one Inspect repo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from lib.intake.importers import prepare_import
 from lib.intake.uploads import plan_table
-from tests.support.tool_runs import BY_QUESTION
+from tests.support.tool_runs import BY_QUESTION, INSPECT_PYTHON, tool_env
 from tests.test_cli import assert_usage_error, cli
 
 MAP = {"model_graded_qa": "faithfulness"}
@@ -55,3 +58,41 @@ def test_epochs_reduced_by_max_store_the_score_inspect_reports(inspect_logs) -> 
     assert [r.score for r in faith.results] == [1.0] * 4
     assert plan.notes["epochs_reducer"] == {"answer_correctness": "max", "faithfulness": "max"}
     assert any("reduced by max" in w for w in plan.warnings), plan.warnings
+
+
+@pytest.mark.parametrize("given, target", [
+    ("What is the warranty?", "Two years."),
+    ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi?"}]}],
+     ["Two years.", "2 years"]),
+    ("Fragen über Wasserkocher", None),
+])
+def test_inspects_rescorer_names_id_less_samples_as_the_importer_does(given: object, target: object) -> None:
+    # the re-scorer runs in Inspect's Python and never imports evaldrift: its copy of the rule must agree
+    import importlib.util
+
+    from lib.intake.importers.base import content_id
+    from lib.intake.importers.inspect import _text
+    from lib.judging.scorers import inspect_scorer
+
+    spec = importlib.util.spec_from_file_location("score_worker", inspect_scorer.WORKER)
+    assert spec is not None and spec.loader is not None
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    assert worker.content_id(worker._text(given), worker._text(target)) == content_id(_text(given), _text(target))
+
+
+def test_an_id_less_run_is_ablated_through_inspects_own_scorer(fresh_db: Path, inspect_logs, tool_judge,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
+    monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
+    log = inspect_logs["insp-multi"]
+    assert cli("import", "--db", fresh_db, log, "--run-id", "m", "--metric-map",
+               "model_graded_qa=faithfulness").returncode == 0
+    proc = cli("ablate", "--db", fresh_db, "--run", "m", "--metric", "answer_correctness", "--blank", "question",
+               "--repeats", "1", "--all-samples", "--json", "--scorer",
+               f"lib.judging.scorers.inspect_scorer:rescore@{log}#model_graded_fact")
+    assert proc.returncode in (0, 3), proc.stderr
+    [replay] = json.loads(proc.stdout)["replay"]
+    # every content-named sample found in the log and re-scored (the log's ids are 1..4)
+    assert replay["rerun"] == replay["stored"] == 1.0 and not replay["mismatch"], replay["sentence"]

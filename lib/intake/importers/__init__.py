@@ -100,6 +100,8 @@ class ImportPlan:
         version: its version (None: neither the file nor the user gave it).
         grader: the grader model (None: not recorded).
         grader_source: where the grader came from: a place in the file, or "given" by the user.
+        graders: our metric -> the grader recorded with it (a metric's own, where the file names one per metric).
+        grader_sources: our metric -> where its grader came from.
         sources: our metric -> the tool's name for the score.
         notes: what reading changed or found (stored with the run).
         warnings: what to say before recording.
@@ -114,6 +116,8 @@ class ImportPlan:
     sources: Mapping[str, str]
     notes: Mapping[str, object]
     warnings: tuple[str, ...]
+    graders: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    grader_sources: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
@@ -155,6 +159,9 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
                          field="metrics", source=name)
     frame, clamped = clamp_scores(got.frame, metrics)
     frame, repeats = fold_repeats(frame, metrics, source=name) if "id" in frame.columns else (frame, {})
+    for metric, by_id in got.reduced.items():   # the tool's own reduction of a sample's repeats, not their mean
+        frame = frame.assign(**{metric: [by_id.get(str(i), v) for i, v in zip(frame["id"], frame[metric],
+                                                                                  strict=True)]})
     notes: dict[str, object] = {"tool": got.tool, **got.notes, **repeats}
     if clamped:
         notes["clamped_scores"] = clamped
@@ -180,15 +187,23 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
                         + ", ".join(f"{m} {n}" for m, n in clamped.items()))
     if repeats:
         warnings.append(f"{repeats['rows_read']} rows are {repeats['samples']} samples repeated up to "
-                        f"{repeats['repeats']} times: each sample's score is the mean of its repeats")
+                        f"{repeats['repeats']} times: each sample's score is the mean of its repeats"
+                        + (f" (for {', '.join(got.reduced)}: the tool's own reduction, above)" if got.reduced else ""))
     notes["grader_source"] = place
     run = run_from_frame(frame, source=name, run_id=run_id, started_at=started_at or got.started_at,
                          pipeline=pipeline, judge_model=judge, templates=got.templates or None)
+    # a metric whose own grader the file names (an Inspect scorer's model, a promptfoo assertion's provider) is
+    # recorded with it: one run's metrics may be graded by different models, and none is a judge change
+    graders = {m: got.graders.get(m, judge) for m in metrics}
+    if len({g for g in graders.values() if g}) > 1:
+        notes["graders"] = {m: g for m, g in graders.items() if g}
     run = dataclasses.replace(run, notes=notes, metrics=[
-        dataclasses.replace(m, scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
+        dataclasses.replace(m, judge_model=graders.get(m.metric, m.judge_model),
+                            scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
         for m in run.metrics])
     return ImportPlan(run=run, fmt=fmt, tool=got.tool, version=tool_version, grader=judge, grader_source=place,
-                      sources=dict(got.sources), notes=notes, warnings=tuple(warnings))
+                      sources=dict(got.sources), notes=notes, warnings=tuple(warnings), graders=graders,
+                      grader_sources={m: got.grader_sources.get(m, place) for m in metrics})
 
 
 def import_run(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,

@@ -15,6 +15,7 @@ input closes (one Inspect start for a whole ablation), or exits after IDLE secon
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -32,6 +33,31 @@ def _value(value: object) -> float | None:
     if isinstance(value, int | float) and math.isfinite(float(value)):
         return float(value)
     return None
+
+
+def _text(value: object) -> object:
+    """As lib.intake.importers.inspect._text (this file never imports evaldrift): messages or targets -> text."""
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict):
+                if item.get("role", "user") != "user":
+                    continue
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+                parts.append(str(content))
+            else:
+                parts.append(str(item))
+        return "\n".join(parts)
+    return value
+
+
+def content_id(question: object, reference: object) -> str:
+    """As lib.intake.importers.base.content_id: the id evaldrift gives a sample the log numbered by position."""
+    key = json.dumps([question if isinstance(question, str) else None,
+                      reference if isinstance(reference, str) else None], ensure_ascii=False)
+    return "c-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def _put(sample, wanted: dict):   # the log's sample with the request's fields where Inspect keeps them
@@ -68,6 +94,12 @@ async def _serve(path: str, name: str | None) -> None:
     first: dict[str, object] = {}
     for s in log.samples or []:
         first.setdefault(str(s.id), s)
+    ids = {s.id for s in log.samples or []}
+    if all(isinstance(i, int) for i in ids) and ids == set(range(1, len(ids) + 1)):
+        # ids 1..N are the positions Inspect numbers id-less samples by: evaldrift named them by their content
+        for s in log.samples or []:
+            dumped = s.model_dump(mode="json")
+            first.setdefault(content_id(_text(dumped.get("input")), _text(dumped.get("target"))), s)
     loop = asyncio.get_running_loop()
     while True:
         try:
