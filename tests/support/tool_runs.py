@@ -212,12 +212,13 @@ class PromptfooRun:
 def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
-        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None) -> PromptfooRun:
+        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None,
+        extra: tuple[dict, ...] = ()) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
     `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
-    of the context-faithfulness assertion (a rubricPrompt, say).
+    of the context-faithfulness assertion (a rubricPrompt, its own provider); `extra`: more assertions per test.
     """
     rows = rows or ROWS
     tests = []
@@ -228,7 +229,7 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
                                "ground_truth": r["reference"]},
                       "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
                                  {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
-                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
+                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else []) + list(extra)})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
                     "tests": tests}
     if grader is not None:
@@ -319,7 +320,12 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
             # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py)
             "pf-faith-leaky": run_promptfoo(folder, base_url, out, name="pf-faith-leaky", grader=grader,
                                             rows=LEAK_ROWS, relevance=False,
-                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]})}
+                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]}),
+            # the faithfulness assertion names its own grader (the suite's grades recall), and an assertion type
+            # that is no metric of ours (tests/test_promptfoo_options.py)
+            "pf-own": run_promptfoo(folder, base_url, out, name="pf-own", grader=grader, relevance=False,
+                                    faithfulness={"provider": "openai:chat:grader-lenient"},
+                                    extra=({"type": "icontains", "value": "X200"},))}
     return {name: run.path for name, run in runs.items()}
 
 
