@@ -8,6 +8,7 @@ was given is the metric's template (a prompt hash, and lint reads the fields it 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from lib.intake.importers import prepare_import
@@ -47,3 +48,18 @@ def test_a_metric_map_for_promptfoo_is_refused_not_ignored(fresh_db: Path, promp
     line = assert_usage_error(cli("import", "--db", fresh_db, promptfoo_results["pf-own"], "--run-id", "pf",
                                   "--metric-map", "icontains=answer_correctness"))
     assert "--metric-map" in line and "promptfoo" in line, line
+
+
+def test_a_file_with_no_rag_assertion_names_the_assertion_types_read(fresh_db: Path, promptfoo_results,
+                                                                     tmp_path: Path) -> None:
+    # the real file with its RAG assertions' results taken out: only icontains is left
+    data = json.loads(promptfoo_results["pf-own"].read_text(encoding="utf-8"))
+    for result in data["results"]["results"]:
+        grading = result.get("gradingResult") or {}
+        grading["componentResults"] = [c for c in grading.get("componentResults") or []
+                                       if (c.get("assertion") or {}).get("type") == "icontains"]
+    path = tmp_path / "pf-icontains.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    line = assert_usage_error(cli("import", "--db", fresh_db, path, "--run-id", "pf"))
+    assert "unmapped: icontains" in line and "assertion types: context-faithfulness (faithfulness)" in line, line
+    assert "our metrics' own names" not in line

@@ -67,6 +67,19 @@ def detect(path: str | Path) -> str:
 MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names --metric-map maps
 
 
+def _read_by() -> dict[str, str]:
+    from lib.intake.importers.promptfoo import ASSERTIONS
+    from lib.intake.ingest import METRIC_COLUMNS
+
+    return {"promptfoo": "a promptfoo file's scores are read from its assertion types: "
+                         + ", ".join(f"{k} ({m})" for k, m in ASSERTIONS.items()),
+            "ragas": "a Ragas file's score columns are read by name: "
+                     + ", ".join(a for aliases in METRIC_COLUMNS.values() for a in aliases)}
+
+
+READ_BY = _read_by()   # how the formats --metric-map does not map read their scores
+
+
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
          metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
     """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
@@ -147,13 +160,16 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     from lib.intake.ingest import run_from_frame
 
     fmt = fmt or detect(path)
-    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider)
     name = source or str(path)
+    if metric_map and fmt not in MAPPABLE:   # never ignored in silence: the user would trust a mapping not made
+        raise InputError(f"--metric-map maps the score names of {', '.join(MAPPABLE)} files; {READ_BY[fmt]}",
+                         field="metric_map", source=name)
+    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider)
     metrics = list(got.sources)
     if not metrics:
         unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
-        hint = ("map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE
-                else f"a {fmt} file's scores are read by our metrics' own names")
+        unmapped += [str(c) for c in got.notes.get("assertions_not_read") or ()]  # type: ignore[attr-defined]
+        hint = "map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE else READ_BY[fmt]
         raise InputError("no score this tool names maps to one of our metrics ("
                          + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "") + hint + ")",
                          field="metrics", source=name)
