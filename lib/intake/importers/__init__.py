@@ -81,8 +81,12 @@ READ_BY = _read_by()   # how the formats --metric-map does not map read their sc
 
 
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
-         metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
-    """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
+         metric_map: Mapping[str, str] | None = None, provider: str | None = None,
+         name: str | None = None) -> Imported:
+    """Read a file of another tool into an Imported table (nothing is validated or written yet).
+
+    `name`: the file's own name when `path` is a copy (an upload): DeepEval's name carries the run's time.
+    """
     fmt = fmt or detect(path)
     if fmt == "ragas":
         from lib.intake.importers.ragas import read_ragas
@@ -95,7 +99,7 @@ def read(path: str | Path, fmt: str | None = None, *, version: str | None = None
         return read_promptfoo(path, provider=provider)
     if fmt == "deepeval":
         from lib.intake.importers.deepeval import read_deepeval
-        return read_deepeval(path, metric_map=metric_map)
+        return read_deepeval(path, metric_map=metric_map, file_name=name)
     if fmt == "mlflow":
         from lib.intake.importers.mlflow import read_mlflow
         return read_mlflow(path, run=provider, metric_map=metric_map)
@@ -164,7 +168,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     if metric_map and fmt not in MAPPABLE:   # never ignored in silence: the user would trust a mapping not made
         raise InputError(f"--metric-map maps the score names of {', '.join(MAPPABLE)} files; {READ_BY[fmt]}",
                          field="metric_map", source=name)
-    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider)
+    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider, name=source)
     metrics = list(got.sources)
     if not metrics:
         unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
@@ -206,7 +210,13 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
                         f"{repeats['repeats']} times: each sample's score is the mean of its repeats"
                         + (f" (for {', '.join(got.reduced)}: the tool's own reduction, above)" if got.reduced else ""))
     notes["grader_source"] = place
-    run = run_from_frame(frame, source=name, run_id=run_id, started_at=started_at or got.started_at,
+    when = started_at or got.started_at
+    if when is None:   # never a silent "now": the run would sit on Trends at the time of its import
+        when = datetime.now().replace(microsecond=0)
+        notes["started_at"] = "the time of the import"
+        warnings.append(f"the file records no start time: recorded at the time of the import, "
+                        f"{when:%Y-%m-%d %H:%M}; give the run's own with --started-at (the Import page: Start time)")
+    run = run_from_frame(frame, source=name, run_id=run_id, started_at=when,
                          pipeline=pipeline, judge_model=judge, templates=got.templates or None)
     # a metric whose own grader the file names (an Inspect scorer's model, a promptfoo assertion's provider) is
     # recorded with it: one run's metrics may be graded by different models, and none is a judge change
