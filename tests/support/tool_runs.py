@@ -138,14 +138,15 @@ TOOLS = Path(__file__).parent / "tools"
 def inspect_spec(name: str, *, grader: str | None = None, role_grader: str | None = None,
                  answerer: str = "openai-api/loop/answerer-good", epochs: int = 1, fmt: str = "eval",
                  template: str | None = None, rows: list[dict] | None = None, ids: bool = True,
-                 second: str | None = None, reducer: str | None = None) -> dict:
+                 second: str | None = None, reducer: str | None = None, joined: bool = False) -> dict:
     """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...).
 
     `ids=False`: samples without ids (Inspect numbers them by position); `second`: the grader of a second scorer,
-    model_graded_qa; `reducer`: Inspect's epoch reducer (`--epochs-reducer`)."""
+    model_graded_qa; `reducer`: Inspect's epoch reducer (`--epochs-reducer`); `joined`: the passages also joined
+    into one text under metadata `contexts_text` (as users who pre-join passages write)."""
     return {"rows": rows or ROWS, "name": name, "grader": grader, "role_grader": role_grader,
             "answerer": answerer, "epochs": epochs, "format": fmt, "template": template, "ids": ids,
-            "second": second, "reducer": reducer}
+            "second": second, "reducer": reducer, "joined": joined}
 
 
 def run_inspect(python: Path, base_url: str, out: Path, specs: list[dict]) -> dict[str, Path]:
@@ -300,6 +301,10 @@ INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; t
     *(inspect_spec(name, grader="openai-api/loop/grader-strict", rows=rows, ids=False, epochs=2, reducer="max",
                    second="openai-api/loop/grader-flip")
       for name, rows in (("insp-multi", ROWS), ("insp-multi-rev", list(reversed(ROWS))))),
+    # a faithfulness template that reads the passages pre-joined under another metadata key: blanking `contexts`
+    # does not reach this grader (tests/test_blank_reach.py)
+    inspect_spec("insp-joined", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, joined=True,
+                 template=FAITH_CLEAN.replace("{contexts}", "{contexts_text}")),
 ]
 
 

@@ -5,7 +5,8 @@
 SPECS: a list of {"rows": [...], "out": dir, "name": log stem, "grader": model or null (then the grader role or the
 answering model grades), "role_grader": model or null, "answerer": model, "epochs": n, "format": "eval"|"json",
 "template": a grading template or null, "status": "success" | "error", "ids": false to give Inspect samples without
-ids, "second": a model for a second scorer (model_graded_qa) or null, "reducer": an epoch reducer or null}.
+ids, "second": a model for a second scorer (model_graded_qa) or null, "reducer": an epoch reducer or null, "joined": true to
+also give the passages joined, as metadata contexts_text}.
 Prints the log's path.
 OPENAI_BASE_URL / OPENAI_API_KEY point Inspect's openai provider at the loopback server.
 """
@@ -30,7 +31,10 @@ def run(spec: dict) -> Path:
         scorers.append(model_graded_qa(model=spec["second"]))
     ids = spec.get("ids", True)
     task = Task(dataset=[Sample(id=r["id"] if ids else None, input=r["question"], target=r["reference"],
-                                metadata={"contexts": r["contexts"]}) for r in spec["rows"]],
+                                metadata={"contexts": r["contexts"],
+                                          # passages pre-joined under a key of the user's own
+                                          **({"contexts_text": "\n".join(r["contexts"])} if spec.get("joined")
+                                             else {})}) for r in spec["rows"]],
                 solver=generate(), scorer=scorers if len(scorers) > 1 else scorers[0], name="kettle_rag")
     epochs = Epochs(spec.get("epochs", 1), spec["reducer"]) if spec.get("reducer") else spec.get("epochs", 1)
     roles = {"grader": spec["role_grader"]} if spec.get("role_grader") else None
