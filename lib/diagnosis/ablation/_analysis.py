@@ -28,7 +28,7 @@ from lib.diagnosis.ablation._floor import floor_level, floor_scores
 from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
 from lib.diagnosis.ablation._result import AblationResult, ArmVerdict, FourReadings, ReplayCheck
-from lib.diagnosis.ablation._verdicts import CLEAN, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
+from lib.diagnosis.ablation._verdicts import CLEAN, INCONCLUSIVE, LEAK, MEASURED, UNCHANGED, CellEvidence, classify
 from lib.diagnosis.stats import PairedDiff, flips, mde, noise_band, paired_interval, run_noise_sd, sample_mean
 
 ZERO_BAND = 1e-9   # a band below this is identical repeats (floating-point dust), reported as 0
@@ -182,13 +182,17 @@ def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResul
     fl = _item_flips(base, abl, common) if common else None
     d = classify(e)
     top = ", ".join(f"{k} ({n})" for k, n in (base.reasons + abl.reasons).most_common(2))
+    words = verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe)
+    missed = verdict_words.not_reached(abl.reasons)
+    if missed is not None:   # the tool's grader prompts show the blanked text: nothing was measured of that blank
+        d = replace(d, kind=INCONCLUSIVE)
+        words = missed
     return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=e.expected, baseline=e.baseline,
                       ablated=float(np.mean(b)) if b else None, delta=e.mean, lo=e.lo, hi=e.hi, noise=band,
                       ratio=verdict_words.ratio(band, e.mean), n=e.n, n_failed=e.n_failed, n_units=e.n_units,
                       flips_to_positive=fl.to_positive if fl else 0, flips_to_negative=fl.to_negative if fl else 0,
                       flips_p=fl.p_value if fl else None, mde=md,
-                      sentence=verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe),
-                      why=d.why, renders=tuple(sorted(renders)) if renders is not None else None,
+                      sentence=words, why=d.why, renders=tuple(sorted(renders)) if renders is not None else None,
                       headroom=e.headroom, min_effect=e.min_effect, rule_out=e.rule_out,
                       joint=arm not in spec.blanks or (len(fields) > 1 and set(fields) == mspec.never))
 
