@@ -185,7 +185,10 @@ def tool_fields_read(template: str | None) -> frozenset[str] | None:
         names = [name for _, name, _, _ in string.Formatter().parse(grading) if name]
     except (IndexError, ValueError):
         return INSPECT_DEFAULT
-    return frozenset(INSPECT_PLACES[n] for n in names if n in INSPECT_PLACES)
+    # another metadata key the template reads, as the importer found what it holds (`{contexts_text}`: passages)
+    keys = options.get("metadata_fields") if isinstance(options.get("metadata_fields"), dict) else {}
+    places = {**{k: f for k, f in keys.items() if f in FIELDS}, **INSPECT_PLACES}
+    return frozenset(places[n] for n in names if n in places)
 
 
 def lint_under(read: frozenset[str], metric: str, tool: str = STRICT) -> tuple[list[str], list[str]]:

@@ -272,7 +272,7 @@ def read_inspect(path: str | Path, *, metric_map: Mapping[str, str] | None = Non
         notes["grader_is_answering_model"] = True
     return Imported(frame, "inspect_ai", (spec.get("packages") or {}).get("inspect_ai"), sources, grader,
                     parse_time(spec.get("created")), grader_source=place,
-                    templates=_instruments(spec, sources), notes=notes, warnings=tuple(warnings),
+                    templates=_instruments(spec, sources, samples), notes=notes, warnings=tuple(warnings),
                     graders={m: g for m, (g, _) in graders.items() if g},
                     grader_sources={m: p for m, (_, p) in graders.items() if p}, reduced=reduced_scores)
 
@@ -298,12 +298,50 @@ def _grader(spec: dict, scorers: set[str]) -> tuple[str | None, str | None]:
     return spec.get("model"), "eval.model" if spec.get("model") else None
 
 
-def _instruments(spec: dict, sources: dict[str, str]) -> dict[str, str]:
-    """Our metric -> the text of its scorer's grading options (the template and what shapes the grader's prompt)."""
+def metadata_fields(template: object, samples: list[dict]) -> dict[str, str]:
+    """A grading template's variables that name another key of the samples' metadata -> the field whose text that
+    key holds (as the first sample that has it shows: the passages, joined or one of them; the question; the
+    reference), or "unknown". Inspect fills a template's other variables from the sample's metadata, so a
+    template reading `{contexts_text}` shows the grader the passages under another name."""
+    import string
+
+    from lib.core.profiles import INSPECT_PLACES
+
+    if not isinstance(template, str):
+        return {}
+    try:
+        names = {n for _, n, _, _ in string.Formatter().parse(template) if n}
+    except ValueError:
+        return {}
+    out: dict[str, str] = {}
+    for name in sorted(names - set(INSPECT_PLACES) - {"instructions"}):
+        sample = next((s for s in samples if name in (s.get("metadata") or {})), None)
+        if sample is None:
+            continue
+        value, meta = sample["metadata"][name], sample.get("metadata") or {}
+        passages = meta.get("contexts", meta.get("context"))
+        passages = [passages] if isinstance(passages, str) else [p for p in passages or [] if isinstance(p, str)]
+        text = "\n".join(value) if isinstance(value, list) else str(value)
+        if passages and any(p and p in text for p in passages):
+            out[name] = "contexts"
+        elif text == _text(sample.get("target")):
+            out[name] = "ground_truth"
+        elif text == _text(sample.get("input")):
+            out[name] = "question"
+        else:
+            out[name] = "unknown"
+    return out
+
+
+def _instruments(spec: dict, sources: dict[str, str], samples: list[dict]) -> dict[str, str]:
+    """Our metric -> the text of its scorer's grading options (the template and what shapes the grader's prompt),
+    with the field each other metadata key its template reads holds (`metadata_fields`, when there are any)."""
     options = _scorer_options(spec)
     out = {}
     for metric, scorer in sources.items():
         opts = {k: v for k, v in options.get(scorer.split("/")[-1], {}).items() if k not in ("model", "model_role")}
+        if fields := metadata_fields(opts.get("template"), samples):
+            opts["metadata_fields"] = fields
         text = (f"Inspect AI scorer {scorer}: its grading options (template, instructions, grade pattern; "
                 f"default: Inspect's own)\n" + json.dumps(opts, sort_keys=True, indent=1, default=str))
         out[metric] = text.replace("{", "{{").replace("}", "}}")
