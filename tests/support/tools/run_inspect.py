@@ -4,9 +4,9 @@
 
 SPECS: a list of {"rows": [...], "out": dir, "name": log stem, "grader": model or null (then the grader role or the
 answering model grades), "role_grader": model or null, "answerer": model, "epochs": n, "format": "eval"|"json",
-"template": a grading template or null, "status": "success" | "error", "ids": false to give Inspect samples without
-ids, "second": a model for a second scorer (model_graded_qa) or null, "reducer": an epoch reducer or null, "joined": true to
-also give the passages joined, as metadata contexts_text}.
+"template": a grading template or null, "status": "success" | "error", "ids": false to give Inspect samples
+without ids, "second": a model for a second scorer (model_graded_qa) or null, "reducer": an epoch reducer or
+null, "joined": true to also give the passages joined, as metadata contexts_text}.
 Prints the log's path.
 OPENAI_BASE_URL / OPENAI_API_KEY point Inspect's openai provider at the loopback server.
 """
