@@ -51,12 +51,18 @@ def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple
 
 
 def _refuse_tool_run(store: Store, run_id: str, metrics: list[str]) -> None:
-    from lib.core.profiles import own_scorer
+    from lib.core.profiles import STRICT, own_scorer, tool_of
 
     frame = store.run_metrics(run_id)
     for row in frame[frame["metric"].isin(metrics)].itertuples(index=False):
         scorer = getattr(row, "scorer", None)
-        hint = own_scorer(scorer if isinstance(scorer, str) else None, row.metric)
+        scorer = scorer if isinstance(scorer, str) else None
+        hint = own_scorer(scorer, row.metric)
+        tool = tool_of(scorer)
+        if hint is None and tool != STRICT:   # said before any judge's endpoint: no endpoint builds that scorer
+            raise UsageError(f"run {run_id!r} was scored by {scorer} ({row.metric}): evaldrift does not build "
+                             f"{tool}'s own scorer, so no ablation re-scores it as {tool} did; name a judge of "
+                             f"ours with --judge (it judges with our template, not {tool}'s)")
         if hint is not None:
             raise UsageError(f"run {run_id!r} was scored by {scorer} ({row.metric}), not by a template of ours: "
                              f"ablate it through the tool itself, --scorer '{hint}' (the file it was imported "

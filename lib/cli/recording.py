@@ -171,6 +171,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     since = datetime.now()
     _say_recorded(db, run, inbox.record(db, run, inbox=_inbox_for(db)), since)
     scorers = sorted({m.scorer for m in run.metrics if m.scorer})
+    if len({g for g in plan.graders.values() if g}) > 1:   # each metric's own grader
+        said = "; ".join(f"{m} by {g} (from {plan.grader_sources.get(m)})" for m, g in plan.graders.items() if g)
+        print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; graders: {said}")
+        return EXIT_OK
     where = f" (from {plan.grader_source})" if plan.grader and plan.grader_source else ""
     print(f"scored by {', '.join(scorers) or 'an unnamed tool'}; grader {plan.grader or 'not recorded'}{where}")
     return EXIT_OK

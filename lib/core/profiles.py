@@ -14,6 +14,7 @@ Ragas' ContextPrecision and LLMContextPrecisionWithReference. For a run scored b
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,10 +133,53 @@ INSPECT_PLACES = {"question": QUESTION, "answer": ANSWER, "criterion": GROUND_TR
 INSPECT_DEFAULT = frozenset({QUESTION, ANSWER, GROUND_TRUTH})   # model_graded_fact / _qa's own templates
 
 
+PROMPTFOO_RECORD = "promptfoo assertion "   # how lib.intake.importers.promptfoo records an assertion's rubricPrompt
+# what each RAG assertion's own prompts show the grader (promptfoo 0.121), and the variables a rubricPrompt can
+# name: the test's vars as lib.intake.importers.promptfoo reads them, and promptfoo's own names for the grader's inputs
+PROMPTFOO_DEFAULT = {"context-faithfulness": frozenset({QUESTION, ANSWER, CONTEXTS}),
+                     "answer-relevance": frozenset({QUESTION, ANSWER}),
+                     "context-relevance": frozenset({QUESTION, CONTEXTS}),
+                     "context-recall": frozenset({CONTEXTS, GROUND_TRUTH}),
+                     "factuality": frozenset({QUESTION, ANSWER, GROUND_TRUTH})}
+PROMPTFOO_PLACES = {"query": QUESTION, "question": QUESTION, "input": QUESTION, "answer": ANSWER,
+                    "output": ANSWER, "completion": ANSWER, "statements": ANSWER, "context": CONTEXTS,
+                    "contexts": CONTEXTS, "ground_truth": GROUND_TRUTH, "reference": GROUND_TRUTH,
+                    "expected": GROUND_TRUTH, "ideal": GROUND_TRUTH}
+NUNJUCKS_VARIABLE = re.compile(r"{{-?\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    return []
+
+
+def _promptfoo_fields(record: str) -> frozenset[str]:
+    """The fields a promptfoo assertion shows its grader: its own prompts' fields, and every variable its
+    rubricPrompt names (a step given as null keeps promptfoo's own prompt)."""
+    head, _, body = record.replace("{{", "{").replace("}}", "}").partition("\n")
+    kind = head[len(PROMPTFOO_RECORD):].split(":", 1)[0]
+    shown = set(PROMPTFOO_DEFAULT.get(kind, frozenset()))
+    try:
+        rubric = json.loads(body)
+    except ValueError:
+        return frozenset(shown)
+    for text in _strings(rubric):
+        shown |= {PROMPTFOO_PLACES[n] for n in NUNJUCKS_VARIABLE.findall(text) if n in PROMPTFOO_PLACES}
+    return frozenset(shown)
+
+
 def tool_fields_read(template: str | None) -> frozenset[str] | None:
     """The fields a tool's recorded grading instrument shows its grader (an Inspect scorer's template: `{question}`,
     `{answer}`, `{criterion}` the reference, `{contexts}` from the sample's metadata; Inspect's own template when
-    none was given); None for a template of ours (lib.core.prompts reads those)."""
+    none was given; a promptfoo assertion's own prompts and the variables its rubricPrompt names); None for a
+    template of ours (lib.core.prompts reads those)."""
+    if template and template.startswith(PROMPTFOO_RECORD):
+        return _promptfoo_fields(template)
     if not template or not template.startswith(INSPECT_RECORD):
         return None
     text = template.replace("{{", "{").replace("}}", "}")   # the record doubles braces: it is never rendered
@@ -147,7 +191,10 @@ def tool_fields_read(template: str | None) -> frozenset[str] | None:
         names = [name for _, name, _, _ in string.Formatter().parse(grading) if name]
     except (IndexError, ValueError):
         return INSPECT_DEFAULT
-    return frozenset(INSPECT_PLACES[n] for n in names if n in INSPECT_PLACES)
+    # another metadata key the template reads, as the importer found what it holds (`{contexts_text}`: passages)
+    keys = options.get("metadata_fields") if isinstance(options.get("metadata_fields"), dict) else {}
+    places = {**{k: f for k, f in keys.items() if f in FIELDS}, **INSPECT_PLACES}
+    return frozenset(places[n] for n in names if n in places)
 
 
 def lint_under(read: frozenset[str], metric: str, tool: str = STRICT) -> tuple[list[str], list[str]]:

@@ -277,7 +277,9 @@ def plan_table(plan: ImportPlan) -> pd.DataFrame:
             ("sample ids", str(notes.get("sample_ids", "the file's own ids"))),
             ("started at", f"{run.started_at:%Y-%m-%d %H:%M}"),
             ("pipeline", json.dumps(dict(run.pipeline), sort_keys=True) if run.pipeline else "none recorded")]
-    rows += [(f"metric {m}", f"from {source}") for m, source in plan.sources.items()]
+    several = len({g for g in plan.graders.values() if g}) > 1   # metrics graded by different models: each named
+    rows += [(f"metric {m}", f"from {source}" + (f", graded by {plan.graders[m]}" if several and plan.graders.get(m)
+                                                 else "")) for m, source in plan.sources.items()]
     from lib.core.profiles import profile_lines
 
     rows += [("wiring profile", line) for line in profile_lines(plan.tool)]

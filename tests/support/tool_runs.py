@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,10 @@ def _row_in(prompt: str) -> dict | None:
     return next((r for q, r in ANSWERED.items() if q in prompt), None)
 
 
+_FLIPS: dict[str, int] = {}
+_FLIP_LOCK = threading.Lock()
+
+
 def respond(body: dict) -> str:
     """The loopback judge's reply to one chat request of any of the tools."""
     model = str(body.get("model", ""))
@@ -82,6 +87,10 @@ def respond(body: dict) -> str:
     row = _row_in(prompt)
     if model.startswith("answerer"):
         return (row or ROWS[0])["bad" if model.endswith("bad") else "good"]
+    if model.endswith("grader-flip"):   # grades one prompt C, then I, then C...: two epochs of a sample disagree
+        with _FLIP_LOCK:
+            seen = _FLIPS[prompt] = _FLIPS.get(prompt, 0) + 1
+        return "Graded.\nGRADE: " + ("C" if seen % 2 else "I")
     submission = re.search(r"\[Submission\]: (.*?)\n\*\*\*", prompt, re.S)
     if submission is not None:                      # Inspect's model_graded_fact template
         if model.endswith("reader"):                # reads the whole prompt: C when anything else in it states it
@@ -129,10 +138,16 @@ TOOLS = Path(__file__).parent / "tools"
 
 def inspect_spec(name: str, *, grader: str | None = None, role_grader: str | None = None,
                  answerer: str = "openai-api/loop/answerer-good", epochs: int = 1, fmt: str = "eval",
-                 template: str | None = None, rows: list[dict] | None = None) -> dict:
-    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...)."""
+                 template: str | None = None, rows: list[dict] | None = None, ids: bool = True,
+                 second: str | None = None, reducer: str | None = None, joined: bool = False) -> dict:
+    """One Inspect run of the kettle task (models through Inspect's openai-api provider: openai-api/loop/...).
+
+    `ids=False`: samples without ids (Inspect numbers them by position); `second`: the grader of a second scorer,
+    model_graded_qa; `reducer`: Inspect's epoch reducer (`--epochs-reducer`); `joined`: the passages also joined
+    into one text under metadata `contexts_text` (as users who pre-join passages write)."""
     return {"rows": rows or ROWS, "name": name, "grader": grader, "role_grader": role_grader,
-            "answerer": answerer, "epochs": epochs, "format": fmt, "template": template}
+            "answerer": answerer, "epochs": epochs, "format": fmt, "template": template, "ids": ids,
+            "second": second, "reducer": reducer, "joined": joined}
 
 
 def run_inspect(python: Path, base_url: str, out: Path, specs: list[dict]) -> dict[str, Path]:
@@ -199,12 +214,13 @@ class PromptfooRun:
 def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, providers: tuple[str, ...] = (
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
-        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None) -> PromptfooRun:
+        order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None,
+        extra: tuple[dict, ...] = ()) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
     `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
-    of the context-faithfulness assertion (a rubricPrompt, say).
+    of the context-faithfulness assertion (a rubricPrompt, its own provider); `extra`: more assertions per test.
     """
     rows = rows or ROWS
     tests = []
@@ -215,7 +231,7 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
                                "ground_truth": r["reference"]},
                       "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
                                  {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
-                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else [])})
+                      + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else []) + list(extra)})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
                     "tests": tests}
     if grader is not None:
@@ -281,6 +297,15 @@ INSPECT_RUNS = [   # three runs of one task; the grader switches at the third; t
     inspect_spec("insp-fact", grader="openai-api/loop/grader-strict", rows=LEAK_ROWS),
     inspect_spec("insp-faith", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_CLEAN),
     inspect_spec("insp-faith-leaky", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, template=FAITH_LEAKY),
+    # samples without ids, two scorers with their own graders, two epochs reduced by max: the second run has the
+    # samples in reverse order (tests/test_inspect_options.py)
+    *(inspect_spec(name, grader="openai-api/loop/grader-strict", rows=rows, ids=False, epochs=2, reducer="max",
+                   second="openai-api/loop/grader-flip")
+      for name, rows in (("insp-multi", ROWS), ("insp-multi-rev", list(reversed(ROWS))))),
+    # a faithfulness template that reads the passages pre-joined under another metadata key: blanking `contexts`
+    # does not reach this grader (tests/test_blank_reach.py)
+    inspect_spec("insp-joined", grader="openai-api/loop/grader-reader", rows=LEAK_ROWS, joined=True,
+                 template=FAITH_CLEAN.replace("{contexts}", "{contexts_text}")),
 ]
 
 
@@ -301,7 +326,12 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
             # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py)
             "pf-faith-leaky": run_promptfoo(folder, base_url, out, name="pf-faith-leaky", grader=grader,
                                             rows=LEAK_ROWS, relevance=False,
-                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]})}
+                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]}),
+            # the faithfulness assertion names its own grader (the suite's grades recall), and an assertion type
+            # that is no metric of ours (tests/test_promptfoo_options.py)
+            "pf-own": run_promptfoo(folder, base_url, out, name="pf-own", grader=grader, relevance=False,
+                                    faithfulness={"provider": "openai:chat:grader-lenient"},
+                                    extra=({"type": "icontains", "value": "X200"},))}
     return {name: run.path for name, run in runs.items()}
 
 

@@ -35,6 +35,7 @@ from lib.diagnosis.ablation._verdicts import (
     CLEAN,
     FLOOR,
     IGNORES_INPUTS,
+    INCONCLUSIVE,
     INSENSITIVE,
     LEAK,
     MEASURED,
@@ -207,6 +208,10 @@ def cell_verdict(spec: AblationSpec, mspec: MetricSpec, arm: str, base: ArmResul
     said = verdict_words.sentence(e, d, repeats=spec.repeats, failures=top, probe=probe)
     if is_swap(arm):   # the blank cell's words with the change named, and which way the swap moved it
         said = arm_words.swap_words(said) + arm_words.swap_sign(e, d)
+    missed = verdict_words.not_reached(abl.reasons)
+    if missed is not None:   # the tool's grader prompts show the blanked text: nothing was measured of that blank
+        d = replace(d, kind=INCONCLUSIVE)
+        said = missed
     return ArmVerdict(metric=mspec.name, arm=arm, kind=d.kind, expected=e.expected, baseline=e.baseline,
                       ablated=float(np.mean(b)) if b else None, delta=e.mean, lo=e.lo, hi=e.hi, noise=band,
                       ratio=verdict_words.ratio(band, e.mean), n=e.n, n_failed=e.n_failed, n_units=e.n_units,

@@ -10,6 +10,8 @@ numbers; a ratio to the noise band is printed only when the band is not zero.
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -377,3 +379,22 @@ def _n_words(cells: Sequence[ArmVerdict]) -> str:
     if not ns:
         return "0"
     return f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)} to {max(ns)}"
+
+
+NOT_REACHED = re.compile(r"the blank did not reach the judge: (\w+)'s text is still in its prompt")
+
+
+def not_reached(reasons: Counter) -> str | None:
+    """The sentence for a cell whose blank a tool's grader prompts prove did not reach the judge (the re-scorer's
+    reason, lib.judging.scorers.inspect_score_worker), instead of a verdict; None when no sample says so."""
+    fields: Counter = Counter()
+    for reason, n in reasons.items():
+        match = NOT_REACHED.search(str(reason))
+        if match:
+            fields[match.group(1)] += n
+    if not fields:
+        return None
+    field, n = fields.most_common(1)[0]
+    return (f"NO VERDICT: the blank did not reach the judge: {field}'s text is still in its prompt ({n} of the "
+            f"tool's grader prompts show it; another key of the sample carries it): nothing was measured of "
+            f"blanking it.")

@@ -190,10 +190,15 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
         cur = h[col].astype(object)
         old = h[col].astype(object).groupby(h["metric"]).transform(lambda s: s.ffill().shift()).astype(object)
         differs = ~first & cur.notna() & old.notna() & ~cur.eq(old)
-        if col == "scorer":   # a tool version not recorded on either side: compare the tool and its metric only
-            unversioned = cur.astype(str).str.contains(UNVERSIONED, regex=False) | old.astype(str).str.contains(
-                UNVERSIONED, regex=False)
-            differs &= ~(unversioned & _unversioned(cur).eq(_unversioned(old)))
+        if col == "scorer":
+            # a run that did not record the tool's version says nothing about the version: the tool or its metric
+            # changing is compared with the run before, a version with the last run that recorded one
+            versioned = cur.where(~cur.astype(str).str.contains(UNVERSIONED, regex=False)).astype(object)
+            last = versioned.groupby(h["metric"]).transform(lambda s: s.ffill().shift()).astype(object)
+            tool_changed = ~_unversioned(cur).eq(_unversioned(old))
+            version_changed = versioned.notna() & last.notna() & ~versioned.eq(last)
+            differs = ~first & cur.notna() & old.notna() & (tool_changed | version_changed)
+            old = old.where(tool_changed | ~version_changed, last)
         hit = h[differs]
         if hit.empty:
             continue

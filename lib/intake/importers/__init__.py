@@ -68,9 +68,26 @@ def detect(path: str | Path) -> str:
 MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names --metric-map maps
 
 
+def _read_by() -> dict[str, str]:
+    from lib.intake.importers.promptfoo import ASSERTIONS
+    from lib.intake.ingest import METRIC_COLUMNS
+
+    return {"promptfoo": "a promptfoo file's scores are read from its assertion types: "
+                         + ", ".join(f"{k} ({m})" for k, m in ASSERTIONS.items()),
+            "ragas": "a Ragas file's score columns are read by name: "
+                     + ", ".join(a for aliases in METRIC_COLUMNS.values() for a in aliases)}
+
+
+READ_BY = _read_by()   # how the formats --metric-map does not map read their scores
+
+
 def read(path: str | Path, fmt: str | None = None, *, version: str | None = None,
-         metric_map: Mapping[str, str] | None = None, provider: str | None = None) -> Imported:
-    """Read a file of another tool into an Imported table (nothing is validated or written yet)."""
+         metric_map: Mapping[str, str] | None = None, provider: str | None = None,
+         name: str | None = None) -> Imported:
+    """Read a file of another tool into an Imported table (nothing is validated or written yet).
+
+    `name`: the file's own name when `path` is a copy (an upload): DeepEval's name carries the run's time.
+    """
     shapes.require_regular(path)   # before any reader opens it: a FIFO would block it forever
     fmt = fmt or detect(path)
     if fmt == "ragas":
@@ -84,7 +101,7 @@ def read(path: str | Path, fmt: str | None = None, *, version: str | None = None
         return read_promptfoo(path, provider=provider)
     if fmt == "deepeval":
         from lib.intake.importers.deepeval import read_deepeval
-        return read_deepeval(path, metric_map=metric_map)
+        return read_deepeval(path, metric_map=metric_map, file_name=name)
     if fmt == "mlflow":
         from lib.intake.importers.mlflow import read_mlflow
         return read_mlflow(path, run=provider, metric_map=metric_map)
@@ -102,6 +119,8 @@ class ImportPlan:
         version: its version (None: neither the file nor the user gave it).
         grader: the grader model (None: not recorded).
         grader_source: where the grader came from: a place in the file, or "given" by the user.
+        graders: our metric -> the grader recorded with it (a metric's own, where the file names one per metric).
+        grader_sources: our metric -> where its grader came from.
         sources: our metric -> the tool's name for the score.
         notes: what reading changed or found (stored with the run).
         warnings: what to say before recording.
@@ -116,6 +135,8 @@ class ImportPlan:
     sources: Mapping[str, str]
     notes: Mapping[str, object]
     warnings: tuple[str, ...]
+    graders: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    grader_sources: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
@@ -146,18 +167,24 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     from lib.intake.ingest import run_from_frame
 
     fmt = fmt or detect(path)
-    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider)
     name = source or str(path)
+    if metric_map and fmt not in MAPPABLE:   # never ignored in silence: the user would trust a mapping not made
+        raise InputError(f"--metric-map maps the score names of {', '.join(MAPPABLE)} files; {READ_BY[fmt]}",
+                         field="metric_map", source=name)
+    got = read(path, fmt, version=version, metric_map=metric_map, provider=provider, name=source)
     metrics = list(got.sources)
     if not metrics:
         unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
-        hint = ("map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE
-                else f"a {fmt} file's scores are read by our metrics' own names")
+        unmapped += [str(c) for c in got.notes.get("assertions_not_read") or ()]  # type: ignore[attr-defined]
+        hint = "map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE else READ_BY[fmt]
         raise InputError("no score this tool names maps to one of our metrics ("
                          + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "") + hint + ")",
                          field="metrics", source=name)
     frame, clamped = clamp_scores(got.frame, metrics)
     frame, repeats = fold_repeats(frame, metrics, source=name) if "id" in frame.columns else (frame, {})
+    for metric, by_id in got.reduced.items():   # the tool's own reduction of a sample's repeats, not their mean
+        frame = frame.assign(**{metric: [by_id.get(str(i), v) for i, v in zip(frame["id"], frame[metric],
+                                                                                  strict=True)]})
     notes: dict[str, object] = {"tool": got.tool, **got.notes, **repeats}
     if clamped:
         notes["clamped_scores"] = clamped
@@ -183,16 +210,30 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
                         + ", ".join(f"{m} {n}" for m, n in clamped.items()))
     if repeats:
         warnings.append(f"{repeats['rows_read']} rows are {repeats['samples']} samples repeated up to "
-                        f"{repeats['repeats']} times: each sample's score is the mean of its repeats")
+                        f"{repeats['repeats']} times: each sample's score is the mean of its repeats"
+                        + (f" (for {', '.join(got.reduced)}: the tool's own reduction, above)" if got.reduced else ""))
     notes["grader_source"] = place
-    run = run_from_frame(frame, source=name, run_id=run_id, started_at=started_at or got.started_at,
+    when = started_at or got.started_at
+    if when is None:   # never a silent "now": the run would sit on Trends at the time of its import
+        when = datetime.now().replace(microsecond=0)
+        notes["started_at"] = "the time of the import"
+        warnings.append(f"the file records no start time: recorded at the time of the import, "
+                        f"{when:%Y-%m-%d %H:%M}; give the run's own with --started-at (the Import page: Start time)")
+    run = run_from_frame(frame, source=name, run_id=run_id, started_at=when,
                          pipeline=pipeline, judge_model=judge, templates=got.templates or None)
+    # a metric whose own grader the file names (an Inspect scorer's model, a promptfoo assertion's provider) is
+    # recorded with it: one run's metrics may be graded by different models, and none is a judge change
+    graders = {m: got.graders.get(m, judge) for m in metrics}
+    if len({g for g in graders.values() if g}) > 1:
+        notes["graders"] = {m: g for m, g in graders.items() if g}
     run = dataclasses.replace(run, notes=notes, metrics=[
-        dataclasses.replace(m, scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
+        dataclasses.replace(m, judge_model=graders.get(m.metric, m.judge_model),
+                            scorer=f"{got.tool} {tool_version or UNVERSIONED} {got.sources.get(m.metric, m.metric)}")
         for m in run.metrics])
     warnings.extend(chance_in_run(run))   # scores the tool gave where there is nothing to check: flagged, kept
     return ImportPlan(run=run, fmt=fmt, tool=got.tool, version=tool_version, grader=judge, grader_source=place,
-                      sources=dict(got.sources), notes=notes, warnings=tuple(warnings))
+                      sources=dict(got.sources), notes=notes, warnings=tuple(warnings), graders=graders,
+                      grader_sources={m: got.grader_sources.get(m, place) for m in metrics})
 
 
 def import_run(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,

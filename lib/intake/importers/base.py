@@ -36,6 +36,11 @@ class Imported:
         started_at: when the file says the run happened.
         grader_source: where in the file the grader was read (None: not found).
         templates: our metric -> the grading instrument's text (its template and options), when the file has it.
+        graders: our metric -> its own grader, when the file names one per metric (an Inspect scorer's `model`, a
+            promptfoo assertion's `provider`); `judge_model` is the run's grader, for the metrics not named here.
+        grader_sources: our metric -> where in the file its grader was read.
+        reduced: our metric -> sample id -> the sample's score as the tool reduced its repeats (Inspect's epoch
+            reducer, when it is not the mean): it replaces the repeats' mean.
         notes: what reading changed or found, kept with the run (repeats, clamped scores, unmapped columns).
         warnings: what the user should know before recording (in words).
     """
@@ -50,6 +55,9 @@ class Imported:
     templates: dict[str, str] = field(default_factory=dict)
     notes: dict[str, object] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    graders: dict[str, str] = field(default_factory=dict)
+    grader_sources: dict[str, str] = field(default_factory=dict)
+    reduced: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 def parse_time(text: object) -> datetime | None:

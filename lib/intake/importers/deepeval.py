@@ -67,8 +67,10 @@ def _test_run(path: Path) -> dict:
     return data
 
 
-def read_deepeval(path: str | Path, *, metric_map: Mapping[str, str] | None = None) -> Imported:
-    """Read a DeepEval test run file (metric_map: a DeepEval metric name -> our metric, beyond METRICS)."""
+def read_deepeval(path: str | Path, *, metric_map: Mapping[str, str] | None = None,
+                  file_name: str | None = None) -> Imported:
+    """Read a DeepEval test run file (metric_map: a DeepEval metric name -> our metric, beyond METRICS; file_name:
+    the file's own name when `path` is a copy, as an upload is: its time is read from that name)."""
     path = Path(path)
     data = _test_run(path)
     names = {**METRICS, **(metric_map or {})}
@@ -118,5 +120,5 @@ def read_deepeval(path: str | Path, *, metric_map: Mapping[str, str] | None = No
     warnings: tuple[str, ...] = ()
     if len(graders) > 1:
         warnings = (f"the metrics name {len(graders)} graders ({grader}): recorded together as one",)
-    return Imported(frame, "deepeval", None, sources, grader, _started_at(path),
+    return Imported(frame, "deepeval", None, sources, grader, _started_at(Path(file_name) if file_name else path),
                     grader_source=GRADER_PLACE if grader else None, notes=notes, warnings=warnings)

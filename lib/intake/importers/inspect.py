@@ -35,7 +35,7 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.intake.importers import shapes
-from lib.intake.importers.base import Imported, parse_time
+from lib.intake.importers.base import Imported, content_id, parse_time
 from lib.intake.ingest import METRIC_COLUMNS
 
 # Inspect scorer -> our metric: the model-graded ones compare the answer with the target.
@@ -109,10 +109,17 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
         if path.suffix.lower() == ".eval":
             with zipfile.ZipFile(path) as z:
                 names = sorted(n for n in z.namelist() if n.startswith("samples/") and n.endswith(".json"))
-                shapes.check_members(z, ["header.json", *names], source=source)  # sizes, before a byte is read
+                extra = ["reductions.json"] if "reductions.json" in z.namelist() else []
+                shapes.check_members(z, ["header.json", *extra, *names], source=source)  # sizes, before a byte is read
                 header = cast(dict, shapes.strict_json(_member(z, "header.json"), source=f"{source} header.json",
                                                        what="Inspect log"))
                 shapes.check(header, shapes.INSPECT_HEADER, source=f"{source} header.json", row=None, path="")
+                if "reductions.json" in z.namelist():   # each scorer's epoch reducer and reduced sample scores
+                    reductions = shapes.strict_json(_member(z, "reductions.json"), source=f"{source} reductions.json",
+                                                    what="Inspect log")
+                    shapes.check(reductions, shapes.INSPECT_REDUCTIONS, source=f"{source} reductions.json",
+                                 row=None, path="")
+                    header["reductions"] = reductions
                 samples = []
                 for row, n in enumerate(names, start=1):
                     sample = cast(dict, shapes.strict_json(_member(z, n), source=f"{source} {n}", what="Inspect log"))
@@ -170,46 +177,104 @@ def _grade(value: object) -> object:
     return value   # a number, or something validation names
 
 
+def _positional(samples: list[dict]) -> bool:
+    """True when the ids are 1..N, the numbers Inspect gives samples that have none: positions, not identities."""
+    ids = {s.get("id") for s in samples}
+    return all(isinstance(i, int) and not isinstance(i, bool) for i in ids) and ids == set(range(1, len(ids) + 1))
+
+
+def _mapped(samples: list[dict], mapping: Mapping[str, str], source: str) -> dict[str, str]:
+    """Scorer -> our metric, for the scorers the log has; two scorers of one metric are refused, naming both."""
+    scorers = list(dict.fromkeys(name for s in samples for name in (s.get("scores") or {})))
+    out: dict[str, str] = {}
+    for scorer in scorers:
+        metric = mapping.get(scorer)
+        if metric is None:
+            continue
+        other = next((k for k, m in out.items() if m == metric), None)
+        if other is not None:
+            raise InputError(f"two scorers, {other} and {scorer}, both map to {metric}: one would hide the other; "
+                             f"map one to another metric with --metric-map {scorer}=METRIC (or import the log "
+                             f"once per scorer)", field="metrics", source=source)
+        out[scorer] = metric
+    return out
+
+
+def _reductions(header: dict) -> dict[str, tuple[str, dict[str, object]]]:
+    """Scorer -> (Inspect's epoch reducer, sample id -> the reduced value Inspect scored the sample with)."""
+    out: dict[str, tuple[str, dict[str, object]]] = {}
+    for r in header.get("reductions") or []:
+        if isinstance(r, dict) and isinstance(r.get("scorer"), str):
+            values = {str(x.get("sample_id")): x.get("value") for x in r.get("samples") or [] if isinstance(x, dict)}
+            out[r["scorer"]] = (str(r.get("reducer") or "mean"), values)
+    return out
+
+
 def read_inspect(path: str | Path, *, metric_map: Mapping[str, str] | None = None) -> Imported:
-    """Read an Inspect AI log."""
+    """Read an Inspect AI log.
+
+    Raises:
+        InputError: an unreadable log, or two scorers that map to one metric (naming both and --metric-map).
+    """
     path = Path(path)
     header, samples = _load(path)
     spec = header["eval"]
-    mapping = {**DEFAULT_METRIC_MAP, **(metric_map or {})}
+    mapping = _mapped(samples, {**DEFAULT_METRIC_MAP, **(metric_map or {})}, str(path))
+    sources = {metric: scorer for scorer, metric in mapping.items()}
+    # Inspect numbers samples without ids 1..N by position: a reordered run would pair other questions
+    positional = _positional(samples)
+    reductions = _reductions(header)
     rows: list[dict] = []
-    sources: dict[str, str] = {}
+    reduced_scores: dict[str, dict[str, object]] = {}
     errors: dict[str, int] = {}
     for s in samples:
         if s.get("error"):
             message = str((s.get("error") or {}).get("message") or s.get("error"))
             errors[message[:160]] = errors.get(message[:160], 0) + 1
-        row: dict[str, object] = {"id": s.get("id"),
-                                  "question": _text(s.get("input")), "answer": (s.get("output") or {}).get(
-                                      "completion"), "ground_truth": _text(s.get("target"))}
+        question, reference = _text(s.get("input")), _text(s.get("target"))
+        row: dict[str, object] = {"id": content_id(question, reference) if positional else s.get("id"),
+                                  "question": question, "answer": (s.get("output") or {}).get("completion"),
+                                  "ground_truth": reference}
         meta = s.get("metadata") or {}
         if "contexts" in meta or "context" in meta:
             ctx = meta.get("contexts", meta.get("context"))
             row["contexts"] = [ctx] if isinstance(ctx, str) else ctx
         for scorer, score in (s.get("scores") or {}).items():
             metric = mapping.get(scorer)
-            if metric is not None:
-                sources[metric] = scorer
-                row[metric] = _grade((score or {}).get("value"))
+            if metric is None:
+                continue
+            reducer, reduced = reductions.get(scorer, ("mean", {}))
+            if reducer != "mean" and str(s.get("id")) in reduced:
+                # Inspect's own score of the sample is its reducer's value (max, mode...), not the epochs' mean
+                reduced_scores.setdefault(metric, {})[str(row["id"])] = _grade(reduced[str(s.get("id"))])
+            value = (score or {}).get("value")
+            row[metric] = _grade(value)
         rows.append(row)
     frame = pd.DataFrame(rows, dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="row")
+    graders = {metric: _grader(spec, {scorer}) for metric, scorer in sources.items()}
     grader, place = _grader(spec, set(sources.values()))
     notes: dict[str, object] = {}
+    if positional:
+        notes["sample_ids"] = ("hash of question and reference (the log's ids 1..N are the positions Inspect "
+                               "numbers samples without ids by)")
+    reduced_by = {m: reductions[sc][0] for m, sc in sources.items() if sc in reductions}
+    warnings = []
+    if any(r != "mean" for r in reduced_by.values()):
+        notes["epochs_reducer"] = reduced_by
+        warnings.append("epochs reduced by " + ", ".join(f"{r} ({m})" for m, r in reduced_by.items())
+                        + ": each sample's score is Inspect's reduced score, as Inspect reports it")
     if errors:
         notes["sample_errors"] = errors
-    warnings = []
     if header.get("status") not in (None, "success"):
         warnings.append(f"the log's status is {header.get('status')!r}: Inspect did not finish it")
     if place == "eval.model":
         notes["grader_is_answering_model"] = True
     return Imported(frame, "inspect_ai", (spec.get("packages") or {}).get("inspect_ai"), sources, grader,
                     parse_time(spec.get("created")), grader_source=place,
-                    templates=_instruments(spec, sources), notes=notes, warnings=tuple(warnings))
+                    templates=_instruments(spec, sources, samples), notes=notes, warnings=tuple(warnings),
+                    graders={m: g for m, (g, _) in graders.items() if g},
+                    grader_sources={m: p for m, (_, p) in graders.items() if p}, reduced=reduced_scores)
 
 
 def _scorer_options(spec: dict) -> dict[str, dict]:
@@ -233,12 +298,50 @@ def _grader(spec: dict, scorers: set[str]) -> tuple[str | None, str | None]:
     return spec.get("model"), "eval.model" if spec.get("model") else None
 
 
-def _instruments(spec: dict, sources: dict[str, str]) -> dict[str, str]:
-    """Our metric -> the text of its scorer's grading options (the template and what shapes the grader's prompt)."""
+def metadata_fields(template: object, samples: list[dict]) -> dict[str, str]:
+    """A grading template's variables that name another key of the samples' metadata -> the field whose text that
+    key holds (as the first sample that has it shows: the passages, joined or one of them; the question; the
+    reference), or "unknown". Inspect fills a template's other variables from the sample's metadata, so a
+    template reading `{contexts_text}` shows the grader the passages under another name."""
+    import string
+
+    from lib.core.profiles import INSPECT_PLACES
+
+    if not isinstance(template, str):
+        return {}
+    try:
+        names = {n for _, n, _, _ in string.Formatter().parse(template) if n}
+    except ValueError:
+        return {}
+    out: dict[str, str] = {}
+    for name in sorted(names - set(INSPECT_PLACES) - {"instructions"}):
+        sample = next((s for s in samples if name in (s.get("metadata") or {})), None)
+        if sample is None:
+            continue
+        value, meta = sample["metadata"][name], sample.get("metadata") or {}
+        passages = meta.get("contexts", meta.get("context"))
+        passages = [passages] if isinstance(passages, str) else [p for p in passages or [] if isinstance(p, str)]
+        text = "\n".join(value) if isinstance(value, list) else str(value)
+        if passages and any(p and p in text for p in passages):
+            out[name] = "contexts"
+        elif text == _text(sample.get("target")):
+            out[name] = "ground_truth"
+        elif text == _text(sample.get("input")):
+            out[name] = "question"
+        else:
+            out[name] = "unknown"
+    return out
+
+
+def _instruments(spec: dict, sources: dict[str, str], samples: list[dict]) -> dict[str, str]:
+    """Our metric -> the text of its scorer's grading options (the template and what shapes the grader's prompt),
+    with the field each other metadata key its template reads holds (`metadata_fields`, when there are any)."""
     options = _scorer_options(spec)
     out = {}
     for metric, scorer in sources.items():
         opts = {k: v for k, v in options.get(scorer.split("/")[-1], {}).items() if k not in ("model", "model_role")}
+        if fields := metadata_fields(opts.get("template"), samples):
+            opts["metadata_fields"] = fields
         text = (f"Inspect AI scorer {scorer}: its grading options (template, instructions, grade pattern; "
                 f"default: Inspect's own)\n" + json.dumps(opts, sort_keys=True, indent=1, default=str))
         out[metric] = text.replace("{", "{{").replace("}", "}}")

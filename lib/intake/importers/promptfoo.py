@@ -31,12 +31,15 @@ one is chosen (`provider=`), never averaged into one.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from lib.core.errors import InputError
+from lib.core.profiles import PROMPTFOO_RECORD
 from lib.intake.importers import shapes
 from lib.intake.importers.base import Imported, content_id, parse_time
 
@@ -78,7 +81,22 @@ def target_of(result: dict, several_prompts: bool) -> str:
     return f"{name} prompt {str(prompt.get('label') or _prompt_key(result))[:40]}"
 
 
-def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], default_grader: str | None) -> dict:
+@dataclass
+class _Seen:
+    """What reading the results found beyond the rows: per metric, its graders, where they were read, and its
+    assertion (the first one seen: its rubricPrompt is the metric's template); the assertion types not read."""
+
+    graders: dict[str, Counter] = field(default_factory=dict)
+    places: dict[str, Counter] = field(default_factory=dict)
+    assertions: dict[str, dict] = field(default_factory=dict)
+    not_read: Counter = field(default_factory=Counter)
+
+    def grader(self, metric: str, name: str, place: str) -> None:
+        self.graders.setdefault(metric, Counter())[name] += 1
+        self.places.setdefault(metric, Counter())[place] += 1
+
+
+def _row(r: dict, seen: _Seen, sources: dict[str, str], default_grader: str | None) -> dict:
     test = r.get("testCase") or {}
     vars_ = r.get("vars") or test.get("vars") or {}
     question = vars_.get("query", vars_.get("question"))
@@ -95,19 +113,18 @@ def _row(r: dict, graders: Counter, places: Counter, sources: dict[str, str], de
             reference = assertion.get("value")
         metric = ASSERTIONS.get(kind)
         if metric is None:
+            seen.not_read[kind or "(no type)"] += 1
             continue
         sources[metric] = kind
+        seen.assertions.setdefault(metric, assertion)
         row[metric] = part.get("score")
         own = _provider_name(assertion.get("provider"))
         if own:
-            graders[own] += 1
-            places["the assertion's provider"] += 1
+            seen.grader(metric, own, "the assertion's provider")
         elif test_grader and test_grader != default_grader:   # promptfoo copies the default into every test
-            graders[test_grader] += 1
-            places["the test's options.provider"] += 1
+            seen.grader(metric, test_grader, "the test's options.provider")
         elif default_grader:
-            graders[default_grader] += 1
-            places["defaultTest.options.provider"] += 1
+            seen.grader(metric, default_grader, "defaultTest.options.provider")
     if reference is not None:
         row["ground_truth"] = reference
     row["id"] = content_id(question, reference)
@@ -156,14 +173,15 @@ def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported
         results = [r for r in results if target_of(r, several_prompts) == provider]
     config = data.get("config") or {}
     default_provider = ((config.get("defaultTest") or {}).get("options") or {}).get("provider")
-    graders: Counter = Counter()
-    places: Counter = Counter()
+    seen = _Seen()
     sources: dict[str, str] = {}
-    frame = pd.DataFrame([_row(r, graders, places, sources, _provider_name(default_provider)) for r in results],
-                         dtype=object)
+    frame = pd.DataFrame([_row(r, seen, sources, _provider_name(default_provider)) for r in results], dtype=object)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="row")
-    named = [g for g in graders if g]
-    grader = named[0] if len(named) == 1 else (", ".join(sorted(named)) or None)
+    # each metric's grader (an assertion may name its own); one that varies within a metric is named whole
+    graders = {m: ", ".join(sorted(c)) for m, c in seen.graders.items() if c}
+    grader_sources = {m: ", ".join(p for p, _ in c.most_common()) for m, c in seen.places.items()}
+    named = sorted(set(graders.values()))
+    grader = named[0] if len(named) == 1 else (", ".join(named) or None)
     version = (data.get("metadata") or {}).get("promptfooVersion")
     notes: dict[str, object] = {"sample_ids": "hash of question and reference", "provider": names[0]
                                 if provider is None else provider}
@@ -172,9 +190,26 @@ def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported
         notes["ungraded_results"] = ungraded
     if _embedding_name(default_provider):
         notes["embedding_model"] = _embedding_name(default_provider)
+    places = Counter(p for c in seen.places.values() for p in c.elements())
     place = ", ".join(p for p, _ in places.most_common()) or None
+    warnings = []
+    if seen.not_read:
+        notes["assertions_not_read"] = dict(seen.not_read)
+        warnings.append("assertions not read (no metric of ours): " + ", ".join(sorted(seen.not_read)))
     return Imported(frame, "promptfoo", version, sources, grader, parse_time((data.get("results") or {}).get(
-        "timestamp")), grader_source=place, notes=notes)
+        "timestamp")), grader_source=place, notes=notes, warnings=tuple(warnings), graders=graders,
+        grader_sources=grader_sources, templates={m: rubric_record(sources[m], a)
+                                                  for m, a in seen.assertions.items()})
+
+
+def rubric_record(kind: str, assertion: dict) -> str:
+    """The text stored as a metric's template: the assertion's `rubricPrompt` (null: promptfoo's own prompt for
+    that step), so a changed rubric is a prompt marker and lint reads what it shows the grader. Braces doubled:
+    it is a record, never rendered by us."""
+    rubric = assertion.get("rubricPrompt")
+    text = (f"{PROMPTFOO_RECORD}{kind}: its rubricPrompt (null: promptfoo's own prompt)\n"
+            + json.dumps(rubric, sort_keys=True, indent=1, default=str))
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def results_by_sample(path: str | Path, *, provider: str | None = None) -> tuple[dict, dict[str, dict]]:
@@ -189,5 +224,5 @@ def results_by_sample(path: str | Path, *, provider: str | None = None) -> tuple
     out: dict[str, dict] = {}
     for r in results:
         if provider is None or target_of(r, several_prompts) == provider:
-            out.setdefault(str(_row(r, Counter(), Counter(), {}, None)["id"]), r)
+            out.setdefault(str(_row(r, _Seen(), {}, None)["id"]), r)
     return data, out

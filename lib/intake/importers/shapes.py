@@ -277,12 +277,15 @@ def _over(size: int, limit: int, what: str, *, at_least: bool = False) -> str:
 
 
 # -- what the readers walk -------------------------------------------------------------------------------------
-# Inspect AI: the header (or the whole .json log) and each sample; input and target may be text or messages
+# Inspect AI: each scorer's epoch reducer and the reduced scores (reductions.json, or the .json log's "reductions");
+INSPECT_REDUCTIONS = ListOf(Obj({"scorer": TEXT, "reducer": TEXT, "samples": ListOf(Obj({"sample_id": ID}))}))
+# the header (or the whole .json log) and each sample; input and target may be text or messages
 # (the reader guards their parts itself).
 INSPECT_HEADER = Obj({
     "eval": Obj({"dataset": Obj({"sample_ids": ListOf(ID)}), "model_roles": MapOf(Obj({"model": TEXT})),
                  "model": TEXT, "packages": Obj({"inspect_ai": TEXT})}, nullable=False),
     "samples": ListOf(ANY),
+    "reductions": INSPECT_REDUCTIONS,
 }, nullable=False)
 INSPECT_SAMPLE = Obj({
     "id": ID, "epoch": Scalar((int,), nullable=False), "output": Obj({"completion": ANY}), "metadata": Obj(),

@@ -15,6 +15,7 @@ input closes (one Inspect start for a whole ablation), or exits after IDLE secon
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -31,6 +32,84 @@ def _value(value: object) -> float | None:
         return GRADES.get(value.strip().upper())
     if isinstance(value, int | float) and math.isfinite(float(value)):
         return float(value)
+    return None
+
+
+def _text(value: object) -> object:
+    """As lib.intake.importers.inspect._text (this file never imports evaldrift): messages or targets -> text."""
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict):
+                if item.get("role", "user") != "user":
+                    continue
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+                parts.append(str(content))
+            else:
+                parts.append(str(item))
+        return "\n".join(parts)
+    return value
+
+
+def content_id(question: object, reference: object) -> str:
+    """As lib.intake.importers.base.content_id: the id evaldrift gives a sample the log numbered by position."""
+    key = json.dumps([question if isinstance(question, str) else None,
+                      reference if isinstance(reference, str) else None], ensure_ascii=False)
+    return "c-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+NOT_REACHED = "the blank did not reach the judge: {field}'s text is still in its prompt"
+
+
+def _grader_prompt(score) -> str:
+    """The prompt Inspect's grader was given for a score, as the scorer recorded it (model_graded_*: its
+    `grading` messages), or "" when the scorer recorded none."""
+    grading = (getattr(score, "metadata", None) or {}).get("grading") or []
+    parts = []
+    for message in grading:
+        if hasattr(message, "model_dump"):   # a ChatMessage in the scoring process; a dict once in a log
+            message = message.model_dump(mode="json")
+        if isinstance(message, dict) and message.get("role") != "assistant":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+            parts.append(str(content or ""))
+    return "\n".join(parts)
+
+
+def _original(sample) -> dict:
+    """The log sample's own fields, as evaldrift read them."""
+    dumped = sample.model_dump(mode="json")
+    meta = dumped.get("metadata") or {}
+    ctx = meta.get("contexts", meta.get("context"))
+    return {"question": _text(dumped.get("input")), "ground_truth": _text(dumped.get("target")),
+            "answer": (dumped.get("output") or {}).get("completion"),
+            "contexts": [ctx] if isinstance(ctx, str) else list(ctx or [])}
+
+
+def not_reached(prompt: str, original: dict, wanted: dict) -> str | None:
+    """The first blanked field whose own text is still in the grader's prompt (another key of the sample held it),
+    once the text of every field as given is taken out of the prompt; None when each blank reached the judge.
+
+    Blanked: given empty where the log's sample has text. A field's text counts by each of its non-empty parts
+    (each passage).
+    """
+    if not prompt:
+        return None
+    given = [t for f in ("question", "answer", "ground_truth") for t in [wanted.get(f)] if isinstance(t, str) and t]
+    given += [p for p in wanted.get("contexts") or [] if p]
+    if wanted.get("contexts"):
+        given.append("\n".join(wanted["contexts"]))
+    rest = prompt
+    for text in sorted(given, key=len, reverse=True):   # the longest first: a passage may hold a shorter field
+        rest = rest.replace(text, "")
+    for field in ("question", "answer", "ground_truth", "contexts"):
+        was, now = original.get(field), wanted.get(field)
+        parts = [p for p in (was if isinstance(was, list) else [was]) if isinstance(p, str) and p.strip()]
+        if parts and not now and any(p in rest for p in parts):
+            return NOT_REACHED.format(field=field)
     return None
 
 
@@ -68,6 +147,12 @@ async def _serve(path: str, name: str | None) -> None:
     first: dict[str, object] = {}
     for s in log.samples or []:
         first.setdefault(str(s.id), s)
+    ids = {s.id for s in log.samples or []}
+    if all(isinstance(i, int) for i in ids) and ids == set(range(1, len(ids) + 1)):
+        # ids 1..N are the positions Inspect numbers id-less samples by: evaldrift named them by their content
+        for s in log.samples or []:
+            dumped = s.model_dump(mode="json")
+            first.setdefault(content_id(_text(dumped.get("input")), _text(dumped.get("target"))), s)
     loop = asyncio.get_running_loop()
     while True:
         try:
@@ -87,6 +172,12 @@ async def _serve(path: str, name: str | None) -> None:
             scored = await score_async(run, scorers, action="overwrite", display="none", copy=False)
             for i, s in zip(present, scored.samples or [], strict=True):
                 got = (s.scores or {}).get(key)
+                # a blank proven by the prompt the grader was given: text of a blanked field still there is no
+                # ablation of that field (another metadata key carried it), so no score is read from it
+                missed = not_reached(_grader_prompt(got), _original(first[str(wanted[i]["id"])]), wanted[i])
+                if missed is not None:
+                    pairs[i] = (None, missed)
+                    continue
                 value = _value(got.value) if got is not None else None
                 why = " ".join(str(getattr(got, "explanation", None) or got).split())[:200]
                 pairs[i] = (value, None if value is not None else f"Inspect gave no score ({why})")

@@ -1,0 +1,42 @@
+"""A blank must reach the judge before a verdict is drawn from it (issue 40.4). An Inspect scorer whose template
+reads the passages pre-joined under another metadata key (`{contexts_text}`) still shows them to its grader when
+`contexts` is blanked: the re-scorer reads the grader prompts Inspect records and says so, instead of a verdict;
+lint reads that key as the passages. The log is written by the real Inspect in this test session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.tool_runs import INSPECT_PYTHON, tool_env
+from tests.test_cli import cli
+
+NOT_REACHED = "the blank did not reach the judge: contexts's text is still in its prompt"
+
+
+def test_a_blank_that_does_not_reach_inspects_grader_is_said_not_judged(fresh_db: Path, inspect_logs, tool_judge,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
+    monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
+    log = inspect_logs["insp-joined"]
+    assert cli("import", "--db", fresh_db, log, "--run-id", "j", "--metric-map",
+               "model_graded_fact=faithfulness").returncode == 0
+    proc = cli("ablate", "--db", fresh_db, "--run", "j", "--metric", "faithfulness", "--blank", "contexts",
+               "--repeats", "1", "--all-samples", "--json", "--scorer",
+               f"lib.judging.scorers.inspect_scorer:rescore@{log}")
+    result = json.loads(proc.stdout)
+    [cell] = [v for v in result["verdicts"] if v["arm"] == "contexts"]
+    # before: INCONCLUSIVE "nothing left to check the claims against", while every grader prompt showed the passages
+    assert NOT_REACHED in cell["sentence"], cell["sentence"]
+    assert cell["kind"] not in ("LEAK", "CLEAN", "SENSITIVE", "INSENSITIVE"), cell
+
+
+def test_lint_reads_an_inspect_templates_metadata_key_as_the_field_it_holds(fresh_db: Path, inspect_logs) -> None:
+    assert cli("import", "--db", fresh_db, inspect_logs["insp-joined"], "--run-id", "j", "--metric-map",
+               "model_graded_fact=faithfulness").returncode == 0
+    proc = cli("lint", "--db", fresh_db)
+    line = next(x for x in proc.stdout.splitlines() if x.split()[1:2] == ["faithfulness"])
+    assert "reads answer, contexts" in line, line
