@@ -209,6 +209,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("run notes", ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS notes VARCHAR",
                             "ALTER TABLE archived_runs ADD COLUMN IF NOT EXISTS notes VARCHAR")),
     Migration("run copies and the copy each ablation measured", tuple(_COPIES)),
+    # What the server said it served (the reply's `model`) per cached call and, per metric, the one most calls
+    # named: a hosted name can be served by another model (the fingerprint sits beside it since v1). NULL: not said.
+    Migration("served model", ("ALTER TABLE judge_cache ADD COLUMN IF NOT EXISTS served_model VARCHAR",
+                               "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR",
+                               "ALTER TABLE archived_run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR")),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)
