@@ -16,7 +16,8 @@ DRAWS = 20_000
 
 def main() -> None:
     rng = np.random.default_rng(2026)
-    print("| n labelled | N unlabelled | plain PPI coverage | PPI++ coverage | labels alone | width PPI++ | width labels |")
+    print("| n labelled | N unlabelled | plain PPI coverage | PPI++ coverage | labels alone | width PPI++ "
+          "| width labels |")
     print("|---|---|---|---|---|---|---|")
     for n, big_n in ((50, 350), (150, 250), (300, 2000)):
         truth = rng.beta(2, 3, size=(DRAWS, n + big_n))
