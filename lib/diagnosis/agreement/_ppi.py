@@ -53,6 +53,11 @@ class Corrected:
     def width(self) -> float:
         return self.high - self.low
 
+    @property
+    def short(self) -> str:
+        """'0.78 by the judge; 0.80 [0.78, 0.83] corrected'."""
+        return f"{self.judge:.2f} by the judge; {self.value:.2f} [{self.low:.2f}, {self.high:.2f}] corrected"
+
     def sentence(self, metric: str) -> str:
         """'faithfulness 0.94 by the judge; 0.79 [0.74, 0.84] corrected by 150 labels'."""
         labels = f"{self.n_labelled} label{'s' if self.n_labelled != 1 else ''}"
