@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from lib.diagnosis.agreement._ppi import ppi_mean, ppi_mean_arrays, tuned_lambda
+from lib.diagnosis.agreement._ppi import Corrected, ppi_mean, ppi_mean_arrays, tuned_lambda
 
 Z = float(norm.ppf(0.975))
 PEOPLE = np.array([0.0, 1.0, 1.0, 0.0])
@@ -102,3 +102,28 @@ def test_tuning_narrows_the_interval_when_the_judge_tracks_people() -> None:
     _, lo_t, hi_t, _ = ppi_mean_arrays(people, judged, rest)
     _, lo_c, hi_c, _ = ppi_mean_arrays(people, judged, rest, lam=0.0)   # the labels alone
     assert float((hi_t - lo_t).mean()) < 0.9 * float((hi_c - lo_c).mean())
+
+
+@pytest.mark.parametrize(("spreads", "n", "big_n", "expected"), [
+    ((0.0, 1.0), 10, 100, 40),      # the labels' term alone: quartered by 4x the labels
+    ((0.04, 0.04), 100, 400, None),  # the judge's term is 0.0001 of 0.0005: a quarter (0.000125) is out of reach
+    # a quarter of 0.01/950 + 0.09/50 is 0.0004526; 0.01/795 + 0.09/205 = 0.0004516 reaches it, 0.0004537 at 204 not
+    ((0.01, 0.09), 50, 950, 205),
+    ((0.0, 1.0), 10, 0, None),       # every sample labelled: nothing left to label
+])
+def test_labels_to_halve(spreads: tuple[float, float], n: int, big_n: int, expected: int | None) -> None:
+    c = Corrected(judge=0.9, value=0.8, low=0.7, high=0.9, n_labelled=n, n_unlabelled=big_n, lam=1.0,
+                  spread_judge=spreads[0], spread_rectifier=spreads[1])
+    assert c.labels_to_halve() == expected
+
+
+def test_labels_to_halve_halves_the_simulated_width() -> None:
+    people, judged, rest = _draws(np.random.default_rng(11), 1, 60, 4000)
+    c = ppi_mean(people[0], judged[0], rest[0], tune=False)
+    assert c is not None
+    more = c.labels_to_halve()
+    assert more is not None and more > 60
+    wider, halved = (ppi_mean_arrays(*_draws(np.random.default_rng(12), 500, k, 4060 - k), lam=1.0)
+                     for k in (60, more))
+    ratio = float((halved[2] - halved[1]).mean() / (wider[2] - wider[1]).mean())
+    assert 0.45 <= ratio <= 0.55, ratio

@@ -38,6 +38,8 @@ class Corrected:
         n_unlabelled: samples with the judge's score only.
         lam: the judge's share (1: plain PPI; 0: the labels alone).
         confidence: the interval's nominal coverage.
+        spread_judge: population variance of lam x the judge's unlabelled scores (the imputed term's spread).
+        spread_rectifier: population variance of people - lam x judge over the labelled samples.
     """
 
     judge: float
@@ -48,6 +50,8 @@ class Corrected:
     n_unlabelled: int
     lam: float
     confidence: float = CONFIDENCE
+    spread_judge: float = 0.0
+    spread_rectifier: float = 0.0
 
     @property
     def width(self) -> float:
@@ -57,6 +61,24 @@ class Corrected:
     def short(self) -> str:
         """'0.78 by the judge; 0.80 [0.78, 0.83] corrected'."""
         return f"{self.judge:.2f} by the judge; {self.value:.2f} [{self.low:.2f}, {self.high:.2f}] corrected"
+
+    def labels_to_halve(self) -> int | None:
+        """How many labels in all would halve the interval's width, taken from the unlabelled samples, at this
+        judge's share and spreads; None when labelling alone cannot (the judge's term is already more than a
+        quarter of the variance, and labelling every sample would leave no judge to tune).
+
+        The interval's variance is spread_judge / N + spread_rectifier / n; halving the width quarters it. Moving
+        k samples from the unlabelled to the labelled side gives spread_judge / (N - k) + spread_rectifier /
+        (n + k), the smallest k that reaches a quarter is returned as n + k.
+        """
+        n, big_n = self.n_labelled, self.n_unlabelled
+        if big_n == 0:
+            return None
+        target = (self.spread_judge / big_n + self.spread_rectifier / n) / 4
+        k = np.arange(1, big_n)
+        var = self.spread_judge / (big_n - k) + self.spread_rectifier / (n + k)
+        reached = np.flatnonzero(var <= target)
+        return int(n + k[reached[0]]) if len(reached) else None
 
     def sentence(self, metric: str) -> str:
         """'faithfulness 0.94 by the judge; 0.79 [0.74, 0.84] corrected by 150 labels'."""
@@ -136,7 +158,9 @@ def ppi_mean(people: np.ndarray, judged: np.ndarray, unlabelled: np.ndarray, *, 
         z = float(norm.ppf(0.5 + confidence / 2))
         m, se = float(y.mean()), float(y.std() / math.sqrt(len(y)))
         return Corrected(judge=judge, value=m, low=m - z * se, high=m + z * se, n_labelled=len(y), n_unlabelled=0,
-                         lam=0.0, confidence=confidence)
+                         lam=0.0, confidence=confidence, spread_rectifier=float(y.var()))
     value, low, high, lam = ppi_mean_arrays(y, f, u, lam=None if tune else 1.0, confidence=confidence)
+    share = float(lam)
     return Corrected(judge=judge, value=float(value), low=float(low), high=float(high), n_labelled=len(y),
-                     n_unlabelled=len(u), lam=float(lam), confidence=confidence)
+                     n_unlabelled=len(u), lam=share, confidence=confidence, spread_judge=float((share * u).var()),
+                     spread_rectifier=float((y - share * f).var()))
