@@ -43,7 +43,7 @@ def test_held_replies_are_written_by_batch_at_most_so_often(tmp_path: Path, held
     store = Store(db)
     try:
         store._pending_replies.update(   # the held replies before this put, as earlier puts would leave them
-            {r.key: (r.key, r.model, r.to_json(), reply.text, 0, 0, None, None)
+            {r.key: (r.key, r.model, r.to_json(), reply.text, 0, 0, None, None, None)
              for r in map(_request, range(held_before))})
         if last_write_age is not None:
             store._replies_written = time.monotonic() - last_write_age

@@ -204,6 +204,8 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
             _episode_rejudge(ctx, inc)
         for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
             st.caption(md(line))
+        for line in inc.corrected:   # the metric through people's labels, beside the judge's
+            st.caption(md(line))
         with st.expander("Evidence"):
             for line in inc.evidence:
                 st.text(line)

@@ -91,9 +91,12 @@ class JudgeReply:
         usage: token usage of the call (zero when answered from cache).
         fingerprint: the server's system_fingerprint, when it sends one.
         cached: True when answered from the call cache without a call.
+        served_model: the model the server says it served (the reply's `model`), when it names one: a hosted
+            name can stand for another model tomorrow (lib.diagnosis.trends marks the change).
     """
 
     text: str
     usage: Usage = Usage()
     fingerprint: str | None = None
     cached: bool = False
+    served_model: str | None = None

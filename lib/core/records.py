@@ -57,6 +57,7 @@ class MetricRecord:
     fingerprint: str | None = None
     scorer: str | None = None
     output_mode: str | None = None
+    served_model: str | None = None   # the model the server said it served, most of the metric's calls
 
     @property
     def prompt_hash(self) -> str | None:

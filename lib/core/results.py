@@ -47,6 +47,7 @@ class SampleResult:
     calls: int = 0
     cached: bool = False
     fingerprint: str | None = None
+    served_model: str | None = None   # the model the server said it served (lib.core.calls.JudgeReply)
 
     def verdicts_json(self) -> str:
         try:

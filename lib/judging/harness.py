@@ -267,7 +267,8 @@ def score_sample(sample: EvalSample, instrument: Instrument, judge: Judge, *, se
                 cache.put(request, reply)  # type: ignore[union-attr]
         score = sample_score(spec, [v.label for v in verdicts])
         return SampleResult(sample.sample_id, OK, score, verdicts, raw=raw, usage=usage, calls=calls,
-                            cached=cached and calls == 0, fingerprint=reply.fingerprint)
+                            cached=cached and calls == 0, fingerprint=reply.fingerprint,
+                            served_model=reply.served_model)
     after = f"after {asked} attempt{'s' if asked != 1 else ''}"
     return SampleResult(sample.sample_id, FAILED, reason=f"{reason} ({after})", raw=raw[:2000], usage=usage,
                         calls=calls)

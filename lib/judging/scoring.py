@@ -150,9 +150,11 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
             raise JudgeError(f"scoring {breaker.reason}; nothing was recorded (the judge's answers so far are "
                              "kept in the call cache: score again to resume)")
         prints = Counter(r.fingerprint for r in results if r.fingerprint)
+        served = Counter(r.served_model for r in results if r.served_model)
         records.append(MetricRecord(m, results, judge.model, template, binding,
                                     fingerprint=prints.most_common(1)[0][0] if prints else None,
-                                    scorer=SCORER, output_mode=output_mode(judge)))
+                                    scorer=SCORER, output_mode=output_mode(judge),
+                                    served_model=served.most_common(1)[0][0] if served else None))
     # The mode is the endpoint's, detected on the first call: a metric answered wholly from the cache of an
     # earlier attempt (a resumed run) carries the mode the run's calls used.
     mode = output_mode(judge)

@@ -201,8 +201,8 @@ BOOK = ModeBook()   # the process's: one probe per endpoint and model, whichever
 
 
 def reply_of(body: Any) -> JudgeReply:
-    """The text, usage and fingerprint of a chat completion body (raises ValueError, KeyError or TypeError if
-    it is not one). The batch path reads its output lines with it too."""
+    """The text, usage, fingerprint and served model of a chat completion body (raises ValueError, KeyError or
+    TypeError if it is not one). The batch path reads its output lines with it too."""
     choices = body["choices"]
     choice = choices[0] if choices else None
     text = (choice["message"].get("content") or "") if choice else ""
@@ -211,7 +211,9 @@ def reply_of(body: Any) -> JudgeReply:
     u = body.get("usage")
     usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)) if u else Usage()
     fingerprint = body.get("system_fingerprint")
-    return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
+    served = body.get("model")
+    return JudgeReply(text=text, usage=usage, fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+                      served_model=served if isinstance(served, str) and served else None)
 
 
 def chat_body(request: JudgeRequest, mode: str) -> dict[str, object]:

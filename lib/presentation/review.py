@@ -23,7 +23,7 @@ import pandas as pd
 
 from lib.core.records import MAIN
 from lib.diagnosis import incidents, trends
-from lib.diagnosis.agreement import trend_agreement
+from lib.diagnosis.agreement import corrected_at_steps, trend_agreement
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
 from lib.presentation.mdtext import markdown_text as markdown_text  # the plain-text export
 from lib.presentation.mdtext import md_text
@@ -31,7 +31,7 @@ from lib.presentation.report import md_escape as md_escape  # the pages render w
 from lib.store import Store
 
 WEEK = 7
-INSTRUMENT_KINDS = ("judge model", "prompt", "binding")
+INSTRUMENT_KINDS = ("judge model", "served model", "prompt", "binding")
 
 
 # -- the review ---------------------------------------------------------------------------
@@ -165,6 +165,7 @@ class Review:
     conclusions: tuple[str, ...] = ()         # what re-judged series say, per metric (lib.diagnosis.incidents)
     incidents: tuple[IncidentNote, ...] = ()  # every incident started by the range's end: state, note, who
     agreement: tuple[str, ...] = ()           # at each instrument change in range: agreement with people, both sides
+    corrected: tuple[str, ...] = ()           # at each move in range with labels: the metric corrected by people's
 
     @property
     def title(self) -> str:
@@ -201,6 +202,7 @@ class Review:
         if self.canary_runs:
             out.append(self.canary_sentence)
         out += [f"Is the judge right? {a}." for a in self.agreement]
+        out += [f"Through people's labels: {c}." for c in self.corrected]
         if self.ablations:
             out.append(ablations_sentence(self.ablations))
         return tuple(out)
@@ -291,6 +293,9 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                    for r in frame.itertuples(index=False) if r.alarm)
 
     _, agreed = trend_agreement(store, history, suite=suite)
+    said = corrected_at_steps(store, suite, [(f.jump.metric, f.jump.run_id, f.jump.prev_run_id) for f in jumps])
+    corrected = tuple(f"at {f.jump.run_id} ({f.jump.started_at:%Y-%m-%d}), {said[(f.jump.metric, f.jump.run_id)]}"
+                      for f in jumps if (f.jump.metric, f.jump.run_id) in said)
     agreement = tuple(f"{c.metric} at {c.run_id} ({c.started_at:%Y-%m-%d}), {c.sentence}" for c in agreed
                       if c.run_id in in_range)
     found, series = incidents.load(store, suite=suite)
@@ -303,7 +308,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),
                   len(frame), alarms, canary.baseline, canary.threshold, ablations, still, conclusions,
-                  incident_notes(found, hi), agreement)
+                  incident_notes(found, hi), agreement, corrected)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -346,6 +351,8 @@ def review_markdown(rev: Review) -> str:
             *_bullets(_change_lines(rev.instrument_changes), "No judge, prompt or binding change."), "",
             "## Is the judge right? Agreement with people at those changes", "",
             *_bullets(rev.agreement, "No labelled samples judged on both sides of an instrument change in range."),
+            "", "## The moves through people's labels (prediction-powered, 95% intervals)", "",
+            *_bullets(rev.corrected, "No move in range on a metric people labelled."),
             "", "## What changed in the pipeline", "",
             *_bullets(_change_lines(rev.pipeline_changes), "No pipeline config change."), "",
             "## Canary", "", md_text(rev.canary_sentence), ""]

@@ -39,11 +39,12 @@ class CallCacheMixin(StoreBase):
     def get(self, key: str) -> JudgeReply | None:
         held = self._pending_replies.get(key)
         if held is not None:
-            return JudgeReply(text=str(held[3]), usage=Usage(), fingerprint=held[6], cached=True)  # type: ignore[arg-type]
-        rows = self._rows("SELECT reply, fingerprint FROM judge_cache WHERE key = ?", [key])
+            return JudgeReply(text=str(held[3]), usage=Usage(), fingerprint=held[6], cached=True,  # type: ignore[arg-type]
+                              served_model=held[8])  # type: ignore[arg-type]
+        rows = self._rows("SELECT reply, fingerprint, served_model FROM judge_cache WHERE key = ?", [key])
         if not rows:
             return None
-        return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True)
+        return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True, served_model=rows[0][2])
 
     def held(self, keys: list[str]) -> set[str]:
         """Which of these keys hold a reply (written or held in memory), in one query."""
@@ -59,13 +60,15 @@ class CallCacheMixin(StoreBase):
         replies up front instead of one query per call."""
         with self._pending_lock:
             pending = {k: self._pending_replies[k] for k in keys if k in self._pending_replies}
-        out = {k: JudgeReply(text=str(row[3]), usage=Usage(), fingerprint=row[6], cached=True)  # type: ignore[arg-type]
+        out = {k: JudgeReply(text=str(row[3]), usage=Usage(), fingerprint=row[6], cached=True,  # type: ignore[arg-type]
+                             served_model=row[8])  # type: ignore[arg-type]
                for k, row in pending.items()}
         if keys:
-            rows = self._rows("SELECT key, reply, fingerprint FROM judge_cache "
+            rows = self._rows("SELECT key, reply, fingerprint, served_model FROM judge_cache "
                               "WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
-            for key, text, fingerprint in rows:
-                out.setdefault(key, JudgeReply(text=text, usage=Usage(), fingerprint=fingerprint, cached=True))
+            for key, text, fingerprint, served in rows:
+                out.setdefault(key, JudgeReply(text=text, usage=Usage(), fingerprint=fingerprint, cached=True,
+                                               served_model=served))
         return out
 
     def put(self, request: JudgeRequest, reply: JudgeReply) -> None:
@@ -76,7 +79,7 @@ class CallCacheMixin(StoreBase):
         worth or CACHE_BATCH, whichever is more): they are called again."""
         key = request.key
         row = (key, request.model, request.to_json(), reply.text, reply.usage.prompt_tokens,
-               reply.usage.completion_tokens, reply.fingerprint, _now())
+               reply.usage.completion_tokens, reply.fingerprint, _now(), reply.served_model)
         with self._pending_lock:
             self._pending_replies[key] = row
             held = len(self._pending_replies)
@@ -106,10 +109,10 @@ class CallCacheMixin(StoreBase):
             return rows
         frame = pd.DataFrame(list(rows.values()),
                              columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
-                                      "fingerprint", "created_at"])
+                                      "fingerprint", "created_at", "served_model"])
         cur.register("_replies", frame)
         try:
-            cur.execute("INSERT OR IGNORE INTO judge_cache SELECT * FROM _replies")
+            cur.execute("INSERT OR IGNORE INTO judge_cache BY NAME SELECT * FROM _replies")
         finally:
             cur.unregister("_replies")
         self._replies_written = time.monotonic()

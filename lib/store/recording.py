@@ -100,7 +100,7 @@ _BULK_CHECKS: tuple[tuple[str, str, str], ...] = (
 
 
 _RUN_METRIC_COLUMNS = ["run_id", "suite", "metric", "judge_model", "prompt_hash", "binding", "fingerprint", "score",
-                       "n", "n_failed", "n_excluded", "scorer", "output_mode"]
+                       "n", "n_failed", "n_excluded", "scorer", "output_mode", "served_model"]
 
 
 _COPY_ID_SQL = "'c-' || left(replace(CAST(uuid() AS VARCHAR), '-', ''), 16)"   # new_copy_id, one per row
@@ -142,7 +142,7 @@ def _metrics_frame(head: RunRecord, totals: _Totals) -> pd.DataFrame:
         ok, (n_failed, n_excluded) = totals.by.get((m.suite, m.metric), (array("d"), [0, 0]))
         score = math.fsum(ok) / len(ok) if ok else None
         rows.append((head.run_id, m.suite, m.metric, m.judge_model, m.prompt_hash, m.binding, m.fingerprint,
-                     score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode))
+                     score, len(ok), n_failed, n_excluded, m.scorer, m.output_mode, m.served_model))
     return pd.DataFrame(rows, columns=_RUN_METRIC_COLUMNS)
 
 

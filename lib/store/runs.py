@@ -94,7 +94,8 @@ class RunsMixin(StoreBase):
                        since: datetime | None = None, until: datetime | None = None) -> pd.DataFrame:
         """Each metric's score per run, oldest first, with the instrument that produced it."""
         sql = ["""SELECT r.run_id, r.started_at, r.label, r.pipeline, m.metric, m.score, m.n, m.n_failed,
-                         m.n_excluded, m.judge_model, m.prompt_hash, m.binding, m.scorer
+                         m.n_excluded, m.judge_model, m.prompt_hash, m.binding, m.scorer, m.fingerprint,
+                         m.served_model
                   FROM run_metrics m JOIN runs r USING (run_id) WHERE m.suite = ?"""]
         params: list[object] = [suite]
         if metrics:
@@ -112,7 +113,7 @@ class RunsMixin(StoreBase):
     def run_metrics(self, run_id: str, suite: str = MAIN) -> pd.DataFrame:
         """One run's metrics with judge model, prompt hash, binding, score, n, failures."""
         return self._df("""SELECT metric, score, n, n_failed, n_excluded, judge_model, prompt_hash, binding,
-                                  fingerprint, scorer, output_mode FROM run_metrics
+                                  fingerprint, scorer, output_mode, served_model FROM run_metrics
                            WHERE run_id = ? AND suite = ? ORDER BY metric""",
                         [run_id, suite])
 

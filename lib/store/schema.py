@@ -227,6 +227,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     # The watcher's state (lib.store.watch): every fact it has seen (announced or not), each message it owes a
     # channel with its idempotency key and whether it was delivered, and its last look.
     Migration("watch state and outbox", tuple(_WATCH)),
+    # What the server said it served (the reply's `model`) per cached call and, per metric, the one most calls
+    # named: a hosted name can be served by another model (the fingerprint sits beside it since v1). NULL: not said.
+    Migration("served model", ("ALTER TABLE judge_cache ADD COLUMN IF NOT EXISTS served_model VARCHAR",
+                               "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR",
+                               "ALTER TABLE archived_run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR")),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -556,7 +556,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": body.get("model") or MODEL_ID,
+                "model": self.owner.served_model or body.get("model") or MODEL_ID,
                 "system_fingerprint": self.owner.model_fingerprint,
                 "choices": [
                     {
@@ -622,6 +622,8 @@ class OpenAIServer:
         responder: Produces the assistant content from the request body.
         latency: Seconds every chat request sleeps before being answered.
         model_fingerprint: Value of ``system_fingerprint`` in completions.
+        served_model: The ``model`` completions say they were served by (``None``: the model asked for), as a
+            hosted name served by another snapshot does; set it between calls to swap the model behind a name.
         requests: Every chat request body received, in arrival order,
             including faulted ones.
         headers_seen: Request headers of each chat request, aligned with
@@ -660,6 +662,7 @@ class OpenAIServer:
         self.responder = responder
         self.latency = latency
         self.model_fingerprint = model_fingerprint
+        self.served_model: str | None = None
         self.slots = slots
         self.formats = formats
         self.keep_alive = keep_alive

@@ -2,10 +2,15 @@
 judge.
 
 Private modules: _stats (pure agreement statistics), _agreement, _trend (per segment and per instrument change),
-_calibrate (the new-judge gate).
+_calibrate (the new-judge gate), _ppi (a metric corrected by people's labels: prediction-powered inference).
 """
 
-from lib.diagnosis.agreement._agreement import Agreement, agreement_by_instrument
+from lib.diagnosis.agreement._agreement import (
+    Agreement,
+    agreement_by_instrument,
+    corrected_at_steps,
+    corrected_of_run,
+)
 from lib.diagnosis.agreement._calibrate import (
     MARGIN,
     SEED,
@@ -17,11 +22,12 @@ from lib.diagnosis.agreement._calibrate import (
     current_contender,
     current_instrument,
 )
+from lib.diagnosis.agreement._ppi import Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, trend_agreement
 
 __all__ = [
-    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "CurrentInstrument", "Estimate",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "current_contender",
-    "current_instrument", "segments_frame", "trend_agreement",
+    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument", "Estimate",
+    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "corrected_at_steps",
+    "corrected_of_run", "current_contender", "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
 ]

@@ -31,6 +31,7 @@ from lib.core.metrics import get_metric, items_of, sample_score
 from lib.core.results import OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.agreement import _stats as st
+from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import NONE, Estimate
 from lib.store import Store
 
@@ -364,3 +365,48 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
     reps_diff = np.array([headline(b, d) - headline(a, d) for d in draws]) if both else np.array([])
     difference = st.interval(reps_diff, point) if both else NONE
     return Comparison(agree_a, agree_b, difference, margin)
+
+
+def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, version: int | None = None,
+                     tune: bool = True) -> Corrected | None:
+    """A run's metric by its judge and as the calibration set's labels correct it (lib.diagnosis.agreement._ppi).
+
+    The rectifier (people minus judge) is measured on this run's own judgings of the labelled samples, so it is
+    the run's instrument that is calibrated, never another judge's; the judge's scores of the run's other samples
+    carry the rest.
+
+    Returns:
+        The correction, or None when fewer than two labelled samples were scored by the run.
+    """
+    pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
+    paired = pairs.samples.drop_duplicates("sample_id")
+    if len(paired) < MIN_LABELS:
+        return None
+    scores = store.sample_scores(run_id, suite, metric)
+    ok = scores[(scores["status"] == OK) & scores["score"].notna()]
+    rest = ok[~ok["sample_id"].isin(set(paired["sample_id"]))]
+    return ppi_mean(paired["people"].to_numpy(float), paired["judge"].to_numpy(float),
+                    rest["score"].to_numpy(float), tune=tune)
+
+
+def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str, str | None]]
+                       ) -> dict[tuple[str, str], str]:
+    """For each step (metric, run id, the run before), where the calibration set labels the metric: the run's
+    metric by its judge and corrected by people's labels, with the run before's beside it (corrected_of_run).
+
+    Returns:
+        (metric, run id) -> "faithfulness 0.92 by the judge; 0.81 [0.78, 0.84] corrected by 150 labels (the run
+        before: 0.79 by the judge; 0.80 [0.78, 0.82] corrected)"; steps with fewer than two labelled samples
+        scored are left out.
+    """
+    labelled = {m for m in {s[0] for s in steps} if not store.labels(suite, metric=m).empty}
+    out: dict[tuple[str, str], str] = {}
+    for metric, run_id, before_id in steps:
+        if metric not in labelled or (metric, run_id) in out:
+            continue
+        now = corrected_of_run(store, suite, metric, run_id)
+        if now is None:
+            continue
+        before = corrected_of_run(store, suite, metric, before_id) if before_id else None
+        out[(metric, run_id)] = now.sentence(metric) + (f" (the run before: {before.short})" if before else "")
+    return out

@@ -60,6 +60,7 @@ class Incident:
     end_run: str | None = None     # an episode: the run whose jump reversed it
     changes: tuple[StateChange, ...] = field(default_factory=tuple)
     agreement: tuple[str, ...] = ()   # at an instrument change: people's agreement with both instruments
+    corrected: tuple[str, ...] = ()   # where people labelled the metric: the judge's score beside the corrected one
 
     @property
     def state(self) -> str:
@@ -135,7 +136,8 @@ def _jump_lines(j: Jump) -> list[str]:
 
 
 def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dict[str, tuple[pd.DataFrame, float]],
-                   label: dict[str, str], agreement: dict[tuple[str, str], str] | None = None) -> Incident:
+                   label: dict[str, str], agreement: dict[tuple[str, str], str] | None = None,
+                   corrected: dict[tuple[str, str], str] | None = None) -> Incident:
     first, last = group[0], group[-1]
     kind = "episode" if len(group) > 1 else "jump"
     if kind == "episode":
@@ -147,8 +149,13 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
         title = f"{first.metric} {first.delta:+.3f} at {first.started_at:%Y-%m-%d} ({nature})"
     evidence: list[str] = []
     agreed: list[str] = []
+    through: list[str] = []
     for j in group:
         evidence += _jump_lines(j)
+        if (j.metric, j.run_id) in (corrected or {}):   # the move seen through people's labels
+            moved = (corrected or {})[(j.metric, j.run_id)]
+            through.append(f"{j.started_at:%Y-%m-%d} through people's labels: {moved}")
+            evidence.append(through[-1])
         if (j.metric, j.run_id) in (agreement or {}):   # an instrument change: is the new one righter, or wronger?
             agreed.append(f"{j.started_at:%Y-%m-%d} {(agreement or {})[(j.metric, j.run_id)]}")
             evidence.append(agreed[-1])
@@ -163,7 +170,7 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
                 evidence.append(f"ablation {r.ablation_id}: {json.loads(r.result).get('summary', '')}")
     return Incident(incident_id("jump", first.metric, first.run_id), kind, first.metric, first.run_id,
                     first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None,
-                    agreement=tuple(agreed))
+                    agreement=tuple(agreed), corrected=tuple(through))
 
 
 def canary_incidents(canary: CanaryStatus, metric: str = "faithfulness") -> list[Incident]:
@@ -205,7 +212,8 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
           history: pd.DataFrame | None = None, ablations: pd.DataFrame | None = None,
           series: dict[str, tuple[pd.DataFrame, float]] | None = None, series_labels: dict[str, str] | None = None,
           states: pd.DataFrame | None = None, lapsed: Sequence[Jump] = (),
-          agreement: dict[tuple[str, str], str] | None = None) -> list[Incident]:
+          agreement: dict[tuple[str, str], str] | None = None,
+          corrected: dict[tuple[str, str], str] | None = None) -> list[Incident]:
     """Every incident, oldest first, each with its recorded state changes.
 
     An incident never disappears because a threshold moved: a step that was beyond its threshold as of its own
@@ -223,12 +231,14 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         states: history_store.incident_states.
         agreement: (metric, run id) -> the sentence of people's agreement before and after the instrument change
             at that run (lib.diagnosis.agreement._trend), added to a jump's evidence there.
+        corrected: (metric, run id) -> the run's score by the judge and corrected by people's labels, with the run
+            before's (lib.diagnosis.agreement.corrected_at_steps), added to a jump's evidence there.
     """
     abl = ablations if ablations is not None else pd.DataFrame()
     out = []
     for group in group_episodes(jumps):
         own = {k: v for k, v in (series or {}).items() if v[0]["metric"].eq(group[0].metric).any()}
-        out.append(_jump_incident(group, abl, own, series_labels or {}, agreement))
+        out.append(_jump_incident(group, abl, own, series_labels or {}, agreement, corrected))
     auto: dict[str, StateChange] = {}
     for j in lapsed:
         inc = _jump_incident((j,), abl, {}, series_labels or {})
@@ -251,7 +261,7 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
 
 def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Series]]:
     """Every incident of a store (with their states), and its finished re-judged series."""
-    from lib.diagnosis.agreement import trend_agreement
+    from lib.diagnosis.agreement import corrected_at_steps, trend_agreement
     from lib.diagnosis.trends import canary_status, lint_status, steps_beyond
 
     history = store.metric_history(suite=suite)
@@ -263,7 +273,8 @@ def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Serie
                   series={s.series_id: (s.frame, s.threshold) for s in series},
                   series_labels={s.series_id: f"{s.name}, {s.covers}" for s in series},
                   states=hs.incident_states(store),
-                  lapsed=lapsed, agreement={(c.metric, c.run_id): c.sentence for c in changes})
+                  lapsed=lapsed, agreement={(c.metric, c.run_id): c.sentence for c in changes},
+                  corrected=corrected_at_steps(store, suite, [(j.metric, j.run_id, j.prev_run_id) for j in jumps]))
     return found, series
 
 

@@ -25,7 +25,7 @@ from lib.diagnosis.trends import Jump
 from lib.store import Store
 
 LIKELY_NOISE_RATIO = 1.5   # a jump under 1.5x the threshold is about 1x: at 5% two-sided, noise crosses 1x often
-INSTRUMENT_SUSPECTS = ("judge model", "prompt", "binding", "scoring library")
+INSTRUMENT_SUSPECTS = ("judge model", "served model", "prompt", "binding", "scoring library")
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,12 @@ class RunChanges:
     templates: list[TemplateChange] = field(default_factory=list)
     bindings: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     pipeline: dict[str, tuple[object, object]] = field(default_factory=dict)
+    # metric -> (judge name, served before, served now): the same configured name, another model served
+    served: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
-        return not (self.judge_models or self.templates or self.bindings or self.pipeline)
+        return not (self.judge_models or self.templates or self.bindings or self.pipeline or self.served)
 
 
 def fields_of(template: str | None, metric: str) -> tuple[str, ...]:
@@ -120,13 +122,18 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
     if prev is None:
         return RunChanges(run_id, None)
     a, b = store.run_metrics(prev, suite).set_index("metric"), store.run_metrics(run_id, suite).set_index("metric")
-    judges, bindings, templates = {}, {}, []
+    judges, bindings, templates, served = {}, {}, [], {}
     for m in METRIC_NAMES:
         if m not in a.index or m not in b.index:
             continue
         ra, rb = a.loc[m], b.loc[m]
         if ra.judge_model != rb.judge_model:
             judges[m] = (ra.judge_model, rb.judge_model)
+        else:
+            sa, sb = served_as(ra.get("served_model"), ra.get("fingerprint")), served_as(
+                rb.get("served_model"), rb.get("fingerprint"))
+            if sa is not None and sb is not None and sa != sb:
+                served[m] = (str(rb.judge_model), sa, sb)
         if ra.binding != rb.binding:
             bindings[m] = (ra.binding, rb.binding)
         if ra.prompt_hash != rb.prompt_hash:
@@ -141,10 +148,45 @@ def run_changes(store: Store, run_id: str, prev_run_id: str | None = None, *, su
                 template_diff(ta or "", tb or "", old_name=str(ra.prompt_hash), new_name=str(rb.prompt_hash)),
                 fa, fb, tuple(f for f in fb if f in never and f not in fa)))
     pipe = config_diff(store.run(prev).pipeline, store.run(run_id).pipeline)
-    return RunChanges(run_id, prev, judges, templates, bindings, pipe)
+    return RunChanges(run_id, prev, judges, templates, bindings, pipe, served)
 
 
 NO_PIPELINE = ("{}", "")
+
+
+def served_as(served_model: object, fingerprint: object) -> str | None:
+    """What a server said it served, as one text: "judge-x-0613 (fp_a)"; None when it said neither.
+
+    Either part may be missing (a server that sends no fingerprint; a stored run from before served models were
+    recorded): a change of either under one configured judge name is a changed instrument nobody configured.
+    """
+    model = served_model if isinstance(served_model, str) and served_model else None
+    fp = fingerprint if isinstance(fingerprint, str) and fingerprint else None
+    if model is None and fp is None:
+        return None
+    return model if fp is None else f"{model} ({fp})" if model is not None else f"fingerprint {fp}"
+
+
+def _served_events(h: pd.DataFrame) -> pd.DataFrame | None:
+    """Markers where the served model or fingerprint changed under one configured judge name (h sorted by metric,
+    time): each run is compared with the last run of its metric judged under the same name that said what it was
+    served. A run that said nothing (an import, an older run) is no change."""
+    if "served_model" not in h.columns or "fingerprint" not in h.columns:
+        return None
+    named = h[h["judge_model"].notna()]
+    if named.empty:
+        return None
+    cur = pd.Series([served_as(m, f) for m, f in zip(named["served_model"], named["fingerprint"], strict=True)],
+                    index=named.index, dtype=object)
+    old = cur.groupby([named["metric"], named["judge_model"]]).transform(lambda s: s.ffill().shift()).astype(object)
+    differs = cur.notna() & old.notna() & ~cur.eq(old)
+    hit = named[differs]
+    if hit.empty:
+        return None
+    text = [f"{m} served under {j}: {o} -> {c}" for m, j, o, c in
+            zip(hit["metric"], hit["judge_model"], old[differs], cur[differs], strict=True)]
+    return pd.DataFrame({"run_id": hit["run_id"].to_numpy(), "started_at": hit["started_at"].to_numpy(),
+                         "kind": "served model", "metric": hit["metric"].to_numpy(), "text": text})
 
 
 def _unversioned(scorer: pd.Series) -> pd.Series:
@@ -155,7 +197,8 @@ def _unversioned(scorer: pd.Series) -> pd.Series:
 def change_events(history: pd.DataFrame) -> pd.DataFrame:
     """Markers for a trend chart: one row per recorded change between consecutive runs.
 
-    Columns: run_id, started_at, kind ('judge model' | 'prompt' | 'binding' | 'scoring library' | 'pipeline'),
+    Columns: run_id, started_at, kind ('judge model' | 'served model' | 'prompt' | 'binding' | 'scoring library' |
+    'pipeline'; 'served model': the model or fingerprint the server said it served changed under one judge name),
     metric (None for pipeline), text. Each metric is compared with its own previous
     scored run; the pipeline with the previous run. Vectorised: only the rows that
     differ are turned into text, so a 2,000-run history costs tens of milliseconds.
@@ -206,9 +249,12 @@ def change_events(history: pd.DataFrame) -> pd.DataFrame:
         text = hit["metric"] + f" {kind}: " + said[0] + " -> " + said[1]
         parts.append(pd.DataFrame({"run_id": hit["run_id"].to_numpy(), "started_at": hit["started_at"].to_numpy(),
                                    "kind": kind, "metric": hit["metric"].to_numpy(), "text": text.to_numpy()}))
+    served = _served_events(h)
+    if served is not None:
+        parts.append(served)
     if not parts:
         return pd.DataFrame(columns=columns)
-    order = {"pipeline": 0, "judge model": 1, "prompt": 2, "binding": 3, "scoring library": 4}
+    order = {"pipeline": 0, "judge model": 1, "served model": 2, "prompt": 3, "binding": 4, "scoring library": 5}
     out = pd.concat(parts, ignore_index=True)
     out["_k"] = out["kind"].map(order)
     out = out.sort_values(["started_at", "run_id", "_k", "metric"], na_position="first", kind="stable")
@@ -299,6 +345,10 @@ def suspects_for(changes: RunChanges, metric: str) -> tuple[Suspect, ...]:
     if metric in changes.judge_models:
         j = changes.judge_models[metric]
         out.append(Suspect("judge model", f"judge model {j[0]} -> {j[1]}", split))
+    if metric in changes.served:
+        name, before, now = changes.served[metric]
+        out.append(Suspect("served model", f"the server served another model under the name {name}: "
+                                           f"{before} -> {now}", split))
     for k, (old, new) in changes.pipeline.items():
         out.append(Suspect("pipeline", f"pipeline {k}: {old} -> {new}", split))
     if not out:
