@@ -163,3 +163,26 @@ def test_ablate_swap_on_the_command_line(fresh_db: Path) -> None:
     assert "swap a field with another sample's" in proc.stderr   # the cost line counts the swap arm
     bad = run_cli("ablate", "--db", fresh_db, "--run", "h", "--metric", "faithfulness", "--swap", "contexts")
     assert bad.returncode == 2 and "cannot swap contexts" in bad.stderr
+
+
+# -- a partial leak on public records: a small leak is still a leak (issue 41 item 1) --------------------------
+
+def test_a_scorer_leaking_the_reference_for_one_sample_in_15_is_a_leak_on_public_records(fresh_db: Path) -> None:
+    """HaluEval's first 300 right answers, every other one behind another question's passage (a retrieval miss):
+    the harness lets the reference reach its check for the samples whose number is a multiple of 15, so a few
+    misses find support there and nowhere else, a move of a few hundredths. Blanking the reference must read LEAK
+    with its size (a CI gate fails on exit 1), never CLEAN as it did while the move was under the 0.02 worth
+    naming."""
+    right = [r for r in (json.loads(line) for line in HALUEVAL.read_text(encoding="utf-8").splitlines()[:900])
+             if r["variant"] == "right_answer"]
+    items = [EvalSample(r["id"], r["question"], r["answer"],
+                        tuple(right[(i + 7) % len(right)]["contexts"] if i % 2 else r["contexts"]), r["ground_truth"])
+             for i, r in enumerate(right)]
+    leaking = sum(int("".join(c for c in s.sample_id if c.isdigit())) % 15 == 0 for s in items)
+    assert 15 <= leaking <= len(items) // 10   # about 1 in 15
+    result = ablate(fresh_db, items, "faithfulness", blanks=("ground_truth",),
+                    scorer="tests.support.scorers:partial_leak_faithfulness")
+    cell = by_arm(result)["ground_truth"]
+    assert cell.kind == "LEAK" and cell.hi is not None and cell.hi < 0, cell.sentence
+    assert -0.06 < cell.delta < -0.01, cell.sentence
+    assert f"{cell.delta:+.3f}"[:5] in cell.sentence or f"{cell.delta:+.2f}" in cell.sentence
