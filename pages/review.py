@@ -144,7 +144,7 @@ if rev.canary_alarms:
 
 st.subheader("Ablations")
 if not rev.ablations:
-    st.caption("No ablation tested these runs, and none was launched in this range.")
+    st.caption("No ablation tested these runs, and none was launched in this range or since, before the next run.")
 for a in rev.ablations:
     with st.container(border=True):
         st.page_link("pages/ablation.py", label=f"{md(a.ablation_id)} on {md(a.run_id)} · {md(a.status)}",

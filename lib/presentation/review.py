@@ -241,9 +241,19 @@ def default_range(store: Store) -> tuple[date, date] | None:
     return max(bounds[0], bounds[1] - timedelta(days=WEEK - 1)), bounds[1]
 
 
-def _within(ts: object, lo: datetime, hi: datetime) -> bool:
+def _within(ts: object, lo: datetime, hi: datetime | None) -> bool:
     t = pd.Timestamp(ts).to_pydatetime()
-    return lo <= t < hi
+    return lo <= t and (hi is None or t < hi)
+
+
+def launch_window_end(store: Store, hi: datetime) -> datetime | None:
+    """Until when an ablation launched counts in a range ending before `hi`: the start of the next run, if any.
+
+    A range's meeting discusses what was launched after its last run too; the next run's week takes over
+    from then. None (open-ended) for a range that reaches the latest run, as the default week does.
+    """
+    later = [t for t in pd.to_datetime(store.runs()["started_at"]) if t.to_pydatetime() >= hi]
+    return min(later).to_pydatetime() if later else None
 
 
 def _side(jump: trends.Jump) -> str:
@@ -271,7 +281,8 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
     in_range = set(runs)
 
     briefs = ablation_briefs(store)
-    ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, hi))
+    launched_by = launch_window_end(store, hi)
+    ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, launched_by))
 
     jumps = []
     for j in trends.find_jumps(store, suite=suite, history=history):
@@ -356,7 +367,7 @@ def review_markdown(rev: Review) -> str:
         out.append("")
     out += ["## Ablations", ""]
     if not rev.ablations:
-        out.append("_No ablation of these runs, and none launched in this range._")
+        out.append("_No ablation of these runs, and none launched in this range or since, before the next run._")
     for a in rev.ablations:
         out += [f"### {md_text(a.ablation_id)} on {md_text(a.run_id)}", "",
                 f"{md_text(a.what)}. Status: {md_text(a.status)}. {md_text(a.progress)}", ""]
