@@ -269,3 +269,27 @@ def test_a_range_lists_an_ablation_of_its_runs_or_launched_before_the_next_run(
     assert ("1 ablation(s) in range" in " ".join(rev.headline)) is listed
     text = review.review_markdown(rev)
     assert ("### " in text and "on n1" in text) is listed
+
+
+# -- the verdict in one sentence, the caveats once (issue 46 item 2) ----------------------------------------------
+def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_once(demo_store: Store) -> None:
+    from lib.diagnosis.ablation._lead import sentences
+    from lib.diagnosis.incidents import _incidents as incidents
+
+    day = _day("harness refactor")
+    rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+    brief = next(a for a in rev.ablations if a.summary)
+    leak = next(c for c in brief.cells if c[2] == "LEAK")
+    cell = next(s for k, s in brief.verdicts if k == "LEAK" and "when ground_truth is blanked" in s)
+    figure = re.search(r"moves ([+-]\d\.\d{3})", cell)
+    assert figure and leak[1] == "ground_truth"
+    lead = f"wiring leak: faithfulness moves {figure.group(1)} when ground_truth is blanked"
+    text = review.review_markdown(rev)
+    assert lead in text and "cell(s)" not in text
+    caveats = sentences(brief.summary)[1:]
+    assert caveats and all(text.count(c) == 1 for c in caveats), [text.count(c) for c in caveats]
+    assert rev.jumps[0].sentence.count(lead) == 1 and not any(c in rev.jumps[0].sentence for c in caveats)
+
+    found, _ = incidents.load(demo_store)
+    said = [e for i in found for e in i.evidence if e.startswith(f"ablation {brief.ablation_id}:")]
+    assert said and all(lead in e and len(sentences(e)) == 1 for e in said), said

@@ -2,7 +2,7 @@
 
 Private modules, in import order: _verdicts (the pure verdict rule), _sequential (the confidence
 sequence), _spec (what an ablation asks for), _result (what it found), _verdict_words, _plan (its samples and
-the arms that need no call), _judging (judging its units), _analysis (stored results to verdicts),
+the arms that need no call), _lead (the summary split for a page), _judging (judging its units), _analysis (stored results to verdicts),
 _sequential_run, _engine (run_ablation and the replay helpers).
 """
 
@@ -14,6 +14,7 @@ from lib.diagnosis.ablation._engine import (
     recorded_judge,
     run_ablation,
 )
+from lib.diagnosis.ablation._lead import Headline, split_headline
 from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
 from lib.diagnosis.ablation._spec import AblationSpec
@@ -21,6 +22,6 @@ from lib.diagnosis.ablation._verdicts import INCONCLUSIVE, INSENSITIVE, LEAK, MI
 
 __all__ = [
     "BASELINE", "INCONCLUSIVE", "INSENSITIVE", "LEAK", "MIN_EFFECT", "REPLAY_MISMATCH", "AblationResult",
-    "AblationSpec", "four_readings_gap", "four_readings_spec", "load_scorer", "per_sample_deltas", "plan",
-    "recorded_judge", "run_ablation",
+    "AblationSpec", "Headline", "four_readings_gap", "four_readings_spec", "load_scorer", "per_sample_deltas", "plan",
+    "recorded_judge", "run_ablation", "split_headline",
 ]

@@ -1,0 +1,75 @@
+"""An ablation's headline as the pages show it (lib/diagnosis/ablation/_lead.py): one sentence first (verdict,
+field, change, interval, n, to the cells' three places), the caveats apart (issue 46 item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib.diagnosis.ablation import Headline, split_headline
+from lib.diagnosis.ablation._lead import sentences
+from lib.diagnosis.ablation._result import ArmVerdict
+
+REST = ("Re-judging faithfulness does not reproduce the stored score, so nothing here can clear the run. "
+        "Judged sequentially (seeded order, a look every 20 samples): 2 of 2 measured arms stopped once decided by "
+        "a 95% confidence sequence. The offline judge decided this: a lexical stand-in (AUC 0.95), not a model.")
+CAVEATS = tuple(sentences(REST))
+
+
+def cell(arm: str, kind: str = "LEAK", *, metric: str = "faithfulness", why: str = "measured move",
+         delta: float | None = -0.1342, lo: float = -0.2461, hi: float = -0.0229, ratio: float | None = None,
+         stop: str = "decided") -> ArmVerdict:
+    return ArmVerdict(metric=metric, arm=arm, kind=kind, expected="invariant", baseline=0.8, ablated=0.67,
+                      delta=delta, lo=lo, hi=hi, noise=None, ratio=ratio, n=99, n_failed=0, n_units=99,
+                      flips_to_positive=0, flips_to_negative=10, flips_p=None, mde=None, sentence="", why=why,
+                      stop=stop, judged=100)
+
+
+LEAD = "wiring leak: faithfulness moves -0.134 when ground_truth is blanked (95% CS -0.246 to -0.023, n=99 samples"
+OLD = ("wiring leak: faithfulness moves -0.13 when ground_truth is blanked (95% CS -0.246 to -0.023, n=99) "
+       "(1 more leaking cell(s)). ")
+
+
+@pytest.mark.parametrize(("cells", "summary", "lead"), [
+    # a measured leak alone: said from its cell, to three places
+    ([cell("ground_truth")], OLD + REST, LEAD + ")."),
+    # the joint arm leaks too: named, not counted as "1 more leaking cell(s)"
+    ([cell("ground_truth"), cell("question+ground_truth", delta=-0.1301)], OLD + REST,
+     LEAD + "); also -0.130 when question and ground_truth are blanked together."),
+    # the largest move leads, whatever the order of the cells
+    ([cell("question+ground_truth", delta=-0.1301), cell("ground_truth")], OLD + REST,
+     LEAD + "); also -0.130 when question and ground_truth are blanked together."),
+    # another metric's leak found by its wiring alone: named with its metric
+    ([cell("ground_truth"), cell("ground_truth", metric="answer_relevance", why="renders the field", delta=None)],
+     OLD + REST, LEAD + "); also answer_relevance's wiring renders ground_truth."),
+    # a judge repeat band measured: the ratio stays in the sentence
+    ([cell("ground_truth", ratio=7.16)], OLD + REST, LEAD + ", 7.2x the judge repeat band)."),
+    # another judge than the run's own: the prefix that says so stays
+    ([cell("ground_truth")], "With judge gpt-4.1-mini, not the run's own judge (x for faithfulness): " + OLD + REST,
+     "With judge gpt-4.1-mini, not the run's own judge (x for faithfulness): " + LEAD + ")."),
+    # a leak seen in the wiring alone (no measured move): the summary's first sentence
+    ([cell("ground_truth", why="renders the field", delta=0.001)],
+     "wiring leak: faithfulness's wiring renders ground_truth, which it must never receive (no effect measured on "
+     "these 99 samples). " + REST,
+     "wiring leak: faithfulness's wiring renders ground_truth, which it must never receive (no effect measured on "
+     "these 99 samples)."),
+    # no dependence: its first sentence leads, the "this describes" sentence is a caveat
+    ([cell("ground_truth", kind="CLEAN", why="null measured", delta=0.001)],
+     "no dependence measured: on these 99 samples no metric tested moves by 0.05 or more when the fields it must "
+     "never receive are blanked, alone or together. " + REST,
+     "no dependence measured: on these 99 samples no metric tested moves by 0.05 or more when the fields it must "
+     "never receive are blanked, alone or together."),
+])
+def test_the_lead_is_one_sentence_and_the_caveats_follow_once(cells: list[ArmVerdict], summary: str,
+                                                               lead: str) -> None:
+    got = split_headline(cells, summary)
+    assert got.lead == lead
+    assert got.caveats == CAVEATS
+    assert len(sentences(got.lead)) == 1 and "cell(s)" not in got.lead
+
+
+def test_a_summary_without_caveats_and_an_empty_one() -> None:
+    assert split_headline([], "as expected: every metric tested moves when its own inputs are blanked (n=40 "
+                              "samples).") == Headline("as expected: every metric tested moves when its own inputs "
+                                                       "are blanked (n=40 samples).")
+    assert split_headline([], "") == Headline("")
+    assert Headline("x", ("a.", "b.")).small_print == "a. b."
