@@ -113,7 +113,7 @@ for finding in rev.jumps:
                  hide_index=True, column_config=SUSPECT_COLUMNS, row_height=WRAPPED_ROW)
     tested = [a for a in finding.ablations if a.summary]
     for a in tested:
-        st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.summary)}")
+        st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.lead)}")
     blank = next((s.blank for s in j.suspects if s.blank), None)
     if blank and not tested:
         st.page_link("pages/ablation.py", label=f"Test it: ablate {md(j.metric)} with {md(blank)} blanked",
@@ -151,7 +151,9 @@ for a in rev.ablations:
                      query_params={"ablation": a.ablation_id, "run": a.run_id}, icon=":material/science:")
         st.caption(md(f"{a.what}. Launched {a.created_at:%Y-%m-%d %H:%M}. {a.progress}"), help=judging_counts.HELP)
         if a.summary:
-            (st.error if a.alarming else st.success)(f"**{md(a.summary)}**")
+            (st.error if a.alarming else st.success)(md(a.lead))   # one sentence; its caveats once, small
+            if a.caveats:
+                st.caption(md(" ".join(a.caveats)))
         if a.verdicts:
             st.markdown("\n".join(f"- {md(sentence)}" for _, sentence in a.verdicts))
 

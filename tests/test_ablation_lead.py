@@ -3,11 +3,16 @@ field, change, interval, n, to the cells' three places), the caveats apart (issu
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 import pytest
 
 from lib.diagnosis.ablation import Headline, split_headline
 from lib.diagnosis.ablation._lead import sentences
 from lib.diagnosis.ablation._result import ArmVerdict
+from lib.diagnosis.incidents import Incident
+from lib.diagnosis.trends import Jump
+from lib.presentation import ablation_views
 
 REST = ("Re-judging faithfulness does not reproduce the stored score, so nothing here can clear the run. "
         "Judged sequentially (seeded order, a look every 20 samples): 2 of 2 measured arms stopped once decided by "
@@ -73,3 +78,45 @@ def test_a_summary_without_caveats_and_an_empty_one() -> None:
                                                        "are blanked (n=40 samples).")
     assert split_headline([], "") == Headline("")
     assert Headline("x", ("a.", "b.")).small_print == "a. b."
+
+
+# -- the next step beside a verdict (issue 46 item 1) ---------------------------------------------------------------
+WEEK = (date(2026, 11, 24), date(2026, 11, 30))
+
+
+@pytest.mark.parametrize(("launched", "week"), [
+    (datetime(2026, 12, 6, 9, 0), WEEK),                                     # after the latest run: the latest week
+    (datetime(2026, 11, 30, 23, 0), WEEK),                                   # on the latest run's day: the same
+    (datetime(2026, 11, 12, 8, 0), (date(2026, 11, 6), date(2026, 11, 12))),  # before: the week ending that day
+])
+def test_the_review_week_that_carries_an_ablation(launched: datetime, week: tuple[date, date]) -> None:
+    assert ablation_views.carrying_week(launched, WEEK) == week
+
+
+def _incident(metric: str, run_id: str, end_run: str | None = None, *, canary: bool = False) -> Incident:
+    if canary:
+        return Incident(f"canary:{run_id}", "canary alarm", metric, run_id, datetime(2026, 10, 3), "canary alarmed")
+    jump = Jump(metric=metric, run_id=run_id, prev_run_id="r8", started_at=datetime(2026, 10, 3), before=0.78,
+                after=0.92, delta=0.14, threshold=0.05, noise_sd=0.01, suspects=())
+    return Incident(f"jump:{metric}:{run_id}", "episode" if end_run else "jump", metric, run_id,
+                    datetime(2026, 10, 3), f"{metric} moved at {run_id}", jumps=(jump,), end_run=end_run)
+
+
+@pytest.mark.parametrize(("incidents", "answered"), [
+    ([_incident("faithfulness", "r9")], "faithfulness moved at r9"),
+    ([_incident("faithfulness", "r2", end_run="r9")], "faithfulness moved at r2"),   # the episode it ends
+    ([_incident("context_recall", "r9")], None),                                       # another metric
+    ([_incident("faithfulness", "r3")], None),                                         # another run
+    ([_incident("faithfulness", "r9", canary=True), _incident("faithfulness", "r9")],   # the jump before the alarm
+     "faithfulness moved at r9"),
+])
+def test_next_steps_name_the_incident_the_run_on_trends_and_the_review_week(incidents: list[Incident],
+                                                                             answered: str | None) -> None:
+    steps = ablation_views.next_steps(run_id="r9", metrics=("faithfulness",), run_day=date(2026, 10, 3),
+                                      launched=datetime(2026, 12, 6, 9, 0), incidents=incidents, latest_week=WEEK)
+    pages = [s.page for s in steps]
+    assert pages == (["pages/overview.py"] if answered else []) + ["pages/trends.py", "pages/review.py"]
+    if answered:
+        assert steps[0].label.endswith(answered)
+    assert steps[-2].query == {"metric": "faithfulness", "from": "2026-09-19", "to": "2026-10-17"}
+    assert steps[-1].query == {"from": "2026-11-24", "to": "2026-11-30"}

@@ -97,6 +97,14 @@ def test_an_ablation_launched_from_the_page_yields_a_leak_and_a_second_launch_is
     assert len(sentences(banner)) == 1 and "cell(s)" not in banner, banner
     small = [t for t in texts(at.caption) if "Judged sequentially" in t]
     assert len(small) == 1, texts(at.caption)
+    # issue 46 item 1: the next step, where the verdict stands: the incident, the run on Trends, the Review week
+    links = [(link.proto.page, link.proto.label) for link in at.get("page_link")]
+    with Store(app_db) as store:
+        latest = review.default_range(store)
+    assert latest
+    for words in ("The incident it answers, on the Overview: faithfulness", f"{leak_run} on Trends",
+                  f"to {latest[1]}, which carries it"):
+        assert any(words in label.replace("\\", "") for _, label in links), links
     assert "Metrics x fields" in texts(at.subheader)
     assert "Per-sample changes" in texts(at.subheader)
     assert not any("Answered from stored results" in t for t in texts(at.info))

@@ -275,6 +275,7 @@ def test_a_range_lists_an_ablation_of_its_runs_or_launched_before_the_next_run(
 def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_once(demo_store: Store) -> None:
     from lib.diagnosis.ablation._lead import sentences
     from lib.diagnosis.incidents import _incidents as incidents
+    from lib.presentation.mdtext import md_text
 
     day = _day("harness refactor")
     rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
@@ -287,7 +288,7 @@ def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_
     text = review.review_markdown(rev)
     assert lead in text and "cell(s)" not in text
     caveats = sentences(brief.summary)[1:]
-    assert caveats and all(text.count(c) == 1 for c in caveats), [text.count(c) for c in caveats]
+    assert caveats and all(text.count(md_text(c)) == 1 for c in caveats), [text.count(md_text(c)) for c in caveats]
     assert rev.jumps[0].sentence.count(lead) == 1 and not any(c in rev.jumps[0].sentence for c in caveats)
 
     found, _ = incidents.load(demo_store)

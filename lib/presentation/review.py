@@ -68,7 +68,7 @@ class JumpFinding:
             text += "No recorded change explains it: re-judge both runs."
         done = [a for a in self.ablations if a.summary]
         if done:
-            text += f" Ablation {done[0].ablation_id}: {done[0].summary}"
+            text += f" Ablation {done[0].ablation_id}: {done[0].lead}"
         return text
 
 
@@ -349,7 +349,7 @@ def review_markdown(rev: Review) -> str:
             abl = next((a for a in f.ablations if a.summary), None)
             cells = [md_text(j.metric), md_text(j.run_id), f"{j.before:.3f}", f"{j.after:.3f}", f"{j.delta:+.3f}",
                      f"{j.ratio:.1f}", md_text(f"{s.kind}: {s.description}") if s else "none",
-                     md_text(s.test) if s else "", md_text(f"{abl.ablation_id}: {abl.summary}") if abl else ""]
+                     md_text(s.test) if s else "", md_text(f"{abl.ablation_id}: {abl.lead}") if abl else ""]
             out.append("| " + " | ".join(cells) + " |")
     else:
         out.append("_Nothing moved beyond the judge's noise._")
@@ -371,8 +371,9 @@ def review_markdown(rev: Review) -> str:
     for a in rev.ablations:
         out += [f"### {md_text(a.ablation_id)} on {md_text(a.run_id)}", "",
                 f"{md_text(a.what)}. Status: {md_text(a.status)}. {md_text(a.progress)}", ""]
-        if a.summary:
-            out += [f"**{md_text(a.summary)}**", ""]
+        if a.summary:   # the verdict in one sentence, then its caveats once, in small print
+            out += [f"**{md_text(a.lead)}**", ""]
+            out += [f"_{md_text(' '.join(a.caveats))}_", ""] if a.caveats else []
         out += [f"- {md_text(sentence)}" for _, sentence in a.verdicts]
         out += [f"- {md_text(s)}" for s in a.mismatches]
         if a.four:

@@ -2,8 +2,8 @@
 
 Private modules, in import order: _verdicts (the pure verdict rule), _sequential (the confidence
 sequence), _spec (what an ablation asks for), _result (what it found), _verdict_words, _plan (its samples and
-the arms that need no call), _lead (the summary split for a page), _judging (judging its units), _analysis (stored results to verdicts),
-_sequential_run, _engine (run_ablation and the replay helpers).
+the arms that need no call), _lead (the summary split for a page), _judging (judging its units), _analysis
+(stored results to verdicts), _sequential_run, _engine (run_ablation and the replay helpers).
 """
 
 from lib.diagnosis.ablation._analysis import four_readings_gap
