@@ -45,7 +45,7 @@ st.caption("Blank a field, re-judge the same samples with and without it, and se
 
 run_ids = loaders.run_ids(ctx.db_path, version)
 if not run_ids:
-    st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
+    st.info(f"This database holds no runs yet. {lib.app.ui.NO_RUNS_HINT}")
     st.stop()
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
