@@ -67,6 +67,11 @@ def _pipeline(text: str | None) -> dict | None:
 
 
 def _describe_run(run: RunRecord) -> str:
+    return f"run {run.run_id}: {_run_details(run)}"
+
+
+def _run_details(run: RunRecord) -> str:
+    """'40 samples; faithfulness 0.812 (n=40)'."""
     from lib.core.results import aggregate
 
     n = sum(len(ss) for ss in run.samples.values())
@@ -75,7 +80,7 @@ def _describe_run(run: RunRecord) -> str:
         agg = aggregate(m.results)
         failed = f", {agg.n_failed} failed" if agg.n_failed else ""
         parts.append(f"{m.metric} {_fmt(agg.score)} (n={agg.n}{failed})")
-    return f"run {run.run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
+    return f"{n} samples; " + ("; ".join(parts) if parts else "no metric columns")
 
 
 def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
@@ -83,9 +88,9 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: dateti
         print(f"recorded {_describe_run(run)} in {db}")
         say_replaced(db, run.run_id, since)
     else:
-        print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
-              f"{where.path} (the owner records it on its next page load; an earlier copy of run {run.run_id}, "
-              "if any is kept: `python -m lib archive list`)")
+        print(f"{db} is held by another process, so run {run.run_id} was handed over through the inbox "
+              f"({_run_details(run)}): {where.path}. The owner records it on its next page load; an earlier copy "
+              f"of run {run.run_id}, if any, is kept (`python -m lib archive list`).")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
