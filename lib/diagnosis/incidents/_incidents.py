@@ -160,8 +160,13 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
                 evidence.append(f"{label.get(sid, sid)}: {said}")
         for r in ablations[ablations["run_id"] == j.run_id].itertuples(index=False) if not ablations.empty else ():
             if r.status == "done" and isinstance(r.result, str):
-                done = AblationResult.from_dict(json.loads(r.result))   # its verdict in one sentence, no caveats
-                evidence.append(f"ablation {r.ablation_id}: {split_headline(done.verdicts, done.summary).lead}")
+                raw = json.loads(r.result)
+                try:
+                    cells = AblationResult.from_dict(raw).verdicts
+                except InputError:   # a result another version wrote: its summary's first sentence still says it
+                    cells = []
+                # its verdict in one sentence; the caveats are the Ablation page's and the Review's small print
+                evidence.append(f"ablation {r.ablation_id}: {split_headline(cells, str(raw.get('summary', ''))).lead}")
     return Incident(incident_id("jump", first.metric, first.run_id), kind, first.metric, first.run_id,
                     first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None,
                     agreement=tuple(agreed))
