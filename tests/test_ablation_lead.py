@@ -51,6 +51,10 @@ OLD = ("wiring leak: faithfulness moves -0.13 when ground_truth is blanked (95% 
     # another judge than the run's own: the prefix that says so stays
     ([cell("ground_truth")], "With judge gpt-4.1-mini, not the run's own judge (x for faithfulness): " + OLD + REST,
      "With judge gpt-4.1-mini, not the run's own judge (x for faithfulness): " + LEAD + ")."),
+    # an arm of another kind than blanking (a name with ':'): the summary's own first sentence
+    ([cell("swap:ground_truth")], "wiring leak: faithfulness moves -0.13 when ground_truth is swapped (95% CS -0.246 "
+     "to -0.023, n=99). " + REST, "wiring leak: faithfulness moves -0.13 when ground_truth is swapped (95% CS -0.246 "
+     "to -0.023, n=99)."),
     # a leak seen in the wiring alone (no measured move): the summary's first sentence
     ([cell("ground_truth", why="renders the field", delta=0.001)],
      "wiring leak: faithfulness's wiring renders ground_truth, which it must never receive (no effect measured on "

@@ -77,10 +77,12 @@ def split_headline(cells: Sequence[ArmVerdict], summary: str) -> Headline:
     if not said:
         return Headline("")
     first, rest = said[0], tuple(said[1:])
-    measured = sorted((c for c in cells if c.kind == v.LEAK and c.why == v.MEASURED and c.delta is not None),
-                      key=lambda c: -abs(c.delta or 0.0))
+    # only blank arms ('ground_truth', 'question+ground_truth') are said here; an arm of another kind (a name with
+    # a ':', e.g. a swap) leads with the summary's own words
+    measured = sorted((c for c in cells if c.kind == v.LEAK and c.why == v.MEASURED and c.delta is not None
+                       and ":" not in c.arm), key=lambda c: -abs(c.delta or 0.0))
     if not measured or "wiring leak:" not in first:
         return Headline(first, rest)
     prefix = first[:first.index("wiring leak:")]   # "With judge X, not the run's own judge (...): "
-    others = [c for c in cells if c.kind == v.LEAK and c is not measured[0]]
+    others = [c for c in cells if c.kind == v.LEAK and c is not measured[0] and ":" not in c.arm]
     return Headline(_leak_lead(measured[0], others, prefix), rest)
