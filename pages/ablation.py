@@ -25,6 +25,7 @@ from lib.diagnosis.ablation import (
     arm_label,
     four_readings_gap,
     four_readings_spec,
+    split_headline,
 )
 from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
 
@@ -46,7 +47,7 @@ st.caption("Blank a field, re-judge the same samples with and without it, and se
 
 run_ids = loaders.run_ids(ctx.db_path, version)
 if not run_ids:
-    st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
+    st.info(f"This database holds no runs yet. {lib.app.ui.NO_RUNS_HINT}")
     st.stop()
 
 # -- what to test: defaults from the URL, else from the ablation shown, else the latest run ---------------
@@ -216,7 +217,11 @@ def render_result(row: dict, run_label: str) -> None:
     if st.session_state.get("abl_from_store") == result.ablation_id:
         st.info(f"Answered from stored results: this exact ablation finished at {row['updated_at']:%Y-%m-%d %H:%M}; "
                 f"no judge was called again.")
-    BANNERS[ablation_views.result_banner(result)](f"#### {md(result.summary)}")
+    said = split_headline(result.verdicts, result.summary)   # one sentence first; the caveats once, in small print
+    BANNERS[ablation_views.result_banner(result)](f"**{md(said.lead)}**")
+    if said.caveats:
+        st.caption(md(said.small_print))
+    _next_steps(result, row)
     tally = loaders.ablation_counts(ctx.db_path, version, result.ablation_id, int(row["total"]))
     st.caption(md(f"{run_label}. {tally.sentence} {result.saved}".rstrip()), help=judging_counts.HELP)
     note = loaders.job_note(ctx.db_path, result.ablation_id)
@@ -225,6 +230,19 @@ def render_result(row: dict, run_label: str) -> None:
     _verdicts(result)
     _per_sample_changes(result)
     _four_readings(result)
+
+
+def _next_steps(result: AblationResult, row: dict) -> None:
+    """Where the verdict leads: the incident it answers, the run on Trends, the Review week that carries it."""
+    run_id = result.spec.run_id
+    steps = ablation_views.next_steps(
+        run_id=run_id, metrics=result.spec.metrics, run_day=loaders.run_header(ctx.db_path, version, run_id)
+        .started_at.date(), launched=row["created_at"],
+        incidents=loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
+        latest_week=loaders.review_bounds(ctx.db_path, version))
+    with st.container(key="abl_next"):
+        for step in steps:
+            st.page_link(step.page, label=md(step.label), query_params=step.query, icon=":material/arrow_forward:")
 
 
 def _verdicts(result: AblationResult) -> None:
@@ -393,7 +411,7 @@ for b in briefs[:SHOW_ABLATIONS]:
     with st.container(border=True):
         st.page_link("pages/ablation.py", label=f"{md(b.ablation_id)} · {md(state)} · {b.created_at:%Y-%m-%d %H:%M}",
                      query_params={"ablation": b.ablation_id, "run": b.run_id}, icon=":material/science:")
-        st.caption(md(f"{b.what}. {b.summary} {b.progress}"))
+        st.caption(md(f"{b.what}. {b.lead} {b.progress}"))
 if len(briefs) > SHOW_ABLATIONS:
     st.caption(f"{len(briefs) - SHOW_ABLATIONS} older ablation(s) not shown.")
 

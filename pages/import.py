@@ -40,7 +40,7 @@ from lib.presentation.report import md_escape
 PREVIEW_ROWS = 20
 SHOW_ERRORS = 10     # as lines of text; the table below holds them all
 
-ctx = lib.app.ui.sidebar()
+ctx = lib.app.ui.sidebar(create=True)   # a new database path: the first run recorded here creates it
 st.title("Import")
 st.caption("Record your own eval file as a run: its samples, and either the scores it carries or scores from "
            "the judge configured for this dashboard. Nothing is written until you press Record.")
@@ -114,11 +114,19 @@ if uploaded is not None and read_as != TABLE:
     st.page_link("pages/trends.py", label="See it on Trends", icon=":material/show_chart:")
     st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": run_id})
     st.stop()
+# As the CLI: a file without scores is scored (`score`, every metric), a file with scores recorded as it is (`ingest`)
+if uploaded is not None:
+    digest = hashlib.sha256(uploaded.getvalue()).hexdigest()
+    if st.session_state.get("_imp_seeded_for") != digest:   # each new file: its default, then the user's choice
+        carried = load_upload(uploaded.name, digest, uploaded.getvalue(), ())
+        st.session_state["imp_score"] = carried.frame is not None and not has_scores(carried.frame)
+        st.session_state["_imp_seeded_for"] = digest
 score_here = st.toggle(f"Score it with the judge ({ctx.judge})", key="imp_score",
                        help="Off: record the scores the file carries. On: judge the samples with our harness "
-                            "(each judge sees only the fields its metric receives).")
-metrics = st.multiselect("Metrics to score", METRIC_NAMES, default=["faithfulness"], key="imp_metrics",
-                         disabled=not score_here)
+                            "(each judge sees only the fields its metric receives). On by default for a file that "
+                            "carries no score column, as `python -m lib score` scores it.")
+metrics = st.multiselect("Metrics to score", METRIC_NAMES, default=list(METRIC_NAMES), key="imp_metrics",
+                         disabled=not score_here, help="Every metric by default, as `python -m lib score`.")
 if uploaded is None:
     st.info("Upload a file to see its columns, a preview and any bad rows.")
     st.stop()
@@ -145,9 +153,10 @@ for column, likely in unknown_columns(upload.frame):
                                                                 "no field or score of ours has a name like it.")),
                icon=":material/warning:")
 st.success(f"{len(upload.frame)} rows, no problem found.")
-if not score_here and not has_scores(upload.frame):
-    st.warning("This file carries no score column and scoring is off: recording it gives a run with no metric. "
-               "Turn on scoring, or add the score columns.", icon=":material/warning:")
+no_metric = not score_here and not has_scores(upload.frame)   # recording would give a run with no metric
+if no_metric:
+    st.warning("This file carries no score column and scoring is off: recording it would give a run with no "
+               "metric, so Record run waits. Turn on scoring, or add the score columns.", icon=":material/warning:")
 run_id = st.text_input("Run id", value=f"import-{datetime.now():%Y-%m-%d-%H%M}", key="imp_run_id").strip()
 replace, replace_confirmed = ui_replacing.replace_choice(ctx, run_id, key="imp_replace")
 # scoring with a paid judge is for the people the operator lists, as launching an ablation is (lib.app.access)
@@ -180,7 +189,7 @@ def recorded(job: str, samples: int, scored: tuple[str, ...], *, replaced: bool 
 
 
 if not st.button("Record run", type="primary", key="imp_record",
-                 disabled=not run_id or (score_here and not (metrics and may_score))
+                 disabled=not run_id or no_metric or (score_here and not (metrics and may_score))
                  or not replace.may_record(confirmed=replace_confirmed)):
     if "imp_job" in st.session_state:
         scoring(st.session_state["imp_job"])

@@ -45,7 +45,7 @@ history = loaders.history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")
     show_rejected(rejected)
-    st.info("This database holds no runs yet. Record one with `python -m lib ingest`.")
+    st.info(f"This database holds no runs yet. {ui.NO_RUNS_HINT}")
     st.stop()
 cards = loaders.metric_cards(ctx.db_path, ctx.version, ui_history.version(ctx))
 recent, earlier = views.recent_jumps(loaders.jumps(ctx.db_path, ctx.version))

@@ -113,7 +113,7 @@ for finding in rev.jumps:
                  hide_index=True, column_config=SUSPECT_COLUMNS, row_height=WRAPPED_ROW)
     tested = [a for a in finding.ablations if a.summary]
     for a in tested:
-        st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.summary)}")
+        st.markdown(f"Ablation **{md(a.ablation_id)}**: {md(a.lead)}")
     blank = next((s.blank for s in j.suspects if s.blank), None)
     if blank and not tested:
         st.page_link("pages/ablation.py", label=f"Test it: ablate {md(j.metric)} with {md(blank)} blanked",
@@ -144,14 +144,16 @@ if rev.canary_alarms:
 
 st.subheader("Ablations")
 if not rev.ablations:
-    st.caption("No ablation tested these runs, and none was launched in this range.")
+    st.caption("No ablation tested these runs, and none was launched in this range or since, before the next run.")
 for a in rev.ablations:
     with st.container(border=True):
         st.page_link("pages/ablation.py", label=f"{md(a.ablation_id)} on {md(a.run_id)} · {md(a.status)}",
                      query_params={"ablation": a.ablation_id, "run": a.run_id}, icon=":material/science:")
         st.caption(md(f"{a.what}. Launched {a.created_at:%Y-%m-%d %H:%M}. {a.progress}"), help=judging_counts.HELP)
         if a.summary:
-            (st.error if a.alarming else st.success)(f"**{md(a.summary)}**")
+            (st.error if a.alarming else st.success)(md(a.lead))   # one sentence; its caveats once, small
+            if a.caveats:
+                st.caption(md(" ".join(a.caveats)))
         if a.verdicts:
             st.markdown("\n".join(f"- {md(sentence)}" for _, sentence in a.verdicts))
 

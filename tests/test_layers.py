@@ -223,8 +223,8 @@ def _outside_the_store() -> list[Path]:
 
 
 def test_no_sql_outside_lib_store() -> None:
-    """Every query lives in lib/store (DESIGN.md section 3): anywhere else, SQL text or a connection's execute is
-    a query the migrations, the Parquet export and the reviewers of lib/store never see."""
+    """Every query lives in lib/store (lib/README.md, lib/store/README.md): anywhere else, SQL text or a
+    connection's execute is a query the migrations, the Parquet export and the reviewers of lib/store never see."""
     found = {str(p.relative_to(ROOT)): _sql_in(p) for p in _outside_the_store()}
     assert {k: v for k, v in found.items() if v} == {}
 

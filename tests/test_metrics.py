@@ -8,7 +8,7 @@ from lib.core.errors import WiringError
 from lib.core.metrics import METRIC_NAMES, METRICS, get_metric, items_of, sample_score, split_sentences, wiring_table
 from lib.core.samples import EvalSample
 
-# The table in DESIGN.md section 1, written out by hand.
+# The wiring table (README.md, "The wiring table"), written out by hand.
 WIRING = {
     "faithfulness": ("answer", "contexts", {"question", "ground_truth"}),
     "answer_relevance": ("answer", "question", {"contexts", "ground_truth"}),

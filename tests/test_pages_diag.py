@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from datetime import date, timedelta
@@ -12,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from lib.core.records import CANARY
 from lib.diagnosis.ablation import AblationSpec
+from lib.diagnosis.ablation._lead import sentences
 from lib.diagnosis.trends import canary_status, find_jumps
 from lib.presentation import review
 from lib.store import Store
@@ -87,6 +89,22 @@ def test_an_ablation_launched_from_the_page_yields_a_leak_and_a_second_launch_is
     wait_for(at, has_leak)
     assert has_leak(at), texts(at.error) + texts(at.warning)
     assert any("wiring leak: faithfulness" in t for t in texts(at.error))      # the summary, in words
+    # issue 46 item 2: one sentence first, to the cells' three places, and the caveats once, in small print
+    banner = next(t for t in texts(at.error) if "wiring leak: faithfulness" in t).replace("\\_", "_")
+    cell = next(t for t in texts(at.error) if t.startswith("LEAK: faithfulness moves")).replace("\\_", "_")
+    moved = re.search(r"moves ([+-]\d\.\d{3})", cell)
+    assert moved and f"moves {moved.group(1)} when ground_truth is blanked" in banner, (banner, cell)
+    assert len(sentences(banner)) == 1 and "cell(s)" not in banner, banner
+    small = [t for t in texts(at.caption) if "Judged sequentially" in t]
+    assert len(small) == 1, texts(at.caption)
+    # issue 46 item 1: the next step, where the verdict stands: the incident, the run on Trends, the Review week
+    links = [(link.proto.page, link.proto.label) for link in at.get("page_link")]
+    with Store(app_db) as store:
+        latest = review.default_range(store)
+    assert latest
+    for words in ("The incident it answers, on the Overview: faithfulness", f"{leak_run} on Trends",
+                  f"to {latest[1]}, which carries it"):
+        assert any(words in label.replace("\\", "") for _, label in links), links
     assert "Metrics x fields" in texts(at.subheader)
     assert "Per-sample changes" in texts(at.subheader)
     assert not any("Answered from stored results" in t for t in texts(at.info))

@@ -31,7 +31,7 @@ SAMPLE = EvalSample(
     ground_truth="Backups are retained for 30 days.",
 )
 
-# Each metric with the two fields it must never receive (DESIGN.md section 1).
+# Each metric with the two fields it must never receive (the wiring table in README.md).
 NEVER = [
     ("faithfulness", "question"), ("faithfulness", "ground_truth"),
     ("answer_relevance", "contexts"), ("answer_relevance", "ground_truth"),

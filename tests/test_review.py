@@ -232,3 +232,65 @@ def test_the_plain_text_export_has_no_markdown_left() -> None:
         "Summary\n-------\n\n- faithfulness moved *a lot*\n\n"
         "- metric: faithfulness; run: nightly|1; change: -0.194\n- metric: context_recall; run: r2\n\n"
         "Nothing else.\n\nLEAK: faithfulness moves\n\nraw `code` kept\n")
+
+
+# -- the default week carries what was launched after its last run (issue 46 item 3) ------------------------------
+def _quiet_run(run_id: str, day: date) -> RunRecord:
+    samples = [_sample(k, "Audit logs are retained for 90 days.") for k in range(3)]
+    judge = OfflineJudge()
+    inst = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+    metric = MetricRecord("faithfulness", score_samples(samples, inst, judge, seed=1), judge.model, inst.template,
+                          PROJECTED, MAIN, judge.model)
+    return RunRecord(run_id, datetime.combine(day, datetime.min.time()).replace(hour=2), {}, {MAIN: samples}, [metric])
+
+
+@pytest.fixture(scope="module")
+def three_nights(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """Runs on March 1, 10 and 11; the March 1 run ablated today, long after the last run."""
+    with Store(tmp_path_factory.mktemp("launched") / "three.duckdb") as store:
+        for run_id, day in (("n1", date(2026, 3, 1)), ("n2", date(2026, 3, 10)), ("n3", date(2026, 3, 11))):
+            store.record_run(_quiet_run(run_id, day))
+        spec = AblationSpec("n1", ("faithfulness",), ("ground_truth",), repeats=1)
+        run_ablation(store, spec, OfflineJudge(spec.judge))
+        yield store
+
+
+@pytest.mark.parametrize(("start", "end", "listed"), [
+    (date(2026, 3, 5), date(2026, 3, 11), True),    # the default week: n1 is out, but it was ablated after n3
+    (date(2026, 3, 1), date(2026, 3, 7), True),     # the ablated run is in range
+    (date(2026, 3, 2), date(2026, 3, 9), False),    # neither its run nor its launch: launched after n2 and n3
+    (date(2026, 3, 10), date(2026, 3, 10), False),  # a later run (n3) started between this range and the launch
+])
+def test_a_range_lists_an_ablation_of_its_runs_or_launched_before_the_next_run(
+        three_nights: Store, start: date, end: date, listed: bool) -> None:
+    assert review.default_range(three_nights) == (date(2026, 3, 5), date(2026, 3, 11))
+    rev = review.review(three_nights, start, end)
+    assert ([a.run_id for a in rev.ablations] == ["n1"]) is listed
+    assert ("1 ablation(s) in range" in " ".join(rev.headline)) is listed
+    text = review.review_markdown(rev)
+    assert ("### " in text and "on n1" in text) is listed
+
+
+# -- the verdict in one sentence, the caveats once (issue 46 item 2) ----------------------------------------------
+def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_once(demo_store: Store) -> None:
+    from lib.diagnosis.ablation._lead import sentences
+    from lib.diagnosis.incidents import _incidents as incidents
+    from lib.presentation.mdtext import md_text
+
+    day = _day("harness refactor")
+    rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+    brief = next(a for a in rev.ablations if a.summary)
+    leak = next(c for c in brief.cells if c[2] == "LEAK")
+    cell = next(s for k, s in brief.verdicts if k == "LEAK" and "when ground_truth is blanked" in s)
+    figure = re.search(r"moves ([+-]\d\.\d{3})", cell)
+    assert figure and leak[1] == "ground_truth"
+    lead = f"wiring leak: faithfulness moves {figure.group(1)} when ground_truth is blanked"
+    text = review.review_markdown(rev)
+    assert lead in text and "cell(s)" not in text
+    caveats = sentences(brief.summary)[1:]
+    assert caveats and all(text.count(md_text(c)) == 1 for c in caveats), [text.count(md_text(c)) for c in caveats]
+    assert rev.jumps[0].sentence.count(lead) == 1 and not any(c in rev.jumps[0].sentence for c in caveats)
+
+    found, _ = incidents.load(demo_store)
+    said = [e for i in found for e in i.evidence if e.startswith(f"ablation {brief.ablation_id}:")]
+    assert said and all(lead in e and len(sentences(e)) == 1 for e in said), said

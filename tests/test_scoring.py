@@ -80,7 +80,7 @@ def test_score_hands_the_run_over_through_the_inbox_when_the_database_is_held(fr
     with Store(fresh_db) as owner:   # the dashboard owns the file: the command is another process, as a nightly job is
         proc = cli_process("score", "--db", fresh_db, source, "--run-id", "nightly", "--metrics", "faithfulness")
         assert proc.returncode == 0, proc.stderr
-        assert "handed run nightly" in proc.stdout
+        assert "so run nightly was handed over through the inbox (" in proc.stdout, proc.stdout
         assert inbox.drain(owner, fresh_db.parent / "inbox") == ["nightly"]
         row = owner.run_metrics("nightly").iloc[0]
         assert (row["metric"], row["scorer"], row["binding"]) == ("faithfulness", "evaldrift", PROJECTED)

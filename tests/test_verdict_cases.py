@@ -1,7 +1,7 @@
 """Issue 10's failures, each rebuilt on a small synthetic run made in the test (not the demo).
 
 Each case records a run whose stored scores its own instrument produced, then
-ablates it and checks what the verdict may say (DESIGN.md section 6).
+ablates it and checks what the verdict may say (README.md's verdict table, lib/diagnosis/README.md).
 """
 
 from __future__ import annotations

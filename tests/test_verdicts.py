@@ -3,7 +3,8 @@ lib.diagnosis.ablation.classify turns a row red.
 
 The evidence in each row is written by hand from the rule's definition (paired
 interval, noise band, headroom, failures, static evidence, replay); the
-expected verdict is what DESIGN.md section 6 says the tool may claim.
+expected verdict is what README.md's verdict table and lib/diagnosis/README.md
+say the tool may claim.
 """
 
 from __future__ import annotations

@@ -59,3 +59,37 @@ def test_the_nightly_job_snippet_records_a_run(tmp_path: Path, monkeypatch: pyte
         metrics = store.run_metrics("nightly-2026-12-03").set_index("metric")
     assert sorted(metrics.index) == ["answer_correctness", "faithfulness"]
     assert set(metrics["scorer"]) == {"evaldrift"} and set(metrics["binding"]) == {"projected"}
+
+
+# -- docs that hold when followed (issue 46 item 9) ---------------------------------------------------------------
+def test_the_nightly_snippets_correct_answer_scores_as_supported(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block("nightly", "python"), "README nightly block", "exec"), {})
+    with Store(tmp_path / "evals.duckdb") as store:
+        metrics = store.run_metrics("nightly-2026-12-03").set_index("metric")
+    # its one answer is right and its passage states it: a score of 0 would teach the reader the judge is broken
+    assert metrics.loc["faithfulness", "score"] == 1.0 and metrics.loc["answer_correctness", "score"] == 1.0
+
+
+def test_the_walkthrough_leaves_the_clone_clean() -> None:
+    """`evals.duckdb` and `finding.md`, which the walkthrough writes at the clone's root, are git-ignored."""
+    written = re.findall(r"--(?:db|out) (\S+)", block("walkthrough", "bash"))
+    assert set(written) == {"evals.duckdb", "finding.md"}
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *sorted(set(written))], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.stdout.split() == sorted(set(written)), proc.stdout + proc.stderr
+
+
+def test_the_calibrate_example_names_a_template_that_ships() -> None:
+    from lib.jobs._demo import LEAKY_FAITHFULNESS
+
+    doc = (ROOT / "lib" / "diagnosis" / "README.md").read_text(encoding="utf-8")
+    [named] = re.findall(r"calibrate --db \S+ --template (\S+)", doc)
+    assert (ROOT / named).read_text(encoding="utf-8") == LEAKY_FAITHFULNESS   # the demo's leaky template, as run
+
+
+def test_no_test_cites_a_design_document_the_repository_lacks() -> None:
+    cited = [p.name for p in (ROOT / "tests").glob("test_*.py") if "DESIGN.md" in p.read_text(encoding="utf-8")
+             and p.name != "test_walkthrough.py"]
+    assert (ROOT / "DESIGN.md").exists() or cited == [], cited

@@ -145,8 +145,11 @@ def ensure_navigation() -> None:
     st.stop()
 
 
-def sidebar() -> Context:
-    """Database and judge pickers (choices from the operator's settings); returns the page context."""
+def sidebar(*, create: bool = False) -> Context:
+    """Database and judge pickers (choices from the operator's settings); returns the page context.
+
+    `create`: open a database that does not exist yet by creating it (the Import page), instead of saying so.
+    """
     ensure_navigation()
     new_script_run()
     s = load_settings()
@@ -163,7 +166,7 @@ def sidebar() -> Context:
                                   "the OpenAI-compatible server at OPENAI_BASE_URL.")
     endpoint = OFFLINE if judge in VARIANTS else s.endpoint
     path = offered[name]
-    store = _open_or_stop(path, name)
+    store = _open_or_stop(path, name, create=create)
     for folder in inbox.folders_drained(path, s):   # EVALDRIFT_INBOX, and beside the database (lib.intake.inbox)
         inbox.drain(store, folder)
     with st.sidebar:
@@ -214,13 +217,20 @@ def _demo_progress(path: Path) -> None:
     st.stop()
 
 
-def _open_or_stop(path: Path, name: str) -> Store:
-    """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page."""
+NO_RUNS_HINT = ("Record a first run on the Import page, or with `python -m lib score FILE --db PATH` (your file, "
+                "scored by the judge) or `python -m lib import FILE --db PATH` (another tool's results).")
+
+
+def _open_or_stop(path: Path, name: str, *, create: bool = False) -> Store:
+    """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page.
+
+    `create`: a missing file is created (the Import page records a first run into a new database).
+    """
     if not path.exists() and settings.is_demo_path(path):
         _demo_progress(path)
-    if not path.exists() and not settings.is_demo_path(path):
-        st.error(f"No database {md_literal(name)} yet. Create it with `python -m lib ingest` or "
-                 "`python -m lib demo --db PATH`.")
+    if not path.exists() and not settings.is_demo_path(path) and not create:
+        st.error(f"No database {md_literal(name)} yet. {NO_RUNS_HINT}")
+        st.page_link("pages/import.py", label="Record a first run on the Import page", icon=":material/upload:")
         st.stop()
     try:
         return open_store(str(path))

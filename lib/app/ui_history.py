@@ -52,13 +52,24 @@ def version(ctx: Context) -> str:
     return f"{ctx.version}|{hs.version(ctx.store)}"
 
 
+TYPED_NAME = "typed_name"   # the name typed on any page, kept apart from the widgets (Streamlit forgets a widget's
+                            # value on a page that does not draw it), so the next page's field starts with it
+
+
 def current_user(ctx: Context, key: str) -> str:
     """Who is acting: the signed-in user (st.user, through lib.app.gate) when login is on, else a name typed into
-    a field (kept per session)."""
+    a field (kept per session, and carried from page to page)."""
     if ctx.user:
         st.caption(f"Recorded as {md(ctx.user)} (signed in).")
         return ctx.user
-    return st.text_input("Your name", key=key, help="Recorded with each state change (login is off).")
+    if st.session_state.get(key) in (None, "") and st.session_state.get(TYPED_NAME):
+        st.session_state[key] = st.session_state[TYPED_NAME]
+
+    def keep() -> None:
+        st.session_state[TYPED_NAME] = st.session_state[key]
+
+    return st.text_input("Your name", key=key, on_change=keep,
+                         help="Recorded with each state change and label (login is off).")
 
 
 @st.cache_data(show_spinner="Counting what the re-judge will cost...")

@@ -69,6 +69,11 @@ def _pipeline(text: str | None) -> dict | None:
 
 
 def _describe_run(run: RunRecord) -> str:
+    return f"run {run.run_id}: {_run_details(run)}"
+
+
+def _run_details(run: RunRecord) -> str:
+    """'40 samples; faithfulness 0.812 (n=40)'."""
     from lib.core.results import aggregate
 
     n = sum(len(ss) for ss in run.samples.values())
@@ -77,7 +82,7 @@ def _describe_run(run: RunRecord) -> str:
         agg = aggregate(m.results)
         failed = f", {agg.n_failed} failed" if agg.n_failed else ""
         parts.append(f"{m.metric} {_fmt(agg.score)} (n={agg.n}{failed})")
-    return f"run {run.run_id}: {n} samples; " + ("; ".join(parts) if parts else "no metric columns")
+    return f"{n} samples; " + ("; ".join(parts) if parts else "no metric columns")
 
 
 def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
@@ -86,14 +91,14 @@ def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: dateti
         say_replaced(db, run.run_id, since)
     else:
         folder = where.path.parent
-        who = ("the owner records it on its next page load, or the next command that opens the database"
-               if folder == inbox.beside(db) else
-               f"EVALDRIFT_INBOX: the owner records it only if it drains this folder, that is if its own "
-               f"EVALDRIFT_INBOX names {folder} too; this recorder cannot know the owner's settings (every owner "
-               f"drains {inbox.beside(db)})")
-        print(f"{db} is held by another process; handed {_describe_run(run)} over through the inbox: "
-              f"{where.path} ({who}; an earlier copy of run {run.run_id}, if any is kept: "
-              "`python -m lib archive list`)")
+        owner = ("The owner records it on its next page load, or the next command that opens the database"
+                 if folder == inbox.beside(db) else
+                 f"The owner records it only if it drains EVALDRIFT_INBOX's folder, that is if its own "
+                 f"EVALDRIFT_INBOX names {folder} too: this recorder cannot know the owner's settings (every owner "
+                 f"drains {inbox.beside(db)})")
+        print(f"{db} is held by another process, so run {run.run_id} was handed over through the inbox "
+              f"({_run_details(run)}): {where.path}. {owner}; an earlier copy of run {run.run_id}, if any, is kept "
+              "(`python -m lib archive list`).")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -182,6 +182,11 @@ def mlflow_evaluations(name: str, data: bytes) -> list[str]:
     return []
 
 
+# The Import page's own fields, named where the CLI would name a flag (lib.intake.importers.CLI_ASKS)
+PAGE_ASKS = {"grader": "the Grader model field", "tool_version": "the Tool version field",
+             "metric_map": "the Metric map field (SCORER=METRIC)"}
+
+
 def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, started_at: datetime | None = None,
                         pipeline: Mapping[str, object] | None = None, version: str | None = None,
                         grader: str | None = None, provider: str | None = None,
@@ -197,7 +202,7 @@ def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, starte
         try:
             return prepare_import(path, run_id=run_id, fmt=fmt, started_at=started_at, pipeline=pipeline,
                                   version=version or None, grader=grader or None, provider=provider or None,
-                                  metric_map=metric_map or None, source=name)
+                                  metric_map=metric_map or None, source=name, asks=PAGE_ASKS)
         except InputError as exc:   # a reader names the file it read: the server's temporary path, never shown
             raise _renamed(exc, name, path) from None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 import pandas as pd
 
@@ -19,9 +19,11 @@ from lib.diagnosis.ablation import (
     REPLAY_MISMATCH,
     AblationResult,
     is_control,
+    split_headline,
     swap_arm,
     tested_fields,
 )
+from lib.diagnosis.incidents import Incident
 from lib.presentation.judging_counts import JudgingCounts, counts
 from lib.store import Store
 
@@ -51,6 +53,8 @@ class AblationBrief:
     cells: tuple[tuple[str, str, str], ...] = ()   # (metric, arm, verdict kind) per cell
     tally: JudgingCounts | None = None        # what became of its judgings (lib.presentation.judging_counts)
     swaps: tuple[str, ...] = ()               # fields swapped with another sample's
+    lead: str = ""                            # the summary's one sentence to read first ('' until done)
+    caveats: tuple[str, ...] = ()             # the summary's other sentences: small print, said once
 
     @property
     def what(self) -> str:
@@ -90,6 +94,7 @@ def _brief(row: pd.Series, tally: JudgingCounts | None = None) -> AblationBrief:
     result = AblationResult.from_dict(parsed) if parsed else None
     verdicts = tuple((v.kind, v.sentence) for v in result.verdicts) if result else ()
     mismatches = tuple(r.sentence for r in result.replay if r.mismatch) if result else ()
+    said = split_headline(result.verdicts, result.summary) if result else None
     return AblationBrief(
         ablation_id=str(row["ablation_id"]), run_id=str(row["run_id"]), created_at=row["created_at"],
         status=str(row["status"]), done=int(row["done"]), total=int(row["total"]),
@@ -99,6 +104,7 @@ def _brief(row: pd.Series, tally: JudgingCounts | None = None) -> AblationBrief:
         four=result.four.sentence if result and result.four else None,
         cells=tuple((v.metric, v.arm, v.kind) for v in result.verdicts) if result else (), tally=tally,
         swaps=tuple(spec.get("swaps") or ()),
+        lead=said.lead if said else "", caveats=said.caveats if said else (),
     )
 
 
@@ -172,3 +178,61 @@ def sentence_level(kind: str) -> str:
     if kind in (INCONCLUSIVE, REPLAY_MISMATCH):
         return "warning"
     return "success"
+
+
+# -- where to go from a verdict (issue 46 item 1) ---------------------------------------------------------------
+TRENDS_DAYS = 14   # Trends opens on the run with two weeks either side: the jump and what came before and after
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """A link offered beside a verdict: the page, its label and its deep-link parameters."""
+
+    page: str
+    label: str
+    params: tuple[tuple[str, str], ...]
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.params)
+
+
+def carrying_week(launched: datetime, latest: tuple[date, date]) -> tuple[date, date]:
+    """The Review week that lists an ablation launched at `launched`: the latest week when it was launched on or
+    after the latest run's day (lib.presentation.review counts it there), else the seven days ending on its
+    launch day."""
+    if launched.date() >= latest[1]:
+        return latest
+    return launched.date() - timedelta(days=6), launched.date()
+
+
+def next_steps(*, run_id: str, metrics: Sequence[str], run_day: date, launched: datetime,
+               incidents: Sequence[Incident], latest_week: tuple[date, date] | None) -> tuple[NextStep, ...]:
+    """What to open after an ablation's verdict: the incident it answers on the Overview, the run on Trends and
+    the Review week that carries the ablation.
+
+    Args:
+        run_id: the ablated run.
+        metrics: the metrics it tested (an incident on one of them at this run is the one it answers).
+        run_day: the day the run started.
+        launched: when the ablation was launched.
+        incidents: the database's incidents (lib.diagnosis.incidents.load).
+        latest_week: the Review's default range (lib.presentation.review.default_range), None for no runs.
+    """
+    steps = []
+    answered = sorted((i for i in incidents if i.metric in metrics
+                       and run_id in {i.run_id, i.end_run, *(j.run_id for j in i.jumps)}),
+                      key=lambda i: not i.jumps)   # a jump or episode it tests before a canary alarm it explains
+    if answered:
+        steps.append(NextStep("pages/overview.py", f"The incident it answers, on the Overview: {answered[0].title}",
+                              ()))
+    metric = metrics[0] if len(metrics) == 1 else None
+    span = (("from", (run_day - timedelta(days=TRENDS_DAYS)).isoformat()),
+            ("to", (run_day + timedelta(days=TRENDS_DAYS)).isoformat()))
+    steps.append(NextStep("pages/trends.py", f"{run_id} on Trends" + (f", {metric}" if metric else ""),
+                          ((("metric", metric),) if metric else ()) + span))
+    if latest_week is not None:
+        start, end = carrying_week(launched, latest_week)
+        steps.append(NextStep("pages/review.py", f"The Review of {start:%Y-%m-%d} to {end:%Y-%m-%d}, which carries it",
+                              (("from", start.isoformat()), ("to", end.isoformat()))))
+    return tuple(steps)

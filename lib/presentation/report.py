@@ -30,7 +30,7 @@ from lib.core.prompts import fields_read, lint
 from lib.core.records import MAIN
 from lib.core.samples import FIELDS
 from lib.diagnosis import provenance, trends
-from lib.diagnosis.ablation import AblationResult, AblationSpec
+from lib.diagnosis.ablation import AblationResult, AblationSpec, split_headline
 from lib.presentation.mdtext import md_text
 from lib.presentation.run_list import missing_part
 from lib.store import Store
@@ -257,6 +257,12 @@ def _stored_ablations(store: Store, run_id: str, results: list[AblationResult]) 
     return pending
 
 
+def _headline_lines(res: AblationResult) -> list[str]:
+    """The verdict in one sentence, in bold, then its caveats once, in italics (lib.diagnosis.ablation._lead)."""
+    said = split_headline(res.verdicts, res.summary)
+    return [f"**{md_text(said.lead)}**", "", *([f"_{md_text(said.small_print)}_", ""] if said.caveats else [])]
+
+
 def _ablations(results: list[AblationResult], pending: list[str]) -> list[str]:
     out = ["## Ablations of this run", ""]
     if not results and not pending:
@@ -264,7 +270,7 @@ def _ablations(results: list[AblationResult], pending: list[str]) -> list[str]:
                       "--blank FIELD` runs one; `report --ablate` runs the ones the suspects call for.", ""]
     for res in results:
         out += [f"### {md_text(res.ablation_id)}: {md_text(_spec_words(res.spec))}", "",
-                f"**{md_text(res.summary)}**", ""]
+                *_headline_lines(res)]
         out += [f"- {md_text(v.sentence)}" for v in res.verdicts]
         out += [f"- replay check: {md_text(c.sentence)}" for c in res.replay]
         if res.four is not None:
@@ -319,7 +325,8 @@ def _summary(jumps: list[trends.Jump], results: list[AblationResult]) -> list[st
         out += [f"- {md_text(j.sentence)}" for j in jumps]
     else:
         out.append("- No metric jumped beyond noise at this run.")
-    out += [f"- Ablation {md_text(r.ablation_id)}: {md_text(r.summary)}" for r in results]
+    out += [f"- Ablation {md_text(r.ablation_id)}: {md_text(split_headline(r.verdicts, r.summary).lead)}"
+            for r in results]
     return [*out, ""]
 
 

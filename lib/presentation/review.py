@@ -68,7 +68,7 @@ class JumpFinding:
             text += "No recorded change explains it: re-judge both runs."
         done = [a for a in self.ablations if a.summary]
         if done:
-            text += f" Ablation {done[0].ablation_id}: {done[0].summary}"
+            text += f" Ablation {done[0].ablation_id}: {done[0].lead}"
         return text
 
 
@@ -243,9 +243,19 @@ def default_range(store: Store) -> tuple[date, date] | None:
     return max(bounds[0], bounds[1] - timedelta(days=WEEK - 1)), bounds[1]
 
 
-def _within(ts: object, lo: datetime, hi: datetime) -> bool:
+def _within(ts: object, lo: datetime, hi: datetime | None) -> bool:
     t = pd.Timestamp(ts).to_pydatetime()
-    return lo <= t < hi
+    return lo <= t and (hi is None or t < hi)
+
+
+def launch_window_end(store: Store, hi: datetime) -> datetime | None:
+    """Until when an ablation launched counts in a range ending before `hi`: the start of the next run, if any.
+
+    A range's meeting discusses what was launched after its last run too; the next run's week takes over
+    from then. None (open-ended) for a range that reaches the latest run, as the default week does.
+    """
+    later = [t for t in pd.to_datetime(store.runs()["started_at"]) if t.to_pydatetime() >= hi]
+    return min(later).to_pydatetime() if later else None
 
 
 def _side(jump: trends.Jump) -> str:
@@ -273,7 +283,8 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
     in_range = set(runs)
 
     briefs = ablation_briefs(store)
-    ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, hi))
+    launched_by = launch_window_end(store, hi)
+    ablations = tuple(b for b in briefs if b.run_id in in_range or _within(b.created_at, lo, launched_by))
 
     jumps = []
     for j in trends.find_jumps(store, suite=suite, history=history):
@@ -343,7 +354,7 @@ def review_markdown(rev: Review) -> str:
             abl = next((a for a in f.ablations if a.summary), None)
             cells = [md_text(j.metric), md_text(j.run_id), f"{j.before:.3f}", f"{j.after:.3f}", f"{j.delta:+.3f}",
                      f"{j.ratio:.1f}", md_text(f"{s.kind}: {s.description}") if s else "none",
-                     md_text(s.test) if s else "", md_text(f"{abl.ablation_id}: {abl.summary}") if abl else ""]
+                     md_text(s.test) if s else "", md_text(f"{abl.ablation_id}: {abl.lead}") if abl else ""]
             out.append("| " + " | ".join(cells) + " |")
     else:
         out.append("_Nothing moved beyond the judge's noise._")
@@ -363,12 +374,13 @@ def review_markdown(rev: Review) -> str:
         out.append("")
     out += ["## Ablations", ""]
     if not rev.ablations:
-        out.append("_No ablation of these runs, and none launched in this range._")
+        out.append("_No ablation of these runs, and none launched in this range or since, before the next run._")
     for a in rev.ablations:
         out += [f"### {md_text(a.ablation_id)} on {md_text(a.run_id)}", "",
                 f"{md_text(a.what)}. Status: {md_text(a.status)}. {md_text(a.progress)}", ""]
-        if a.summary:
-            out += [f"**{md_text(a.summary)}**", ""]
+        if a.summary:   # the verdict in one sentence, then its caveats once, in small print
+            out += [f"**{md_text(a.lead)}**", ""]
+            out += [f"_{md_text(' '.join(a.caveats))}_", ""] if a.caveats else []
         out += [f"- {md_text(sentence)}" for _, sentence in a.verdicts]
         out += [f"- {md_text(s)}" for s in a.mismatches]
         if a.four:

@@ -2,8 +2,8 @@
 
 Private modules, in import order: _verdicts (the pure verdict rule), _sequential (the confidence
 sequence), _spec (what an ablation asks for), _result (what it found), _verdict_words, _plan (its samples and
-the arms that need no call), _judging (judging its units), _analysis (stored results to verdicts),
-_sequential_run, _engine (run_ablation and the replay helpers).
+the arms that need no call), _lead (the summary split for a page), _judging (judging its units), _analysis
+(stored results to verdicts), _sequential_run, _engine (run_ablation and the replay helpers).
 """
 
 from lib.diagnosis.ablation._analysis import four_readings_gap
@@ -24,6 +24,7 @@ from lib.diagnosis.ablation._engine import (
     recorded_judge,
     run_ablation,
 )
+from lib.diagnosis.ablation._lead import Headline, split_headline
 from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
 from lib.diagnosis.ablation._sequential import CHUNK
@@ -42,6 +43,7 @@ __all__ = [
     "SWAPPABLE",
     "AblationResult",
     "AblationSpec",
+    "Headline",
     "arm_label",
     "blanked_fields",
     "four_readings_gap",
@@ -53,6 +55,7 @@ __all__ = [
     "plan",
     "recorded_judge",
     "run_ablation",
+    "split_headline",
     "swap_arm",
     "tested_fields",
 ]

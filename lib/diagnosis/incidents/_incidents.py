@@ -12,6 +12,7 @@ id is stable (kind, metric, first run), so its state follows it as history grows
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import pandas as pd
 
 from lib.core.errors import InputError
 from lib.core.records import MAIN
+from lib.diagnosis.ablation import AblationResult, split_headline
 from lib.diagnosis.rejudge import Series, finished_series
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.store import Store
@@ -165,9 +167,13 @@ def _jump_incident(group: tuple[Jump, ...], ablations: pd.DataFrame, series: dic
                 evidence.append(f"{label.get(sid, sid)}: {said}")
         for r in ablations[ablations["run_id"] == j.run_id].itertuples(index=False) if not ablations.empty else ():
             if r.status == "done" and isinstance(r.result, str):
-                import json
-
-                evidence.append(f"ablation {r.ablation_id}: {json.loads(r.result).get('summary', '')}")
+                raw = json.loads(r.result)
+                try:
+                    cells = AblationResult.from_dict(raw).verdicts
+                except InputError:   # a result another version wrote: its summary's first sentence still says it
+                    cells = []
+                # its verdict in one sentence; the caveats are the Ablation page's and the Review's small print
+                evidence.append(f"ablation {r.ablation_id}: {split_headline(cells, str(raw.get('summary', ''))).lead}")
     return Incident(incident_id("jump", first.metric, first.run_id), kind, first.metric, first.run_id,
                     first.started_at, title, tuple(evidence), group, last.run_id if kind == "episode" else None,
                     agreement=tuple(agreed), corrected=tuple(through))

@@ -65,6 +65,8 @@ def detect(path: str | Path) -> str:
     raise InputError("cannot tell the format: give one of " + ", ".join(FORMATS), source=str(path))
 
 
+# How a warning or error names the input that fixes it: the CLI's flags (the page passes its field names)
+CLI_ASKS = {"grader": "--grader", "tool_version": "--tool-version", "metric_map": "--metric-map SCORER=METRIC"}
 MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names --metric-map maps
 
 
@@ -142,7 +144,8 @@ class ImportPlan:
 def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, started_at: datetime | None = None,
                    pipeline: Mapping[str, object] | None = None, version: str | None = None,
                    metric_map: Mapping[str, str] | None = None, grader: str | None = None,
-                   provider: str | None = None, source: str | None = None) -> ImportPlan:
+                   provider: str | None = None, source: str | None = None,
+                   asks: Mapping[str, str] = CLI_ASKS) -> ImportPlan:
     """Read and validate another tool's file into a run and say what was found (the CLI and the page call this).
 
     Args:
@@ -159,6 +162,8 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
         provider: promptfoo: the provider whose results to import, when the file has several; MLflow: the
             evaluation (run id or name), when the store holds several.
         source: the name errors give the file (default: its path).
+        asks: how a warning names the input that fixes it (CLI_ASKS: the CLI's flags; the Import page passes
+            its own field names, lib.intake.uploads.PAGE_ASKS).
 
     Raises:
         InputError: an unreadable file, a file with no score we know, or a row and field that fails validation.
@@ -176,7 +181,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
     if not metrics:
         unmapped = [str(c) for c in got.notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
         unmapped += [str(c) for c in got.notes.get("assertions_not_read") or ()]  # type: ignore[attr-defined]
-        hint = "map one to ours with --metric-map SCORER=METRIC" if fmt in MAPPABLE else READ_BY[fmt]
+        hint = f"map one to ours with {asks['metric_map']}" if fmt in MAPPABLE else READ_BY[fmt]
         raise InputError("no score this tool names maps to one of our metrics ("
                          + (f"unmapped: {', '.join(unmapped)}; " if unmapped else "") + hint + ")",
                          field="metrics", source=name)
@@ -196,11 +201,11 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
         elif not judge:
             judge, place = grader, "given"
     if not judge:
-        warnings.append("the grader is not recorded in the file: give it (--grader), or its scores are "
+        warnings.append(f"the grader is not recorded in the file: give it ({asks['grader']}), or its scores are "
                         "unattributed and no judge change can be seen")
     tool_version = got.version or version
     if not tool_version:
-        warnings.append(f"the {got.tool} version is not recorded: give it (--tool-version); until then no "
+        warnings.append(f"the {got.tool} version is not recorded: give it ({asks['tool_version']}); until then no "
                         f"scoring-library change is drawn for this run")
     not_read = [str(c) for c in notes.get("unmapped_columns") or ()]  # type: ignore[attr-defined]
     if not_read:
