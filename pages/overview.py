@@ -63,10 +63,11 @@ st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} a
            f"Database {ui.md_literal(database)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)
 
-evidence = loaders.jump_evidence(ctx.db_path, ctx.version, ui_history.version(ctx))
+read_at = ui_history.panel_read_at(ctx)   # one version for the panel's loaders; a job ending mid-draw reruns it
+evidence = loaders.jump_evidence(ctx.db_path, ctx.version, read_at)
 sent = loaders.sent_alerts(ctx.db_path, ctx.version)
-ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, ui_history.version(ctx)),
-                          loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
+ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, read_at),
+                          loaders.incidents(ctx.db_path, read_at)[0],
                           loaders.jumps(ctx.db_path, ctx.version), evidence, announced=alerts.announced(sent))
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"

@@ -170,8 +170,10 @@ def test_failures_beyond_the_inconclusive_share_stop_the_job(db: Path) -> None:
 
     with OpenAIServer(responder) as server, Store(db) as store:
         spec = spec_on(server)
+        # the failures-in-a-row rule out of the way (the positive control's judgings of the doomed samples come
+        # together, in a row): the share decides
         outcome = run_guarded(store, spec, judge_on(server, max_attempts=1, concurrency=1),
-                              limits=Limits(failures=10))
+                              limits=Limits(failures=1000))
         assert outcome.result is None
         total = store.ablation(spec.ablation_id)["total"]  # type: ignore[index]
         assert outcome.stopped.startswith(f"stopped: {int(0.2 * total) + 1} judge calls failed, more than 20% of "

@@ -81,7 +81,9 @@ def ablate(db: Path, srv: OpenAIServer) -> tuple[AblationResult, int, OpenAIJudg
 def test_a_planted_12_sample_leak_is_leak_in_little_more_than_one_pass(leaky_db: Path,
                                                                        llama_server: OpenAIServer) -> None:
     result, estimated, judge = ablate(leaky_db, llama_server)
-    one_pass = 3 * N    # the baseline, ground_truth blanked, and the joint arm (question and ground_truth)
+    # the baseline, ground_truth blanked, the joint arm (question and ground_truth) and the positive control (the
+    # claims given perfect support; the judge's floor is the joint arm's prompt, answered from the call cache)
+    one_pass = 4 * N
     assert result.failures == {}, result.failures
     assert llama_server.n_calls <= 1.2 * one_pass, (llama_server.n_calls, result.accounting)
     assert llama_server.n_calls <= estimated                  # the estimate is an upper bound, probes included
@@ -144,15 +146,15 @@ def test_the_cli_says_what_it_measured_and_a_rerun_costs_nothing_and_says_so(
     assert "verdicts asked as json_object_schema" in first.stdout
     again = cli(*args)
     assert again.returncode == first.returncode and llama_server.n_calls == calls
-    # 54 judgings: 12 samples in four arms (baseline, ground_truth, the joint arm and the judge's floor), the first
-    # 3 samples' baseline three times before the repeats stopped
-    assert "answered from the store: no judge call now (when it ran: 54 judgings:" in again.stdout
+    # 66 judgings: 12 samples in five arms (baseline, ground_truth, the joint arm, the judge's floor and the positive
+    # control), the first 3 samples' baseline three times before the repeats stopped
+    assert "answered from the store: no judge call now (when it ran: 66 judgings:" in again.stdout
     # the Ablation page's estimate for it (the issue's page offered "Launch up to 2 calls to the paid judge")
     spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=llama_server.base_url)
     with Store(leaky_db) as store:
         estimate = estimate_ablation(store, spec, cacheable=True)
     assert estimate.calls == 0 and not needs_confirmation(estimate, None)
-    assert estimate.sentence.startswith("144 judgings, already made: this ablation is done")
+    assert estimate.sentence.startswith("180 judgings, already made: this ablation is done")   # 5 arms x 12 x 3
 
 
 def test_a_call_slower_than_the_setting_but_within_four_median_calls_is_waited_for() -> None:

@@ -326,14 +326,16 @@ def test_an_ablation_whose_judge_always_fails_scores_nothing_and_says_so(openai_
         assert result.summary.startswith("With judge evaldrift-test-model, not the run's own judge "
                                          "(offline-lexical-v2 for faithfulness): wiring leak")
         assert result.exit_code == 1
-        # over the four arms (baseline, ground_truth, joint, the judge's floor): twice the cell's two
-        assert result.failures == {"judge call failed: server error (500), after 2 attempts": failed * 2}
+        # over the five arms (baseline, ground_truth, joint, the judge's floor, the positive control): five times
+        # an arm's judgings, half the cell's two
+        every = failed // 2 * 5
+        assert result.failures == {"judge call failed: server error (500), after 2 attempts": every}
         row = store.ablation(spec.ablation_id)
-        assert row is not None and row["status"] == "done" and row["done"] == row["total"] == 240
+        assert row is not None and row["status"] == "done" and row["done"] == row["total"] == 300
         stored = store.ablation_results(spec.ablation_id)
-        assert len(stored) == 240 and stored["score"].isna().all()       # rows lost: 0, none scored
-        assert (stored["status"] == FAILED).sum() == failed * 2
-    assert openai_server.n_calls == 2 * failed * 2   # two attempts at each of the four arms' judgings
+        assert len(stored) == 300 and stored["score"].isna().all()       # rows lost: 0, none scored
+        assert (stored["status"] == FAILED).sum() == every
+    assert openai_server.n_calls == 2 * every   # two attempts at each of the five arms' judgings
 
 
 def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_server: OpenAIServer,
@@ -358,4 +360,4 @@ def test_an_ablation_with_few_failures_still_decides_and_counts_them(openai_serv
     assert v.kind == LEAK, v.sentence                  # the demo's leaking run, found through the faults
     assert (v.n, v.n_failed, v.n_units) == (len(judged) - 2, 8, 120)
     assert joint.kind == LEAK and joint.joint
-    assert sum(result.failures.values()) == 16         # 2 samples x 4 arms (the floor's too) x 2 repeats
+    assert sum(result.failures.values()) == 20         # 2 samples x 5 arms (the floor's and control's too) x 2

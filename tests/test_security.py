@@ -266,7 +266,9 @@ def test_quote_laden_ids_and_names_go_through_store_ingest_inbox_ablation_and_cl
         result = run_ablation(store, spec, OfflineJudge())
         assert result is not None and result.spec.run_id == EVIL[0]
         assert store.ablations(EVIL[0])["ablation_id"].tolist() == [spec.ablation_id]
-        assert len(store.ablation_results(spec.ablation_id)) == len(plan(store, spec).judged_arms("faithfulness")) * 22
+        planned = plan(store, spec)   # the arms judged, and the positive control beside them
+        arms = len(planned.judged_arms("faithfulness")) + bool(planned.judged_control("faithfulness"))
+        assert len(store.ablation_results(spec.ablation_id)) == arms * 22
         assert not per_sample_deltas(store, spec.ablation_id, "faithfulness", "contexts").empty
         assert trends.run_changes(store, EVIL[1]).prev_run_id == EVIL[0]
         assert set(provenance.provenance(store, EVIL[2])["sample_id"]) <= {f"{EVIL[2]}#{i}" for i in range(22)}

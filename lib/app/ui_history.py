@@ -52,6 +52,17 @@ def version(ctx: Context) -> str:
     return f"{ctx.version}|{hs.version(ctx.store)}"
 
 
+PANEL_READ_AT = "incident_panel_version"
+
+
+def panel_read_at(ctx: Context) -> str:
+    """The data version the incident panel's loaders read, kept for this script run: a re-judge that finishes
+    while the page draws (after its standings were read, before its own line is drawn) is caught up by one more
+    run (`_episode_rejudge`), so the panel never says "done" beside a standing that lacks the series."""
+    st.session_state[PANEL_READ_AT] = version(ctx)
+    return str(st.session_state[PANEL_READ_AT])
+
+
 TYPED_NAME = "typed_name"   # the name typed on any page, kept apart from the widgets (Streamlit forgets a widget's
                             # value on a page that does not draw it), so the next page's field starts with it
 
@@ -252,6 +263,8 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
         return
     row = hs.series(ctx.store, spec.series_id)
     if row is not None and row["status"] == "done":
+        if st.session_state.get(PANEL_READ_AT, version(ctx)) != version(ctx):
+            st.rerun()   # the series finished after the panel above was read: read it again, with the series
         st.caption(f"Re-judged with one instrument ({md(spec.label)}), over {md(spec.run_ids[0])} to "
                    f"{md(spec.run_ids[-1])} ({len(spec.run_ids)} runs): what it says is in "
                    "the line above and in the evidence, and the series is drawn on Trends.")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy.stats import norm
 
 CONFIDENCE = 0.95
 MIN_LABELS = 2   # a rectifier's spread needs two labels; fewer give no interval
@@ -124,7 +124,7 @@ def ppi_mean_arrays(people: np.ndarray, judged: np.ndarray, unlabelled: np.ndarr
     value = (s * unlabelled).mean(-1) + (people - s * judged).mean(-1)
     # the two terms are independent (disjoint samples): their variances add; ddof=0 as ppi_py's
     se = np.sqrt((s * unlabelled).var(-1) / big_n + (people - s * judged).var(-1) / n)
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return value, value - z * se, value + z * se, np.asarray(share, dtype=float)
 
 
@@ -155,7 +155,7 @@ def ppi_mean(people: np.ndarray, judged: np.ndarray, unlabelled: np.ndarray, *, 
         return None
     judge = float(np.concatenate([f, u]).mean())
     if len(u) == 0:
-        z = float(norm.ppf(0.5 + confidence / 2))
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
         m, se = float(y.mean()), float(y.std() / math.sqrt(len(y)))
         return Corrected(judge=judge, value=m, low=m - z * se, high=m + z * se, n_labelled=len(y), n_unlabelled=0,
                          lam=0.0, confidence=confidence, spread_rectifier=float(y.var()))
