@@ -228,9 +228,8 @@ def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
                 "buffer": (json.dumps(row) + "\n").encode()}])
     wait_for_app(page)
     record = page.locator(".st-key-imp_record button")
-    assert record.is_enabled()                        # recording the file's own scores is open to every user
-    page.locator(".st-key-imp_score label").first.click()   # score it with the sidebar's (paid) judge
-    wait_for_app(page)
+    # a file without scores is scored by default, as `score` does, with the sidebar's (paid) judge: only a listed
+    # user may launch it
     assert record.is_enabled() is may_score
     assert ("EVALDRIFT_ABLATION_USERS" in body_text(page)) is not may_score
     done(page)

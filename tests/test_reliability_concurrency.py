@@ -125,7 +125,7 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         outputs = [r.communicate(timeout=60) for r in recorders]
         for r, (out, err) in zip(recorders, outputs, strict=True):
             assert r.returncode == 0, (out, err)
-            assert "held by another process; handed" in out and "through the inbox" in out, out
+            assert "held by another process, so run" in out and "handed over through the inbox" in out, out
             assert "Traceback" not in err and "lock" not in err.lower(), err
 
         # The next refresh drains the inbox, here in all three sessions at once (each page load drains):

@@ -184,7 +184,7 @@ def mlflow_evaluations(name: str, data: bytes) -> list[str]:
 
 # The Import page's own fields, named where the CLI would name a flag (lib.intake.importers.CLI_ASKS)
 PAGE_ASKS = {"grader": "the Grader model field", "tool_version": "the Tool version field",
-             "metric_map": "the Metric map field (SCORER=METRIC)"}
+             "metric_map": "the Metric map field (SCORER=METRIC)", "started_at": "the Start time field"}
 
 
 def prepare_tool_upload(name: str, data: bytes, *, fmt: str, run_id: str, started_at: datetime | None = None,

@@ -66,7 +66,8 @@ def detect(path: str | Path) -> str:
 
 
 # How a warning or error names the input that fixes it: the CLI's flags (the page passes its field names)
-CLI_ASKS = {"grader": "--grader", "tool_version": "--tool-version", "metric_map": "--metric-map SCORER=METRIC"}
+CLI_ASKS = {"grader": "--grader", "tool_version": "--tool-version", "metric_map": "--metric-map SCORER=METRIC",
+            "started_at": "--started-at"}
 MAPPABLE = ("inspect", "deepeval", "mlflow")   # the formats whose score names --metric-map maps
 
 
@@ -223,7 +224,7 @@ def prepare_import(path: str | Path, *, run_id: str, fmt: str | None = None, sta
         when = datetime.now().replace(microsecond=0)
         notes["started_at"] = "the time of the import"
         warnings.append(f"the file records no start time: recorded at the time of the import, "
-                        f"{when:%Y-%m-%d %H:%M}; give the run's own with --started-at (the Import page: Start time)")
+                        f"{when:%Y-%m-%d %H:%M}; give the run's own with {asks['started_at']}")
     run = run_from_frame(frame, source=name, run_id=run_id, started_at=when,
                          pipeline=pipeline, judge_model=judge, templates=got.templates or None)
     # a metric whose own grader the file names (an Inspect scorer's model, a promptfoo assertion's provider) is
