@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.samples import EvalSample
 from lib.diagnosis.trends import change_events
@@ -39,12 +40,13 @@ SAMPLES = [EvalSample(f"s{i}", f"How many slots does the T{i}00 toaster have?", 
     ({"faithfulness": LEAKY_FAITHFULNESS}, REPLAY,
      {m: REPLAY if m == "faithfulness" else PROJECTED for m in DEFAULT_TEMPLATES}),
     (dict(DEFAULT_TEMPLATES), REPLAY, {m: REPLAY for m in DEFAULT_TEMPLATES}),   # every one given: every one replayed
+    ({}, REPLAY, None),   # replay with no template of its own would bind nothing: refused
 ])
 def test_each_metric_is_bound_as_its_own_template_asks(templates: dict, binding: str, expected: dict | None) -> None:
     run = None
     try:
         run = evaluate_run("r", SAMPLES, OfflineJudge(), templates=templates, binding=binding)
-    except Exception as exc:   # noqa: BLE001 (the refusal is the row's expectation)
+    except InputError as exc:   # the row's expectation: refused before any call
         assert expected is None, exc
         return
     assert expected is not None
@@ -55,7 +57,7 @@ def test_each_metric_is_bound_as_its_own_template_asks(templates: dict, binding:
 
 
 def test_check_templates_still_refuses_a_replayed_template_that_reads_a_missing_field() -> None:
-    with pytest.raises(Exception, match="does not have it"):
+    with pytest.raises(InputError, match="does not have it"):
         check_templates(["faithfulness"], {"faithfulness": LEAKY_FAITHFULNESS}, REPLAY,
                         fields=("question", "answer", "contexts"))
 

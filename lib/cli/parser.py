@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-model", metavar="M", help="the judge model that produced the scores")
     p.add_argument("--template", action="append", default=[], metavar="METRIC=FILE",
                    help="the judge template a metric's scores came from (repeatable)")
-    p.add_argument("--binding", choices=BINDINGS, help="how the templates were bound")
+    p.add_argument("--binding", choices=BINDINGS, help="how the given templates were bound")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("score", help="score a JSONL/CSV/Parquet file of samples with our harness; record the run")
@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score a metric with this template instead of the default (repeatable)")
     p.add_argument("--binding", choices=BINDINGS, default="projected",
                    help="projected (default: each judge sees only what its metric receives) or replay "
-                        "(the template against the whole sample; needs --template)")
+                        "(each metric given a --template: its template against the whole sample; the others "
+                        "stay projected)")
     p.add_argument("--started-at", metavar="ISO", help="when the run happened (default: now)")
     p.add_argument("--pipeline", metavar="JSON", help="the pipeline config as a JSON object")
     p.set_defaults(func=cmd_score)

@@ -321,7 +321,8 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
         templates: metric name (or its Ragas alias) -> the judge template text
             that produced its scores; metrics without one are unattributed.
             Templates for metrics the file does not score are ignored.
-        binding: how the templates were bound ("projected" or "replay"), or None.
+        binding: how the templates were bound ("projected" or "replay"), or None; recorded for the metrics
+            given a template only.
         suite: the suite the samples belong to.
         scorer: the scoring library and version that computed the scores, if not ours.
 
@@ -344,8 +345,10 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
         started_at=started_at if started_at is not None else datetime.now().replace(microsecond=0),
         pipeline=pipeline if pipeline is not None else {},
         samples={suite: samples},
+        # a binding is how a template was bound: a metric given no template records none (it would be five
+        # binding markers on Trends for one metric's template)
         metrics=[MetricRecord(metric=m, results=rs, judge_model=judge_model, template=chosen.get(m),
-                              binding=binding, suite=suite, scorer=scorer)
+                              binding=binding if m in chosen else None, suite=suite, scorer=scorer)
                  for m, rs in results.items()],
         fields=present_fields(df),
     )

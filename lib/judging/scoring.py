@@ -11,8 +11,10 @@ Two faces of one job:
 
 New runs use the projected binding: each metric's judge sees only the fields
 the wiring table lets it receive, so our own scoring cannot leak. The replay
-binding (a template rendered against the whole sample) is allowed only with
-templates given explicitly, to record a run as another harness wired it.
+binding (a template rendered against the whole sample) binds only the metrics
+given a template explicitly, to record a run as another harness wired it; the
+others keep the projected default, so one changed template is one metric's
+new instrument.
 
 Resuming: a model judge's valid replies go to a call cache kept beside the
 database (`.<db name>.score-cache.duckdb`); scoring the same file again, after
@@ -64,9 +66,9 @@ def check_templates(metrics: Sequence[str], templates: Mapping[str, str], bindin
     """The template each metric is scored with, checked before any judge call.
 
     Raises:
-        InputError: an unknown metric or binding, replay without an explicit
-            template, or a template that reads a field the metric's projected
-            view lacks (projected) or the file does not have (replay).
+        InputError: an unknown metric or binding, replay with no template given, or a template that reads a
+            field the metric's projected view lacks (projected) or the file does
+            not have (replay, for a metric given its own template).
     """
     if binding not in BINDINGS:
         raise InputError(f"unknown binding {binding!r}; use {' or '.join(BINDINGS)}", field="binding")
@@ -74,22 +76,32 @@ def check_templates(metrics: Sequence[str], templates: Mapping[str, str], bindin
         if name not in METRIC_NAMES:
             raise InputError(f"template for unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}",
                              field="templates")
+    if binding == REPLAY and metrics and not any(m in templates for m in metrics):
+        # replay binds the metrics given a template of their own: with none, it would bind nothing in silence
+        m = metrics[0]
+        raise InputError(f"the replay binding renders a metric's own template against the whole sample: give "
+                         f"one explicitly (--template {m}=FILE)", field="binding")
     chosen: dict[str, str] = {}
+    bound = metric_bindings(metrics, templates, binding)
     for m in metrics:
         get_metric(m)
-        if binding == REPLAY and m not in templates:
-            raise InputError(f"the replay binding renders a template against the whole sample: give {m}'s "
-                             f"template explicitly (--template {m}=FILE)", field="binding")
         template = templates.get(m, DEFAULT_TEMPLATES[m])
         read = fields_read(template, m)
-        allowed = get_metric(m).receives if binding == PROJECTED else frozenset(fields)
+        allowed = get_metric(m).receives if bound[m] == PROJECTED else frozenset(fields)
         extra = sorted(read - allowed, key=FIELDS.index)
         if extra:
-            why = (f"{m} does not receive it (projected binding)" if binding == PROJECTED
+            why = (f"{m} does not receive it (projected binding)" if bound[m] == PROJECTED
                    else "the file does not have it")
             raise InputError(f"{m}'s template reads {extra[0]}, but {why}", field="templates")
         chosen[m] = template
     return chosen
+
+
+def metric_bindings(metrics: Sequence[str], templates: Mapping[str, str], binding: str) -> dict[str, str]:
+    """Each metric's binding: REPLAY binds the metrics given a template of their own; the others keep our
+    projected default, so one metric's changed template is one metric's new instrument (one marker on Trends),
+    not five. PROJECTED binds every metric."""
+    return {m: REPLAY if binding == REPLAY and m in templates else PROJECTED for m in metrics}
 
 
 def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, started_at: datetime | None = None,
@@ -107,7 +119,8 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
         pipeline: the pipeline config to record beside the scores.
         metrics: which metrics (default: all five).
         templates: per-metric templates (default: lib.core.prompts.DEFAULT_TEMPLATES).
-        binding: PROJECTED (default) or REPLAY (needs every metric's template).
+        binding: PROJECTED (default) or REPLAY: the metrics given a template in `templates` are rendered
+            against the whole sample, the others keep the projected default (metric_bindings).
         seed: the judge seed.
         cache: a call cache (a Store, or MemoryCache); a model judge's valid
             replies are kept there and not asked for again.
@@ -127,6 +140,7 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
             its valid replies are in `cache`, so scoring again resumes.
     """
     chosen = check_templates(list(metrics or METRIC_NAMES), dict(templates or {}), binding, fields)
+    bound = metric_bindings(list(chosen), dict(templates or {}), binding)
     total = len(chosen) * len(samples)
     done = 0
 
@@ -144,14 +158,14 @@ def evaluate_run(run_id: str, samples: Sequence[EvalSample], judge: Judge, *, st
     guarded = GuardedJudge(judge, breaker)
     records = []
     for m, template in chosen.items():
-        results = score_samples(samples, Instrument(m, template, binding), guarded, seed=seed,
+        results = score_samples(samples, Instrument(m, template, bound[m]), guarded, seed=seed,
                                 cache=cache, progress=tick)
         if breaker.reason:
             raise JudgeError(f"scoring {breaker.reason}; nothing was recorded (the judge's answers so far are "
                              "kept in the call cache: score again to resume)")
         prints = Counter(r.fingerprint for r in results if r.fingerprint)
         served = Counter(r.served_model for r in results if r.served_model)
-        records.append(MetricRecord(m, results, judge.model, template, binding,
+        records.append(MetricRecord(m, results, judge.model, template, bound[m],
                                     fingerprint=prints.most_common(1)[0][0] if prints else None,
                                     scorer=SCORER, output_mode=output_mode(judge),
                                     served_model=served.most_common(1)[0][0] if served else None))
