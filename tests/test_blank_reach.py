@@ -1,7 +1,12 @@
 """A blank must reach the judge before a verdict is drawn from it (issue 40.4). An Inspect scorer whose template
 reads the passages pre-joined under another metadata key (`{contexts_text}`) still shows them to its grader when
 `contexts` is blanked: the re-scorer reads the grader prompts Inspect records and says so, instead of a verdict;
-lint reads that key as the passages. The log is written by the real Inspect in this test session."""
+lint reads that key as the passages. The log is written by the real Inspect in this test session.
+
+promptfoo keeps no grading prompt in the results of its RAG assertions: the re-grade wraps each test's grader in a
+provider that logs the prompts promptfoo gives it. A context-recall rubricPrompt that reads the passages as
+`{{passages}}` still shows them when `context` is blanked (pf-faith-leaky, written by the real promptfoo here).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tool_runs import INSPECT_PYTHON, tool_env
+from tests.support.tool_runs import INSPECT_PYTHON, LEAK_ROWS, tool_env
 from tests.test_cli import cli
+from tests.test_tool_ablations import promptfoo_env  # noqa: F401 (a fixture: promptfoo on PATH, the grader's server)
 
 NOT_REACHED = "the blank did not reach the judge: contexts's text is still in its prompt"
 
@@ -40,3 +46,23 @@ def test_lint_reads_an_inspect_templates_metadata_key_as_the_field_it_holds(fres
     proc = cli("lint", "--db", fresh_db)
     line = next(x for x in proc.stdout.splitlines() if x.split()[1:2] == ["faithfulness"])
     assert "reads answer, contexts" in line, line
+
+
+def test_a_blank_that_does_not_reach_promptfoos_grader_is_said_not_judged(fresh_db: Path, promptfoo_results,
+                                                                          promptfoo_env) -> None:  # noqa: F811
+    path = promptfoo_results["pf-faith-leaky"]
+    assert cli("import", "--db", fresh_db, path, "--run-id", "pf").returncode == 0
+    proc = cli("ablate", "--db", fresh_db, "--run", "pf", "--metric", "context_recall", "--blank", "contexts",
+               "--repeats", "1", "--all-samples", "--json",
+               "--scorer", f"lib.judging.scorers.promptfoo_assertions:context_recall@{path}")
+    result = json.loads(proc.stdout)
+    [cell] = [v for v in result["verdicts"] if v["arm"] == "contexts"]
+    # before: "miswired: context_recall does not move when contexts, its own input, is blanked (n=8)", while every
+    # grader prompt still showed the passages under `passages`; 6 of 8: in two rows the passage is the reference
+    # itself, whose text was handed over, so those prompts prove nothing either way
+    assert "NO VERDICT: " + NOT_REACHED + " (6 of the tool's grader prompts" in cell["sentence"], cell["sentence"]
+    assert cell["kind"] not in ("LEAK", "CLEAN", "SENSITIVE", "INSENSITIVE"), cell
+    # the unblanked baseline, graded through the same recorder, is scored and replays the stored score (the
+    # passages state the reference in 2 of the 8 rows)
+    [replay] = result["replay"]
+    assert replay["stored"] == replay["rerun"] == 2 / len(LEAK_ROWS) and not replay["mismatch"], replay["sentence"]

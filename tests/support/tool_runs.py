@@ -215,22 +215,26 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
         order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None,
-        extra: tuple[dict, ...] = ()) -> PromptfooRun:
+        extra: tuple[dict, ...] = (), recall: dict | None = None, passages_var: str | None = None) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
     `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
-    of the context-faithfulness assertion (a rubricPrompt, its own provider); `extra`: more assertions per test.
+    of the context-faithfulness assertion (a rubricPrompt, its own provider); `extra`: more assertions per test;
+    `recall`: more of the context-recall assertion; `passages_var`: the passages also given under this variable.
     """
     rows = rows or ROWS
     tests = []
     for i in order or range(len(rows)):
         r = rows[i]
         # promptfoo expands a list var into one test per item: its users give the passages as one text
-        tests.append({"vars": {"query": r["question"], "context": "\n".join(r["contexts"]),
-                               "ground_truth": r["reference"]},
+        variables = {"query": r["question"], "context": "\n".join(r["contexts"]), "ground_truth": r["reference"]}
+        if passages_var:
+            variables[passages_var] = variables["context"]
+        tests.append({"vars": variables,
                       "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
-                                 {"type": "context-recall", "value": r["reference"], "threshold": 0.5}]
+                                 {"type": "context-recall", "value": r["reference"], "threshold": 0.5,
+                                  **(recall or {})}]
                       + ([{"type": "answer-relevance", "threshold": 0.5}] if relevance else []) + list(extra)})
     config: dict = {"description": "kettle rag", "prompts": ["{{query}}"], "providers": list(providers),
                     "tests": tests}
@@ -262,6 +266,11 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
 LEAKY_NLI = (PF_NLI + "\nSay for each statement whether the context supports it (Yes/No), then end with: Final verdict"
              " for each statement in order.\ncontext:\n{{context}}\n{{ground_truth}}\nstatements:\n"
              '{{statements|join("\\n")}}\nAnswer:')
+
+
+# promptfoo's context-recall with a rubricPrompt that reads the passages under another variable (`passages`, as
+# users who keep their own copy write): blanking `context` does not reach this grader (tests/test_blank_reach.py)
+RECALL_PASSAGES = (PF_RECALL + "; think in steps.\ncontext:{{passages}}\nanswer:{{groundTruth}}\nclassification:\n")
 
 
 def respond_all(body: dict) -> str:
@@ -323,10 +332,12 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
             "pf-two": run_promptfoo(folder, base_url, out, name="pf-two", grader_flag="openai:chat:grader-lenient",
                                     providers=("openai:chat:answerer-good", "openai:chat:answerer-bad"), repeat=2,
                                     relevance=False),
-            # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py)
+            # for ablations through promptfoo's own assertions (tests/test_tool_ablations.py); its recall rubric
+            # reads the passages as `passages`, where a blank of `context` does not reach (tests/test_blank_reach.py)
             "pf-faith-leaky": run_promptfoo(folder, base_url, out, name="pf-faith-leaky", grader=grader,
                                             rows=LEAK_ROWS, relevance=False,
-                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]}),
+                                            faithfulness={"rubricPrompt": [None, LEAKY_NLI]},
+                                            recall={"rubricPrompt": RECALL_PASSAGES}, passages_var="passages"),
             # the faithfulness assertion names its own grader (the suite's grades recall), and an assertion type
             # that is no metric of ours (tests/test_promptfoo_options.py)
             "pf-own": run_promptfoo(folder, base_url, out, name="pf-own", grader=grader, relevance=False,
