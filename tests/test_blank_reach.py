@@ -57,8 +57,8 @@ def test_a_blank_that_does_not_reach_promptfoos_grader_is_said_not_judged(fresh_
                "--scorer", f"lib.judging.scorers.promptfoo_assertions:context_recall@{path}")
     result = json.loads(proc.stdout)
     [cell] = [v for v in result["verdicts"] if v["arm"] == "contexts"]
-    # before: "miswired: context_recall does not move when contexts, its own input, is blanked (n=8)", while every
-    # grader prompt still showed the passages under `passages`; 6 of 8: in two rows the passage is the reference
+    # before: "INCONCLUSIVE: only 8 samples scored in both arms ... (it moves +0.000 ...)", a no-move read from a
+    # blank every grader prompt still showed under `passages`; 6 of 8: in two rows the passage is the reference
     # itself, whose text was handed over, so those prompts prove nothing either way
     assert "NO VERDICT: " + NOT_REACHED + " (6 of the tool's grader prompts" in cell["sentence"], cell["sentence"]
     assert cell["kind"] not in ("LEAK", "CLEAN", "SENSITIVE", "INSENSITIVE"), cell
@@ -66,3 +66,44 @@ def test_a_blank_that_does_not_reach_promptfoos_grader_is_said_not_judged(fresh_
     # passages state the reference in 2 of the 8 rows)
     [replay] = result["replay"]
     assert replay["stored"] == replay["rerun"] == 2 / len(LEAK_ROWS) and not replay["mismatch"], replay["sentence"]
+
+
+REC = {"id": "file:///w/recorder.js", "config": {"test": 3, "log": "/w/grader_prompts.jsonl", "promptfoo": "/pf.js"}}
+
+
+def _rec(delegate: object) -> dict:
+    return {**REC, "config": {**REC["config"], "delegate": delegate}}
+
+
+@pytest.mark.parametrize("provider, wrapped", [
+    # a provider string or {id}: the text grader is recorded, the embedding model stays the provider itself
+    ("openai:chat:g", {"text": _rec("openai:chat:g"), "embedding": "openai:chat:g"}),
+    ({"id": "openai:chat:g", "config": {"temperature": 0}},
+     {"text": _rec({"id": "openai:chat:g", "config": {"temperature": 0}}),
+      "embedding": {"id": "openai:chat:g", "config": {"temperature": 0}}}),
+    # {text, embedding}: only the text grader sees a prompt
+    ({"text": {"id": "openai:chat:g"}, "embedding": {"id": "openai:embedding:e"}},
+     {"text": _rec({"id": "openai:chat:g"}), "embedding": {"id": "openai:embedding:e"}}),
+    ({"embedding": {"id": "openai:embedding:e"}}, {"embedding": {"id": "openai:embedding:e"}}),
+    # none of its own: promptfoo's default grader, which cannot be wrapped (its prompts go unrecorded)
+    (None, None),
+])
+def test_each_form_of_a_promptfoo_grader_is_wrapped_by_the_recorder(provider: object, wrapped: object) -> None:
+    from lib.judging.scorers.promptfoo_assertions import _recorded
+
+    test = {"vars": {}, "assert": [{"type": "context-recall", "provider": provider}] if provider else
+            [{"type": "context-recall"}], "options": {"provider": provider} if provider else {}}
+    got = _recorded(test, 3, Path("/w"), Path("/pf.js"))
+    assert got["options"].get("provider") == wrapped
+    assert got["assert"][0].get("provider") == wrapped   # an assertion's own grader, the same way
+
+
+def test_a_chat_prompt_the_grader_was_given_is_read_as_its_messages_text(tmp_path: Path) -> None:
+    from lib.judging.scorers.promptfoo_assertions import _prompts
+
+    log = tmp_path / "grader_prompts.jsonl"
+    chat = json.dumps([{"role": "system", "content": "Grade."}, {"role": "user", "content": "context: P1\nP2"}])
+    log.write_text(json.dumps({"test": 0, "prompt": "plain: P0"}) + "\n" + json.dumps({"test": 0, "prompt": chat})
+                   + "\n" + json.dumps({"test": 2, "prompt": "{not json"}) + "\n", encoding="utf-8")
+    assert _prompts(log) == {0: ["plain: P0", "Grade.\ncontext: P1\nP2"], 2: ["{not json"]}
+    assert _prompts(tmp_path / "absent.jsonl") == {}

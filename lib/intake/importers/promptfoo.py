@@ -212,6 +212,13 @@ def rubric_record(kind: str, assertion: dict) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
+def sample_fields(result: dict) -> dict[str, object]:
+    """A result's sample as read_promptfoo reads it: question, answer, contexts (a list), ground_truth (those the
+    result has)."""
+    row = _row(result, _Seen(), {}, None)
+    return {k: row[k] for k in ("question", "answer", "contexts", "ground_truth") if k in row}
+
+
 def results_by_sample(path: str | Path, *, provider: str | None = None) -> tuple[dict, dict[str, dict]]:
     """The file's data and, per sample id (as read_promptfoo gives it), the first result of that sample (its first
     repeat) of `provider`'s run: what a re-run of the same tests starts from."""

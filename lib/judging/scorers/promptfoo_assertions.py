@@ -13,7 +13,10 @@ text that held it, the passages' (`context`, `contexts`: an empty text or list),
 (`ground_truth`, `reference`, `expected`, and the `value` of a `context-recall` or `factuality` assertion), the
 answer the provider returns. Where promptfoo refuses a sample (it needs a query, say), its reason is passed on.
 Grader calls are never cached (`--no-cache`) and the re-run is not written to promptfoo's own store
-(`--no-write`). The grader's credentials are this process's environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...),
+(`--no-write`). Each blank is proven by the prompts the grader was given (RECORDER_JS logs them): a blanked
+field's text still in them (read under another variable) gives the sample no score, with the reason
+"the blank did not reach the judge: FIELD's text is still in its prompt" (the ablation says so instead of a
+verdict). The grader's credentials are this process's environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...),
 as for the run itself.
 
 Not possible: a file whose grader was given as `--grader` (promptfoo keeps only the model's name, not its
@@ -33,7 +36,8 @@ from pathlib import Path
 from lib.core.errors import InputError
 from lib.core.samples import EvalSample
 from lib.intake.importers.base import FLOAT_TOLERANCE
-from lib.intake.importers.promptfoo import ASSERTIONS, REFERENCE_ASSERTIONS, results_by_sample
+from lib.intake.importers.promptfoo import ASSERTIONS, REFERENCE_ASSERTIONS, results_by_sample, sample_fields
+from lib.judging.scorers.inspect_score_worker import not_reached
 
 TIMEOUT = 3600.0
 QUESTION_VARS = ("query", "question")
@@ -45,6 +49,36 @@ PROVIDER_JS = """module.exports = class StoredAnswer {
   id() { return 'evaldrift-stored-answer'; }
   async callApi(prompt, context) {
     return { output: String((context && context.vars && context.vars.evaldrift_answer) || '') };
+  }
+};
+"""
+
+
+# promptfoo's RAG assertions keep no grading prompt in their results (only llm-rubric's renderedGradingPrompt):
+# each test's grader is wrapped by this provider, which writes every prompt promptfoo gives it (with the test's
+# index) to a log, then hands the call to the grader as the test named it (loaded by promptfoo itself)
+RECORDER_JS = """const fs = require('fs');
+const { pathToFileURL } = require('url');
+module.exports = class EvaldriftGraderRecorder {
+  constructor(options) {
+    this.config = (options && options.config) || {};
+    const d = this.config.delegate;
+    this.delegateId = typeof d === 'string' ? d : (d && d.id) || 'grader';
+  }
+  id() { return this.delegateId; }
+  async grader() {
+    if (!this.loaded) {
+      const promptfoo = await import(pathToFileURL(this.config.promptfoo).href);
+      const d = this.config.delegate;
+      this.loaded = typeof d === 'string' ? promptfoo.loadApiProvider(d)
+        : promptfoo.loadApiProvider(d.id, { options: d });
+    }
+    return this.loaded;
+  }
+  async callApi(prompt, context, options) {
+    fs.appendFileSync(this.config.log, JSON.stringify({ test: this.config.test,
+      prompt: typeof prompt === 'string' ? prompt : JSON.stringify(prompt) }) + '\\n');
+    return (await this.grader()).callApi(prompt, context, options);
   }
 };
 """
@@ -124,11 +158,19 @@ def promptfoo_scores(metric: str, target: str, groups: Sequence[Sequence[EvalSam
         tests = [_test(by_id[flat[i].sample_id], flat[i], kind) for i in present]
         if not any(t["assert"] for t in tests):
             raise InputError(f"the file's tests have no {kind} assertion", field="scorer")
-        data = _run(tests)
+        data, prompts = _run(tests)
         version = (data.get("metadata") or {}).get("promptfooVersion") or "?"
         for r in (data.get("results") or {}).get("results") or []:
             index = r.get("testIdx")
             if isinstance(index, int) and 0 <= index < len(present):
+                sample = flat[present[index]]
+                # a blank proven by the prompts the grader was given: a blanked field's text still there (a
+                # rubricPrompt or contextTransform read it under another variable) is no ablation of that field
+                missed = not_reached("\n".join(prompts.get(index, ())), sample_fields(by_id[sample.sample_id]),
+                                     _fields(sample))
+                if missed is not None:
+                    pairs[present[index]] = (None, f"promptfoo {version}: {missed}")
+                    continue
                 score, why = _score(r, kind)
                 pairs[present[index]] = (score, None if why is None else f"promptfoo {version}: {why}")
     out, at = [], 0
@@ -139,12 +181,70 @@ def promptfoo_scores(metric: str, target: str, groups: Sequence[Sequence[EvalSam
     return out
 
 
-def _run(tests: list[dict]) -> dict:
-    """`promptfoo eval` on these tests, answered by the stored answers; its results file."""
+def _fields(sample: EvalSample) -> dict[str, object]:
+    return {"question": sample.question, "answer": sample.answer, "contexts": list(sample.contexts),
+            "ground_truth": sample.ground_truth}
+
+
+def _library(command: str) -> Path | None:
+    """promptfoo's own module (dist/src/index.js beside the CLI's entrypoint), which loads a grader as promptfoo
+    does; None when this install is laid out otherwise (then the grader prompts are not recorded)."""
+    index = Path(os.path.realpath(command)).parent / "index.js"
+    return index if index.is_file() else None
+
+
+def _recorded(test: dict, index: int, folder: Path, library: Path) -> dict:
+    """The test with its graders (the test's `options.provider`, an assertion's own `provider`) wrapped by the
+    recorder; the text grader only (an embedding model sees no prompt). A test with no grader of its own is
+    graded by promptfoo's default, which cannot be wrapped: its prompts go unrecorded."""
+    def recorder(provider: object) -> object:
+        if not (isinstance(provider, str) and provider) and not (isinstance(provider, dict) and provider.get("id")):
+            return provider
+        return {"id": f"file://{folder / 'recorder.js'}",
+                "config": {"delegate": provider, "test": index, "log": str(folder / "grader_prompts.jsonl"),
+                           "promptfoo": str(library)}}
+
+    def wrap(provider: object) -> object:
+        if isinstance(provider, dict) and ("text" in provider or "embedding" in provider):
+            return {**provider, "text": recorder(provider["text"])} if provider.get("text") else provider
+        wrapped = recorder(provider)
+        return provider if wrapped is provider else {"text": wrapped, "embedding": provider}
+    options = dict(test["options"])
+    if options.get("provider"):
+        options["provider"] = wrap(options["provider"])
+    asserts = [{**a, "provider": wrap(a["provider"])} if a.get("provider") else a for a in test["assert"]]
+    return {**test, "options": options, "assert": asserts}
+
+
+def _prompts(log: Path) -> dict[int, list[str]]:
+    """Test index -> the prompts its grader was given (a chat prompt's messages as their text)."""
+    out: dict[int, list[str]] = {}
+    if not log.exists():
+        return out
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        prompt = entry.get("prompt") or ""
+        try:
+            messages = json.loads(prompt)
+        except ValueError:
+            messages = None
+        if isinstance(messages, list):
+            prompt = "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in messages)
+        out.setdefault(int(entry.get("test", -1)), []).append(str(prompt))
+    return out
+
+
+def _run(tests: list[dict]) -> tuple[dict, dict[int, list[str]]]:
+    """`promptfoo eval` on these tests, answered by the stored answers: its results file, and per test (by index)
+    the prompts its grader was given."""
     command = _command()
+    library = _library(command)
     with tempfile.TemporaryDirectory(prefix="evaldrift-promptfoo-") as work:
         folder = Path(work)
         (folder / "stored_answer.js").write_text(PROVIDER_JS, encoding="utf-8")
+        if library is not None:
+            (folder / "recorder.js").write_text(RECORDER_JS, encoding="utf-8")
+            tests = [_recorded(t, i, folder, library) for i, t in enumerate(tests)]
         config = {"description": "evaldrift: the run's tests re-graded with a field blanked",
                   "prompts": ["{{" + PROMPT_VAR + "}}"],
                   "providers": [{"id": f"file://{folder / 'stored_answer.js'}", "label": "stored answer"}],
@@ -162,7 +262,7 @@ def _run(tests: list[dict]) -> dict:
         if not out.exists():   # promptfoo exits 100 when a test fails its threshold: the file is what counts
             last = ((proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"])[-1]
             raise InputError(f"promptfoo eval failed: {last[:300]}", field="scorer")
-        return json.loads(out.read_text(encoding="utf-8"))
+        return json.loads(out.read_text(encoding="utf-8")), _prompts(folder / "grader_prompts.jsonl")
 
 
 def _scorer(metric: str):
