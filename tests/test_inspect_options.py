@@ -89,8 +89,10 @@ def test_an_id_less_run_is_ablated_through_inspects_own_scorer(fresh_db: Path, i
     log = inspect_logs["insp-multi"]
     assert cli("import", "--db", fresh_db, log, "--run-id", "m", "--metric-map",
                "model_graded_qa=faithfulness").returncode == 0
+    # twice a sample: the log's scores are each sample's max over 2 epochs, replayed like for like
+    # (tests/test_epoch_replay.py); one judging would be no replay of them
     proc = cli("ablate", "--db", fresh_db, "--run", "m", "--metric", "answer_correctness", "--blank", "question",
-               "--repeats", "1", "--all-samples", "--json", "--scorer",
+               "--repeats", "2", "--all-samples", "--json", "--scorer",
                f"lib.judging.scorers.inspect_scorer:rescore@{log}#model_graded_fact")
     assert proc.returncode in (0, 3), proc.stderr
     [replay] = json.loads(proc.stdout)["replay"]
