@@ -26,6 +26,7 @@ from lib.core.samples import GROUND_TRUTH, arm_fields
 from lib.diagnosis.ablation import _arm_words as arm_words
 from lib.diagnosis.ablation import _verdict_words as verdict_words
 from lib.diagnosis.ablation._arms import CONTROL, is_control, is_swap, tested_fields
+from lib.diagnosis.ablation._epochs import recorded_reduction, reduction_words, replayed
 from lib.diagnosis.ablation._floor import floor_level, floor_scores
 from lib.diagnosis.ablation._plan import Plan
 from lib.diagnosis.ablation._plan import plan as make_plan
@@ -310,20 +311,34 @@ def replay_mismatch(deltas: Sequence[float], *, min_effect: float, band: float |
 
 
 def _replay_check(store: Store, spec: AblationSpec, metric: str, base: ArmResults, band: float | None,
-                  recorded: str | None) -> ReplayCheck:
+                  recorded: str | None, *, repeats_exact: bool = False) -> ReplayCheck:
     stored_frame = store.sample_scores(spec.run_id, spec.suite, metric)
     stored = {r.sample_id: float(r.score) for r in stored_frame.itertuples(index=False) if r.status == OK}
-    common = sorted(set(stored) & set(base.scores))
+    # like for like: a score the tool reduced over its epochs (max, mode...) is read against the re-run's judgings
+    # reduced the same way, not against their mean
+    reduction = recorded_reduction(store.run_notes(spec.run_id), metric)
+    rerun = {s: v for s in set(stored) & set(base.scores)
+             if (v := replayed(base.scores[s], reduction, repeats_exact=repeats_exact)) is not None}
+    common = sorted(rerun)
+    if reduction is not None and not common and set(stored) & set(base.scores):
+        judged = max(len(base.scores[s]) for s in set(stored) & set(base.scores))
+        return ReplayCheck(metric, float(np.mean(list(stored.values()))), None, None, band, True,
+                           f"REPLAY NOT LIKE FOR LIKE: {reduction_words(metric, reduction)}, and this ablation "
+                           f"judged each sample {judged} time(s): no reduced score can be replayed from that, so "
+                           f"nothing in it can clear the run. Ablate with --repeats {reduction[1]} (or more) to "
+                           f"replay it.", max(spec.min_effect, band or 0.0))
     if not common:
         return ReplayCheck(metric, None, None, None, band, False,
                            f"{metric}: no stored per-sample scores to compare the re-run with.")
     s_mean = float(np.mean([stored[s] for s in common]))
-    r_mean = float(np.mean([sample_mean(base.scores[s]) for s in common]))
-    mismatch, d = replay_mismatch([sample_mean(base.scores[s]) - stored[s] for s in common],
+    r_mean = float(np.mean([rerun[s] for s in common]))
+    mismatch, d = replay_mismatch([rerun[s] - stored[s] for s in common],
                                   min_effect=spec.min_effect, band=band, seed=len(common))
     allowed = max(spec.min_effect, band or 0.0)
     other = spec.scorer is None and spec.judge is not None and recorded is not None and spec.judge != recorded
     who = f" by {spec.judge}, not the run's own judge ({recorded}), so not a replay," if other else ""
+    if reduction is not None:
+        who += f" (each sample's {reduction[0]} over {reduction[1]} judgings, as the tool reduced its epochs)"
     stored_words = _stored_words(s_mean, len(common), stored)
     measured = (f"{metric} re-judged{who} reads {r_mean:.3f} against {stored_words} ({d.mean:+.3f}, 95% CI "
                 f"{d.lo:+.3f} to {d.hi:+.3f} over {d.n} samples; a mismatch is an interval that excludes 0 and a "
@@ -431,7 +446,7 @@ def analyse(store: Store, spec: AblationSpec, plan: Plan | None = None, *,
         inst = store.instrument(spec.run_id, m, spec.suite)
         judges[m] = inst.judge_model
         _, band = band_of(spec, base)
-        check = _replay_check(store, spec, m, base, band, inst.judge_model)
+        check = _replay_check(store, spec, m, base, band, inst.judge_model, repeats_exact=probe > 0)
         replay.append(check)
         floor = floor_scores(plan.floor_arm(m), m, plan.unchanged, base.scores, arms)
         for arm in plan.arms_for(m)[1:]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lib.diagnosis.ablation._analysis import replay_mismatch
-from lib.diagnosis.stats import PairedDiff, sample_mean
+from lib.diagnosis.ablation._epochs import replayed
+from lib.diagnosis.stats import PairedDiff
 
 
 def tolerance(min_effect: float, band: float | None) -> float:
@@ -54,9 +55,17 @@ def replay_decided(deltas: Sequence[float], *, min_effect: float, band: float | 
     return mismatch or within(d, tolerance(min_effect, band))
 
 
-def replay_deltas(stored: Mapping[str, float], rerun: Mapping[str, Sequence[float]]) -> list[float]:
-    """Per sample scored both times (by id), the re-judged mean minus the stored score."""
-    return [sample_mean(rerun[s]) - stored[s] for s in sorted(set(stored) & set(rerun)) if rerun[s]]
+def replay_deltas(stored: Mapping[str, float], rerun: Mapping[str, Sequence[float]],
+                  reduction: tuple[str, int] | None = None, *, repeats_exact: bool = False) -> list[float]:
+    """Per sample scored both times (by id), the re-judged value minus the stored score: the mean of its judgings,
+    or (a score the tool reduced over its epochs) the same reducer over as many judgings (lib.diagnosis.ablation.
+    _epochs.replayed; a sample with fewer is left out)."""
+    out = []
+    for s in sorted(set(stored) & set(rerun)):
+        value = replayed(rerun[s], reduction, repeats_exact=repeats_exact) if rerun[s] else None
+        if value is not None:
+            out.append(value - stored[s])
+    return out
 
 
 __all__ = ["replay_decided", "replay_deltas", "tolerance", "within"]

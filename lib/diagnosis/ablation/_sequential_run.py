@@ -23,6 +23,7 @@ from lib.core.results import EXCLUDED, FAILED, OK
 from lib.diagnosis.ablation import _verdict_words as verdict_words
 from lib.diagnosis.ablation._analysis import ZERO_BAND, ArmResults, band_of, cell_verdict, collect, restrict
 from lib.diagnosis.ablation._arms import CONTROL, tested_fields
+from lib.diagnosis.ablation._epochs import recorded_reduction
 from lib.diagnosis.ablation._floor import floor_scores
 from lib.diagnosis.ablation._judging import Judging, Scorer, many_form, score_group, score_groups
 from lib.diagnosis.ablation._plan import BASELINE, Plan, Unit
@@ -202,6 +203,8 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
     judging = Judging(store, plan, judge, len(done), plan.total, progress) if judge is not None else None
     start = 0
     stored = {m: _stored_scores(store, spec, m) for m in spec.metrics}
+    notes = store.run_notes(spec.run_id)
+    reductions = {m: recorded_reduction(notes, m) for m in spec.metrics}   # a tool's epoch reducer, per metric
     replaying: set[str] | None = None
     for k in looks(len(plan.samples)):
         if start == 0 and plan.probes and judging is not None:   # the probe: its samples' baseline, every repeat
@@ -221,7 +224,7 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
             return True
         frame = store.ablation_results(aid)
         open_arms(plan, frame, stops, start, k)
-        replaying = _replaying(plan, frame, stored)
+        replaying = _replaying(plan, frame, stored, reductions, exact=len(reps) == 1 and spec.repeats > 1)
         start = k
         if judging is not None:
             judging.total = judging.count + _remaining(plan, stops, k, len(reps))
@@ -242,8 +245,11 @@ def _stored_scores(store: Store, spec: AblationSpec, metric: str) -> dict[str, f
     return {r.sample_id: float(r.score) for r in frame.itertuples(index=False) if r.status == OK}
 
 
-def _replaying(plan: Plan, frame, stored: dict[str, dict[str, float]]) -> set[str]:
-    """The metrics whose replay check is not yet decided by its own interval over the baseline judged so far."""
+def _replaying(plan: Plan, frame, stored: dict[str, dict[str, float]],
+               reductions: Mapping[str, tuple[str, int] | None] | None = None, *, exact: bool = False) -> set[str]:
+    """The metrics whose replay check is not yet decided by its own interval over the baseline judged so far
+    (each sample's judgings reduced as the tool reduced its epochs, where it did; `exact`: the judge was shown
+    to repeat itself exactly)."""
     spec = plan.spec
     arms = collect(frame)
     out = set()
@@ -251,7 +257,7 @@ def _replaying(plan: Plan, frame, stored: dict[str, dict[str, float]]) -> set[st
         base = arms.get((m, BASELINE))
         scores = base.scores if base is not None else {}
         band = band_of(spec, base)[1] if base is not None else None   # as the replay check reads it
-        deltas = replay_deltas(stored[m], scores)
+        deltas = replay_deltas(stored[m], scores, (reductions or {}).get(m), repeats_exact=exact)
         if stored[m] and not replay_decided(deltas, min_effect=spec.min_effect, band=band,
                                             total=len(set(stored[m]) & {s.sample_id for s in plan.samples}),
                                             at_least=REPLAY_MIN):

@@ -331,8 +331,12 @@ def headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: s
 def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: str) -> str:
     prefix = f"With {note}: " if note else ""
     mismatched = [r.metric for r in replay if r.mismatch]
+    unreplayed = [r.metric for r in replay if r.mismatch and r.rerun is None]   # too few judgings to reduce
     not_reproduced = (f" Re-judging {fields_words(mismatched)} does not reproduce the stored score, so nothing "
                       f"here can clear the run." if mismatched else "")
+    if unreplayed and len(unreplayed) == len(mismatched):
+        not_reproduced = (f" The stored score of {fields_words(unreplayed)} is reduced over epochs this ablation "
+                          f"did not repeat (see the replay check), so nothing here can clear the run.")
     leaks = sorted((c for c in cells if c.kind == v.LEAK), key=lambda c: (c.why == v.STATIC, -abs(c.delta or 0)))
     if leaks:
         return prefix + _leak_headline(leaks[0], len(leaks) - 1) + not_reproduced
@@ -348,6 +352,10 @@ def _headline(cells: Sequence[ArmVerdict], replay: Sequence[ReplayCheck], note: 
                     f"input, so blanking it changes no prompt." + not_reproduced)
         return (prefix + f"miswired: {c.metric} does not move when {fields_words(fields)}, its own input, "
                 f"{_is(fields)} blanked (n={c.n} samples)." + not_reproduced)
+    if mismatched and len(unreplayed) == len(mismatched):
+        return (prefix + f"not replayed: the stored score of {fields_words(unreplayed)} is reduced over more epochs "
+                f"than this ablation judged each sample, so it cannot be reproduced and this ablation cannot clear "
+                f"the run (see the replay check).")
     if mismatched:
         return (prefix + f"not reproduced: re-judging {fields_words(mismatched)} does not reproduce the stored "
                 f"score, so this ablation measured another instrument and cannot clear the run (see the replay "
