@@ -5,12 +5,12 @@ notes' `epochs_reducer`, over `repeats` epochs) and the reduced score. A replay 
 judgings (or one judging) against that max compared two different things: a grader that says C then I reproduces
 max 1.0, yet its mean 0.5 showed a mismatch, and one lucky C showed none. Now the replay reduces each sample's
 first `epochs` judgings with the recorded reducer; with fewer judgings than epochs it says it cannot replay.
+The real Inspect's log, re-scored by Inspect's own scorer: tests/test_inspect_options.py (the id-less run).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -25,8 +25,6 @@ from lib.diagnosis.ablation._verdict_words import headline
 from lib.judging import OfflineJudge
 from lib.judging.scoring import evaluate_run
 from lib.store import Store
-from tests.support.tool_runs import INSPECT_PYTHON, tool_env
-from tests.test_cli import cli
 
 
 @pytest.mark.parametrize("values, reducer, expected", [
@@ -121,22 +119,3 @@ def test_the_replay_check_reads_a_reduced_score_like_for_like(reduced_store: Pat
         said = headline([], [check])
         assert said.startswith("not replayed:") and "faithfulness" in said, said
 
-
-def test_an_inspect_run_reduced_by_max_replays_like_for_like(fresh_db: Path, inspect_logs, tool_judge,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real Inspect's log (insp-multi: faithfulness is model_graded_qa, graded by grader-flip, C then I, over
-    2 epochs reduced by max, so Inspect reports 1.0), re-scored by Inspect's own scorer twice a sample."""
-    monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
-    monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
-    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
-    log = inspect_logs["insp-multi"]
-    assert cli("import", "--db", fresh_db, log, "--run-id", "m", "--metric-map",
-               "model_graded_qa=faithfulness").returncode == 0
-    proc = cli("ablate", "--db", fresh_db, "--run", "m", "--metric", "faithfulness", "--blank", "ground_truth",
-               "--repeats", "2", "--all-samples", "--json", "--scorer",
-               f"lib.judging.scorers.inspect_scorer:rescore@{log}#model_graded_qa")
-    [replay] = json.loads(proc.stdout)["replay"]
-    # before: "reads 0.500 against the stored 1.000 (-0.500, ...): no mismatch shown", the mean of C and I read
-    # against their max
-    assert replay["stored"] == replay["rerun"] == 1.0 and not replay["mismatch"], replay["sentence"]
-    assert "max over 2 judgings" in replay["sentence"], replay["sentence"]

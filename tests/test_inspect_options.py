@@ -81,20 +81,25 @@ def test_inspects_rescorer_names_id_less_samples_as_the_importer_does(given: obj
     assert worker.content_id(worker._text(given), worker._text(target)) == content_id(_text(given), _text(target))
 
 
-def test_an_id_less_run_is_ablated_through_inspects_own_scorer(fresh_db: Path, inspect_logs, tool_judge,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_id_less_run_is_ablated_through_inspects_own_scorer_like_for_like(
+        fresh_db: Path, inspect_logs, tool_judge, monkeypatch: pytest.MonkeyPatch) -> None:
+    """insp-multi's faithfulness is model_graded_qa graded by grader-flip (C, then I) over 2 epochs reduced by max:
+    Inspect reports 1.0. Re-scored by Inspect's own scorer twice a sample, the replay reduces the two by max, as
+    Inspect did (tests/test_epoch_replay.py: the rule; one judging a sample is said not to replay it)."""
     monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
     monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
     monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
     log = inspect_logs["insp-multi"]
     assert cli("import", "--db", fresh_db, log, "--run-id", "m", "--metric-map",
                "model_graded_qa=faithfulness").returncode == 0
-    # twice a sample: the log's scores are each sample's max over 2 epochs, replayed like for like
-    # (tests/test_epoch_replay.py); one judging would be no replay of them
-    proc = cli("ablate", "--db", fresh_db, "--run", "m", "--metric", "answer_correctness", "--blank", "question",
+    proc = cli("ablate", "--db", fresh_db, "--run", "m", "--metric", "faithfulness", "--blank", "ground_truth",
                "--repeats", "2", "--all-samples", "--json", "--scorer",
-               f"lib.judging.scorers.inspect_scorer:rescore@{log}#model_graded_fact")
-    assert proc.returncode in (0, 3), proc.stderr
-    [replay] = json.loads(proc.stdout)["replay"]
+               f"lib.judging.scorers.inspect_scorer:rescore@{log}#model_graded_qa")
+    result = json.loads(proc.stdout)
     # every content-named sample found in the log and re-scored (the log's ids are 1..4)
-    assert replay["rerun"] == replay["stored"] == 1.0 and not replay["mismatch"], replay["sentence"]
+    assert result["failures"] == {}, result["failures"]
+    [replay] = result["replay"]
+    # before: "reads 0.500 against the stored 1.000 (-0.500, ...): no mismatch shown", the mean of C and I read
+    # against their max
+    assert replay["stored"] == replay["rerun"] == 1.0 and not replay["mismatch"], replay["sentence"]
+    assert "max over 2 judgings" in replay["sentence"], replay["sentence"]
