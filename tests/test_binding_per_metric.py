@@ -93,3 +93,14 @@ def test_ingest_binds_only_the_metrics_it_was_given_a_template_for(tmp_path: Pat
         assert store.instrument("r", "faithfulness").binding == REPLAY
         # before: recorded `replay` for context_recall too, a binding of no recorded template
         assert store.instrument("r", "context_recall").binding is None
+
+
+def test_ingest_refuses_a_binding_with_no_template(tmp_path: Path) -> None:
+    path = tmp_path / "scored.csv"
+    pd.DataFrame({"id": ["a"], "question": ["Q1?"], "answer": ["A1."], "contexts": ['["P1."]'],
+                  "ground_truth": ["G1."], "faithfulness": [1.0]}).to_csv(path, index=False)
+    with Store(tmp_path / "i.duckdb") as store:
+        # before: recorded `replay` on faithfulness, whose template was never given
+        with pytest.raises(InputError, match="--template METRIC=FILE"):
+            ingest_file(store, path, run_id="r", judge_model="gpt-judge", binding=REPLAY)
+        assert store.run_ids() == []

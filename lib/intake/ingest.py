@@ -339,6 +339,9 @@ def run_from_frame(df: pd.DataFrame, *, source: str, run_id: str, started_at: da
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"template for {name!r} must be non-empty text", field="templates", source=source)
         chosen[canon] = text
+    if binding is not None and not chosen:   # it would bind nothing, in silence
+        raise InputError(f"a binding ({binding}) says how the given templates were bound: give the template it "
+                         f"bound (--template METRIC=FILE)", field="binding", source=source)
     samples, results = records_from_frame(df, source=source)
     run = RunRecord(
         run_id=run_id,
