@@ -41,6 +41,7 @@ KEYS = {
     "archived_run_metrics": ["archive_id", "suite", "metric"], "archived_samples": ["archive_id", "suite", "sample_id"],
     "archived_sample_scores": ["archive_id", "suite", "metric", "sample_id"],
     "watch_seen": ["key"], "watch_outbox": ["message_key", "channel"], "watch_meta": ["name"],
+    "sentinels": ["pin_id"], "sentinel_nights": ["pin_id", "night"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
