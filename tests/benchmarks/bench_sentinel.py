@@ -2,6 +2,8 @@
 grading rule on 2%, 5% or 10% of items), nights to detect, false alarms on an unchanged judge, calls per night.
 
     python tests/benchmarks/bench_sentinel.py sweep [SEEDS] [PROBES] [NOISE]   # null + planted changes
+    python tests/benchmarks/bench_sentinel.py fast [SEEDS] [PROBES] [NOISE]    # the same, judged without the store
+    python tests/benchmarks/bench_sentinel.py same [SEEDS]                     # fast == sweep, night by night
     python tests/benchmarks/bench_sentinel.py cost                             # calls a pin and a night make
     python tests/benchmarks/bench_sentinel.py loopback [NIGHTS]                # the same nights over HTTP
 
@@ -12,10 +14,17 @@ process, `ResponderJudge`: `loopback` checks that the loopback server over HTTP 
 night CHANGE_AT on, the judge reverses its verdict on SHARE of the items (which items: a hash with the seed's
 salt). NOISE: each item's verdict flips with this probability per call, drawn from the call's seed (0: a model
 at temperature 0 that repeats itself; 0.03: the offline judge's stand-in noise).
+
+`fast` computes the same nights without the store, the call cache or the harness's threads: each probe's request
+is built once (lib.judging.harness.build_request), asked of the same responder with the same seeds (the pin's and
+each night's, from the same pin id), and read with the harness's parse_verdicts; D, m0 and the e-process are the
+sentinel's own functions. `same` checks that it gives the very nights `sweep` gives. It is about 10x faster, which
+is what makes 20 x 90 nights per configuration affordable on a shared 2-core machine.
 """
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import sys
 import tempfile
@@ -73,13 +82,82 @@ def one_history(seed: int, share: float, probes: int, noise: float) -> tuple[int
     return found - CHANGE_AT + 1, calls, m0   # a call before the change (found < CHANGE_AT) is a false alarm: <= 0
 
 
-def sweep(seeds: int, probes: int, noise: float) -> None:
+def fast_history(seed: int, share: float, probes: int, noise: float,
+                 nights: int = NIGHTS) -> tuple[int | None, list[float], float]:
+    """`one_history` without the store: (nights from the change to the call, or None; each night's D; m0)."""
+    from lib.core.metrics import get_metric
+    from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
+    from lib.judging.harness import Instrument, build_request, parse_verdicts
+
+    responder = DriftingResponder(noise=noise, salt=f"rule-b-{seed}")
+    name = f"seed-{seed}"
+    samples = [d.sample for d in demo_samples()[0][:POOL]]
+    chosen, _ = _seeded(samples, probes, name)
+    when = T0 + timedelta(hours=1)   # the pin id `pin` makes for this name and time: the same seeds
+    pin_id = "pin-" + hashlib.sha256(f"{name}:{when.isoformat()}:faithfulness:main".encode()).hexdigest()[:12]
+    instrument = Instrument("faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
+    labels = get_metric("faithfulness").labels
+    asked = [(r, items) for s in chosen for r, items in (build_request(s, instrument, "judge-x", "", None),)
+             if r is not None]
+
+    def verdicts(seed_: int) -> list[list[bool]]:
+        return [[v.label for v in parse_verdicts(responder.reply(r.messages, seed_), items, labels)]
+                for r, items in asked]
+
+    base = verdicts(sentinel.pin_seed(pin_id, 0))
+    shares = [sentinel.disagreement(b, v) for k in range(1, sentinel.REPEATS + 1)
+              for b, v in zip(base, verdicts(sentinel.pin_seed(pin_id, k)), strict=True)]
+    m0 = sentinel.null_bound(shares)
+    ds: list[tuple[str, float]] = []
+    for k in range(1, nights + 1):
+        responder.share = share if k >= CHANGE_AT else 0.0
+        night = f"n{k:03d}"
+        now = verdicts(sentinel.night_seed(pin_id, night))
+        ds.append((night, sum(sentinel.disagreement(b, v) for b, v in zip(base, now, strict=True)) / len(base)))
+    first = sentinel.first_drift(sentinel.e_process(ds, m0, len(base)))
+    found = None if first is None else int(first.night[1:]) - CHANGE_AT + 1
+    return found, [d for _, d in ds], m0
+
+
+def _seeded(samples: list, size: int, name: str) -> tuple[list, str]:
+    """The probes `pin` samples (lib.diagnosis.sentinel.probe_samples' rule), less those the baseline excludes."""
+    import random
+
+    from lib.core.degenerate import exclusion_reason
+
+    chosen = random.Random(f"evaldrift-sentinel-probes:{name}").sample(samples, min(size, len(samples)))
+    return [s for s in sorted(chosen, key=lambda s: s.sample_id) if not exclusion_reason(s, "faithfulness")], name
+
+
+def same(seeds: int) -> None:
+    """`fast` gives the nights `sweep` gives: D night by night, and m0 (15 nights a seed, 5% changed from night 31
+    would be unseen: the change is put at night 8 here)."""
+    global CHANGE_AT
+    CHANGE_AT = 8
+    for seed in range(seeds):
+        responder = DriftingResponder(noise=0.03, salt=f"rule-b-{seed}")
+        judge = ResponderJudge(responder)
+        with tempfile.TemporaryDirectory() as folder:
+            store = _store(Path(folder), judge)
+            sentinel.pin(store, judge, "faithfulness", name=f"seed-{seed}", size=100, at=T0 + timedelta(hours=1))
+            full = []
+            for k in range(1, 16):
+                responder.share = 0.05 if k >= CHANGE_AT else 0.0
+                st = sentinel.run_night(store, judge, night=f"n{k:03d}", at=T0 + timedelta(days=k))
+                full.append(st.nights[-1].disagreement)
+            m0 = st.pin.null_share
+            store.close()
+        _, quick, m0_fast = fast_history(seed, 0.05, 100, 0.03, nights=15)
+        print(f"seed {seed}: nights equal {full == quick}, m0 equal {m0 == m0_fast} ({m0:.4f})")
+
+
+def sweep(seeds: int, probes: int, noise: float, *, history=None) -> None:
     print(f"{seeds} seeds x {NIGHTS} nights, {probes} probes, judge noise {noise}, change from night {CHANGE_AT}")
     print("| share changed | called | false alarms (before the change) | nights to detect: median, max | m0 |")
     print("|---|---|---|---|---|")
     for share in SHARES:
         t = time.process_time()
-        out = [one_history(s, share, probes, noise) for s in range(seeds)]
+        out = [(history or one_history)(s, share, probes, noise) for s in range(seeds)]
         after = [d for d, _, _ in out if d is not None and d > 0]
         before = sum(1 for d, _, _ in out if d is not None and d <= 0)
         m0 = statistics.median(m for _, _, m in out)
@@ -134,6 +212,11 @@ if __name__ == "__main__":
     if what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 20, int(sys.argv[3]) if len(sys.argv) > 3 else 100,
               float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+    elif what == "fast":
+        sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 20, int(sys.argv[3]) if len(sys.argv) > 3 else 100,
+              float(sys.argv[4]) if len(sys.argv) > 4 else 0.0, history=fast_history)
+    elif what == "same":
+        same(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
     elif what == "cost":
         cost()
     elif what == "loopback":

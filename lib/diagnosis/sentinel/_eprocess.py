@@ -14,16 +14,16 @@ lambda_k chosen from earlier nights only (`bet`), 0 <= lambda_k <= BET_CAP / m0,
 repeated. With the pin bound, the chance of ever calling drift on an unchanged judge is at most ALPHA +
 PIN_ALPHA, over an unlimited number of nights.
 
-(BET_CAP 0.8 and WINDOW 2 were chosen on simulated nights, tests/benchmarks/bench_sentinel.py: against 0.5
-they cut the nights to find a 5% change on 100 probes of a judge that repeats itself from a median of 7 to 7 and
-a worst of 12 to 9, with no false alarm in either.)
+(BET_CAP 0.8 and WINDOW 2 were chosen on simulated nights of 100 probes, before tests/benchmarks/bench_sentinel.py:
+against a cap of 0.5, a 5% change to a judge that repeats itself was called in a median of 7 nights either way,
+and at worst in 9 nights rather than 12, with no false alarm in either.)
 
 The bet is the aGRAPA plug-in of Waudby-Smith and Ramdas ("Estimating means of bounded random variables by
-betting", JRSS-B 2024, section 5): (mu - m0) / (v + (mu - m0)^2), clipped, with mu the mean of the last WINDOW
-nights (a short window: a judge that changes on night 60 is bet against from night 62, not after its mean over
+betting", JRSS-B 86(1), 2024): (mu - m0) / (v + (mu - m0)^2), clipped, with mu the mean of the last WINDOW
+nights (a short window: a judge that changes on night 60 is bet against from night 61 or 62, not after its mean over
 60 nights has moved) and v their spread around mu plus a prior v0, the variance a night of n probes would have
-if each probe disagreed wholly with probability m0. While the nights sit at or below m0 the bet is 0 and K does
-not decay, so a change late in the sentinel's life is found as fast as an early one.
+if each probe disagreed wholly with probability m0. While the last nights sit at or below m0 the bet is 0 and K does
+not decay, so a change late in the sentinel's life is found about as fast as an early one.
 """
 
 from __future__ import annotations
