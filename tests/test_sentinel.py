@@ -19,7 +19,7 @@ import pytest
 
 from lib.core import settings as settings_mod
 from lib.core.errors import InputError
-from lib.diagnosis import incidents, sentinel
+from lib.diagnosis import incidents, sentinel, watch
 from lib.diagnosis.ablation import confidence_sequence
 from lib.diagnosis.sentinel._eprocess import BET_CAP, bet, chernoff_bound
 from lib.diagnosis.sentinel._run import night_probes
@@ -216,6 +216,9 @@ def test_drift_puts_a_marker_on_trends_and_opens_an_incident(server: OpenAIServe
     assert len(drift) == 1 and drift[0].is_open and drift[0].run_id == "r1"
     assert drift[0].title == events["text"].iloc[0]
     assert any("served judge-x-1106 (pinned: judge-x-0613)" in line for line in drift[0].evidence)
+    # the watcher reads incidents: it announces the drift with no change of its own
+    told = [e.headline for e in watch.events(watch.observe(store, T0 + timedelta(days=12)), set()).events]
+    assert told == [f"faithfulness judge drift at r1: {drift[0].title}"]
     store.close()
 
 
