@@ -23,11 +23,13 @@ from lib.diagnosis import incidents, sentinel, watch
 from lib.diagnosis.ablation import confidence_sequence
 from lib.diagnosis.sentinel._eprocess import BET_CAP, bet, chernoff_bound
 from lib.diagnosis.sentinel._run import night_probes
+from lib.diagnosis.trends import change_events
 from lib.jobs import sentinel as sj
 from lib.jobs._demo import demo_samples
 from lib.judging import OpenAIJudge
 from lib.judging.harness import build_request
 from lib.judging.scoring import evaluate_run
+from lib.presentation.charts import CHANGE_COLOURS, trend_figure
 from lib.store import Store
 from lib.store import sentinel as ss
 from tests.support.cli import run_cli
@@ -210,6 +212,14 @@ def test_drift_puts_a_marker_on_trends_and_opens_an_incident(server: OpenAIServe
     assert list(events["kind"]) == ["judge drift"] and list(events["run_id"]) == ["r1"]
     assert events["started_at"].iloc[0] == drift_row.judged_at
     assert events["text"].iloc[0].startswith("the judge changed, the system did not: faithfulness judge judge-x")
+
+    history = store.metric_history()   # what Trends draws: the recorded changes and the drift, on the chart
+    marks = sentinel.with_drift(change_events(history), store)
+    fig = trend_figure(history[history["metric"] == "faithfulness"], metric="faithfulness", events=marks)
+    changes = [t for t in fig.data if t.name == "recorded change"]
+    assert len(changes) == 1 and list(changes[0].customdata) == ["r1"]
+    assert changes[0].marker.color == (CHANGE_COLOURS["judge drift"],)
+    assert changes[0].text[0].startswith("judge drift: the judge changed, the system did not")
 
     found, _ = incidents.load(store)
     drift = [i for i in found if i.kind == "judge drift"]
