@@ -34,7 +34,7 @@ from lib.store import Store
 from lib.store import sentinel as ss
 from tests.support.cli import run_cli
 from tests.support.drifting_judge import DriftingResponder
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import Fault, OpenAIServer
 
 T0 = datetime(2026, 1, 1, 2, 0)
 MODEL = "judge-x"
@@ -301,3 +301,21 @@ def test_an_unchanged_noisy_judge_raises_no_alarm_in_20_histories_of_90_nights()
     assert sum(_null_nights(seed) for seed in range(20)) == 0
     # the bound is what holds it: tested against the pin's plain mean instead, 4 of the same 20 histories alarm
     assert sum(_null_nights(seed, m0_from=lambda xs: sum(xs) / len(xs)) for seed in range(20)) >= 3
+
+
+def test_a_night_whose_probes_fail_is_recorded_not_counted_and_resumed(server: OpenAIServer, tmp_path: Path) -> None:
+    store = _store_with_run(server, tmp_path / "s.duckdb", n=8)
+    judge = _judge(server)
+    p = sentinel.pin(store, judge, "faithfulness", size=8, repeats=1, at=T0)
+    server.fail_always(Fault("400"))          # the server refuses every call: faults, never scored 0 or 1
+    st = sentinel.run_night(store, judge, night="n1", at=T0 + timedelta(days=1))
+    n1 = st.night("n1")
+    assert n1 is not None and n1.failed == len(p.probes) and n1.disagreement is None and st.looks == ()
+    server.fail_always(None)
+    before = len(server.requests)
+    st = sentinel.run_night(store, judge, night="n1", at=T0 + timedelta(days=1))   # run again: asked again, counted
+    n1 = st.night("n1")
+    assert n1 is not None and (n1.failed, n1.disagreement) == (0, 0.0) and len(st.looks) == 1
+    assert len(server.requests) - before == len(p.probes)
+    judge.close()
+    store.close()
