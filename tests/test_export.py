@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -16,6 +16,7 @@ from lib.core.labels import BINARY, Label, content_key
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
+from lib.diagnosis import sentinel
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge
 from lib.diagnosis.trends import canary_status, find_jumps, lint_status
@@ -41,6 +42,7 @@ KEYS = {
     "archived_run_metrics": ["archive_id", "suite", "metric"], "archived_samples": ["archive_id", "suite", "sample_id"],
     "archived_sample_scores": ["archive_id", "suite", "metric", "sample_id"],
     "watch_seen": ["key"], "watch_outbox": ["message_key", "channel"], "watch_meta": ["name"],
+    "sentinels": ["pin_id"], "sentinel_nights": ["pin_id", "night"],
 }
 DAYS = (datetime(2026, 1, 30, 2, 0), datetime(2026, 1, 31, 2, 5), datetime(2026, 2, 1, 2, 10))
 
@@ -116,6 +118,9 @@ def _team_records(store: Store) -> None:
                                   "jump:faithfulness:run-2", "run-2", "faithfulness moved", "faithfulness moved\n- x")],
              [("incident:jump:faithfulness:run-2", "new episode")])
     ws.set_meta(store, "last_look", DAYS[2].isoformat())
+    judge = OfflineJudge(noise=0.03)   # a judge sentinel: its pin and a night
+    sentinel.pin(store, judge, "faithfulness", size=4, repeats=1, at=DAYS[2])
+    sentinel.run_night(store, judge, night="2026-02-02", at=DAYS[2] + timedelta(days=1))
 
 
 def _table(store: Store, table: str) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
-from lib.diagnosis import batch, cost, provenance, rejudge, trends
+from lib.diagnosis import batch, cost, provenance, rejudge, sentinel, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.incidents import JumpEvidence, Standing, load_jump_evidence, standing
 from lib.diagnosis.trends import CanaryStatus, Jump
@@ -51,7 +51,8 @@ def jumps(db_path: str, version: str) -> list[Jump]:
 
 @st.cache_data(show_spinner=False)
 def events(db_path: str, version: str) -> pd.DataFrame:
-    return trends.change_events(history(db_path, version, MAIN))
+    """The recorded changes and the judge sentinels' drift nights (kind 'judge drift'), oldest first."""
+    return sentinel.with_drift(trends.change_events(history(db_path, version, MAIN)), open_store(db_path))
 
 
 @st.cache_data(show_spinner=False)

@@ -14,6 +14,7 @@ from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
 from lib.cli.listing import cmd_runs
 from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
+from lib.cli.sentinel import add_parser as add_sentinel_parser
 from lib.cli.storing import add_parser as add_store_parser
 from lib.cli.watching import add_parser as add_watch_parser
 from lib.core import settings
@@ -201,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_labels_parser(sub, _db_arg, _effect)
     add_watch_parser(sub, _db_arg)
+    add_sentinel_parser(sub, _db_arg)
     return parser
 
 

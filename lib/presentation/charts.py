@@ -26,7 +26,8 @@ def safe(text: object, limit: int = 300) -> str:
 
 # -- trend and overview figures (owned by the Trends/Overview pages) --------------------
 CHANGE_COLOURS: dict[str, str] = {"judge model": "#7b1fa2", "served model": "#c2185b", "prompt": "#ef6c00",
-                                  "binding": "#6d4c41", "scoring library": "#00838f", "pipeline": "#1565c0"}
+                                  "binding": "#6d4c41", "scoring library": "#00838f", "pipeline": "#1565c0",
+                                  "judge drift": "#b71c1c"}
 SCORE_COLOUR = "#37474f"
 JUMP_COLOUR = "#c62828"
 HEATMAP_CELL_W = 230   # px per blanked-field column of the verdict heatmap

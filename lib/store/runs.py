@@ -33,13 +33,15 @@ class RunsMixin(StoreBase):
     """Reading runs, metrics, samples, verdicts and evidence."""
 
     def data_version(self) -> str:
-        """Changes whenever runs, ablations or labels are written (a cache key for page loaders)."""
+        """Changes whenever runs, ablations, labels or sentinel nights are written (a cache key for page loaders)."""
         # the live copies' ids too: a restore swaps a copy back in without changing the count, nor (a run recorded
         # since) the newest recording time, and the pages must read its scores and ablations again
         row = self._rows("""SELECT (SELECT count(*) FROM runs), (SELECT max(recorded_at) FROM runs),
                                    (SELECT sum(hash(copy_id)) FROM runs),
                                    (SELECT count(*) FROM ablations), (SELECT max(updated_at) FROM ablations),
-                                   (SELECT sum(done) FROM ablations), (SELECT max(seq) FROM labels)""")[0]
+                                   (SELECT sum(done) FROM ablations), (SELECT max(seq) FROM labels),
+                                   (SELECT count(*) FROM sentinel_nights), (SELECT max(judged_at) FROM sentinel_nights)
+                         """)[0]
         return "|".join(str(x) for x in row)
 
     def runs(self) -> pd.DataFrame:

@@ -169,6 +169,22 @@ _COPIES = [
     "ALTER TABLE ablations ADD COLUMN IF NOT EXISTS run_copy VARCHAR",
 ]
 
+# The judge sentinel: a pin is a fixed probe set, the instrument it is judged with (judge name, endpoint, template,
+# binding), its baseline verdicts and the bound on the judge's own repeat disagreement; a night is one re-judging
+# of a pin, with its seed and its disagreement with the baseline (lib.diagnosis.sentinel).
+_SENTINEL = [
+    """CREATE TABLE IF NOT EXISTS sentinels (
+        pin_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, suite VARCHAR NOT NULL, metric VARCHAR NOT NULL,
+        judge_model VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, template VARCHAR NOT NULL, binding VARCHAR NOT NULL,
+        source VARCHAR NOT NULL, probes VARCHAR NOT NULL, baseline VARCHAR NOT NULL, repeats INTEGER NOT NULL,
+        repeat_share DOUBLE NOT NULL, null_share DOUBLE NOT NULL, served_model VARCHAR, calls INTEGER NOT NULL,
+        pinned_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS sentinel_nights (
+        pin_id VARCHAR NOT NULL, night VARCHAR NOT NULL, seed BIGINT NOT NULL, judged INTEGER NOT NULL,
+        failed INTEGER NOT NULL, calls INTEGER NOT NULL, cached INTEGER NOT NULL, disagreement DOUBLE,
+        detail VARCHAR NOT NULL, served_model VARCHAR, judged_at TIMESTAMP NOT NULL, PRIMARY KEY (pin_id, night))""",
+]
+
 Step = Callable[[duckdb.DuckDBPyConnection], None]
 
 
@@ -232,6 +248,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("served model", ("ALTER TABLE judge_cache ADD COLUMN IF NOT EXISTS served_model VARCHAR",
                                "ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR",
                                "ALTER TABLE archived_run_metrics ADD COLUMN IF NOT EXISTS served_model VARCHAR")),
+    # The judge sentinel (lib.store.sentinel): each pin of probes with its instrument and baseline verdicts, and
+    # the nights each pin was judged again (a night's seed is in every call's cache key).
+    Migration("judge sentinel pins and nights", tuple(_SENTINEL)),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,7 +27,7 @@ from lib.diagnosis.ablation._engine import (
 from lib.diagnosis.ablation._lead import Headline, split_headline
 from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
-from lib.diagnosis.ablation._sequential import CHUNK
+from lib.diagnosis.ablation._sequential import CHUNK, confidence_sequence
 from lib.diagnosis.ablation._spec import AblationSpec
 from lib.diagnosis.ablation._verdicts import INCONCLUSIVE, INSENSITIVE, LEAK, MIN_EFFECT, REPLAY_MISMATCH
 
@@ -46,6 +46,7 @@ __all__ = [
     "Headline",
     "arm_label",
     "blanked_fields",
+    "confidence_sequence",
     "four_readings_gap",
     "four_readings_spec",
     "is_control",

@@ -1,7 +1,8 @@
 """Incidents: what is still open, with its evidence and the state the team set.
 
 An incident is a jump beyond noise (or a leak-in/leak-out pair of jumps shown
-as one episode), a canary alarm, or a lint finding on a template in use, with
+as one episode), a canary alarm, a lint finding on a template in use, or a
+judge sentinel's drift (lib.diagnosis.sentinel: the judge changed, the system did not), with
 its evidence: suspects and their tests, the ablations run, and what a
 re-judged series says at the same runs. The team sets its state (open,
 explained as instrument, explained as system change, accepted) with a note;
@@ -24,6 +25,7 @@ from lib.core.errors import InputError
 from lib.core.records import MAIN
 from lib.diagnosis.ablation import AblationResult, split_headline
 from lib.diagnosis.rejudge import Series, finished_series
+from lib.diagnosis.sentinel import DRIFT, Drift, drifts
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.store import Store
 from lib.store import history as hs
@@ -52,7 +54,7 @@ class Incident:
     """Something that moved or alarmed, with its evidence and its state."""
 
     incident_id: str
-    kind: str                      # 'jump' | 'episode' | 'canary alarm' | 'lint finding'
+    kind: str                      # 'jump' | 'episode' | 'canary alarm' | 'lint finding' | 'judge drift'
     metric: str
     run_id: str                    # where it starts
     started_at: datetime
@@ -214,12 +216,18 @@ def lint_incidents(lint: pd.DataFrame, history: pd.DataFrame) -> list[Incident]:
     return out
 
 
+def drift_incidents(found: Sequence[Drift]) -> list[Incident]:
+    """One incident per sentinel that called drift, at the run its drift night follows (its id: the pin)."""
+    return [Incident(incident_id("sentinel", d.metric, d.status.pin.pin_id), DRIFT, d.metric, d.run_id, d.at,
+                     d.title, d.evidence) for d in found]
+
+
 def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd.DataFrame | None = None,
           history: pd.DataFrame | None = None, ablations: pd.DataFrame | None = None,
           series: dict[str, tuple[pd.DataFrame, float]] | None = None, series_labels: dict[str, str] | None = None,
           states: pd.DataFrame | None = None, lapsed: Sequence[Jump] = (),
           agreement: dict[tuple[str, str], str] | None = None,
-          corrected: dict[tuple[str, str], str] | None = None) -> list[Incident]:
+          corrected: dict[tuple[str, str], str] | None = None, drift: Sequence[Drift] = ()) -> list[Incident]:
     """Every incident, oldest first, each with its recorded state changes.
 
     An incident never disappears because a threshold moved: a step that was beyond its threshold as of its own
@@ -237,6 +245,7 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         states: history_store.incident_states.
         agreement: (metric, run id) -> the sentence of people's agreement before and after the instrument change
             at that run (lib.diagnosis.agreement._trend), added to a jump's evidence there.
+        drift: the judge sentinels that called drift (lib.diagnosis.sentinel.drifts).
         corrected: (metric, run id) -> the run's score by the judge and corrected by people's labels, with the run
             before's (lib.diagnosis.agreement.corrected_at_steps), added to a jump's evidence there.
     """
@@ -255,6 +264,7 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
         out += canary_incidents(canary)
     if lint is not None and history is not None:
         out += lint_incidents(lint, history)
+    out += drift_incidents(drift)
     changes: dict[str, list[StateChange]] = {}
     if states is not None:
         for r in states.itertuples(index=False):
@@ -280,7 +290,8 @@ def load(store: Store, *, suite: str = MAIN) -> tuple[list[Incident], list[Serie
                   series_labels={s.series_id: f"{s.name}, {s.covers}" for s in series},
                   states=hs.incident_states(store),
                   lapsed=lapsed, agreement={(c.metric, c.run_id): c.sentence for c in changes},
-                  corrected=corrected_at_steps(store, suite, [(j.metric, j.run_id, j.prev_run_id) for j in jumps]))
+                  corrected=corrected_at_steps(store, suite, [(j.metric, j.run_id, j.prev_run_id) for j in jumps]),
+                  drift=drifts(store, suite))
     return found, series
 
 
