@@ -368,17 +368,23 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
 
 
 def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, version: int | None = None,
-                     tune: bool = True) -> Corrected | None:
+                     tune: bool = True, pairs: Pairs | None = None) -> Corrected | None:
     """A run's metric by its judge and as the calibration set's labels correct it (lib.diagnosis.agreement._ppi).
 
     The rectifier (people minus judge) is measured on this run's own judgings of the labelled samples, so it is
     the run's instrument that is calibrated, never another judge's; the judge's scores of the run's other samples
     carry the rest.
 
+    `pairs`: labelled_pairs already read over runs that include this one (corrected_at_steps reads them once for
+    all its runs: one read a run cost two thirds of an incident load's CPU); None reads this run's.
+
     Returns:
         The correction, or None when fewer than two labelled samples were scored by the run.
     """
-    pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
+    if pairs is None:
+        pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
+    else:
+        pairs = pairs.where("run_id", [run_id])
     paired = pairs.samples.drop_duplicates("sample_id")
     if len(paired) < MIN_LABELS:
         return None
@@ -400,13 +406,16 @@ def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str,
         scored are left out.
     """
     labelled = {m for m in {s[0] for s in steps} if not store.labels(suite, metric=m).empty}
+    pairs_of = {m: labelled_pairs(store, suite, m, run_ids=sorted({r for step in steps if step[0] == m
+                                                                   for r in step[1:] if r}))[0]
+                for m in labelled}
     out: dict[tuple[str, str], str] = {}
     for metric, run_id, before_id in steps:
         if metric not in labelled or (metric, run_id) in out:
             continue
-        now = corrected_of_run(store, suite, metric, run_id)
+        now = corrected_of_run(store, suite, metric, run_id, pairs=pairs_of[metric])
         if now is None:
             continue
-        before = corrected_of_run(store, suite, metric, before_id) if before_id else None
+        before = corrected_of_run(store, suite, metric, before_id, pairs=pairs_of[metric]) if before_id else None
         out[(metric, run_id)] = now.sentence(metric) + (f" (the run before: {before.short})" if before else "")
     return out
