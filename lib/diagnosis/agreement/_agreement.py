@@ -277,13 +277,27 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
 
 def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None = None,
                    run_ids: Sequence[str] | None = None) -> tuple[Pairs, int]:
-    """The pairs of a suite's calibration set (at `version`, default the current one) with stored judgings."""
+    """The pairs of a suite's calibration set (at `version`, default the current one) with stored judgings.
+
+    Every run's pairs (`run_ids` None) are kept per data version on the store: an incident load asks for them
+    twice (the trend's agreement, then the correction at its steps), a page once more, each a read of every
+    labelled judging (0.5 CPU s on the demo).
+    """
     version = store.calibration_version(suite) if version is None else version
+    memo: dict = store.__dict__.setdefault("_pairs_memo", {})
+    key = (suite, metric, version, store.data_version()) if run_ids is None else None
+    if key is not None and key in memo:
+        return memo[key], version
     labels = store.labels(suite, metric=metric, version=version)
     if labels.empty:
         return Pairs.none(0), version
     judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
-    return pair_labels(labels, judgings, metric, copies), version
+    pairs = pair_labels(labels, judgings, metric, copies)
+    if key is not None:
+        if any(k[3] != key[3] for k in memo):   # the data moved on: the old versions' pairs are no use
+            memo.clear()
+        memo[key] = pairs
+    return pairs, version
 
 
 def agreement_by_instrument(store: Store, suite: str, metric: str, *, version: int | None = None,
@@ -406,9 +420,7 @@ def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str,
         scored are left out.
     """
     labelled = {m for m in {s[0] for s in steps} if not store.labels(suite, metric=m).empty}
-    pairs_of = {m: labelled_pairs(store, suite, m, run_ids=sorted({r for step in steps if step[0] == m
-                                                                   for r in step[1:] if r}))[0]
-                for m in labelled}
+    pairs_of = {m: labelled_pairs(store, suite, m)[0] for m in labelled}   # every run's, as the trend read them
     out: dict[tuple[str, str], str] = {}
     for metric, run_id, before_id in steps:
         if metric not in labelled or (metric, run_id) in out:
