@@ -284,7 +284,7 @@ def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None
     labelled judging (0.5 CPU s on the demo).
     """
     version = store.calibration_version(suite) if version is None else version
-    memo: dict = store.__dict__.setdefault("_pairs_memo", {})
+    memo: dict = store.__dict__.get("_pairs_memo", {})
     key = (suite, metric, version, store.data_version()) if run_ids is None else None
     if key is not None and key in memo:
         return memo[key], version
@@ -293,10 +293,8 @@ def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None
         return Pairs.none(0), version
     judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
     pairs = pair_labels(labels, judgings, metric, copies)
-    if key is not None:
-        if any(k[3] != key[3] for k in memo):   # the data moved on: the old versions' pairs are no use
-            memo.clear()
-        memo[key] = pairs
+    if key is not None:   # this data version's pairs only, swapped whole: the dashboard's threads share a store
+        store.__dict__["_pairs_memo"] = {**{k: v for k, v in memo.items() if k[3] == key[3]}, key: pairs}
     return pairs, version
 
 
