@@ -47,6 +47,7 @@ class Judging:
         self._buffer: dict[tuple[str, str, int], list[SampleResult]] = defaultdict(list)
         self._last_flush = time.monotonic()
         self._cache: KnownCache | None = None
+        self._endpoint = judge_endpoint(judge)   # once, not once a judging (lib.judging.harness.score_sample)
         # Kept for the whole ablation, across its chunks: the unreadable replies (an identical request in another
         # arm or chunk gets the same failure without a call) and the repairs allowed, as its estimate counts them.
         self._unreadable: dict[str, JudgeReply] = {}
@@ -69,11 +70,12 @@ class Judging:
         if key not in self._blanked:
             self._blanked[key] = self.plan.arm_sample(s, m, arm)
         return (m, arm, rep), score_sample(self._blanked[key], self.plan.instruments[m], self.judge,
-                                           seed=self.plan.spec.seed + rep, cache=self._cache, screen=False)
+                                           seed=self.plan.spec.seed + rep, cache=self._cache, screen=False,
+                                           endpoint=self._endpoint)
 
     def _known(self, units: list[Unit]) -> KnownCache:
         """The store's call cache, knowing which of the units' requests it holds: one query, not one per call."""
-        endpoint, keys = judge_endpoint(self.judge), []
+        endpoint, keys = self._endpoint, []
         for m, arm, rep, s in units:
             if exclusion_reason(s, m):
                 continue

@@ -277,13 +277,25 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
 
 def labelled_pairs(store: Store, suite: str, metric: str, *, version: int | None = None,
                    run_ids: Sequence[str] | None = None) -> tuple[Pairs, int]:
-    """The pairs of a suite's calibration set (at `version`, default the current one) with stored judgings."""
+    """The pairs of a suite's calibration set (at `version`, default the current one) with stored judgings.
+
+    Every run's pairs (`run_ids` None) are kept per data version on the store: an incident load asks for them
+    twice (the trend's agreement, then the correction at its steps), a page once more, each a read of every
+    labelled judging (0.5 CPU s on the demo).
+    """
     version = store.calibration_version(suite) if version is None else version
+    memo: dict = store.__dict__.get("_pairs_memo", {})
+    key = (suite, metric, version, store.data_version()) if run_ids is None else None
+    if key is not None and key in memo:
+        return memo[key], version
     labels = store.labels(suite, metric=metric, version=version)
     if labels.empty:
         return Pairs.none(0), version
     judgings, copies = store.labelled_judgings(suite, metric, sorted(set(labels["sample_id"])), run_ids)
-    return pair_labels(labels, judgings, metric, copies), version
+    pairs = pair_labels(labels, judgings, metric, copies)
+    if key is not None:   # this data version's pairs only, swapped whole: the dashboard's threads share a store
+        store.__dict__["_pairs_memo"] = {**{k: v for k, v in memo.items() if k[3] == key[3]}, key: pairs}
+    return pairs, version
 
 
 def agreement_by_instrument(store: Store, suite: str, metric: str, *, version: int | None = None,
@@ -368,17 +380,23 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
 
 
 def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, version: int | None = None,
-                     tune: bool = True) -> Corrected | None:
+                     tune: bool = True, pairs: Pairs | None = None) -> Corrected | None:
     """A run's metric by its judge and as the calibration set's labels correct it (lib.diagnosis.agreement._ppi).
 
     The rectifier (people minus judge) is measured on this run's own judgings of the labelled samples, so it is
     the run's instrument that is calibrated, never another judge's; the judge's scores of the run's other samples
     carry the rest.
 
+    `pairs`: labelled_pairs already read over runs that include this one (corrected_at_steps reads them once for
+    all its runs: one read a run cost two thirds of an incident load's CPU); None reads this run's.
+
     Returns:
         The correction, or None when fewer than two labelled samples were scored by the run.
     """
-    pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
+    if pairs is None:
+        pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
+    else:
+        pairs = pairs.where("run_id", [run_id])
     paired = pairs.samples.drop_duplicates("sample_id")
     if len(paired) < MIN_LABELS:
         return None
@@ -400,13 +418,14 @@ def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str,
         scored are left out.
     """
     labelled = {m for m in {s[0] for s in steps} if not store.labels(suite, metric=m).empty}
+    pairs_of = {m: labelled_pairs(store, suite, m)[0] for m in labelled}   # every run's, as the trend read them
     out: dict[tuple[str, str], str] = {}
     for metric, run_id, before_id in steps:
         if metric not in labelled or (metric, run_id) in out:
             continue
-        now = corrected_of_run(store, suite, metric, run_id)
+        now = corrected_of_run(store, suite, metric, run_id, pairs=pairs_of[metric])
         if now is None:
             continue
-        before = corrected_of_run(store, suite, metric, before_id) if before_id else None
+        before = corrected_of_run(store, suite, metric, before_id, pairs=pairs_of[metric]) if before_id else None
         out[(metric, run_id)] = now.sentence(metric) + (f" (the run before: {before.short})" if before else "")
     return out
