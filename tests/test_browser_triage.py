@@ -122,7 +122,8 @@ def walk(page: Page, server: StreamlitServer, *, run_id: str, rejudge_button: st
     assert "/review" in page.url
     screenshot(page, f"triage-walk-{run_id}-review")
     markdown = download_review(page)
-    (ROOT / "artifacts" / f"triage-walk-{run_id}.md").write_text(markdown, encoding="utf-8")   # git-ignored
+    # kept to read after a run (git-ignored; not .md, which the docs test reads as a doc)
+    (ROOT / "artifacts" / f"triage-walk-{run_id}.review.txt").write_text(markdown, encoding="utf-8")
     return markdown
 
 
