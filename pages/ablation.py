@@ -27,7 +27,7 @@ from lib.diagnosis.ablation import (
     four_readings_spec,
     split_headline,
 )
-from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review
+from lib.presentation import ablation_form, ablation_views, charts, glossary, judging_counts, review, views
 
 FIELDS = ("ground_truth", "question", "contexts")
 SHOW_ABLATIONS = 10
@@ -277,11 +277,13 @@ def _per_sample_changes(result: AblationResult) -> None:
     else:
         leaks = {(v.metric, v.arm) for v in result.verdicts if v.kind == LEAK}
         first = next((i for i, cell in enumerate(cells) if cell in leaks), 0)
+        # options are plain text, not Markdown: md() here showed its escapes ("ground\\_truth", issue 46)
         metric, arm = st.selectbox("Cell", cells, index=first, key="abl_cell",
-                                   format_func=lambda c: f"{md(c[0])} with {md(arm_label(c[1]))}")
+                                   format_func=lambda c: f"{c[0]} with {arm_label(c[1])}")
         deltas = loaders.ablation_deltas(ctx.db_path, version, result.ablation_id, metric, arm)
         d1, d2 = st.columns([2, 3])
-        d1.dataframe(deltas, hide_index=True, height=300, column_config={
+        d1.dataframe(deltas, hide_index=True, height=views.grid_height(len(deltas), row_height=35, most=300),
+                     column_config={
             "sample_id": "sample", "baseline": st.column_config.NumberColumn("as wired", format="%.3f"),
             "ablated": st.column_config.NumberColumn(arm_label(arm), format="%.3f"),
             "delta": st.column_config.NumberColumn("change", format="%+.3f")})

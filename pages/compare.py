@@ -23,10 +23,12 @@ ctx = ui.sidebar()
 SCORE = st.column_config.NumberColumn(format="%.3f", width=56)
 DELTA = st.column_config.NumberColumn(format="%+.3f", width=60)
 SIDE_FORMATS = {"baseline": "{:.3f}", "run": "{:.3f}", "delta": "{:+.3f}"}
+RUN_PICKER, METRIC_PICKER = 350, 190   # px: at 1024 px, the run on one row, the baseline and metric on the next
 MOVES = 8   # the largest per-sample moves shown without asking
 SIDE_LABELS = {"judge_model": "judge model", "prompt_hash": "prompt hash"}
 # the flipped verdicts' widths fit 1024 px beside the sidebar; an item or its evidence wraps over four lines
 FLIP_ROW = 84
+FLIPS_HEIGHT = 360   # px: four rows, then the grid scrolls
 FLIP_COLUMNS = {"sample_id": st.column_config.TextColumn(width=76),
                 "flip": st.column_config.TextColumn(width=104, help="The verdict in the baseline, then in the run"),
                 "item": st.column_config.TextColumn(width=170),
@@ -54,7 +56,11 @@ labels = views.run_labels(runs)
 
 # -- widgets -----------------------------------------------------------------------------------
 ui.seed_from_query("compare_run", "run", ids, ids[0])
-c1, c2, c3 = st.columns([3, 3, 2], gap="medium")
+# pickers of fixed widths in a wrapping row: one row on a wide screen, and at 1024 px beside the sidebar each run
+# picker keeps room for "nightly-20261117   (2026-11-17 02:25  leak fixed)"; three columns cut it to
+# "nightly-20261201 (2026" (issue 46)
+pickers = st.container(horizontal=True, wrap=True, gap="small", key="compare_pickers")
+c1, c2, c3 = (pickers.container(width=w) for w in (RUN_PICKER, RUN_PICKER, METRIC_PICKER))
 run_id = c1.selectbox("Run", ids, key="compare_run", format_func=labels.get)
 before = views.previous_in(oldest_first, run_id) or ids[-1]
 if not ui.seed_from_query("compare_base", "run_b", ids, before) and \
@@ -119,7 +125,8 @@ else:
                 f"{summary.lo:+.3f} to {summary.hi:+.3f}, over the {summary.n} samples scored in both runs.")
     d1, d2 = st.columns(2, gap="medium")   # the moves' four columns fit the right half at 1024 px
     with d1:
-        st.plotly_chart(figure, key="compare_hist")
+        # no toolbar: in half of 1024 px it lay over the chart's title (issue 46); the moves are in the table
+        st.plotly_chart(figure, key="compare_hist", config={"displayModeBar": False})
     with d2:
         # the largest moves as a static table (a grid costs the browser a tenth of a second or more to draw, and
         # this page is measured against one chart, issue 28); every sample's move in a grid on request
@@ -143,7 +150,8 @@ else:
                f"positive, {flip_counts.to_negative} to negative (McNemar exact p = {flip_counts.p_value:.2g}).",
                help=glossary.help_for("McNemar exact p"))
     if not flipped.empty:
-        st.dataframe(views.flip_rows(flipped), hide_index=True, height=360, key="compare_flips",
+        st.dataframe(views.flip_rows(flipped), hide_index=True, key="compare_flips",
+                     height=views.grid_height(len(flipped), row_height=FLIP_ROW, most=FLIPS_HEIGHT),
                      row_height=FLIP_ROW, column_config=FLIP_COLUMNS)
 
 st.subheader("Instrument or outputs?", help=glossary.help_for("instrument", "split"))

@@ -66,9 +66,10 @@ show_rejected(rejected)
 read_at = ui_history.panel_read_at(ctx)   # one version for the panel's loaders; a job ending mid-draw reruns it
 evidence = loaders.jump_evidence(ctx.db_path, ctx.version, read_at)
 sent = loaders.sent_alerts(ctx.db_path, ctx.version)
-ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, read_at),
-                          loaders.incidents(ctx.db_path, read_at)[0],
-                          loaders.jumps(ctx.db_path, ctx.version), evidence, announced=alerts.announced(sent))
+found, finished = loaders.incidents(ctx.db_path, read_at)
+ui_history.incident_panel(ctx, loaders.standings(ctx.db_path, ctx.version, read_at), found,
+                          loaders.jumps(ctx.db_path, ctx.version), evidence, announced=alerts.announced(sent),
+                          series=finished)
 
 # a wrapping row of fixed-width cards: five columns on a laptop screen cut the scores to "0.…"
 cards_row = st.container(horizontal=True, wrap=True, gap="small", key="overview_cards")

@@ -147,7 +147,8 @@ else:
     st.caption(f"{len(shown)} of {view.total} samples. Click a row to view it below.")
 listed = views.sample_list(shown, metric)
 st.dataframe(listed, hide_index=True, key="run_samples", on_select=lambda: pick_row(listed),
-             selection_mode="single-row", height=SAMPLES_HEIGHT, row_height=SAMPLE_ROW,
+             selection_mode="single-row", row_height=SAMPLE_ROW,
+             height=views.grid_height(len(listed), row_height=SAMPLE_ROW, most=SAMPLES_HEIGHT),
              column_config={**SAMPLE_COLUMNS, "score": st.column_config.NumberColumn(
                  format="%.3f", width=52, help=f"The sample's {metric} score (blank: not scored)")})
 

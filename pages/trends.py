@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.app import loaders, ui, ui_history
-from lib.presentation import charts, glossary, linkparams, review, views
+from lib.presentation import charts, glossary, linkparams, review, trend_figures, views
 
 ctx = ui.sidebar()
 
@@ -75,13 +75,7 @@ events = views.in_range(loaders.events(ctx.db_path, ctx.version), since, until)
 jumps = views.in_range(views.jumps_frame(loaders.jumps(ctx.db_path, ctx.version)), since, until)
 
 # -- render ------------------------------------------------------------------------------------
-st.caption("Grey band: ±2 × the run-to-run spread around each score. Tinted stretches: runs measured with one "
-           "instrument (comparable segments; hover the squares at the bottom). Dotted lines and triangles: recorded "
-           "changes (purple judge model, orange prompt, brown binding, blue pipeline; hover for what changed). Red "
-           "rings: jumps beyond the jump threshold. Dashed green: a re-judged series, with its own jumps (diamonds). "
-           "Click any point to open that run.",
-           help=glossary.help_for("run-to-run spread", "jump threshold", "instrument", "comparable segment",
-                                  "binding"))
+caption = st.empty()   # said above the chart, once the figure (and so what it draws) is known
 ui_history.rejudge_panel(ctx, shown, window.drop_duplicates("run_id")["run_id"].tolist())
 series_version = ui_history.version(ctx)
 if len(shown) == 1:
@@ -89,6 +83,9 @@ if len(shown) == 1:
     trace_metrics = shown * len(figure["data"])
 else:   # one figure, a panel per metric on one time axis: faster to draw than a chart each, and changes line up
     figure, trace_metrics = loaders.trend_panels(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)
+caption.caption(trend_figures.caption(figure),   # the marks this figure draws, and only those
+                help=glossary.help_for("run-to-run spread", "jump threshold", "instrument", "comparable segment",
+                                       "binding"))
 event = st.plotly_chart(figure, on_select="rerun", selection_mode="points", key="trend_chart")
 picked = charts.point_from_selection(event, trace_metrics)
 if picked:

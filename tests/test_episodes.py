@@ -92,7 +92,10 @@ def test_the_overview_lists_the_episodes_jumps_by_size_and_says_what_one_instrum
     assert "likely noise" not in at_change and "the instrument changed here" in at_change, at_change
     assert "the jump is the instrument's" in at_change, at_change
     assert "See the re-judged series on Trends" in text
-    assert "over nightly-20261002 to nightly-20261117 (47 runs): what it says" in text   # the runs it covers
+    # the card says the answer, with the runs it covers (it pointed to "the line above": the card's title)
+    assert ("Re-judged with one instrument: the re-judged series (prompt 9950b659a1f9 of nightly-20261201, "
+            "projected, offline-lexical-v2), over nightly-20261002 to nightly-20261117 (47 runs), says the system "
+            "lost 0.145 on 2026-10-31") in text
 
 
 @pytest.mark.e2e

@@ -133,6 +133,8 @@ def test_a_deep_link_to_a_finished_ablation_shows_its_result_and_the_form_follow
     assert fresh.multiselect(key="abl_blanks").value == ["ground_truth", "contexts"]
     assert "The four readings" in texts(fresh.subheader)
     assert any("independent channels" in t for t in texts(fresh.info))
+    # a widget's options are plain text: the Markdown escape showed as "faithfulness with ground\_truth blanked"
+    assert "faithfulness with ground_truth blanked" in fresh.selectbox(key="abl_cell").options
 
 
 def test_a_stalled_ablation_offers_resume_and_resuming_finishes_it(app_db: Path, leak_run: str) -> None:

@@ -26,7 +26,7 @@ from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.presentation import glossary
 from lib.presentation.report import md_escape as md
-from lib.presentation.views.common import PAGE_TRENDS
+from lib.presentation.views.common import PAGE_RUN, PAGE_TRENDS
 from lib.store import history as hs
 
 TRUSTED = "trusted (default)"
@@ -187,11 +187,13 @@ def load_incidents(db_path: str, version: str) -> tuple[list[incidents.Incident]
 def incident_panel(ctx: Context, standings: list[incidents.Standing], found: list[incidents.Incident],
                    jumps: Sequence[Jump] = (),
                    evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None, *,
-                   announced: frozenset[str] = frozenset()) -> None:
+                   announced: frozenset[str] = frozenset(), series: Sequence[rejudge.Series] = ()) -> None:
     """Open incidents first (oldest first) with the level against the trusted baseline (`standings`, from
     lib.diagnosis.incidents), then the closed ones. `jumps` (diagnose.find_jumps): an open episode lists every
-    jump inside it, largest first, each read from its `evidence` (incidents.load_jump_evidence). `announced`: the
-    incidents `watch` has told the team's channel about."""
+    jump inside it, largest first, each read from its `evidence` (incidents.load_jump_evidence), each with a link to
+    its run (where its template and the ablation to test it are). `announced`: the incidents `watch` has told the
+    team's channel about. `series`: the finished re-judged series (incidents.load), so an incident's re-judge says
+    its answer in the incident's card."""
     still = incidents.open_first(found)
     st.subheader(f"Open incidents ({len(still)})", help=glossary.help_for("instrument", "episode"))
     for s in standings:
@@ -201,7 +203,7 @@ def incident_panel(ctx: Context, standings: list[incidents.Standing], found: lis
         st.success("Nothing is open: every incident has been explained or accepted.")
     user = current_user(ctx, "incident_user") if found else ""
     for inc in still:
-        _incident(ctx, inc, user, jumps, evidence or {}, announced=inc.incident_id in announced)
+        _incident(ctx, inc, user, jumps, evidence or {}, announced=inc.incident_id in announced, series=series)
     closed = [i for i in found if not i.is_open]
     if closed:
         with st.expander(f"Explained, accepted or no longer beyond the threshold ({len(closed)})"):
@@ -211,7 +213,7 @@ def incident_panel(ctx: Context, standings: list[incidents.Standing], found: lis
 
 def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[Jump] = (),
               evidence: Mapping[tuple[str, str], incidents.JumpEvidence] | None = None, *,
-              announced: bool = False) -> None:
+              announced: bool = False, series: Sequence[rejudge.Series] = ()) -> None:
     with st.container(border=True):
         colour = "red" if inc.is_open else "green"
         st.markdown(f":{colour}[**{md(inc.state)}**] · {md(inc.kind)} · {md(inc.title)}"
@@ -222,8 +224,14 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
                        help=trends.HELP[trends.JUMP_THRESHOLD])
             for j in inside:
                 st.text(incidents.jump_line(j, (evidence or {}).get((j.metric, j.run_id))))
+            # each jump's run is where its template diff is and, for a template that now reads a field the metric
+            # must never receive, the ablation that tests it: without these the card was a dead end (issue 46)
+            with st.container(horizontal=True, wrap=True, gap="small", key=f"runs_{inc.incident_id}"):
+                for j in sorted(inside, key=lambda j: j.started_at):
+                    st.page_link(PAGE_RUN, label=f"Open run {md(j.run_id)}", icon=":material/open_in_new:",
+                                 query_params={"run": j.run_id, "metric": j.metric}, width="content")
         if incidents.needs_rejudge(inc):
-            _episode_rejudge(ctx, inc)
+            _episode_rejudge(ctx, inc, series)
         for line in inc.agreement:   # is the judge right? people's agreement on both sides of the change
             st.caption(md(line))
         for line in inc.corrected:   # the metric through people's labels, beside the judge's
@@ -253,9 +261,9 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
                     st.rerun()
 
 
-def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
+def _episode_rejudge(ctx: Context, inc: incidents.Incident, series: Sequence[rejudge.Series] = ()) -> None:
     """The re-judge that reads an episode across instrument changes with one instrument: one click, or its
-    progress, or where its finding is."""
+    progress, or what it found (from `series`, the finished re-judged series)."""
     try:
         spec = incidents.rejudge_spec(ctx.store, inc, judge=ctx.judge, endpoint=ctx.endpoint)
     except EvaldriftError as exc:
@@ -265,9 +273,11 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident) -> None:
     if row is not None and row["status"] == "done":
         if st.session_state.get(PANEL_READ_AT, version(ctx)) != version(ctx):
             st.rerun()   # the series finished after the panel above was read: read it again, with the series
-        st.caption(f"Re-judged with one instrument ({md(spec.label)}), over {md(spec.run_ids[0])} to "
-                   f"{md(spec.run_ids[-1])} ({len(spec.run_ids)} runs): what it says is in "
-                   "the line above and in the evidence, and the series is drawn on Trends.")
+        # its answer here, in the card: "the line above" was the incident's title, not the conclusion (issue 46)
+        said = [w for s in series if s.series_id == spec.series_id for w in incidents.series_words(s)]
+        st.markdown(md(f"Re-judged with one instrument: {'; '.join(said)}." if said else
+                       f"Re-judged with one instrument ({spec.label}), over {spec.run_ids[0]} to "
+                       f"{spec.run_ids[-1]} ({len(spec.run_ids)} runs): its answer is in the evidence below."))
         st.page_link(PAGE_TRENDS, label="See the re-judged series on Trends", icon=":material/show_chart:",
                      query_params={"metric": inc.metric})
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from lib.diagnosis.rejudge import Series
+from lib.diagnosis.rejudge import Series, SeriesJump
 from lib.diagnosis.trends import Segment
 from lib.presentation.charts import safe
 
@@ -49,20 +49,33 @@ def add_series(fig: go.Figure, series: Series, *, since: pd.Timestamp | None = N
     if s.empty:
         return fig
     name = safe(series.name, 120)
-    fig.add_trace(go.Scatter(x=s["started_at"], y=s["score"].astype(float), mode="lines+markers", name=name,
-                             customdata=s["run_id"].astype(str).tolist(),
-                             line=dict(color=REJUDGED_COLOUR, width=1.5, dash="dash"),
-                             marker=dict(size=4, color=REJUDGED_COLOUR),
-                             hovertemplate=f"{name}<br>%{{customdata}}<br>%{{x|%Y-%m-%d}}<br>score %{{y:.3f}}"
-                                           "<extra>re-judged</extra>"))
     shown = [j for j in series.jumps if (since is None or j.started_at >= since)
              and (until is None or j.started_at <= until)]
+    said = {j.run_id: _jump_words(j) for j in shown}
+    # the line's point and the jump's diamond sit on one spot and the hover picks either: both say the re-judged
+    # change, since "score 0.650" alone hid the -0.145 the Overview and the Review quote (issue 46)
+    steps = s["score"].astype(float).diff()
+    text = [said.get(str(r), f"change {d:+.3f} from the re-judged run before" if d == d else "first re-judged run")
+            for r, d in zip(s["run_id"], steps, strict=True)]
+    fig.add_trace(go.Scatter(x=s["started_at"], y=s["score"].astype(float), mode="lines+markers", name=name,
+                             customdata=s["run_id"].astype(str).tolist(), text=text,
+                             line=dict(color=REJUDGED_COLOUR, width=1.5, dash="dash"),
+                             marker=dict(size=4, color=REJUDGED_COLOUR),
+                             hovertemplate=f"{name}<br>%{{customdata}}<br>%{{x|%Y-%m-%d}}<br>score %{{y:.3f}}: "
+                                           "%{text}<extra>re-judged</extra>"))
     if shown:
         fig.add_trace(go.Scatter(
             x=[j.started_at for j in shown], y=[j.after for j in shown], mode="markers",
-            name="re-judged jump", customdata=[j.run_id for j in shown],
-            text=[f"re-judged jump {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f}), threshold ±{j.threshold:.3f}: "
-                  "the system changed here" for j in shown],
+            name="re-judged jump", customdata=[j.run_id for j in shown], text=[said[j.run_id] for j in shown],
             marker=dict(symbol="diamond-open", size=15, color=REJUDGED_COLOUR, line=dict(width=2.5)),
             hovertemplate="%{text}<extra></extra>"))
+        for j in shown:   # the change in words on the chart, read without hovering
+            fig.add_annotation(x=j.started_at, y=j.after, text=f"re-judged {j.delta:+.3f}", showarrow=True,
+                               arrowhead=0, ax=0, ay=28 if j.delta < 0 else -28, bgcolor="rgba(255,255,255,0.8)",
+                               font=dict(size=11, color=REJUDGED_COLOUR))
     return fig
+
+
+def _jump_words(j: SeriesJump) -> str:
+    return (f"re-judged jump {j.before:.3f} -> {j.after:.3f} ({j.delta:+.3f}), threshold ±{j.threshold:.3f}: the "
+            "system changed here")

@@ -44,3 +44,38 @@ def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFram
                 history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))
         out[m] = fig.to_dict()
     return out
+
+
+# What each layer of a trend figure looks like, in the order the caption says them; a layer is said only when the
+# figure draws it (a short history has no band yet and, with one instrument, no tints: issue 46).
+LAYER_WORDS = (
+    ("band", "Grey band: ±2 × the run-to-run spread around each score."),
+    ("segments", "Tinted stretches: runs measured with one instrument (comparable segments; hover the squares at the "
+                 "bottom)."),
+    ("changes", "Dotted lines and triangles: recorded changes (purple judge model, orange prompt, brown binding, blue "
+                "pipeline; hover for what changed)."),
+    ("jumps", "Red rings: jumps beyond the jump threshold."),
+    ("rejudged", "Dashed green: a re-judged series, with its own jumps (diamonds, their change written beside)."),
+)
+NO_BAND = ("No grey band yet: the run-to-run spread is measured once {n} run-to-run differences within one "
+           "instrument exist.")
+
+
+def drawn_layers(figure: Mapping) -> frozenset[str]:
+    """Which of LAYER_WORDS' layers a trend figure dict (trend_figures, or trend_stack's panels) draws."""
+    names = [str(t.get("name") or "") for t in figure.get("data", ())]
+    found = {"band" for n in names if n.startswith("band ±")}
+    found |= {"segments" for n in names if n == "instrument segments"}
+    found |= {"changes" for n in names if n == "recorded change"}
+    found |= {"jumps" for n in names if n == "jump beyond noise"}
+    found |= {"rejudged" for t in figure.get("data", ()) if (t.get("line") or {}).get("dash") == "dash"}
+    return frozenset(found)
+
+
+def caption(figure: Mapping) -> str:
+    """The Trends caption: what each mark of `figure` means, naming only the marks it draws."""
+    layers = drawn_layers(figure)
+    words = [w for layer, w in LAYER_WORDS if layer in layers]
+    if "band" not in layers:
+        words.append(NO_BAND.format(n=trends.MIN_SPREAD_STEPS))
+    return " ".join([*words, "Click any point to open that run."])

@@ -23,11 +23,11 @@ from lib.diagnosis.incidents._reading import (
     reading,
     reads_never,
 )
-from lib.diagnosis.incidents._standing import Standing, standing
+from lib.diagnosis.incidents._standing import Standing, series_words, standing
 
 __all__ = [
     "STATES", "Incident", "JumpEvidence", "Standing", "clean_score", "episode_jumps", "first_open_jump",
     "instrument_changed", "jump_evidence", "jump_line", "leaky_now_words", "likely_noise", "load", "load_jump_evidence",
-    "needs_rejudge", "open_first", "reading", "reads_never", "rejudge_open_episodes", "rejudge_spec", "set_state",
-    "standing",
+    "needs_rejudge", "open_first", "reading", "reads_never", "rejudge_open_episodes", "rejudge_spec", "series_words",
+    "set_state", "standing",
 ]

@@ -94,8 +94,10 @@ def change_words(jump: Jump) -> str:
     return "jump, with no recorded change"
 
 
-def _series_words(s: Series) -> list[str]:
-    """What a series says, each sentence naming the runs it covers (Series.covers)."""
+def series_words(s: Series) -> list[str]:
+    """What a re-judged series says, a sentence per jump of its own (or that it has none), each naming the runs it
+    covers (Series.covers): "the re-judged series (...), over r1 to r9 (9 runs), says the system lost 0.145 on
+    2026-10-31"."""
     out = []
     head = f"the re-judged series ({s.label or s.series_id}), {s.covers},"
     for j in s.jumps:
@@ -128,7 +130,7 @@ def standing(history: pd.DataFrame, incidents: Sequence[Incident], series: Seque
             continue
         mine = [i for i in incidents if i.metric == m and i.jumps and i.state not in (ACCEPTED, LAPSED)]
         base = _baseline(history, m, min(mine, key=lambda i: i.started_at)) if mine else None
-        words = [w for s in series if s.metric == m for w in _series_words(s)]
+        words = [w for s in series if s.metric == m for w in series_words(s)]
         now_run = str(g["run_id"].iloc[-1])
         reads = reads_never(history, lint, m, now_run)
         without = clean_score([s for s in series if s.metric == m], now_run, lint) if reads else None

@@ -6,6 +6,7 @@ from lib.diagnosis.rejudge._run import (
     RejudgeCost,
     RejudgeSpec,
     Series,
+    SeriesJump,
     estimate,
     finished_series,
     run_rejudge,
@@ -14,6 +15,6 @@ from lib.diagnosis.rejudge._run import (
 )
 
 __all__ = [
-    "RejudgeCost", "RejudgeSpec", "Series", "estimate", "finished_series", "run_rejudge", "runs_between",
+    "RejudgeCost", "RejudgeSpec", "Series", "SeriesJump", "estimate", "finished_series", "run_rejudge", "runs_between",
     "trusted_instrument",
 ]

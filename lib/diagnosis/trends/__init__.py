@@ -22,6 +22,7 @@ from lib.diagnosis.trends._noise import (
     HELP,
     JUDGE_SPREAD,
     JUMP_THRESHOLD,
+    MIN_SPREAD_STEPS,
     RUN_SPREAD,
     SCORE_RANGE,
     PairedStep,
@@ -37,7 +38,8 @@ from lib.diagnosis.trends._series_jumps import series_calls, series_threshold, s
 from lib.diagnosis.trends._splits import SplitPlan, plan_split, run_split
 
 __all__ = [
-    "HELP", "INSTRUMENT_COLUMNS", "JUDGE_SPREAD", "JUMP_K", "JUMP_THRESHOLD", "RUN_SPREAD", "SCORE_RANGE",
+    "HELP", "INSTRUMENT_COLUMNS", "JUDGE_SPREAD", "JUMP_K", "JUMP_THRESHOLD", "MIN_SPREAD_STEPS", "RUN_SPREAD",
+    "SCORE_RANGE",
     "CanaryStatus", "Jump", "PairedStep", "RunChanges", "Segment", "Split", "SplitPlan", "ablations_called_for", "band",
     "call_step", "canary_status", "change_events", "config_diff", "find_jumps", "label", "last_same_instrument",
     "lint_status", "plan_split", "run_changes", "run_split", "run_spread", "segment_index", "segments",

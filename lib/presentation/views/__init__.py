@@ -13,6 +13,7 @@ from lib.presentation.views.common import (
     PAGE_TRENDS,
     PROVENANCE_LOCATIONS,
     SPARK_RUNS,
+    grid_height,
     ordered_metrics,
 )
 from lib.presentation.views.compare import (
@@ -74,7 +75,8 @@ __all__ = ["ALL_METRICS", "NOT_RECORDED", "PAGE_ABLATION", "PAGE_COMPARE", "PAGE
            "PROVENANCE_LOCATIONS", "SPARK_RUNS", "EvidenceSummary", "HistorySummary", "LintSummary", "MetricCard",
            "SuspectAction", "aligned_verdicts", "card_steps", "change_rows", "config_rows", "day_bounds", "events_for",
            "events_table", "evidence_summary", "filter_samples", "flip_rows", "flip_summary", "flipped_verdicts",
-           "history_summary", "in_range", "jumps_frame", "lint_findings", "lint_summary", "location_column",
+           "grid_height", "history_summary", "in_range", "jumps_frame", "lint_findings", "lint_summary",
+           "location_column",
            "metric_cards", "metric_display", "metric_sides", "metric_table", "ordered_metrics", "other_scores",
            "paired_deltas", "paired_summary", "previous_in", "recent_jumps", "run_days", "run_labels", "sample_list",
            "sample_status", "sample_table", "signed", "sparkline_spec", "split_cells", "suspect_actions",
