@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from lib.app.ui import job_runner, load_settings
 from lib.core.records import CANARY
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.ablation._lead import sentences
@@ -53,7 +54,14 @@ def texts(elements) -> list[str]:
 
 def wait_for(at: AppTest, done, timeout: float = WAIT) -> AppTest:
     """Re-run the page (as the progress fragment does) until `done(at)` or the timeout; waits of 0.2 s growing to
-    the fragment's own 1 s (run_every), since each re-run renders the whole page."""
+    the fragment's own 1 s (run_every), since each re-run renders the whole page.
+
+    The page's jobs run in this process (AppTest): first wait for them on the page's own runner, so the page is
+    not rendered again and again while the ablation it waits for competes with those renders for the CPU (each
+    a whole page, 1-2 CPU s on the demo)."""
+    runner = job_runner(str(load_settings().db_path))   # the page's own (st.cache_resource: one per process)
+    assert runner.known(at.query_params["ablation"]), "not the page's runner"
+    runner.wait(timeout=timeout)
     deadline, pause = time.monotonic() + timeout, 0.2
     while not done(at) and time.monotonic() < deadline:
         time.sleep(pause)
