@@ -24,10 +24,11 @@ from lib.diagnosis.agreement._calibrate import (
 )
 from lib.diagnosis.agreement._ppi import Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
-from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, trend_agreement
+from lib.diagnosis.agreement._trend import AUC_DROPPED, agreements_frame, segments_frame, trend_agreement
 
 __all__ = [
-    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument", "Estimate",
+    "AUC_DROPPED", "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument",
+    "Estimate",
     "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "corrected_at_steps",
     "corrected_of_run", "current_contender", "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
 ]

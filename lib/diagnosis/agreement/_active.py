@@ -22,7 +22,8 @@ budget. A uniform u_i with equal weights is the random order the benchmark compa
 
 Labels taken in this order are not a uniform sample: their plain mean of people-minus-judge is biased toward
 the samples the judge is unsure of. `active_mean` weights each by 1 / pi_i (Horvitz-Thompson, with the
-fixed-size variance), the estimator whose width and coverage the benchmark checks (tests/benchmarks/bench_label_order.py).
+fixed-size variance), the estimator whose width and coverage the benchmark checks
+(tests/benchmarks/bench_label_order.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import numpy as np
 from lib.diagnosis.agreement._ppi import CONFIDENCE, MIN_LABELS, Corrected
 
 FLOOR = 0.01   # in squared-error units: w >= 0.1, against at most sqrt(0.25 + 1 + 0.01) ~ 1.12
+SEED = 0       # the order's hash seed: one order per run, the same on every visit
 
 
 def weights(scores: np.ndarray, disagreement: np.ndarray | None = None, items: np.ndarray | None = None

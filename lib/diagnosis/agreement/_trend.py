@@ -124,10 +124,22 @@ def segments_frame(segs: list[SegmentAgreement]) -> pd.DataFrame:
                                  "kappa", "bias"])
 
 
+AUC_DROPPED = ("No AUC column: AUC ranks the judge's graded sample scores against people's yes/no label of a whole "
+               "sample (a file's sample labels, `python -m lib labels import`); item labels, the kind this page "
+               "stores, meet yes/no verdicts, where accuracy and kappa already say what an AUC would.")
+
+
 def agreements_frame(found: list[Agreement]) -> pd.DataFrame:
-    """Agreements per instrument as a table (text cells): the Labels page's and the CLI's figures."""
+    """Agreements per instrument as a table (text cells): the Labels page's figures.
+
+    The AUC column is left out when no instrument has one (no binary sample labels: AUC_DROPPED says why), so a
+    column of dashes never stands in for a figure that cannot exist.
+    """
+    columns = ["instrument", "labelled samples", "runs", "accuracy", "kappa", "AUC", "bias", "mean error"]
+    if not any(a.auc.known for a in found):
+        columns.remove("AUC")
     return pd.DataFrame([{
         "instrument": a.instrument, "labelled samples": a.n_samples, "runs": a.n_runs,
         "accuracy": estimate_text(a.accuracy), "kappa": estimate_text(a.kappa), "AUC": estimate_text(a.auc),
         "bias": estimate_text(a.bias, signed=True), "mean error": estimate_text(a.mean_error)} for a in found],
-        columns=["instrument", "labelled samples", "runs", "accuracy", "kappa", "AUC", "bias", "mean error"])
+        columns=columns)
