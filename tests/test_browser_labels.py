@@ -1,5 +1,5 @@
 """The Labels page in a real browser: a person labels five samples, one click per item, and sees the queue move and
-the judge's agreement with people update."""
+the judge's agreement with people update when they ask."""
 
 from __future__ import annotations
 
@@ -68,6 +68,9 @@ def test_labelling_five_samples_updates_the_queue_and_the_agreement(server: Stre
         truth = "supported" if i % 2 == 0 else "unsupported"
         page.get_by_role("button", name=truth, exact=True).nth(1).click()   # claim 2: the second such button
         expect(page.get_by_text(f"{k + 1} of 10 samples of this run labelled by you")).to_be_visible()
+        wait_for_app(page)
+        # a click reruns the labelling area alone: the figures above wait for the labeller's word
+        page.get_by_role("button", name=re.compile(r"^Update the figures \(1 sample labelled since\)")).click()
         wait_for_app(page)
         # the judge calls claim 2 supported on odd samples too: accuracy over the 2 (k + 1) claims labelled
         agree = 2 * (k + 1) - sum(1 for j in seen if j % 2)

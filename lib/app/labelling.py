@@ -53,41 +53,60 @@ class Queue:
         return self.done / self.total if self.total else 1.0
 
 
-def _mine(store: Store, suite: str, metric: str, labeller: str, *, others: bool = False
+def _mine(store: Store, suite: str, metric: str, labeller: str, *, sample_id: str | None = None
           ) -> dict[tuple[str, str], dict[int, float]]:
-    """(sample id, content) -> item -> value: the labeller's current item labels (others: everyone else's, the
-    value keyed (item, labeller) then)."""
-    labels = store.labels(suite, metric=metric)
-    labels = labels[((labels["labeller"] != labeller) if others else (labels["labeller"] == labeller))
-                    & labels["item"].notna()]
-    out: dict[tuple[str, str], dict] = {}
+    """(sample id, content) -> item -> value: the labeller's current item labels (of one sample, when given)."""
+    return _by_labeller(store, suite, metric, sample_id).get(labeller, {})
+
+
+def _by_labeller(store: Store, suite: str, metric: str, sample_id: str | None = None
+                 ) -> dict[str, dict[tuple[str, str], dict[int, float]]]:
+    """labeller -> (sample id, content) -> item -> value: everyone's current item labels."""
+    labels = store.labels(suite, metric=metric, sample_ids=None if sample_id is None else [sample_id])
+    labels = labels[labels["item"].notna()]
+    out: dict[str, dict[tuple[str, str], dict[int, float]]] = {}
     for r in labels.itertuples(index=False):
-        key = (int(r.item), r.labeller) if others else int(r.item)
-        out.setdefault((r.sample_id, r.content), {})[key] = float(r.value)
+        out.setdefault(r.labeller, {}).setdefault((r.sample_id, r.content), {})[int(r.item)] = float(r.value)
     return out
 
 
+@dataclass(frozen=True)
+class Labellable:
+    """A run's sample as a labeller of one metric sees it: its content key and how many items it has."""
+
+    sample: EvalSample
+    content: str
+    n_items: int
+
+
+def labellable(ctx: HasStore, run_id: str, suite: str, metric: str) -> tuple[Labellable, ...]:
+    """A run's samples with items to label (judgings only: a page may cache it while people label)."""
+    out = []
+    for sample in ctx.store.samples(run_id, suite):
+        n = len(label_items(metric, sample))
+        if n:
+            out.append(Labellable(sample, content_key(metric, sample), n))
+    return tuple(out)
+
+
 def queue(ctx: HasStore, run_id: str, suite: str, metric: str, labeller: str, *, skip: tuple[str, ...] = (),
-          order: Sequence[str] | None = None) -> Queue:
+          order: Sequence[str] | None = None, samples: Sequence[Labellable] | None = None) -> Queue:
     """Where `labeller` stands on a run's samples: how many are done, and the next one (ids in `skip` passed by).
 
     Args:
         order: sample ids in the order to label them (`label_order`); None: id order. Samples not in it follow.
+        samples: the run's `labellable` samples, when the caller holds them (read from the store when None).
     """
-    store = ctx.store
-    mine = _mine(store, suite, metric, labeller)
+    mine = _mine(ctx.store, suite, metric, labeller)
     total = done = 0
     candidates: list[EvalSample] = []
-    for sample in store.samples(run_id, suite):
-        n = len(label_items(metric, sample))
-        if not n:
-            continue
+    for one in labellable(ctx, run_id, suite, metric) if samples is None else samples:
         total += 1
-        got = mine.get((sample.sample_id, content_key(metric, sample)), {})
-        if all(k in got for k in range(1, n + 1)):
+        got = mine.get((one.sample.sample_id, one.content), {})
+        if all(k in got for k in range(1, one.n_items + 1)):
             done += 1
-        elif sample.sample_id not in skip:
-            candidates.append(sample)
+        elif one.sample.sample_id not in skip:
+            candidates.append(one.sample)
     if order is not None and candidates:
         rank = {sid: k for k, sid in enumerate(order)}
         candidates.sort(key=lambda smp: rank.get(smp.sample_id, len(rank)))
@@ -180,17 +199,17 @@ def judged_items(ctx: HasStore, run_id: str, suite: str, metric: str, sample: Ev
                  labeller: str) -> list[JudgedItem]:
     """The sample's items with the run's judge verdicts and evidence, and the labeller's labels so far."""
     store = ctx.store
-    scores = store.sample_scores(run_id, suite, metric)
-    row = scores[scores["sample_id"] == sample.sample_id]
+    row = store.sample_scores(run_id, suite, metric, sample_ids=[sample.sample_id])
     verdicts = json.loads(row["verdicts"].iloc[0]) if len(row) else []
     pos, neg = get_metric(metric).labels
     key = (sample.sample_id, content_key(metric, sample))
-    got = _mine(store, suite, metric, labeller).get(key, {})
-    theirs = _mine(store, suite, metric, labeller, others=True).get(key, {})
+    everyone = _by_labeller(store, suite, metric, sample.sample_id)
+    got = everyone.get(labeller, {}).get(key, {})
     out = []
     for k, text in enumerate(label_items(metric, sample), start=1):
         v = verdicts[k - 1] if k - 1 < len(verdicts) else None
-        others = tuple(sorted((who, value) for (item, who), value in theirs.items() if item == k))
+        others = tuple(sorted((who, marks[key][k]) for who, marks in everyone.items()
+                              if who != labeller and k in marks.get(key, {})))
         out.append(JudgedItem(k, text, (pos if v["label"] else neg) if v else None,
                               str(v.get("evidence") or "") if v else "", got.get(k), others))
     return out

@@ -98,6 +98,14 @@ def agreement_trend(db_path: str, version: str) -> tuple[pd.DataFrame, pd.DataFr
         columns=["metric", "started_at", "run_id", "text"])
 
 
+@st.cache_data(show_spinner="Correcting each segment by people's labels...")
+def corrected_segments(db_path: str, version: str) -> pd.DataFrame:
+    """Trends' toggle: each labelled segment's metric by its judge and corrected by people's labels (text cells)."""
+    from lib.diagnosis.agreement import corrected_by_segment, corrected_frame
+
+    return corrected_frame(corrected_by_segment(open_store(db_path), history(db_path, version, MAIN)))
+
+
 @st.cache_data(show_spinner=False)
 def agreement_table(db_path: str, version: str, metric: str) -> pd.DataFrame:
     """The Labels page's agreement of each instrument with people on `metric` (text cells)."""
@@ -306,6 +314,12 @@ def runs_version(version: str) -> str:
 def label_order(db_path: str, runs_key: str, run_id: str, metric: str) -> labelling.LabelOrder:
     """A run's samples in the order to label them (judgings only: kept while people label)."""
     return labelling.label_order(_Opened(db_path), run_id, MAIN, metric)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def labellable(db_path: str, runs_key: str, run_id: str, metric: str) -> tuple[labelling.Labellable, ...]:
+    """A run's samples with items to label, with their content keys (kept while people label)."""
+    return labelling.labellable(_Opened(db_path), run_id, MAIN, metric)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

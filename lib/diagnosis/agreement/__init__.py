@@ -24,11 +24,19 @@ from lib.diagnosis.agreement._calibrate import (
 )
 from lib.diagnosis.agreement._ppi import Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
-from lib.diagnosis.agreement._trend import AUC_DROPPED, agreements_frame, segments_frame, trend_agreement
+from lib.diagnosis.agreement._trend import (
+    AUC_DROPPED,
+    SegmentCorrected,
+    agreements_frame,
+    corrected_by_segment,
+    corrected_frame,
+    segments_frame,
+    trend_agreement,
+)
 
 __all__ = [
     "AUC_DROPPED", "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument",
-    "Estimate",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "corrected_at_steps",
-    "corrected_of_run", "current_contender", "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
+    "Estimate", "SegmentCorrected", "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples",
+    "corrected_at_steps", "corrected_by_segment", "corrected_frame", "corrected_of_run", "current_contender",
+    "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
 ]
