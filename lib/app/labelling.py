@@ -16,7 +16,7 @@ from lib.core.labels import Label, content_key, label_items
 from lib.core.metrics import get_metric
 from lib.core.results import OK
 from lib.core.samples import EvalSample
-from lib.diagnosis.agreement import Corrected, _active
+from lib.diagnosis.agreement import Corrected, active_labels_to_halve, active_order, active_weights
 from lib.diagnosis.trends import INSTRUMENT_COLUMNS
 from lib.intake.labels import labels_from_rows
 from lib.store import Store
@@ -129,7 +129,7 @@ class LabelOrder:
 
     def labels_to_halve(self, n: int) -> int | None:
         """How many labels in all, taken in this order, would halve the corrected interval at n labels."""
-        return _active.labels_to_halve(np.array(self.weights), n)
+        return active_labels_to_halve(np.array(self.weights), n)
 
 
 def _scores_by_content(store: Store, run_id: str, suite: str, metric: str
@@ -143,7 +143,7 @@ def _scores_by_content(store: Store, run_id: str, suite: str, metric: str
             if sid in texts}
 
 
-def label_order(ctx: HasStore, run_id: str, suite: str, metric: str, *, seed: int = _active.SEED) -> LabelOrder:
+def label_order(ctx: HasStore, run_id: str, suite: str, metric: str, *, seed: int = 0) -> LabelOrder:
     """The run's scored samples in the active order: the judge's uncertainty (its score over its item verdicts)
     and its disagreement with each other instrument of the metric (the latest run of each, on the same text).
 
@@ -168,8 +168,8 @@ def label_order(ctx: HasStore, run_id: str, suite: str, metric: str, *, seed: in
         gap = np.array([abs(mine[i][1] - theirs[i][1]) if i in theirs and theirs[i][0] == mine[i][0] else 0.0
                         for i in ids])
         d = np.maximum(d, gap)
-    w = _active.weights(s, d, np.array([mine[i][2] for i in ids]))
-    ranked = _active.order(ids, w, seed=seed)
+    w = active_weights(s, d, np.array([mine[i][2] for i in ids]))
+    ranked = active_order(ids, w, seed=seed)
     return LabelOrder(tuple(ids[k] for k in ranked), tuple(float(w[k]) for k in ranked), tuple(others))
 
 
