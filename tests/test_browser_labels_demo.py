@@ -117,11 +117,17 @@ def test_a_label_click_costs_about_a_plain_rerun(server: StreamlitServer, page: 
         page.get_by_role("heading", name="Labels", exact=True).click()
         page.keyboard.press("r")
 
+    def plain_rerun() -> float:
+        """A rerun with the loaders cached: one untimed first (the labels just stored change the data version, so
+        the first rerun after them recomputes the figures, which a click no longer does)."""
+        timed(page, rerun)
+        return timed(page, rerun)
+
     plain: list[float] = []
     clicks: list[float] = []
-    finishing: list[float] = []   # the click on a sample's last item: the next sample comes
+    finishing: list[float] = []   # the clicks on a sample's last item (the next sample comes), also in clicks
     for _ in range(4):
-        plain.append(timed(page, rerun))
+        plain.append(plain_rerun())
         sample = page.get_by_role("heading", name=re.compile(r"^Sample ")).inner_text()
         n_items = page.get_by_role("button", name="supported", exact=True).count()
         for k in range(n_items - 1):   # every item but the last: the last finishes the sample (a full rerun)
@@ -131,6 +137,7 @@ def test_a_label_click_costs_about_a_plain_rerun(server: StreamlitServer, page: 
         finish = timed(page, lambda: page.get_by_role("button", name="supported", exact=True).last.click())
         expect(page.get_by_role("heading", name=re.compile(r"^Sample "))).not_to_have_text(sample)
         finishing.append(finish)
+        clicks.append(finish)
     label, rerun_s = statistics.median(clicks), statistics.median(plain)
     print(f"label click median {label:.2f} s over {len(clicks)} (min {min(clicks):.2f}, max {max(clicks):.2f}); "
           f"plain rerun median {rerun_s:.2f} s over {len(plain)}; ratio {label / rerun_s:.2f}; a sample's last "
