@@ -34,6 +34,7 @@ LABELS = {"started_at": "when", "x_threshold": "x threshold", "first_suspect": "
           "text": "what changed"}   # a static table's headers
 FORMATS = {"started_at": "{:%Y-%m-%d %H:%M}", "after": "{:.3f}", "delta": "{:+.3f}",
            "x_threshold": "{:.1f}"}
+CORRECTED_ORDER = ("metric", "from", "runs", "by the judge", "corrected by people's labels", "labelled samples")
 AGREEMENT_ORDER = ("metric", "from", "runs", "labelled samples", "agreement", "bias")   # fits 1024 px; the
 # instrument of each segment is named by the change sentences under the table
 WRAPPED_ROW = 84   # px: four lines of a long cell, wrapped (widths fit a 1024 px screen beside the sidebar)
@@ -91,6 +92,20 @@ picked = charts.point_from_selection(event, trace_metrics)
 if picked:
     run_id, picked_metric = picked
     st.switch_page(views.PAGE_RUN, query_params={"run": run_id, "metric": picked_metric or shown[0]})
+
+if st.toggle("Through people's labels", key="trends_corrected",
+             help="Each comparable segment with labelled samples: its metric by the judge beside the value people's "
+                  "labels correct it to (prediction-powered inference, 95% interval over samples), calibrated on "
+                  "that segment's own instrument. Label more on the Labels page."):
+    corrected = loaders.corrected_segments(ctx.db_path, ctx.version)
+    corrected = corrected[corrected["metric"].isin(shown) & (corrected["to"] >= since) & (corrected["from"] <= until)]
+    if corrected.empty:
+        st.info("No segment in this range has two or more labelled samples of these metrics.")
+    else:
+        st.caption("Each segment's metric by its judge, and corrected by people's labels (each sample once: its "
+                   "judge score averaged over the segment's runs).")
+        ui.short_table(corrected, order=CORRECTED_ORDER, labels={}, formats={"from": "{:%Y-%m-%d}"},
+                       key="trends_corrected_table")
 
 st.subheader("Jumps beyond noise in this range", help=glossary.help_for("jump threshold"))
 shown_jumps = jumps[jumps["metric"].isin(shown)]

@@ -13,13 +13,15 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from lib.app import calibration, ui_history
+from lib.app import calibration, labelling, ui_history
 from lib.app.ui import load_settings, open_store
 from lib.core import degenerate
 from lib.core.errors import EvaldriftError
 from lib.core.records import CANARY, MAIN, RunHeader
+from lib.core.samples import EvalSample
 from lib.diagnosis import batch, cost, provenance, rejudge, sentinel, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
+from lib.diagnosis.agreement import Corrected
 from lib.diagnosis.incidents import JumpEvidence, Standing, load_jump_evidence, standing
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
@@ -95,6 +97,14 @@ def agreement_trend(db_path: str, version: str) -> tuple[pd.DataFrame, pd.DataFr
     return segments_frame(segs), pd.DataFrame(
         [{"metric": c.metric, "started_at": c.started_at, "run_id": c.run_id, "text": c.sentence} for c in changes],
         columns=["metric", "started_at", "run_id", "text"])
+
+
+@st.cache_data(show_spinner="Correcting each segment by people's labels...")
+def corrected_segments(db_path: str, version: str) -> pd.DataFrame:
+    """Trends' toggle: each labelled segment's metric by its judge and corrected by people's labels (text cells)."""
+    from lib.diagnosis.agreement import corrected_by_segment, corrected_frame
+
+    return corrected_frame(corrected_by_segment(open_store(db_path), history(db_path, version, MAIN)))
 
 
 @st.cache_data(show_spinner=False)
@@ -292,3 +302,43 @@ def split_plan(db_path: str, metric: str, baseline: str, run_id: str) -> trends.
 def split(db_path: str, version: str, metric: str, baseline: str, run_id: str) -> trends.Split:
     store = open_store(db_path)
     return trends.run_split(store, trends.plan_split(store, metric, baseline, run_id, load_settings()))
+
+
+# -- the Labels page: what labelling does not change is keyed by the runs alone -----------------
+def runs_version(version: str) -> str:
+    """The runs' part of a data version (store.data_version: runs count, newest recording, copies; then
+    ablations and labels): a loader keyed by it stays cached while people label."""
+    return "|".join(version.split("|")[:3])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def label_order(db_path: str, runs_key: str, run_id: str, metric: str) -> labelling.LabelOrder:
+    """A run's samples in the order to label them (judgings only: kept while people label)."""
+    return labelling.label_order(_Opened(db_path), run_id, MAIN, metric)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def labellable(db_path: str, runs_key: str, run_id: str, metric: str) -> tuple[labelling.Labellable, ...]:
+    """A run's samples with items to label, with their content keys (kept while people label)."""
+    return labelling.labellable(_Opened(db_path), run_id, MAIN, metric)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def label_reach(db_path: str, runs_key: str, metric: str, sample: EvalSample) -> labelling.Reach:
+    """The runs and instruments that judged the text a labeller sees of `sample` (kept while people label)."""
+    return labelling.reach(_Opened(db_path), MAIN, metric, sample)
+
+
+@st.cache_data(show_spinner=False)
+def corrected_of_run(db_path: str, version: str, run_id: str, metric: str) -> Corrected | None:
+    """A run's metric by its judge and as the calibration set's labels correct it (None: under two labels)."""
+    from lib.diagnosis.agreement import corrected_of_run as corrected
+
+    return corrected(open_store(db_path), MAIN, metric, run_id)
+
+
+class _Opened:
+    """The opened store of a path, as the context lib.app.labelling reads."""
+
+    def __init__(self, db_path: str) -> None:
+        self.store = open_store(db_path)

@@ -218,6 +218,14 @@ class RunsMixin(StoreBase):
             params.append(list(sample_ids))
         return self._df(sql + " ORDER BY metric, sample_id", params)
 
+    def mean_sample_scores(self, run_ids: Sequence[str], suite: str, metric: str) -> pd.DataFrame:
+        """Each sample's mean scored value of `metric` over the runs `run_ids` (failed and unscored left out):
+        sample_id, score, runs (how many of the runs scored it)."""
+        return self._df("""SELECT sample_id, avg(score) AS score, count(*) AS runs FROM sample_scores
+                           WHERE list_contains(?, run_id) AND suite = ? AND metric = ? AND status = 'ok'
+                                 AND score IS NOT NULL
+                           GROUP BY sample_id ORDER BY sample_id""", [list(run_ids), suite, metric])
+
     def filtered_sample_ids(self, run_id: str, metric: str, suite: str = MAIN, *, needle: str = "",
                             score_range: tuple[float, float] | None = None, label: bool | None = None) -> list[str]:
         """Ids (in id order) of a run's samples matching every filter given, all in SQL with bound values.

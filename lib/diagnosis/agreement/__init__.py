@@ -2,9 +2,14 @@
 judge.
 
 Private modules: _stats (pure agreement statistics), _agreement, _trend (per segment and per instrument change),
-_calibrate (the new-judge gate), _ppi (a metric corrected by people's labels: prediction-powered inference).
+_calibrate (the new-judge gate), _ppi (a metric corrected by people's labels: prediction-powered inference),
+_active (what to label next: the order that narrows the corrected interval fastest, and its estimator).
 """
 
+from lib.diagnosis.agreement._active import active_mean
+from lib.diagnosis.agreement._active import labels_to_halve as active_labels_to_halve
+from lib.diagnosis.agreement._active import order as active_order
+from lib.diagnosis.agreement._active import weights as active_weights
 from lib.diagnosis.agreement._agreement import (
     Agreement,
     agreement_by_instrument,
@@ -24,10 +29,20 @@ from lib.diagnosis.agreement._calibrate import (
 )
 from lib.diagnosis.agreement._ppi import Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
-from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, trend_agreement
+from lib.diagnosis.agreement._trend import (
+    AUC_DROPPED,
+    SegmentCorrected,
+    agreements_frame,
+    corrected_by_segment,
+    corrected_frame,
+    segments_frame,
+    trend_agreement,
+)
 
 __all__ = [
-    "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument", "Estimate",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "corrected_at_steps",
-    "corrected_of_run", "current_contender", "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
+    "AUC_DROPPED", "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument",
+    "Estimate", "SegmentCorrected", "active_labels_to_halve", "active_mean", "active_order", "active_weights",
+    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples",
+    "corrected_at_steps", "corrected_by_segment", "corrected_frame", "corrected_of_run", "current_contender",
+    "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
 ]

@@ -16,6 +16,7 @@ import pandas as pd
 
 from lib.core.records import MAIN
 from lib.diagnosis.agreement._agreement import Agreement, agreement, labelled_pairs
+from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.trends import INSTRUMENT_COLUMNS, Segment, segment_index, segments
 from lib.store import Store
@@ -124,10 +125,75 @@ def segments_frame(segs: list[SegmentAgreement]) -> pd.DataFrame:
                                  "kappa", "bias"])
 
 
+AUC_DROPPED = ("No AUC column: AUC ranks the judge's graded sample scores against people's yes/no label of a whole "
+               "sample (a file's sample labels, `python -m lib labels import`); item labels, the kind this page "
+               "stores, meet yes/no verdicts, where accuracy and kappa already say what an AUC would.")
+
+
 def agreements_frame(found: list[Agreement]) -> pd.DataFrame:
-    """Agreements per instrument as a table (text cells): the Labels page's and the CLI's figures."""
+    """Agreements per instrument as a table (text cells): the Labels page's figures.
+
+    The AUC column is left out when no instrument has one (no binary sample labels: AUC_DROPPED says why), so a
+    column of dashes never stands in for a figure that cannot exist.
+    """
+    columns = ["instrument", "labelled samples", "runs", "accuracy", "kappa", "AUC", "bias", "mean error"]
+    if not any(a.auc.known for a in found):
+        columns.remove("AUC")
     return pd.DataFrame([{
         "instrument": a.instrument, "labelled samples": a.n_samples, "runs": a.n_runs,
         "accuracy": estimate_text(a.accuracy), "kappa": estimate_text(a.kappa), "AUC": estimate_text(a.auc),
         "bias": estimate_text(a.bias, signed=True), "mean error": estimate_text(a.mean_error)} for a in found],
-        columns=["instrument", "labelled samples", "runs", "accuracy", "kappa", "AUC", "bias", "mean error"])
+        columns=columns)
+
+
+@dataclass(frozen=True)
+class SegmentCorrected:
+    """One comparable segment's metric by its judge and as people's labels correct it (PPI++ over samples).
+
+    Each sample counts once: its judge score is the mean over the segment's runs, and its people's score the mean
+    over the texts those runs judged; the rectifier is this segment's instrument's, never another's.
+    """
+
+    segment: Segment
+    corrected: Corrected
+
+
+def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MAIN) -> list[SegmentCorrected]:
+    """Every labelled metric's segments with their label-corrected value (segments with under two labelled
+    samples scored are left out).
+
+    Args:
+        store: the store (labels and judgings).
+        history: store.metric_history(suite=suite) (all runs: a segment is cut where its instrument changes).
+    """
+    out: list[SegmentCorrected] = []
+    for metric in sorted(history["metric"].unique()) if not history.empty else []:
+        if store.labels(suite, metric=metric).empty:
+            continue
+        h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+        h = h.assign(_seg=segment_index(h).loc[h.index])
+        pairs, _ = labelled_pairs(store, suite, metric, run_ids=h["run_id"].tolist())
+        for segment, (_, g) in zip(segments(h), h.groupby("_seg", sort=True), strict=True):
+            runs = g["run_id"].tolist()
+            paired = pairs.samples[pairs.samples["run_id"].isin(set(runs))]
+            per_sample = paired.groupby("sample_id")[["judge", "people"]].mean()
+            if len(per_sample) < MIN_LABELS:
+                continue
+            judged = store.mean_sample_scores(runs, suite, metric)
+            rest = judged[~judged["sample_id"].isin(set(per_sample.index))]
+            found = ppi_mean(per_sample["people"].to_numpy(float), per_sample["judge"].to_numpy(float),
+                             rest["score"].to_numpy(float))
+            if found is not None:
+                out.append(SegmentCorrected(segment, found))
+    return out
+
+
+def corrected_frame(found: list[SegmentCorrected]) -> pd.DataFrame:
+    """The segments' corrected values as a table (text cells, one row a segment): Trends' toggle."""
+    return pd.DataFrame([{
+        "metric": s.segment.metric, "from": s.segment.start, "to": s.segment.end, "runs": s.segment.n_runs,
+        "instrument": s.segment.label, "by the judge": f"{s.corrected.judge:.2f}",
+        "corrected by people's labels": f"{s.corrected.value:.2f} [{s.corrected.low:.2f}, {s.corrected.high:.2f}]",
+        "labelled samples": s.corrected.n_labelled} for s in found],
+        columns=["metric", "from", "to", "runs", "instrument", "by the judge", "corrected by people's labels",
+                 "labelled samples"])
