@@ -30,7 +30,7 @@ from lib.store import Store, copy, lake
 from lib.store.parquet import ParquetStore
 from lib.store.schema import MIGRATIONS
 from tests.conftest import small_demo
-from tests.support import postgres, tool_runs
+from tests.support import postgres, s3, tool_runs
 from tests.support.cli import run_cli
 from tests.support.tool_runs import tool_path
 from tests.test_store import make_run
@@ -144,6 +144,81 @@ def test_what_counts_as_another_writers_conflict(error: BaseException, retried: 
     assert lake.is_conflict(error) is retried
 
 
+KEYS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "hunter2-s3"}
+
+
+@pytest.mark.parametrize(("environ", "expected", "error"), [
+    ({}, None, None),                                                    # a lake in a folder needs no keys
+    (KEYS, lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3"), None),      # AWS itself: its endpoint, TLS
+    ({**KEYS, "AWS_SESSION_TOKEN": "tok", "AWS_DEFAULT_REGION": "eu-west-1"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", "tok", "eu-west-1"), None),
+    ({**KEYS, "AWS_REGION": "eu-central-1", "AWS_DEFAULT_REGION": "eu-west-1"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", None, "eu-central-1"), None),   # AWS_REGION first
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:9000"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="127.0.0.1:9000", use_ssl=False), None),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://x:1", "AWS_ENDPOINT_URL_S3": "https://minio.internal/"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="minio.internal", use_ssl=True), None),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://[::1]:9000"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="[::1]:9000", use_ssl=False), None),
+    ({"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE"}, None, "needs both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+    ({"AWS_SECRET_ACCESS_KEY": "hunter2-s3"}, None, "only AWS_SECRET_ACCESS_KEY is set"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://admin:hunter2@127.0.0.1:9000"}, None, "no user, path or query"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/bucket"}, None, "no user, path or query"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "ftp://127.0.0.1"}, None, r"http\(s\)://host"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:port"}, None, "the port is not a number"),
+])
+def test_object_storage_keys_come_from_the_operators_aws_variables(
+        environ: dict[str, str], expected: lake.S3Credentials | None, error: str | None) -> None:
+    if error is not None:
+        with pytest.raises(StoreError, match=error) as caught:
+            lake.s3_credentials(environ)
+        assert "hunter2" not in str(caught.value)
+        return
+    got = lake.s3_credentials(environ)
+    assert got == expected
+    assert "hunter2" not in repr(got)   # the secret is never shown
+
+
+@pytest.mark.parametrize(("s3_keys", "sql"), [
+    (lake.S3Credentials("AKID", "se'cret"),
+     "CREATE OR REPLACE TEMPORARY SECRET evaldrift_s3 (TYPE s3, KEY_ID 'AKID', SECRET 'se''cret', REGION 'us-east-1')"),
+    (lake.S3Credentials("AKID", "s", "tok", "eu-west-1", "127.0.0.1:9000", False),
+     "CREATE OR REPLACE TEMPORARY SECRET evaldrift_s3 (TYPE s3, KEY_ID 'AKID', SECRET 's', REGION 'eu-west-1', "
+     "SESSION_TOKEN 'tok', ENDPOINT '127.0.0.1:9000', URL_STYLE 'path', USE_SSL false)"),
+])
+def test_the_keys_become_a_temporary_secret_of_one_connection(s3_keys: lake.S3Credentials, sql: str) -> None:
+    """The text only: the project's duckdb 2.0.1 would try to download httpfs for a TYPE s3 secret (the lake
+    environment runs it, in the object-storage test below)."""
+    assert lake.secret_sql(s3_keys) == sql
+
+
+@pytest.mark.parametrize(("environ", "data_path", "error"), [
+    ({"EVALDRIFT_DATA_PATH": "s3://team/lake", **KEYS}, "s3://team/lake", None),
+    ({"EVALDRIFT_DATA_PATH": "s3://team/lake"}, None, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+    ({"EVALDRIFT_DATA_PATH": "gs://team/lake", **KEYS}, None, "a folder or an s3:// location"),
+    ({"EVALDRIFT_DATA_PATH": "/srv/lake", **KEYS}, "/srv/lake", None),   # keys set, data in a folder: fine
+])
+def test_a_data_path_in_object_storage_needs_the_operators_keys(
+        environ: dict[str, str], data_path: str | None, error: str | None) -> None:
+    if error is not None:
+        with pytest.raises(StoreError, match=error):
+            lake.parse("ducklake:" + CATALOG, environ)
+        return
+    target = lake.parse("ducklake:" + CATALOG, environ)
+    assert target.data_path == data_path and target.s3 == lake.s3_credentials(environ)
+
+
+def test_the_projects_duckdb_says_where_object_storage_works(tmp_path: Path) -> None:
+    """duckdb 2.0.1 has no httpfs here and cannot download it: reading or exporting to s3:// says to use the team
+    store's environment at once (measured 0.02 s), instead of `INSTALL httpfs`, which fails after 2-3 s."""
+    from lib.store.parquet import export_parquet
+
+    with pytest.raises(StoreError, match=r"duckdb 1\.5\.5 only.*lib/store/requirements-lake\.txt"):
+        ParquetStore("s3://team/evaldrift")
+    with Store(tmp_path / "db.duckdb") as store, pytest.raises(StoreError, match="httpfs"):
+        export_parquet(store, "s3://team/evaldrift")
+
+
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
 
 def _lake_or_skip() -> str:
@@ -215,6 +290,60 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
     print("a write as of a date:", then["refused"])
 
 
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[s3.S3Server]:
+    """moto's S3-compatible server on loopback (tests/support/s3.py)."""
+    server = s3.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pg_dump(server: postgres.Postgres, dbname: str) -> str:
+    """The whole catalog database as SQL text: what the lake wrote to Postgres."""
+    done = subprocess.run(postgres.as_server_user([postgres.binary("pg_dump"), "-h", "127.0.0.1", "-p",
+                                                   str(server.port), "-U", postgres.SERVER_USER, dbname]),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
+        team_store: Lake, s3_server: s3.S3Server) -> None:
+    """EVALDRIFT_DATA_PATH=s3://...: the runs' Parquet files go to the bucket (moto's server on loopback), another
+    process reads them back with the keys and the catalog's recorded path alone, and neither the catalog nor the
+    store URL holds a key. The Parquet export goes to the bucket too, and reads back from there."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("ons3")
+    bucket = s3_server.bucket("team-lake")
+    keys = s3_server.environ()
+    writer = {**env, **keys, "EVALDRIFT_DATA_PATH": f"{bucket}/data"}
+    # 12 samples a run: DuckLake keeps a write of up to 10 rows a table in the catalog itself (data inlining)
+    assert _child(writer, "record", url, "s3run", "2", "12")["recorded"] == 2
+    written = s3_server.keys("team-lake", "data/")
+    assert written and all(k.endswith(".parquet") for k in written), written   # the runs' rows, in the bucket
+    # a reader elsewhere: the keys, no data path (the catalog recorded the bucket); then the export, to the bucket
+    reader = {**{k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}, **keys}
+    seen = _child(reader, "export", url, f"{bucket}/export")
+    assert {r: v for r, v in seen["runs"].items()} == {
+        r: {"samples": 12, "scores": 12, "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 12}]}
+        for r in ("s3run-0", "s3run-1")}
+    assert seen["secrets"] == [["evaldrift_s3", False, "memory"]]   # held in the process, never written
+    assert seen["exported"] == {"s3run-0": [0.75], "s3run-1": [0.75]}   # read back from the bucket
+    assert any(k.startswith("export/runs/") for k in s3_server.keys("team-lake", "export/"))
+    catalog = _pg_dump(server, "ons3")
+    assert f"{bucket}/data/" in catalog   # the place the data went, recorded where every reader finds it
+    assert s3.SECRET not in catalog and s3.KEY_ID not in catalog
+    # without the keys the lake's data cannot be read, and nothing is downloaded to try: said, in one line
+    keyless = {k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}
+    done = subprocess.run([env["EVALDRIFT_LAKE_PYTHON"], "-m", "tests.support.lake_child", "read", url], cwd=ROOT,
+                          env=keyless, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "keeps its data in object storage: set AWS_ACCESS_KEY_ID" in done.stderr, (
+        done.stderr[-2000:])
+    print("without keys:", done.stderr.strip().splitlines()[-1][:300])
+
+
 def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
     _, env, server = team_store
     url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
@@ -266,7 +395,8 @@ def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     project, lake_env = pins("requirements.txt"), pins("lib/store/requirements-lake.txt")
     assert lake_env.pop("duckdb") == "1.5.5"
     # the extension wheels are built for exactly that duckdb
-    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
+    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner",
+                                      "duckdb-extension-httpfs")} == {"1.5.5"}
     project.pop("duckdb")
     assert lake_env == project
 

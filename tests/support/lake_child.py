@@ -1,8 +1,8 @@
 """A child process that works on a team store (DuckLake on Postgres), run by the lake environment's python.
 
-    python -m tests.support.lake_child record URL PREFIX N     records runs PREFIX-0 .. PREFIX-(N-1)
+    python -m tests.support.lake_child record URL PREFIX N [SAMPLES]  records runs PREFIX-0 .. PREFIX-(N-1)
     python -m tests.support.lake_child read URL [ISO_TIME]     the runs as read back (JSON), now or as of a time
-    python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
+    python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake (FOLDER may be s3://)
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
@@ -57,18 +57,21 @@ def seen(store: Store) -> dict[str, object]:
     tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
     unsigned = store.cursor().execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
-    return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned}
+    secrets = store.cursor().execute("SELECT name, persistent, storage FROM duckdb_secrets()").fetchall()
+    return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned,
+            "secrets": secrets}
 
 
-def record(url: str, prefix: str, n: int) -> None:
-    """Record n runs; says what it saw when it opened the store (before), and its conflicts and times."""
+def record(url: str, prefix: str, n: int, samples: int = SAMPLES_PER_RUN) -> None:
+    """Record n runs of `samples` samples; says what it saw when it opened the store (before), and its conflicts
+    and times."""
     t0 = time.perf_counter()
     with Store(url) as store:
         opened = time.perf_counter() - t0
         before = seen(store)
         committed = []   # when each run's transaction had committed (for reads as of a date)
         for i in range(n):
-            store.record_run(make_run(f"{prefix}-{i}"))
+            store.record_run(make_run(f"{prefix}-{i}", samples))
             committed.append(datetime.now(UTC).isoformat())
         say(recorded=n, conflicts=store.conflicts, opened=round(opened, 2),
             seconds=round(time.perf_counter() - t0, 2), before=before, committed=committed)
@@ -110,12 +113,19 @@ def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
 
 
 def export(url: str, folder: str) -> None:
-    """Export the lake to the Parquet layout; says the rows written and what it read from the lake."""
-    from lib.store.parquet import export_parquet
+    """Export the lake to the Parquet layout; says the rows written and what it read from the lake. An export to
+    object storage (s3://) is also read back here, with the operator's keys, as a reader elsewhere would."""
+    from lib.store import lake
+    from lib.store.parquet import ParquetStore, export_parquet, is_remote
 
+    setup = lake.object_storage if is_remote(folder) else None
     with Store(url) as store:
-        summary = export_parquet(store, folder, overwrite=True)
-        say(rows=summary.rows, **seen(store))
+        summary = export_parquet(store, folder, overwrite=True, setup=setup)
+        back = None
+        if setup is not None:
+            with ParquetStore(folder, setup=setup) as history:
+                back = {r: history.run_metrics(r)["score"].tolist() for r in history.run_ids()}
+        say(rows=summary.rows, exported=back, **seen(store))
 
 
 def hang(url: str, run_id: str) -> None:
@@ -155,7 +165,7 @@ def roundtrip(url: str, first: str, back: str) -> None:
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
-        record(url, rest[0], int(rest[1]))
+        record(url, rest[0], int(rest[1]), *(int(x) for x in rest[2:3]))
     elif command == "read":
         read(url, rest[0] if rest else None)
     elif command == "export":
