@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -219,6 +219,42 @@ def test_the_projects_duckdb_says_where_object_storage_works(tmp_path: Path) -> 
         export_parquet(store, "s3://team/evaldrift")
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-10-31", datetime(2026, 10, 31, 23, 59, 59, 999_999)),   # a date: as the store stood at its end
+    (" 2026-10-31 ", datetime(2026, 10, 31, 23, 59, 59, 999_999)),
+    ("2026-10-31T18:00", datetime(2026, 10, 31, 18, 0)),            # an ISO time: that instant
+    ("2026-10-31 18:00:05", datetime(2026, 10, 31, 18, 0, 5)),
+    ("2026-10-31T18:00+02:00", datetime(2026, 10, 31, 18, 0, tzinfo=timezone(timedelta(hours=2)))),
+    ("31/10/2026", None),
+    ("2026-13-01", None),
+    ("last week", None),
+])
+def test_as_of_a_date_means_that_days_end_and_a_time_that_instant(text: str, expected: datetime | None) -> None:
+    if expected is None:
+        with pytest.raises(StoreError, match="give a date"):
+            lake.as_of_time(text)
+    else:
+        assert lake.as_of_time(text) == expected
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["--db", "{file}", "--as-of", "2026-10-31"], "is a DuckDB file, which keeps only its present"),
+    (["--db", "ducklake:" + CATALOG, "--as-of", "2026-10-31", "--ablate"], "writes nothing: drop --ablate"),
+    (["--db", "ducklake:" + CATALOG, "--as-of", "yesterday"], "give a date"),
+    (["--db", "ducklake:" + CATALOG + " password=x", "--as-of", "2026-10-31"], "holds a password"),
+])
+def test_report_as_of_reads_only_a_team_store_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str) -> None:
+    from lib.cli import main as cli
+
+    db = tmp_path / "evals.duckdb"
+    Store(db).close()
+    code = cli(["report", "--run", "latest", "--out", str(tmp_path / "r.md"),
+                *(a.replace("{file}", str(db)) for a in argv)])
+    assert code == 2 and error in capsys.readouterr().err
+    assert not (tmp_path / "r.md").exists()
+
+
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
 
 def _lake_or_skip() -> str:
@@ -342,6 +378,25 @@ def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
     assert done.returncode != 0 and "keeps its data in object storage: set AWS_ACCESS_KEY_ID" in done.stderr, (
         done.stderr[-2000:])
     print("without keys:", done.stderr.strip().splitlines()[-1][:300])
+
+
+def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store: Lake, tmp_path: Path) -> None:
+    """`report --as-of 2026-10-31` on a lake writes, byte for byte, the report written then, although a later run
+    (with another judge) was recorded since. The catalog's clock is moved back 40 days between the two phases
+    (DuckLake keeps each snapshot's commit time in Postgres), so the first run stands as committed in October."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("asof")
+    assert _child(env, "report", url, "then", str(tmp_path)) == {"phase": "then"}
+    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
+    moved = subprocess.run(postgres.as_server_user([
+        postgres.binary("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", postgres.SERVER_USER, "-d", "asof",
+        "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
+    assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
+    assert _child(env, "report", url, "later", str(tmp_path)) == {"phase": "later"}
+    then, as_of, now = ((tmp_path / f"{n}.md").read_text() for n in ("then", "asof", "now"))
+    assert "asof-a" in then and "asof-b" not in then
+    assert as_of == then   # what it said then
+    assert "asof-b" in now and "offline-lexical-v3" in now and now != then
 
 
 def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:

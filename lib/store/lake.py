@@ -254,6 +254,28 @@ def available() -> str | None:
     return None
 
 
+def as_of_time(text: str) -> datetime:
+    """When `--as-of` reads the history: a date means as the store stood at that day's end (its last
+    microsecond, this machine's local time, as the store's own times are); an ISO time means that instant.
+
+    Args:
+        text: `2026-10-31`, `2026-10-31T18:00`, `2026-10-31 18:00:00+02:00`.
+
+    Raises:
+        StoreError: neither a date nor an ISO time.
+    """
+    raw = text.strip()
+    try:
+        if len(raw) == 10:   # a date alone (YYYY-MM-DD)
+            day = datetime.strptime(raw, "%Y-%m-%d")
+            return day.replace(hour=23, minute=59, second=59, microsecond=999_999)
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise StoreError(f"--as-of {text!r}: give a date (2026-10-31: as the store stood at that day's end) or an "
+                         "ISO time (2026-10-31T18:00, with an offset such as +02:00 if it is not this machine's "
+                         "time)") from None
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
