@@ -25,7 +25,7 @@ import pytest
 
 from lib.core.errors import StoreError
 from lib.core.labels import SCORE, Label
-from lib.core.records import MAIN
+from lib.core.records import MAIN, RunRecord
 from lib.store import Store, copy, lake
 from lib.store.parquet import ParquetStore
 from lib.store.schema import MIGRATIONS
@@ -253,6 +253,31 @@ def test_report_as_of_reads_only_a_team_store_and_writes_nothing(
                 *(a.replace("{file}", str(db)) for a in argv)])
     assert code == 2 and error in capsys.readouterr().err
     assert not (tmp_path / "r.md").exists()
+
+
+def test_paired_steps_pair_each_step_by_sample_over_scores_ok_in_both(tmp_path: Path) -> None:
+    """paired_steps takes the earlier runs' scores first, then pairs the later ones (its join order on a lake): the
+    pairs are still per step, per sample, over scores ok in both runs. Hand-computed: a -> b pairs s-1 (1.0 -> 0.5)
+    and s-2 (0.5 -> 0.0), s-3 failed in b: n 2, mean -0.5, sd 0; b -> c pairs s-1 (0.5 -> 1.0) alone (s-2 failed in
+    c, s-3 in b): n 1, mean 0.5, sd 0 (one pair); a step of another metric pairs nothing."""
+    from lib.core.results import FAILED, OK, SampleResult
+    from tests.test_store import SAMPLES
+
+    def run(run_id: str, day: int, scores: list[float | None]) -> RunRecord:
+        results = [SampleResult(s.sample_id, OK, v) if v is not None else
+                   SampleResult(s.sample_id, FAILED, reason="judge reply is not JSON")
+                   for s, v in zip(SAMPLES, scores, strict=True)]
+        return make_run(run_id, day=day, results=results)
+
+    with Store(tmp_path / "db.duckdb") as store:
+        store.record_run(run("a", 1, [1.0, 0.5, 0.25]))
+        store.record_run(run("b", 2, [0.5, 0.0, None]))
+        store.record_run(run("c", 3, [1.0, None, 0.75]))
+        got = store.paired_steps([("faithfulness", "a", "b"), ("faithfulness", "b", "c"),
+                                  ("answer_relevance", "a", "b")])
+    rows = {(r.prev_run_id, r.run_id): (r.n, r.mean, r.sd) for r in got.itertuples()}
+    assert rows == {("a", "b"): (2, pytest.approx(-0.5), pytest.approx(0.0)),
+                    ("b", "c"): (1, pytest.approx(0.5), 0.0)}
 
 
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=40, help="main samples a run (the demo has 400)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="history sizes, in runs")
     parser.add_argument("--repeats", type=int, default=5, help="timings a query and store (their median)")
-    parser.add_argument("--runs-each", type=int, default=10, help="runs each writer records")
+    parser.add_argument("--runs-each", type=int, default=10, help="runs each writer records (0: no writers)")
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds a call over which it is timed once; over 10x, not at the next size")
     parser.add_argument("--writer", nargs=5, metavar=("TARGET", "PREFIX", "N", "SAMPLES", "GO"), help=argparse.SUPPRESS)
@@ -213,19 +213,20 @@ def main(argv: list[str] | None = None) -> int:
             with Store(work / f"file-{n}.duckdb") as file, Store(url) as team:
                 build_both(report, file, team, n, args.samples)
                 queries(report, file, team, n, args.repeats, args.budget, too_slow)
-        report.section(f"Recording: {args.runs_each} runs a writer, one transaction a run")
-        single = work / "writers.duckdb"
-        Store(single).close()
-        writers(report, str(single), 1, args.runs_each, args.samples, work, "file")
-        for w in WRITERS:
-            url = "ducklake:" + server.catalog(f"writers{w}")
-            os.environ[lake.DATA_PATH_VARIABLE] = str(work / f"lake-writers-{w}")
-            Store(url).close()   # made once before the writers race (as a team's first open would)
-            writers(report, url, w, args.runs_each, args.samples, work, "lake")
-        one, eight = (report.get(f"lake_writers_runs_per_s@{w}:lake") for w in WRITERS)
-        if one and eight:
-            report.add(Figure("lake_writers_scaling", "8 writers / 1 writer, lake throughput", eight.value / one.value,
-                              "x"))
+        if args.runs_each:   # --runs-each 0: the queries alone
+            report.section(f"Recording: {args.runs_each} runs a writer, one transaction a run")
+            single = work / "writers.duckdb"
+            Store(single).close()
+            writers(report, str(single), 1, args.runs_each, args.samples, work, "file")
+            for w in WRITERS:
+                url = "ducklake:" + server.catalog(f"writers{w}")
+                os.environ[lake.DATA_PATH_VARIABLE] = str(work / f"lake-writers-{w}")
+                Store(url).close()   # made once before the writers race (as a team's first open would)
+                writers(report, url, w, args.runs_each, args.samples, work, "lake")
+            one, eight = (report.get(f"lake_writers_runs_per_s@{w}:lake") for w in WRITERS)
+            if one and eight:
+                report.add(Figure("lake_writers_scaling", "8 writers / 1 writer, lake throughput",
+                                  eight.value / one.value, "x"))
     finally:
         server.stop()
     report.write(work / "figures.json")
