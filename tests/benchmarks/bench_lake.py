@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     server = postgres.start()
     too_slow: set[str] = set()
     try:
-        for n in (int(x) for x in args.sizes.split(",")):
+        for n in (int(x) for x in args.sizes.split(",") if x.strip()):   # --sizes "": the writers alone
             report.section(f"Lake and file at {n:,} runs x ({args.samples} + 12 canary) samples x 5 metrics")
             url = "ducklake:" + server.catalog(f"bench{n}")
             os.environ[lake.DATA_PATH_VARIABLE] = str(work / f"lake-data-{n}")
