@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -25,12 +25,12 @@ import pytest
 
 from lib.core.errors import StoreError
 from lib.core.labels import SCORE, Label
-from lib.core.records import MAIN
+from lib.core.records import MAIN, RunRecord
 from lib.store import Store, copy, lake
 from lib.store.parquet import ParquetStore
 from lib.store.schema import MIGRATIONS
 from tests.conftest import small_demo
-from tests.support import postgres, tool_runs
+from tests.support import postgres, s3, tool_runs
 from tests.support.cli import run_cli
 from tests.support.tool_runs import tool_path
 from tests.test_store import make_run
@@ -144,6 +144,142 @@ def test_what_counts_as_another_writers_conflict(error: BaseException, retried: 
     assert lake.is_conflict(error) is retried
 
 
+KEYS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "hunter2-s3"}
+
+
+@pytest.mark.parametrize(("environ", "expected", "error"), [
+    ({}, None, None),                                                    # a lake in a folder needs no keys
+    (KEYS, lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3"), None),      # AWS itself: its endpoint, TLS
+    ({**KEYS, "AWS_SESSION_TOKEN": "tok", "AWS_DEFAULT_REGION": "eu-west-1"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", "tok", "eu-west-1"), None),
+    ({**KEYS, "AWS_REGION": "eu-central-1", "AWS_DEFAULT_REGION": "eu-west-1"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", None, "eu-central-1"), None),   # AWS_REGION first
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:9000"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="127.0.0.1:9000", use_ssl=False), None),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://x:1", "AWS_ENDPOINT_URL_S3": "https://minio.internal/"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="minio.internal", use_ssl=True), None),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://[::1]:9000"},
+     lake.S3Credentials("AKIDEXAMPLE", "hunter2-s3", endpoint="[::1]:9000", use_ssl=False), None),
+    ({"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE"}, None, "needs both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+    ({"AWS_SECRET_ACCESS_KEY": "hunter2-s3"}, None, "only AWS_SECRET_ACCESS_KEY is set"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://admin:hunter2@127.0.0.1:9000"}, None, "no user, path or query"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/bucket"}, None, "no user, path or query"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "ftp://127.0.0.1"}, None, r"http\(s\)://host"),
+    ({**KEYS, "AWS_ENDPOINT_URL": "http://127.0.0.1:port"}, None, "the port is not a number"),
+])
+def test_object_storage_keys_come_from_the_operators_aws_variables(
+        environ: dict[str, str], expected: lake.S3Credentials | None, error: str | None) -> None:
+    if error is not None:
+        with pytest.raises(StoreError, match=error) as caught:
+            lake.s3_credentials(environ)
+        assert "hunter2" not in str(caught.value)
+        return
+    got = lake.s3_credentials(environ)
+    assert got == expected
+    assert "hunter2" not in repr(got)   # the secret is never shown
+
+
+@pytest.mark.parametrize(("s3_keys", "sql"), [
+    (lake.S3Credentials("AKID", "se'cret"),
+     "CREATE OR REPLACE TEMPORARY SECRET evaldrift_s3 (TYPE s3, KEY_ID 'AKID', SECRET 'se''cret', REGION 'us-east-1')"),
+    (lake.S3Credentials("AKID", "s", "tok", "eu-west-1", "127.0.0.1:9000", False),
+     "CREATE OR REPLACE TEMPORARY SECRET evaldrift_s3 (TYPE s3, KEY_ID 'AKID', SECRET 's', REGION 'eu-west-1', "
+     "SESSION_TOKEN 'tok', ENDPOINT '127.0.0.1:9000', URL_STYLE 'path', USE_SSL false)"),
+])
+def test_the_keys_become_a_temporary_secret_of_one_connection(s3_keys: lake.S3Credentials, sql: str) -> None:
+    """The text only: the project's duckdb 2.0.1 would try to download httpfs for a TYPE s3 secret (the lake
+    environment runs it, in the object-storage test below)."""
+    assert lake.secret_sql(s3_keys) == sql
+
+
+@pytest.mark.parametrize(("environ", "data_path", "error"), [
+    ({"EVALDRIFT_DATA_PATH": "s3://team/lake", **KEYS}, "s3://team/lake", None),
+    ({"EVALDRIFT_DATA_PATH": "s3://team/lake"}, None, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+    ({"EVALDRIFT_DATA_PATH": "gs://team/lake", **KEYS}, None, "a folder or an s3:// location"),
+    ({"EVALDRIFT_DATA_PATH": "/srv/lake", **KEYS}, "/srv/lake", None),   # keys set, data in a folder: fine
+])
+def test_a_data_path_in_object_storage_needs_the_operators_keys(
+        environ: dict[str, str], data_path: str | None, error: str | None) -> None:
+    if error is not None:
+        with pytest.raises(StoreError, match=error):
+            lake.parse("ducklake:" + CATALOG, environ)
+        return
+    target = lake.parse("ducklake:" + CATALOG, environ)
+    assert target.data_path == data_path and target.s3 == lake.s3_credentials(environ)
+
+
+def test_the_projects_duckdb_says_where_object_storage_works(tmp_path: Path) -> None:
+    """duckdb 2.0.1 has no httpfs here and cannot download it: reading or exporting to s3:// says to use the team
+    store's environment at once (measured 0.02 s), instead of `INSTALL httpfs`, which fails after 2-3 s."""
+    from lib.store.parquet import export_parquet
+
+    with pytest.raises(StoreError, match=r"duckdb 1\.5\.5 only.*lib/store/requirements-lake\.txt"):
+        ParquetStore("s3://team/evaldrift")
+    with Store(tmp_path / "db.duckdb") as store, pytest.raises(StoreError, match="httpfs"):
+        export_parquet(store, "s3://team/evaldrift")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-10-31", datetime(2026, 10, 31, 23, 59, 59, 999_999)),   # a date: as the store stood at its end
+    (" 2026-10-31 ", datetime(2026, 10, 31, 23, 59, 59, 999_999)),
+    ("2026-10-31T18:00", datetime(2026, 10, 31, 18, 0)),            # an ISO time: that instant
+    ("2026-10-31 18:00:05", datetime(2026, 10, 31, 18, 0, 5)),
+    ("2026-10-31T18:00+02:00", datetime(2026, 10, 31, 18, 0, tzinfo=timezone(timedelta(hours=2)))),
+    ("31/10/2026", None),
+    ("2026-13-01", None),
+    ("last week", None),
+])
+def test_as_of_a_date_means_that_days_end_and_a_time_that_instant(text: str, expected: datetime | None) -> None:
+    if expected is None:
+        with pytest.raises(StoreError, match="give a date"):
+            lake.as_of_time(text)
+    else:
+        assert lake.as_of_time(text) == expected
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["--db", "{file}", "--as-of", "2026-10-31"], "is a DuckDB file, which keeps only its present"),
+    (["--db", "ducklake:" + CATALOG, "--as-of", "2026-10-31", "--ablate"], "writes nothing: drop --ablate"),
+    (["--db", "ducklake:" + CATALOG, "--as-of", "yesterday"], "give a date"),
+    (["--db", "ducklake:" + CATALOG + " password=x", "--as-of", "2026-10-31"], "holds a password"),
+])
+def test_report_as_of_reads_only_a_team_store_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str) -> None:
+    from lib.cli import main as cli
+
+    db = tmp_path / "evals.duckdb"
+    Store(db).close()
+    code = cli(["report", "--run", "latest", "--out", str(tmp_path / "r.md"),
+                *(a.replace("{file}", str(db)) for a in argv)])
+    assert code == 2 and error in capsys.readouterr().err
+    assert not (tmp_path / "r.md").exists()
+
+
+def test_paired_steps_pair_each_step_by_sample_over_scores_ok_in_both(tmp_path: Path) -> None:
+    """paired_steps takes the earlier runs' scores first, then pairs the later ones (its join order on a lake): the
+    pairs are still per step, per sample, over scores ok in both runs. Hand-computed: a -> b pairs s-1 (1.0 -> 0.5)
+    and s-2 (0.5 -> 0.0), s-3 failed in b: n 2, mean -0.5, sd 0; b -> c pairs s-1 (0.5 -> 1.0) alone (s-2 failed in
+    c, s-3 in b): n 1, mean 0.5, sd 0 (one pair); a step of another metric pairs nothing."""
+    from lib.core.results import FAILED, OK, SampleResult
+    from tests.test_store import SAMPLES
+
+    def run(run_id: str, day: int, scores: list[float | None]) -> RunRecord:
+        results = [SampleResult(s.sample_id, OK, v) if v is not None else
+                   SampleResult(s.sample_id, FAILED, reason="judge reply is not JSON")
+                   for s, v in zip(SAMPLES, scores, strict=True)]
+        return make_run(run_id, day=day, results=results)
+
+    with Store(tmp_path / "db.duckdb") as store:
+        store.record_run(run("a", 1, [1.0, 0.5, 0.25]))
+        store.record_run(run("b", 2, [0.5, 0.0, None]))
+        store.record_run(run("c", 3, [1.0, None, 0.75]))
+        got = store.paired_steps([("faithfulness", "a", "b"), ("faithfulness", "b", "c"),
+                                  ("answer_relevance", "a", "b")])
+    rows = {(r.prev_run_id, r.run_id): (r.n, r.mean, r.sd) for r in got.itertuples()}
+    assert rows == {("a", "b"): (2, pytest.approx(-0.5), pytest.approx(0.0)),
+                    ("b", "c"): (1, pytest.approx(0.5), 0.0)}
+
+
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
 
 def _lake_or_skip() -> str:
@@ -215,6 +351,79 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
     print("a write as of a date:", then["refused"])
 
 
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[s3.S3Server]:
+    """moto's S3-compatible server on loopback (tests/support/s3.py)."""
+    server = s3.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pg_dump(server: postgres.Postgres, dbname: str) -> str:
+    """The whole catalog database as SQL text: what the lake wrote to Postgres."""
+    done = subprocess.run(postgres.as_server_user([postgres.binary("pg_dump"), "-h", "127.0.0.1", "-p",
+                                                   str(server.port), "-U", postgres.SERVER_USER, dbname]),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
+        team_store: Lake, s3_server: s3.S3Server) -> None:
+    """EVALDRIFT_DATA_PATH=s3://...: the runs' Parquet files go to the bucket (moto's server on loopback), another
+    process reads them back with the keys and the catalog's recorded path alone, and neither the catalog nor the
+    store URL holds a key. The Parquet export goes to the bucket too, and reads back from there."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("ons3")
+    bucket = s3_server.bucket("team-lake")
+    keys = s3_server.environ()
+    writer = {**env, **keys, "EVALDRIFT_DATA_PATH": f"{bucket}/data"}
+    # 12 samples a run: DuckLake keeps a write of up to 10 rows a table in the catalog itself (data inlining)
+    assert _child(writer, "record", url, "s3run", "2", "12")["recorded"] == 2
+    written = s3_server.keys("team-lake", "data/")
+    assert written and all(k.endswith(".parquet") for k in written), written   # the runs' rows, in the bucket
+    # a reader elsewhere: the keys, no data path (the catalog recorded the bucket); then the export, to the bucket
+    reader = {**{k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}, **keys}
+    seen = _child(reader, "export", url, f"{bucket}/export")
+    assert {r: v for r, v in seen["runs"].items()} == {
+        r: {"samples": 12, "scores": 12, "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 12}]}
+        for r in ("s3run-0", "s3run-1")}
+    assert seen["secrets"] == [["evaldrift_s3", False, "memory"]]   # held in the process, never written
+    assert seen["exported"] == {"s3run-0": [0.75], "s3run-1": [0.75]}   # read back from the bucket
+    assert any(k.startswith("export/runs/") for k in s3_server.keys("team-lake", "export/"))
+    catalog = _pg_dump(server, "ons3")
+    assert f"{bucket}/data/" in catalog   # the place the data went, recorded where every reader finds it
+    assert s3.SECRET not in catalog and s3.KEY_ID not in catalog
+    # without the keys the lake's data cannot be read, and nothing is downloaded to try: said, in one line
+    keyless = {k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}
+    done = subprocess.run([env["EVALDRIFT_LAKE_PYTHON"], "-m", "tests.support.lake_child", "read", url], cwd=ROOT,
+                          env=keyless, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "keeps its data in object storage: set AWS_ACCESS_KEY_ID" in done.stderr, (
+        done.stderr[-2000:])
+    print("without keys:", done.stderr.strip().splitlines()[-1][:300])
+
+
+def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store: Lake, tmp_path: Path) -> None:
+    """`report --as-of 2026-10-31` on a lake writes, byte for byte, the report written then, although a later run
+    (with another judge) was recorded since. The catalog's clock is moved back 40 days between the two phases
+    (DuckLake keeps each snapshot's commit time in Postgres), so the first run stands as committed in October."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("asof")
+    assert _child(env, "report", url, "then", str(tmp_path)) == {"phase": "then"}
+    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
+    moved = subprocess.run(postgres.as_server_user([
+        postgres.binary("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", postgres.SERVER_USER, "-d", "asof",
+        "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
+    assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
+    assert _child(env, "report", url, "later", str(tmp_path)) == {"phase": "later"}
+    then, as_of, now = ((tmp_path / f"{n}.md").read_text() for n in ("then", "asof", "now"))
+    assert "asof-a" in then and "asof-b" not in then
+    assert as_of == then   # what it said then
+    assert "asof-b" in now and "offline-lexical-v3" in now and now != then
+
+
 def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
     _, env, server = team_store
     url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
@@ -266,7 +475,8 @@ def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     project, lake_env = pins("requirements.txt"), pins("lib/store/requirements-lake.txt")
     assert lake_env.pop("duckdb") == "1.5.5"
     # the extension wheels are built for exactly that duckdb
-    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")} == {"1.5.5"}
+    assert {lake_env.pop(n) for n in ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner",
+                                      "duckdb-extension-httpfs")} == {"1.5.5"}
     project.pop("duckdb")
     assert lake_env == project
 

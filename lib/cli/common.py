@@ -20,7 +20,7 @@ from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.judging.offline import DEFAULT_MODEL as OFFLINE_MODEL
 from lib.judging.offline import VARIANTS
-from lib.store import Store
+from lib.store import Store, lake
 from lib.store.snapshot import snapshot_path, snapshot_time
 
 PROG = "python -m lib"
@@ -82,6 +82,18 @@ def open_for_reading(db: Path) -> Store:
     print(f"note: the dashboard holds {db}; reading its snapshot of {when:%Y-%m-%d %H:%M:%S}"
           + (f" ({waiting} run(s) handed over wait in the inbox)" if waiting else ""), file=sys.stderr)
     return Store(snapshot_path(db), read_only=True)
+
+
+def open_as_of(args: argparse.Namespace) -> Store:
+    """The team store that --db (else EVALDRIFT_DB) names, as it stood at --as-of: read-only (DuckLake's time
+    travel). A DuckDB file keeps no history by date and is refused."""
+    raw = args.db or os.environ.get("EVALDRIFT_DB") or None
+    if raw is None:
+        raise UsageError(f"{PROG} {args.command}: no database: give --db URL or set EVALDRIFT_DB")
+    if not lake.is_lake(str(raw)):
+        raise UsageError(f"--as-of reads a team store (ducklake:...) as it stood then; {raw} is a DuckDB file, "
+                         "which keeps only its present")
+    return Store(str(raw), as_of=lake.as_of_time(args.as_of))
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -18,6 +18,7 @@ from lib.cli.common import (
     _print_json,
     _progress,
     _settings,
+    open_as_of,
     open_for_reading,
     run_judge_for,
 )
@@ -30,7 +31,7 @@ from lib.intake import inbox
 from lib.jobs import run_guarded
 from lib.judging.base import Judge
 from lib.judging.breaker import Limits
-from lib.store import Store
+from lib.store import Store, lake
 
 
 def _ablation_spec(args: argparse.Namespace, store: Store, run_id: str) -> tuple[AblationSpec, Judge | None]:
@@ -221,12 +222,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     from lib.presentation.mdtext import plain_text
     from lib.presentation.report import run_report
 
-    db = _db_path(args, must_exist=True)
     out = Path(args.out)
-    if not out.parent.is_dir():
-        raise UsageError(f"--out: no folder {out.parent}")
-    # --ablate writes its ablations: only to the file itself; reading alone also works from a held file's snapshot
-    with (inbox.open_drained(db, _inbox_for(db)) if args.ablate else open_for_reading(db)) as store:
+    if args.as_of is not None:   # a team store as it stood then: read-only, so nothing can be ablated into it
+        if args.ablate:
+            raise UsageError("--as-of reads the history as it stood then and writes nothing: drop --ablate")
+        if not out.parent.is_dir():
+            raise UsageError(f"--out: no folder {out.parent}")
+        opened = open_as_of(args)
+    else:
+        db = _db_path(args, must_exist=True)
+        if not out.parent.is_dir():
+            raise UsageError(f"--out: no folder {out.parent}")
+        # --ablate writes its ablations: only to the file itself; reading alone also works from a held file's
+        # snapshot
+        opened = inbox.open_drained(db, _inbox_for(db)) if args.ablate else open_for_reading(db)
+    with opened as store:
         run_id = store.resolve_run(args.run)
         results: list[AblationResult] = []
         if args.ablate:
@@ -242,5 +252,6 @@ def cmd_report(args: argparse.Namespace) -> int:
                     print(f"{metric} x {field} blanked: {result.summary}", file=sys.stderr)
         text = run_report(store, run_id, ablation_results=results)
     out.write_text(plain_text(text) if args.plain else text, encoding="utf-8")
-    print(f"wrote the finding for run {run_id} to {out}")
+    then = f" (the history as it stood at {lake.as_of_time(args.as_of):%Y-%m-%d %H:%M:%S})" if args.as_of else ""
+    print(f"wrote the finding for run {run_id} to {out}{then}")
     return EXIT_OK

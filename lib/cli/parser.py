@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="K", help="with --ablate (default 3)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="with --ablate: only the first N samples")
     p.add_argument("--yes", action="store_true", help="with --ablate: launch a paid judge's calls without asking")
+    p.add_argument("--as-of", metavar="WHEN", help="a team store only: write it as the history stood then (a date "
+                   "such as 2026-10-31: at that day's end; or an ISO time)")
     p.set_defaults(func=cmd_report)
 
     add_labels_parser(sub, _db_arg, _effect)

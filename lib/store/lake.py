@@ -1,9 +1,9 @@
 """A team store: DuckLake, with its catalog in Postgres and its data as Parquet files in a folder.
 
 A store URL `ducklake:postgres:<libpq connection string>` (for example
-`ducklake:postgres:dbname=evals host=db.internal port=5432 user=evaldrift`) names the lake; the folder its
-Parquet files go to is EVALDRIFT_DATA_PATH (needed when the lake is made; DuckLake records it in the
-catalog). Many processes on many machines can write runs at once, each run one transaction.
+`ducklake:postgres:dbname=evals host=db.internal port=5432 user=evaldrift`) names the lake; the folder or
+`s3://` bucket its Parquet files go to is EVALDRIFT_DATA_PATH (needed when the lake is made; DuckLake records it
+in the catalog). Many processes on many machines can write runs at once, each run one transaction.
 
 The extensions come from the wheels on the package index (`duckdb-extension-ducklake`,
 `duckdb-extension-postgres-scanner`, lib/store/requirements-lake.txt): each holds DuckDB's own signed binary, loaded by
@@ -13,6 +13,8 @@ exist for duckdb 1.5.5 only, so the lake runs in its own environment (lib/store/
 Credentials never sit in the store URL: a `password=` in it is refused, and the password comes from the
 operator's environment or secrets file as libpq reads them (PGPASSWORD, or PGPASSFILE / ~/.pgpass). The
 store URL itself comes only from the operator (EVALDRIFT_DB, or --db), never from a URL parameter or a page.
+Object storage's keys likewise: the AWS variables of the operator's environment (`s3_credentials`), made into a
+temporary DuckDB secret of this process only, never written to the store URL, the catalog or a file.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import duckdb
 
@@ -36,7 +39,16 @@ CATALOGS = ("postgres:",)   # the catalog databases this store opens (DuckLake's
 ALIAS = "lake"
 # (extension, the wheel's package): the wheel keeps the binary at <package>/extensions/v<duckdb version>/<name>.
 EXTENSIONS = (("postgres_scanner", "duckdb_extension_postgres_scanner"), ("ducklake", "duckdb_extension_ducklake"))
+# DuckDB's httpfs, for a data path or an export in object storage: loaded only when the operator gave S3 settings
+HTTPFS = ("httpfs", "duckdb_extension_httpfs")
 DATA_PATH_VARIABLE = "EVALDRIFT_DATA_PATH"
+# the AWS SDKs' and CLI's own names, so one operator setting serves them and evaldrift alike; the S3-specific
+# endpoint variable wins over the general one, as in the SDKs
+S3_KEY, S3_SECRET, S3_TOKEN = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
+S3_REGIONS = ("AWS_REGION", "AWS_DEFAULT_REGION")
+S3_ENDPOINTS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+DEFAULT_REGION = "us-east-1"
+SECRET_NAME = "evaldrift_s3"
 RETRIES = 8   # commit conflicts retried before giving up (each after a short, growing pause)
 # a password keyword anywhere in a libpq string, or one in a URI's user part (postgresql://user:secret@host)
 _PASSWORD = re.compile(r"(^|[\s:])password\s*=|://[^/@\s]*:[^/@\s]*@", re.IGNORECASE)
@@ -58,16 +70,41 @@ class LakeConflictError(StoreError):
 
 
 @dataclass(frozen=True)
+class S3Credentials:
+    """Object storage's keys and endpoint, from the operator's environment (`s3_credentials`).
+
+    Attributes:
+        key_id: AWS_ACCESS_KEY_ID.
+        secret: AWS_SECRET_ACCESS_KEY (never shown: left out of the repr).
+        session_token: AWS_SESSION_TOKEN, for temporary keys.
+        region: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1.
+        endpoint: `host:port` of an S3-compatible server (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL), addressed by
+            path (`host/bucket/key`, as MinIO, moto and Ceph take it); None for AWS itself.
+        use_ssl: False only for an `http://` endpoint.
+    """
+
+    key_id: str
+    secret: str = field(repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    region: str = DEFAULT_REGION
+    endpoint: str | None = None
+    use_ssl: bool = True
+
+
+@dataclass(frozen=True)
 class LakeTarget:
     """A parsed store URL.
 
     Attributes:
         catalog: the catalog part after `ducklake:` (e.g. `postgres:dbname=evals host=...`), with no password.
-        data_path: the folder the Parquet files go to (None: the one the catalog recorded when it was made).
+        data_path: the folder or `s3://` location the Parquet files go to (None: the one the catalog recorded when
+            it was made).
+        s3: the operator's object-storage keys, when given (a lake whose data path is `s3://` needs them).
     """
 
     catalog: str
     data_path: str | None = None
+    s3: S3Credentials | None = None
 
     @property
     def name(self) -> str:
@@ -98,7 +135,95 @@ def parse(url: str, environ: Mapping[str, str] | None = None) -> LakeTarget:
         raise StoreError("the store URL holds a password: remove it, and give it as the operator's PGPASSWORD or in "
                          "a PGPASSFILE (~/.pgpass), where libpq reads it")
     env = os.environ if environ is None else environ
-    return LakeTarget(catalog=catalog, data_path=env.get(DATA_PATH_VARIABLE) or None)
+    data_path = env.get(DATA_PATH_VARIABLE) or None
+    s3 = s3_credentials(env)
+    if data_path is not None and "://" in data_path:
+        if not data_path.startswith("s3://"):
+            raise StoreError(f"{DATA_PATH_VARIABLE} {data_path!r}: a lake's data goes to a folder or an s3:// "
+                             "location (any S3-compatible server, through AWS_ENDPOINT_URL)")
+        if s3 is None:
+            raise StoreError(f"{DATA_PATH_VARIABLE} is in object storage ({data_path}): set {S3_KEY} and "
+                             f"{S3_SECRET} in the operator's environment (never in the store URL)")
+    return LakeTarget(catalog=catalog, data_path=data_path, s3=s3)
+
+
+def s3_credentials(environ: Mapping[str, str] | None = None) -> S3Credentials | None:
+    """The operator's object-storage settings, read from the AWS SDKs' own variables.
+
+    Args:
+        environ: where they are read (default: os.environ).
+
+    Returns:
+        None when no key is set (a lake in a folder needs none).
+
+    Raises:
+        StoreError: a key without its secret (or the reverse), or an endpoint that is not `http(s)://host[:port]`
+            (a user or password in it is refused: keys only come from their own variables).
+    """
+    env = os.environ if environ is None else environ
+    key, secret = env.get(S3_KEY) or None, env.get(S3_SECRET) or None
+    if key is None and secret is None:
+        return None
+    if key is None or secret is None:
+        raise StoreError(f"object storage needs both {S3_KEY} and {S3_SECRET}; only "
+                         f"{S3_KEY if key else S3_SECRET} is set")
+    region = next((env[v] for v in S3_REGIONS if env.get(v)), DEFAULT_REGION)
+    raw = next(((v, env[v]) for v in S3_ENDPOINTS if env.get(v)), None)
+    if raw is None:
+        return S3Credentials(key, secret, env.get(S3_TOKEN) or None, region)
+    name, url = raw
+    parts = urlsplit(url)
+    if (parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password
+            or parts.path.strip("/") or parts.query):
+        raise StoreError(f"{name} {url.split('@')[-1]!r}: give the S3 server as http(s)://host[:port], with no user, "
+                         "path or query")
+    try:
+        port = parts.port
+    except ValueError:
+        raise StoreError(f"{name} {url!r}: the port is not a number") from None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return S3Credentials(key, secret, env.get(S3_TOKEN) or None, region,
+                         endpoint=host + (f":{port}" if port else ""), use_ssl=parts.scheme == "https")
+
+
+def secret_sql(s3: S3Credentials) -> str:
+    """The statement that gives one DuckDB connection the keys: a TEMPORARY secret, held in this process's memory
+    and never written to a file or the catalog."""
+    options = [("TYPE", "s3"), ("KEY_ID", _literal(s3.key_id)), ("SECRET", _literal(s3.secret)),
+               ("REGION", _literal(s3.region))]
+    if s3.session_token:
+        options.append(("SESSION_TOKEN", _literal(s3.session_token)))
+    if s3.endpoint:
+        options += [("ENDPOINT", _literal(s3.endpoint)), ("URL_STYLE", "'path'"),
+                    ("USE_SSL", "true" if s3.use_ssl else "false")]
+    return (f"CREATE OR REPLACE TEMPORARY SECRET {SECRET_NAME} ("
+            + ", ".join(f"{k} {v}" for k, v in options) + ")")
+
+
+def object_storage(con: duckdb.DuckDBPyConnection, environ: Mapping[str, str] | None = None) -> None:
+    """Ready a connection for `s3://` locations: httpfs loaded from its wheel (signature checked), the operator's
+    keys as a temporary secret. The `setup` for the Parquet export and ParquetStore in object storage, e.g.
+    `export_parquet(store, "s3://bucket/evaldrift", setup=lake.object_storage)`.
+
+    Raises:
+        LakeUnavailableError: the httpfs wheel is absent (it exists for duckdb 1.5.5 only: the lake environment).
+        StoreError: no keys in the operator's environment.
+    """
+    s3 = s3_credentials(environ)
+    if s3 is None:
+        raise StoreError(f"object storage needs {S3_KEY} and {S3_SECRET} in the operator's environment")
+    _ready_s3(con, s3)
+
+
+def _ready_s3(con: duckdb.DuckDBPyConnection, s3: S3Credentials) -> None:
+    if not _loaded(con, HTTPFS[0]):
+        con.execute(f"LOAD {_literal(str(extension_file(*HTTPFS)))}")
+    con.execute(secret_sql(s3))
+
+
+def _loaded(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = ? AND loaded",
+                            [name]).fetchall()[0][0])
 
 
 def extension_file(name: str, package: str) -> Path:
@@ -129,6 +254,28 @@ def available() -> str | None:
     return None
 
 
+def as_of_time(text: str) -> datetime:
+    """When `--as-of` reads the history: a date means as the store stood at that day's end (its last
+    microsecond, this machine's local time, as the store's own times are); an ISO time means that instant.
+
+    Args:
+        text: `2026-10-31`, `2026-10-31T18:00`, `2026-10-31 18:00:00+02:00`.
+
+    Raises:
+        StoreError: neither a date nor an ISO time.
+    """
+    raw = text.strip()
+    try:
+        if len(raw) == 10:   # a date alone (YYYY-MM-DD)
+            day = datetime.strptime(raw, "%Y-%m-%d")
+            return day.replace(hour=23, minute=59, second=59, microsecond=999_999)
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise StoreError(f"--as-of {text!r}: give a date (2026-10-31: as the store stood at that day's end) or an "
+                         "ISO time (2026-10-31T18:00, with an offset such as +02:00 if it is not this machine's "
+                         "time)") from None
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -146,11 +293,17 @@ def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.Duck
         StoreError: the catalog cannot be reached, or a new lake has no data path.
     """
     files = [extension_file(name, package) for name, package in EXTENSIONS]
+    if target.s3 is not None:
+        extension_file(*HTTPFS)   # absent: said before anything is opened
     con = duckdb.connect(":memory:")
     try:
+        # never a download at run time: a location whose extension is not loaded fails at once, saying which
+        con.execute("SET autoinstall_known_extensions = false")
         # signature checks stay on (allow_unsigned_extensions is false): the wheels hold DuckDB's signed builds
         for path in files:
             con.execute(f"LOAD {_literal(str(path))}")
+        if target.s3 is not None:   # a data path in object storage (this one, or the one the catalog recorded)
+            _ready_s3(con, target.s3)
         options = [f"DATA_PATH {_literal(_folder(target.data_path))}"] if target.data_path and as_of is None else []
         if as_of is not None:
             when = as_of.astimezone()   # a naive time is this machine's local time, as the store's own times are
@@ -165,6 +318,9 @@ def connect(target: LakeTarget, *, as_of: datetime | None = None) -> duckdb.Duck
         if "DATA_PATH" in first.upper() or "data path" in first.lower():
             raise StoreError(f"{target.name}: a new lake needs a folder for its data: set {DATA_PATH_VARIABLE} "
                              f"({first})") from None
+        if "httpfs" in first and target.s3 is None:   # the catalog's recorded data path is in object storage
+            raise StoreError(f"{target.name} keeps its data in object storage: set {S3_KEY} and {S3_SECRET} (and "
+                             "AWS_ENDPOINT_URL for a server other than AWS) in the operator's environment") from None
         raise StoreError(f"cannot open the team store {target.name}: {first}") from None
     except BaseException:   # gave up retrying, or interrupted: the connection goes with it
         con.close()

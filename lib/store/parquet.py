@@ -112,11 +112,19 @@ def _join(location: str, *parts: str) -> str:
 
 
 def _load_httpfs(con: duckdb.DuckDBPyConnection) -> None:
+    """httpfs, already loaded by the caller's `setup` (lib.store.lake.object_storage loads it from its wheel), or
+    installed beside this duckdb some other way. Never INSTALLed here: that downloads, which a closed network
+    refuses (measured with duckdb 2.0.1: `INSTALL httpfs` fails in 2.3 s, "Failed to download extension")."""
+    if con.execute("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'httpfs' AND loaded"
+                   ).fetchall()[0][0]:
+        return
     try:
         con.execute("LOAD httpfs")
     except duckdb.Error as exc:
-        raise StoreError("object storage needs DuckDB's httpfs extension: run `INSTALL httpfs` once on a machine "
-                         f"that can download it ({exc})") from None
+        raise StoreError("object storage needs DuckDB's httpfs extension, which the package index has for duckdb "
+                         "1.5.5 only (duckdb-extension-httpfs): export or read from the team store's environment "
+                         "(lib/store/requirements-lake.txt) with setup=lib.store.lake.object_storage "
+                         f"({str(exc).splitlines()[0]})") from None
 
 
 @dataclass(frozen=True)

@@ -69,17 +69,19 @@ class History:
         n_runs: nightly runs.
         seed: numpy seed.
         verdicts: 'compact' (numbered items, no text) or 'full' (the items' text and evidence).
+        samples: keep only the demo's first `samples` main samples (None: all 400), for a benchmark whose
+            question is about runs, not samples (tests/benchmarks/bench_lake.py).
     """
 
-    def __init__(self, n_runs: int, *, seed: int = 0, verdicts: str = "compact") -> None:
+    def __init__(self, n_runs: int, *, seed: int = 0, verdicts: str = "compact", samples: int | None = None) -> None:
         if verdicts not in ("compact", "full"):
             raise ValueError("verdicts: 'compact' or 'full'")
         self.n_runs = n_runs
         self.seed = seed
         self.full = verdicts == "full"
         main, canary = demo_samples()
-        self.main = [d.sample for d in main]
-        self.main_regressed = [d.regressed for d in main]
+        self.main = [d.sample for d in main][:samples]
+        self.main_regressed = [d.regressed for d in main][:samples]
         self.canary = canary
         self.n_samples = len(self.main)
         e = {k: round(f * n_runs) for k, f in

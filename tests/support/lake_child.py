@@ -1,10 +1,11 @@
 """A child process that works on a team store (DuckLake on Postgres), run by the lake environment's python.
 
-    python -m tests.support.lake_child record URL PREFIX N     records runs PREFIX-0 .. PREFIX-(N-1)
+    python -m tests.support.lake_child record URL PREFIX N [SAMPLES]  records runs PREFIX-0 .. PREFIX-(N-1)
     python -m tests.support.lake_child read URL [ISO_TIME]     the runs as read back (JSON), now or as of a time
-    python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
+    python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake (FOLDER may be s3://)
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
+    python -m tests.support.lake_child report URL then|later FOLDER  reports on the lake, now and --as-of a date
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
@@ -14,6 +15,7 @@ line, each flushed at once (the kill test reacts to "inside").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -34,14 +36,14 @@ def say(**fields: object) -> None:
     print(json.dumps(fields, default=str), flush=True)
 
 
-def make_run(run_id: str, n: int = SAMPLES_PER_RUN) -> RunRecord:
+def make_run(run_id: str, n: int = SAMPLES_PER_RUN, started: datetime | None = None) -> RunRecord:
     """A run of `n` samples, each scored 1.0 or 0.5 (the run's score: the mean, checked by the tests)."""
     samples = [EvalSample(f"s-{i}", f"How long are backups of unit {i} kept?", f"Unit {i} keeps backups {i} days.",
                           (f"Unit {i} keeps backups {i} days.", "Exports run nightly."),
                           f"Unit {i} keeps backups {i} days.") for i in range(n)]
     results = [SampleResult(s.sample_id, OK, 1.0 if i % 2 == 0 else 0.5,
                             (Verdict(s.answer, True, "supported", s.answer),)) for i, s in enumerate(samples)]
-    return RunRecord(run_id=run_id, started_at=datetime(2026, 9, 1, 2, 0) + timedelta(hours=len(run_id)),
+    return RunRecord(run_id=run_id, started_at=started or datetime(2026, 9, 1, 2, 0) + timedelta(hours=len(run_id)),
                      pipeline={"writer": run_id.rsplit("-", 1)[0]}, samples={MAIN: samples},
                      metrics=[MetricRecord("faithfulness", results, "offline-lexical-v2",
                                            DEFAULT_TEMPLATES["faithfulness"], PROJECTED, MAIN, "fp-1")])
@@ -57,18 +59,21 @@ def seen(store: Store) -> dict[str, object]:
     tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
     unsigned = store.cursor().execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
-    return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned}
+    secrets = store.cursor().execute("SELECT name, persistent, storage FROM duckdb_secrets()").fetchall()
+    return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned,
+            "secrets": secrets}
 
 
-def record(url: str, prefix: str, n: int) -> None:
-    """Record n runs; says what it saw when it opened the store (before), and its conflicts and times."""
+def record(url: str, prefix: str, n: int, samples: int = SAMPLES_PER_RUN) -> None:
+    """Record n runs of `samples` samples; says what it saw when it opened the store (before), and its conflicts
+    and times."""
     t0 = time.perf_counter()
     with Store(url) as store:
         opened = time.perf_counter() - t0
         before = seen(store)
         committed = []   # when each run's transaction had committed (for reads as of a date)
         for i in range(n):
-            store.record_run(make_run(f"{prefix}-{i}"))
+            store.record_run(make_run(f"{prefix}-{i}", samples))
             committed.append(datetime.now(UTC).isoformat())
         say(recorded=n, conflicts=store.conflicts, opened=round(opened, 2),
             seconds=round(time.perf_counter() - t0, 2), before=before, committed=committed)
@@ -110,12 +115,19 @@ def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
 
 
 def export(url: str, folder: str) -> None:
-    """Export the lake to the Parquet layout; says the rows written and what it read from the lake."""
-    from lib.store.parquet import export_parquet
+    """Export the lake to the Parquet layout; says the rows written and what it read from the lake. An export to
+    object storage (s3://) is also read back here, with the operator's keys, as a reader elsewhere would."""
+    from lib.store import lake
+    from lib.store.parquet import ParquetStore, export_parquet, is_remote
 
+    setup = lake.object_storage if is_remote(folder) else None
     with Store(url) as store:
-        summary = export_parquet(store, folder, overwrite=True)
-        say(rows=summary.rows, **seen(store))
+        summary = export_parquet(store, folder, overwrite=True, setup=setup)
+        back = None
+        if setup is not None:
+            with ParquetStore(folder, setup=setup) as history:
+                back = {r: history.run_metrics(r)["score"].tolist() for r in history.run_ids()}
+        say(rows=summary.rows, exported=back, **seen(store))
 
 
 def hang(url: str, run_id: str) -> None:
@@ -152,10 +164,34 @@ def roundtrip(url: str, first: str, back: str) -> None:
     say(**hops)
 
 
+def report(url: str, phase: str, folder: str) -> None:
+    """Reports on the lake around a run recorded later (the test moves the catalog's clock back between the
+    phases). Phase `then`: records asof-a (a nightly of 30 October) and writes the latest run's report as it reads
+    now (lib.presentation.report.run_report, what `report` writes) to FOLDER/then.md. Phase `later`: records asof-b
+    (5 November, with another judge), then writes `python -m lib report --as-of 2026-10-31` (asof.md) and the
+    report as it reads now (now.md)."""
+    from lib.cli import main as cli
+    from lib.presentation.report import run_report
+
+    with Store(url) as store:
+        if phase == "then":
+            store.record_run(make_run("asof-a", started=datetime(2026, 10, 30, 2, 0)))
+        else:
+            run = make_run("asof-b", started=datetime(2026, 11, 5, 2, 0))
+            store.record_run(dataclasses.replace(run, metrics=[
+                dataclasses.replace(run.metrics[0], judge_model="offline-lexical-v3")]))
+        with open(f"{folder}/{'then' if phase == 'then' else 'now'}.md", "w", encoding="utf-8") as out:
+            out.write(run_report(store, store.resolve_run("latest")))
+    if phase != "then" and cli(["report", "--db", url, "--run", "latest", "--out", f"{folder}/asof.md",
+                                "--as-of", "2026-10-31"]) != 0:
+        raise SystemExit("report --as-of failed")
+    say(phase=phase)
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
-        record(url, rest[0], int(rest[1]))
+        record(url, rest[0], int(rest[1]), *(int(x) for x in rest[2:3]))
     elif command == "read":
         read(url, rest[0] if rest else None)
     elif command == "export":
@@ -164,6 +200,8 @@ def main(argv: list[str]) -> int:
         watch(url, rest[0], int(rest[1]), float(rest[2]))
     elif command == "roundtrip":
         roundtrip(url, rest[0], rest[1])
+    elif command == "report":
+        report(url, rest[0], rest[1])
     elif command == "hang":
         hang(url, rest[0])
     else:

@@ -20,6 +20,7 @@ SERVER_USER = "postgres"
 
 
 def _bin(name: str) -> str | None:
+    """The newest installed Postgres' program `name`, else the one on PATH."""
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     return found[-1] if found else shutil.which(name)
 
@@ -89,3 +90,13 @@ def start() -> Postgres:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return Postgres(folder, port)
+
+
+def binary(name: str) -> str:
+    """A Postgres program's path (pg_dump, psql...), for a test that looks at what the lake wrote."""
+    return _bin(name) or name
+
+
+def as_server_user(argv: list[str]) -> list[str]:
+    """`argv` run as the server's user when this process is root (as the server's own commands are)."""
+    return _as_server_user(argv)
