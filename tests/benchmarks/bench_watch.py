@@ -1,7 +1,8 @@
 """The watcher's figures: the demo replayed night by night, false alerts on null histories, detection of planted
 steps, and the cost of a look with nothing new on a 20,000-run store.
 
-    python tests/benchmarks/bench_watch.py demo [DEMO.duckdb]   # each night's messages (builds the demo if absent)
+    python tests/benchmarks/bench_watch.py demo [DEMO.duckdb] [--ablate]   # each night's messages (builds the
+                                                                           # demo if absent); --ablate: watch --ablate
     python tests/benchmarks/bench_watch.py null [HISTORIES]     # alerts per 90-night history, judge noise only
     python tests/benchmarks/bench_watch.py steps [HISTORIES]    # detection rate and delay of 1x, 2x, 4x steps
     python tests/benchmarks/bench_watch.py quiet                # CPU of a look with nothing new, 20,000 runs
@@ -45,10 +46,13 @@ class Keeper:
         self.sent.append((title, body))
 
 
-def replay_demo(demo: Path) -> None:
+def replay_demo(demo: Path, *, ablate: bool = False) -> None:
     """Each of the demo's nights recorded in turn into an empty store, and a look 6 hours after it. The demo's
-    re-judge of the episode (built with the demo) is recorded the night its last run is in."""
+    re-judge of the episode (built with the demo) is recorded the night its last run is in. `ablate`: each look
+    runs the ablations the suspects call for first (`watch --ablate`; the demo's judge is the free offline one)."""
     import duckdb
+
+    from lib.core import settings
 
     work = Path(tempfile.mkdtemp()) / "replay.duckdb"
     Store(work).close()
@@ -73,7 +77,8 @@ def replay_demo(demo: Path) -> None:
         con.close()
         before = len(keeper.sent)
         t = time.process_time()
-        wj.look(work, keeper, now=started + timedelta(hours=6))
+        wj.look(work, keeper, now=started + timedelta(hours=6),
+                ablating=wj.Ablating(0, settings.load()) if ablate else None)
         cpu.append(time.process_time() - t)
         for title, _ in keeper.sent[before:]:
             print(f"night {k + 1:2d} {started:%Y-%m-%d}: {title}")
@@ -239,12 +244,13 @@ def every(interval: int = 10, rounds: int = 3) -> None:
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "demo"
     if what == "demo":
-        demo = Path(argv[1]) if len(argv) > 1 else Path(tempfile.gettempdir()) / "bench-watch-demo.duckdb"
+        rest = [a for a in argv[1:] if a != "--ablate"]
+        demo = Path(rest[0]) if rest else Path(tempfile.gettempdir()) / "bench-watch-demo.duckdb"
         if not demo.exists():
             from lib.jobs import build_demo
 
             build_demo(demo)
-        replay_demo(demo)
+        replay_demo(demo, ablate="--ablate" in argv)
     elif what == "null":
         null_histories(int(argv[1]) if len(argv) > 1 else 20)
     elif what == "steps":

@@ -14,11 +14,14 @@ from lib.diagnosis.watch._events import (
     UPDATE,
     Decision,
     Event,
+    Wanted,
+    ablations_wanted,
     cadence,
     cause,
     events,
     failures_rising,
     missing_run,
+    with_notes,
 )
 from lib.diagnosis.watch._observe import (
     AblationVerdict,
@@ -29,10 +32,12 @@ from lib.diagnosis.watch._observe import (
     instrument_changes,
     observe,
     times_only,
+    verdict_word,
 )
 
 __all__ = [
     "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict", "Decision", "Event",
-    "FailureShare", "InstrumentChange", "Observation", "cadence", "cause", "events", "failure_shares",
-    "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
+    "FailureShare", "InstrumentChange", "Observation", "Wanted", "ablations_wanted", "cadence", "cause", "events",
+    "failure_shares", "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
+    "verdict_word", "with_notes",
 ]

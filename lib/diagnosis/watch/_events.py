@@ -25,8 +25,8 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
@@ -34,7 +34,7 @@ from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.diagnosis.incidents import Incident, jump_line, likely_noise
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import Jump
-from lib.diagnosis.watch._observe import FailureShare, InstrumentChange, Observation
+from lib.diagnosis.watch._observe import AblationVerdict, FailureShare, InstrumentChange, Observation
 
 NEW, UPDATE, CLOSE = "new episode", "update", "close"
 INSTRUMENT, MISSING, FAILURES = "instrument change", "missing run", "failures rising"
@@ -162,6 +162,13 @@ def _evidence(inc: Incident) -> list[str]:
     return lines
 
 
+def _verdict_text(v: AblationVerdict) -> str:
+    """'LEAK: wiring leak: faithfulness moves ...' (the word first, unless the summary starts with it)."""
+    if not v.word or v.summary.startswith(v.word):
+        return v.summary or v.word or "done"
+    return f"{v.word}: {v.summary}" if v.summary else v.word
+
+
 # -- the rules ------------------------------------------------------------------------------------
 def _runs_of(inc: Incident) -> set[str]:
     return {j.run_id for j in inc.jumps}
@@ -286,7 +293,10 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
                     if f"verdict:{v.ablation_id}" not in folded:   # a fact is told by one message only
                         facts.append((f"verdict:{v.ablation_id}", UPDATE))
                         folded.add(f"verdict:{v.ablation_id}")
-                    head += f" [{v.summary.split(':')[0].strip()}]" if v.summary else ""
+                    word = v.word or v.summary.split(":")[0].strip()
+                    head += f" [{word}]" if word else ""
+                    if not any(e.startswith(f"ablation {v.ablation_id}") for i in jumps for e in i.evidence):
+                        evidence.append(f"ablation {v.ablation_id} of {v.run_id}: {_verdict_text(v)}")
             for s in series:
                 if any(i.metric == s.metric and _runs_of(i) & _series_runs(s) for i in jumps):
                     if f"rejudge:{s.series_id}" not in folded:
@@ -346,7 +356,7 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
             silent.append((key, UPDATE))
             continue
         head = f"{inc.metric} {inc.kind} of {inc.started_at:%Y-%m-%d} ({inc.run_id}): ablation of {v.run_id}: " \
-               f"{v.summary or 'done'}"
+               f"{_verdict_text(v)}"
         out.append(Event(key, UPDATE, head, (inc.title,), ((key, UPDATE),), inc.incident_id, v.run_id, inc.metric,
                          obs.now))
     for s in series:
@@ -415,3 +425,51 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
         out = keep
     out.sort(key=lambda e: (e.at or obs.now, KINDS.index(e.kind)))
     return Decision(tuple(out), tuple(dict.fromkeys(silent)))
+
+
+# -- ablations before sending (watch --ablate) ---------------------------------------------------
+@dataclass(frozen=True)
+class Wanted:
+    """A wiring ablation a jump's suspect calls for: blank `blank` of `metric` at `run_id` (Suspect.blank)."""
+
+    run_id: str
+    metric: str
+    blank: str
+    incident_id: str
+
+
+def ablations_wanted(obs: Observation, decision: Decision, seen: Iterable[str]) -> tuple[Wanted, ...]:
+    """The ablations to run before sending: those the suspects of the jumps this decision announces call for, and
+    those of open jumps announced earlier that no finished ablation of their run answers yet (a budget stopped
+    them, or the watcher ran without --ablate): their verdict is then a material update, one message.
+
+    A run a finished ablation already answers is left out: its verdict is in the observation.
+    """
+    known = set(seen)
+    announcing = {key.removeprefix("incident:") for e in decision.events if e.kind == NEW
+                  for key, _ in e.facts if key.startswith("incident:")}
+    answered = {v.run_id for v in obs.verdicts}
+    out: dict[tuple[str, str, str], Wanted] = {}
+    for inc in obs.incidents:
+        if inc.kind not in JUMP_KINDS or not inc.is_open:
+            continue
+        if inc.incident_id not in announcing and f"incident:{inc.incident_id}" not in known:
+            continue
+        for j in inc.jumps:
+            if j.run_id in answered:
+                continue
+            for s in j.suspects:
+                if s.blank:
+                    out.setdefault((j.run_id, j.metric, s.blank), Wanted(j.run_id, j.metric, s.blank,
+                                                                         inc.incident_id))
+    return tuple(out.values())
+
+
+def with_notes(decision: Decision, notes: Mapping[str, Sequence[str]]) -> Decision:
+    """The decision with each run's notes (an ablation the budget or the setup kept from running: no verdict is
+    said for it) added to the evidence of the new-episode message at that run."""
+    if not notes:
+        return decision
+    out = [replace(e, evidence=(*e.evidence, *notes[e.run_id])) if e.kind == NEW and e.run_id is not None
+           and e.run_id in notes else e for e in decision.events]
+    return Decision(tuple(out), decision.silent)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
 
 from lib.core.records import MAIN
+from lib.diagnosis.ablation import CLEAN, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
 from lib.diagnosis.incidents import Incident
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import JUMP_K, change_events, trend_noise
@@ -53,9 +55,24 @@ class FailureShare:
 
 @dataclass(frozen=True)
 class AblationVerdict:
+    """A finished ablation of a run: its summary, and the one word a message carries (verdict_word)."""
+
     ablation_id: str
     run_id: str
     summary: str
+    word: str = ""
+
+
+def verdict_word(kinds: Iterable[str], *, mismatch: bool = False) -> str:
+    """An ablation's verdict in one word, as an alert carries it: LEAK when any cell leaks (a finding against the
+    wiring stands even when the run's score was not reproduced), INSENSITIVE when a received field moved nothing,
+    REPLAY MISMATCH when the run's score was not reproduced (nothing is cleared then), INCONCLUSIVE when a cell
+    decided nothing, else CLEAN (every cell as the wiring table expects)."""
+    found = set(kinds)
+    for word in (LEAK, INSENSITIVE, REPLAY_MISMATCH, INCONCLUSIVE):
+        if word in found or (word == REPLAY_MISMATCH and mismatch):
+            return word
+    return CLEAN if found else INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -109,12 +126,15 @@ def failure_shares(history: pd.DataFrame, *, window: int = FAILURE_WINDOW) -> tu
 
 
 def verdicts(ablations: pd.DataFrame) -> tuple[AblationVerdict, ...]:
-    """The finished ablations with their summary (store.ablations())."""
+    """The finished ablations with their summary and verdict word (store.ablations())."""
     out = []
     for r in ablations.itertuples(index=False) if not ablations.empty else ():
         if r.status == "done" and isinstance(r.result, str):
-            summary = str(json.loads(r.result).get("summary", "")).strip()
-            out.append(AblationVerdict(str(r.ablation_id), str(r.run_id), summary))
+            result = json.loads(r.result)
+            summary = str(result.get("summary", "")).strip()
+            word = verdict_word((str(v.get("kind", "")) for v in result.get("verdicts", [])),
+                                mismatch=any(bool(c.get("mismatch")) for c in result.get("replay", [])))
+            out.append(AblationVerdict(str(r.ablation_id), str(r.run_id), summary, word))
     return tuple(out)
 
 
