@@ -8,8 +8,10 @@ _calibrate (the new-judge gate), _ppi (a metric corrected by people's labels: pr
 from lib.diagnosis.agreement._agreement import (
     Agreement,
     agreement_by_instrument,
+    compare,
     corrected_at_steps,
     corrected_of_run,
+    labelled_pairs,
 )
 from lib.diagnosis.agreement._calibrate import (
     MARGIN,
@@ -28,6 +30,7 @@ from lib.diagnosis.agreement._trend import agreements_frame, segments_frame, tre
 
 __all__ = [
     "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument", "Estimate",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "corrected_at_steps",
-    "corrected_of_run", "current_contender", "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
+    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "compare", "corrected_at_steps",
+    "corrected_of_run", "current_contender", "current_instrument", "labelled_pairs", "ppi_mean", "segments_frame",
+    "trend_agreement",
 ]

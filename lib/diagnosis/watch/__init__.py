@@ -5,6 +5,7 @@ Private modules: _observe, _events.
 """
 
 from lib.diagnosis.watch._events import (
+    AGREEMENT,
     CLOSE,
     FAILURES,
     INSTRUMENT,
@@ -16,6 +17,8 @@ from lib.diagnosis.watch._events import (
     Event,
     Wanted,
     ablations_wanted,
+    agreement_falling,
+    agreement_words,
     cadence,
     cause,
     events,
@@ -25,9 +28,11 @@ from lib.diagnosis.watch._events import (
 )
 from lib.diagnosis.watch._observe import (
     AblationVerdict,
+    AgreementChange,
     FailureShare,
     InstrumentChange,
     Observation,
+    agreement_changes,
     failure_shares,
     instrument_changes,
     observe,
@@ -36,8 +41,9 @@ from lib.diagnosis.watch._observe import (
 )
 
 __all__ = [
-    "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict", "Decision", "Event",
-    "FailureShare", "InstrumentChange", "Observation", "Wanted", "ablations_wanted", "cadence", "cause", "events",
+    "AGREEMENT", "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict",
+    "AgreementChange", "Decision", "Event", "FailureShare", "InstrumentChange", "Observation", "Wanted",
+    "ablations_wanted", "agreement_changes", "agreement_falling", "agreement_words", "cadence", "cause", "events",
     "failure_shares", "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
     "verdict_word", "with_notes",
 ]

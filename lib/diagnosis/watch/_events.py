@@ -12,6 +12,7 @@ A fact is something the watcher can announce once, by its key:
 | `instrument:<run>:<metric>:<kind>` | a judge model, prompt, binding, scoring library change | INSTRUMENT, one a run |
 | `missing:<last run>` | no run for longer than MISSING_FACTOR times the learned cadence | MISSING |
 | `failures:<metric>:<run>` | a run's share of failed judgings rising over its recent median | FAILURES, one a run |
+| `agreement:<metric>:<run>` | the instrument new at `run` agrees with people's labels less than the last | AGREEMENT |
 
 A jump with no recorded change that is not yet news (decided before the run-to-run spread is measured, or about 1x
 its threshold: likely noise) waits while it stays so (`premature`): in null histories those were the false alerts.
@@ -23,6 +24,7 @@ first look at a store (nothing seen yet) only what is still open is announced; t
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,14 +33,22 @@ from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from lib.core.metrics import METRIC_NAMES, get_metric
+from lib.diagnosis.agreement import Estimate
 from lib.diagnosis.incidents import Incident, jump_line, likely_noise
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import Jump
-from lib.diagnosis.watch._observe import AblationVerdict, FailureShare, InstrumentChange, Observation
+from lib.diagnosis.watch._observe import (
+    AblationVerdict,
+    AgreementChange,
+    FailureShare,
+    InstrumentChange,
+    Observation,
+)
 
 NEW, UPDATE, CLOSE = "new episode", "update", "close"
 INSTRUMENT, MISSING, FAILURES = "instrument change", "missing run", "failures rising"
-KINDS = (NEW, UPDATE, CLOSE, INSTRUMENT, MISSING, FAILURES)
+AGREEMENT = "agreement falling"
+KINDS = (NEW, UPDATE, CLOSE, INSTRUMENT, MISSING, FAILURES, AGREEMENT)
 JUMP_KINDS = ("jump", "episode")
 
 MISSING_FACTOR = 1.5   # a run is missing when the gap since the last exceeds 1.5 cadences (a nightly run 12 h late)
@@ -47,6 +57,8 @@ CADENCE_WINDOW = 20    # the cadence is the median of the latest 20 gaps between
 FAILURE_RISE = 0.05    # a failed share counts as rising at least 5 points above its recent median ...
 FAILURE_RATIO = 2.0    # ... and at least twice it ...
 MIN_FAILED = 3         # ... with at least 3 failed judgings (one unreadable reply is not a trend)
+MIN_SHARED = 20        # agreement falls only as measured on at least 20 labelled samples both instruments judged,
+AGREEMENT_DROP = 0.02  # by more than 2 points, its paired interval wholly below 0 (the new-judge gate's MARGIN)
 
 
 @dataclass(frozen=True)
@@ -214,6 +226,53 @@ def failures_rising(f: FailureShare) -> bool:
     FAILURE_RATIO times it?"""
     return (f.baseline is not None and f.failed >= MIN_FAILED and f.share >= f.baseline + FAILURE_RISE
             and f.share >= FAILURE_RATIO * f.baseline)
+
+
+def agreement_falling(c: AgreementChange) -> bool:
+    """Does the current instrument agree with people less than the one before, beyond noise: on at least MIN_SHARED
+    labelled samples both judged, a paired difference whose 95% interval lies wholly below 0 and whose point is a
+    drop of more than AGREEMENT_DROP (an interval, never two points compared)."""
+    d = c.difference
+    return (c.shared >= MIN_SHARED and d.known and math.isfinite(d.high) and d.high < 0
+            and d.value < -AGREEMENT_DROP)
+
+
+def _estimate(e: Estimate, signed: bool = False) -> str:
+    f = "{:+.2f}" if signed else "{:.2f}"
+    if not math.isfinite(e.low):
+        return f.format(e.value)
+    return f"{f.format(e.value)} [{f.format(e.low)}, {f.format(e.high)}]"
+
+
+def agreement_words(c: AgreementChange) -> str:
+    """'people's agreement with the faithfulness judge fell at r (prompt a -> b): accuracy 0.97 [..] -> 0.84 [..],
+    a paired difference of -0.13 [-0.16, -0.10] on 150 labelled samples both judged'."""
+    return (f"people's agreement with the {c.metric} judge fell at {c.run_id} ({c.change}): {c.measure} "
+            f"{_estimate(c.before)} -> {_estimate(c.after)}, a paired difference of {_estimate(c.difference, True)} "
+            f"on {c.shared} labelled samples both judged")
+
+
+def _agreement_events(out: list[Event], obs: Observation, known: set[str]) -> list[Event]:
+    """Each falling agreement told inside the message about its run and metric (a jump, a lint finding, an
+    instrument change), else in one of its own."""
+    for c in obs.agreement:
+        key = f"agreement:{c.metric}:{c.run_id}"
+        if key in known or not agreement_falling(c):
+            continue
+        fact, said = (key, AGREEMENT), agreement_words(c)
+        k = next((k for k, e in enumerate(out) if e.kind in (NEW, INSTRUMENT) and e.run_id == c.run_id
+                  and (e.metric in (c.metric, None))), None)
+        if k is not None:
+            e = out[k]
+            head = e.headline + (f"; people's agreement fell {_estimate(c.before)} -> {_estimate(c.after)}"
+                                 if e.kind == INSTRUMENT else "")
+            out[k] = replace(e, headline=head, evidence=(*e.evidence, said), facts=(*e.facts, fact))
+            continue
+        out.append(Event(key, AGREEMENT, f"{c.metric}: {said}",
+                         ("the new instrument reads people's labels worse than the one it replaced: its scores may "
+                          "have moved for the wrong reason (see the Labels page)",),
+                         (fact,), None, c.run_id, c.metric, c.started_at))
+    return out
 
 
 def _hours(d: timedelta) -> str:
@@ -419,8 +478,10 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
                           "fails more often may be rate-limited, overloaded or changed",),
                          told_here, None, run, shares[0].metric if len(shares) == 1 else None, shares[0].started_at))
 
+    out = _agreement_events(out, obs, known)
+
     if first_look:   # only what is still open is news; the rest of the past is recorded as seen
-        keep = [e for e in out if e.kind in (NEW, MISSING)]
+        keep = [e for e in out if e.kind in (NEW, MISSING, AGREEMENT)]
         silent += [f for e in out if e not in keep for f in e.facts]
         out = keep
     out.sort(key=lambda e: (e.at or obs.now, KINDS.index(e.kind)))

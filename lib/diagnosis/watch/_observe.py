@@ -14,6 +14,7 @@ import pandas as pd
 
 from lib.core.records import MAIN
 from lib.diagnosis.ablation import CLEAN, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH
+from lib.diagnosis.agreement import Estimate
 from lib.diagnosis.incidents import Incident
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import JUMP_K, change_events, trend_noise
@@ -22,6 +23,9 @@ from lib.store import watch as ws
 
 INSTRUMENT_KINDS = ("judge model", "prompt", "binding", "scoring library")
 FAILURE_WINDOW = 10   # earlier runs whose median failed share is the baseline a run's share is compared with
+AGREEMENT_RUNS = 10   # runs of each instrument whose judgings are paired with people's labels (the samples repeat)
+_COLUMN_WORDS = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding",
+                 "scorer": "scoring library"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,31 @@ def verdict_word(kinds: Iterable[str], *, mismatch: bool = False) -> str:
 
 
 @dataclass(frozen=True)
+class AgreementChange:
+    """People's agreement with a metric's current instrument against the one before it, paired over the labelled
+    samples both judged (lib.diagnosis.agreement: accuracy of verdicts, else 1 - mean error of scores).
+
+    Attributes:
+        run_id, started_at: the first run of the current instrument.
+        change: what changed ('prompt a -> b; binding projected -> replay').
+        measure: 'accuracy' or '1 - mean error'.
+        before, after: each instrument's agreement on the shared samples, with its 95% bootstrap interval.
+        difference: after minus before, with its paired 95% bootstrap interval over the shared samples.
+        shared: labelled samples both instruments judged.
+    """
+
+    metric: str
+    run_id: str
+    started_at: datetime
+    change: str
+    measure: str
+    before: Estimate
+    after: Estimate
+    difference: Estimate
+    shared: int
+
+
+@dataclass(frozen=True)
 class Observation:
     """Everything one look at a store found. A part left empty says nothing: no event comes of an absence."""
 
@@ -86,6 +115,7 @@ class Observation:
     verdicts: tuple[AblationVerdict, ...] = ()
     failures: tuple[FailureShare, ...] = ()
     run_times: tuple[tuple[str, datetime], ...] = ()   # the latest runs, oldest first
+    agreement: tuple[AgreementChange, ...] = ()        # per labelled metric, its current instrument's agreement
 
 
 def instrument_changes(history: pd.DataFrame) -> tuple[InstrumentChange, ...]:
@@ -138,6 +168,41 @@ def verdicts(ablations: pd.DataFrame) -> tuple[AblationVerdict, ...]:
     return tuple(out)
 
 
+def agreement_changes(store: Store, history: pd.DataFrame, *, suite: str = MAIN,
+                      runs: int = AGREEMENT_RUNS) -> tuple[AgreementChange, ...]:
+    """Per metric people labelled, its current instrument (the latest comparable segment) against the one before:
+    the judgings of up to `runs` runs of each (the current one's newest, the one before's last) paired with the
+    calibration set's labels, compared over the samples both judged (lib.diagnosis.agreement.compare)."""
+    from lib.diagnosis.agreement import compare, labelled_pairs
+    from lib.diagnosis.trends import INSTRUMENT_COLUMNS, segment_index
+
+    labels = store.labels(suite)
+    if labels.empty or history.empty:
+        return ()
+    out = []
+    for metric in sorted(set(labels["metric"]) & set(history["metric"])):
+        h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
+        seg = segment_index(h).loc[h.index]
+        last = int(seg.max())
+        if last < 1:
+            continue
+        now, before = h[seg == last], h[seg == last - 1]
+        first, prev = now.iloc[0], before.iloc[-1]
+        change = "; ".join(f"{_COLUMN_WORDS[c]} {prev[c]} -> {first[c]}" for c in INSTRUMENT_COLUMNS
+                           if c in h and str(prev[c]) != str(first[c])) or "instrument change"
+        pairs_before, version = labelled_pairs(store, suite, metric, run_ids=before["run_id"].tolist()[-runs:])
+        pairs_now, _ = labelled_pairs(store, suite, metric, run_ids=now["run_id"].tolist()[-runs:])
+        found = compare(pairs_before, pairs_now, metric=metric, version=version, margin=0.0)
+        use_accuracy = found.current.accuracy.known and found.candidate.accuracy.known
+        out.append(AgreementChange(
+            metric=str(metric), run_id=str(first["run_id"]),
+            started_at=pd.Timestamp(first["started_at"]).to_pydatetime(),
+            change=change, measure="accuracy" if use_accuracy else "1 - mean error",
+            before=found.current.headline, after=found.candidate.headline, difference=found.difference,
+            shared=len(pairs_before.sample_ids & pairs_now.sample_ids)))
+    return tuple(out)
+
+
 def times(frame: pd.DataFrame) -> tuple[tuple[str, datetime], ...]:
     return tuple((str(r.run_id), pd.Timestamp(r.started_at).to_pydatetime()) for r in frame.itertuples(index=False))
 
@@ -152,7 +217,8 @@ def observe(store: Store, now: datetime, *, recent: pd.DataFrame | None = None, 
     return Observation(now=now, incidents=tuple(found), series=tuple(series),
                        instrument_changes=instrument_changes(history), verdicts=verdicts(store.ablations()),
                        failures=failure_shares(history) if not history.empty else (),
-                       run_times=times(recent if recent is not None else ws.run_times(store)))
+                       run_times=times(recent if recent is not None else ws.run_times(store)),
+                       agreement=agreement_changes(store, history, suite=suite))
 
 
 def times_only(now: datetime, recent: pd.DataFrame) -> Observation:
