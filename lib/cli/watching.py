@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from lib.cli.common import EXIT_FINDING, EXIT_INCONCLUSIVE, EXIT_OK, PROG, UsageError, _db_path, _settings
+from lib.cli.watch_quiet import calls
 from lib.jobs import watch as wj
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
@@ -31,17 +32,6 @@ def duration(text: str) -> float:
     if seconds < 1:
         raise argparse.ArgumentTypeError(f"at least 1 second, got {text!r}")
     return seconds
-
-
-def _calls(text: str) -> int:
-    """A whole number of judge calls (0 or more)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of calls: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"at least 0, got {text!r}")
-    return value
 
 
 def _print_look(result: wj.LookResult) -> None:
@@ -131,7 +121,7 @@ def add_parser(sub: argparse._SubParsersAction, db_arg) -> None:
     p.add_argument("--ablate", action="store_true",
                    help="before sending, run the ablations the suspects call for, so a message carries LEAK or CLEAN "
                         "(the offline judge is free; a paid judge only within --budget)")
-    p.add_argument("--budget", type=_calls, metavar="N",
+    p.add_argument("--budget", type=calls, metavar="N",
                    help="with --ablate: the paid judge calls each look's ablations may make together (default "
                         "EVALDRIFT_CALL_BUDGET, else 0: only the offline judge's); an ablation that does not fit is "
                         "not run, and its message says so")

@@ -20,11 +20,9 @@ Where the state lives, and the lock:
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -38,9 +36,8 @@ from lib.intake import inbox
 from lib.store import Store
 from lib.store import watch as ws
 from lib.store.snapshot import snapshot_path, snapshot_time
+from lib.store.watch import side_path
 
-SIDE_SUFFIX = ".watch"
-LOCK_SUFFIX = ".watch.lock"
 RETRIES = 3            # tries of one send within a look
 BACKOFF = 2.0          # seconds before the second try; doubled before each later one
 LOCK_WAIT = 300.0      # seconds a look waits for another watcher's look to end
@@ -149,31 +146,6 @@ class LookResult:
     quick: bool
 
 
-def side_path(db: Path) -> Path:
-    return db.with_name(db.name + SIDE_SUFFIX)
-
-
-@contextmanager
-def _turn(db: Path, wait: float) -> Iterator[None]:
-    """This watcher's turn at `db`: an exclusive lock on `<db>.watch.lock`, waited for up to `wait` seconds."""
-    path = db.with_name(db.name + LOCK_SUFFIX)
-    with open(path, "a") as handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreBusyError(str(db), f"another watcher's look has held {path} for over "
-                                                  f"{wait:.0f} s") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _open_side(side: Path, tries: int = 50) -> Store:
     """The side file, read-write: the dashboard opens it to read for a moment (sent_log), so a busy file is tried
     again for up to about 5 s."""
@@ -239,7 +211,7 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
     """
     now = now or datetime.now().replace(microsecond=0)
     side = side_path(db)
-    with _turn(db, lock_wait):
+    with ws.turn(db, lock_wait):
         try:
             reader = inbox.open_drained(db, inbox.folder_for(db))
         except StoreBusyError:

@@ -4,6 +4,7 @@ the messages to send with the cause first (events). Pure but for `observe`, whic
 Private modules: _observe, _events.
 """
 
+from lib.core.cadence import cadence, missing_run
 from lib.diagnosis.watch._events import (
     AGREEMENT,
     CLOSE,
@@ -19,11 +20,9 @@ from lib.diagnosis.watch._events import (
     ablations_wanted,
     agreement_falling,
     agreement_words,
-    cadence,
     cause,
     events,
     failures_rising,
-    missing_run,
     with_notes,
 )
 from lib.diagnosis.watch._observe import (

@@ -23,15 +23,14 @@ first look at a store (nothing seen yet) only what is still open is announced; t
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from lib.core.cadence import missing_run
 from lib.core.metrics import METRIC_NAMES, get_metric
 from lib.diagnosis.agreement import Estimate
 from lib.diagnosis.incidents import Incident, jump_line, likely_noise
@@ -51,9 +50,6 @@ AGREEMENT = "agreement falling"
 KINDS = (NEW, UPDATE, CLOSE, INSTRUMENT, MISSING, FAILURES, AGREEMENT)
 JUMP_KINDS = ("jump", "episode")
 
-MISSING_FACTOR = 1.5   # a run is missing when the gap since the last exceeds 1.5 cadences (a nightly run 12 h late)
-MIN_RUNS_FOR_CADENCE = 5
-CADENCE_WINDOW = 20    # the cadence is the median of the latest 20 gaps between runs
 FAILURE_RISE = 0.05    # a failed share counts as rising at least 5 points above its recent median ...
 FAILURE_RATIO = 2.0    # ... and at least twice it ...
 MIN_FAILED = 3         # ... with at least 3 failed judgings (one unreadable reply is not a trend)
@@ -199,26 +195,6 @@ def series_words(s: Series) -> str:
             said.append(f"the system {verb} {abs(j.delta):.3f} on {j.run_id}")
         return "; ".join(said)
     return f"no step beyond ±{s.threshold:.3f}: the recorded moves are the instrument's, not the system's"
-
-
-def cadence(run_times: Sequence[tuple[str, datetime]]) -> timedelta | None:
-    """The usual gap between runs: the median of the latest CADENCE_WINDOW gaps (None: too few runs)."""
-    if len(run_times) < MIN_RUNS_FOR_CADENCE:
-        return None
-    ts = [t for _, t in run_times][-(CADENCE_WINDOW + 1):]
-    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(ts)]
-    median = statistics.median(gaps)
-    return timedelta(seconds=median) if median > 0 else None
-
-
-def missing_run(run_times: Sequence[tuple[str, datetime]], now: datetime) -> tuple[str, timedelta, timedelta] | None:
-    """(last run, cadence, gap) when the gap since the last run exceeds MISSING_FACTOR cadences, else None."""
-    every = cadence(run_times)
-    if every is None:
-        return None
-    last, at = run_times[-1]
-    gap = now - at
-    return (last, every, gap) if gap > every * MISSING_FACTOR else None
 
 
 def failures_rising(f: FailureShare) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -203,11 +203,12 @@ def agreement_changes(store: Store, history: pd.DataFrame, *, suite: str = MAIN,
     return tuple(out)
 
 
-def times(frame: pd.DataFrame) -> tuple[tuple[str, datetime], ...]:
-    return tuple((str(r.run_id), pd.Timestamp(r.started_at).to_pydatetime()) for r in frame.itertuples(index=False))
+def times(recent: Sequence[tuple[str, datetime]]) -> tuple[tuple[str, datetime], ...]:
+    return tuple((str(r), pd.Timestamp(t).to_pydatetime()) for r, t in recent)
 
 
-def observe(store: Store, now: datetime, *, recent: pd.DataFrame | None = None, suite: str = MAIN) -> Observation:
+def observe(store: Store, now: datetime, *, recent: Sequence[tuple[str, datetime]] | None = None,
+            suite: str = MAIN) -> Observation:
     """Look at everything in the store (lib.diagnosis.incidents.load and the rest); `recent`: the latest runs'
     times (lib.store.watch.run_times), read here when not given."""
     from lib.diagnosis.incidents import load
@@ -221,7 +222,7 @@ def observe(store: Store, now: datetime, *, recent: pd.DataFrame | None = None, 
                        agreement=agreement_changes(store, history, suite=suite))
 
 
-def times_only(now: datetime, recent: pd.DataFrame) -> Observation:
+def times_only(now: datetime, recent: Sequence[tuple[str, datetime]]) -> Observation:
     """An observation of the run times alone: the look when nothing was recorded since the last one (a missing
     run is the only thing that can be new then)."""
     return Observation(now=now, run_times=times(recent))
