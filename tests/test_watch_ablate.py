@@ -12,7 +12,7 @@ import pytest
 
 from lib.core import settings
 from lib.diagnosis.ablation import CLEAN, INCONCLUSIVE, INSENSITIVE, LEAK, REPLAY_MISMATCH, SENSITIVE
-from lib.diagnosis.watch import NEW, UPDATE, verdict_word
+from lib.diagnosis.watch import CLOSE, NEW, UPDATE, verdict_word
 from lib.jobs import watch as wj
 from lib.store import Store
 from tests.support.openai_server import MODEL_ID
@@ -80,6 +80,13 @@ def test_the_leak_is_sent_with_leak_attached_once(_flat: dict[str, Path], tmp_pa
         night(store, 13, 0.92, template=LEAKY, binding="replay")   # something new: a full look
     assert [e.kind for e in wj.look(db, keeper, now=at(13.5), ablating=ablating).claimed] == []
     assert len(keeper.sent) == 1
+    # the fix reverses the episode: its close is told, and the reversing run is no new wiring to ablate (its binding
+    # suspect names a field to blank; ablating it sent a CLEAN update beside the close on the demo's night 76)
+    with Store(db) as store:
+        night(store, 14, 0.70)
+    assert [e.kind for e in wj.look(db, keeper, now=at(14.5), ablating=ablating).claimed] == [CLOSE]
+    with Store(db) as store:
+        assert len(store.ablations()) == 1
 
 
 def test_a_paid_ablation_over_the_budget_is_not_run_and_its_verdict_later_is_one_update(

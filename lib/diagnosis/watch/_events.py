@@ -476,11 +476,12 @@ class Wanted:
 
 
 def ablations_wanted(obs: Observation, decision: Decision, seen: Iterable[str]) -> tuple[Wanted, ...]:
-    """The ablations to run before sending: those the suspects of the jumps this decision announces call for, and
-    those of open jumps announced earlier that no finished ablation of their run answers yet (a budget stopped
-    them, or the watcher ran without --ablate): their verdict is then a material update, one message.
-
-    A run a finished ablation already answers is left out: its verdict is in the observation.
+    """The ablations to run before sending: those the suspects of the jump that opens each incident this decision
+    announces call for, and those of open incidents announced earlier that no finished ablation of that run
+    answers yet (a budget stopped them, or the watcher ran without --ablate): their verdict is then a material
+    update, one message. The jump that reverses an episode is its close, not a new wiring to test; a reversed
+    episode is not ablated later either. A run a finished ablation already answers is left out: its verdict is in
+    the observation.
     """
     known = set(seen)
     announcing = {key.removeprefix("incident:") for e in decision.events if e.kind == NEW
@@ -490,15 +491,14 @@ def ablations_wanted(obs: Observation, decision: Decision, seen: Iterable[str]) 
     for inc in obs.incidents:
         if inc.kind not in JUMP_KINDS or not inc.is_open:
             continue
-        if inc.incident_id not in announcing and f"incident:{inc.incident_id}" not in known:
+        if inc.incident_id not in announcing and (f"incident:{inc.incident_id}" not in known or inc.end_run):
             continue
-        for j in inc.jumps:
-            if j.run_id in answered:
-                continue
-            for s in j.suspects:
-                if s.blank:
-                    out.setdefault((j.run_id, j.metric, s.blank), Wanted(j.run_id, j.metric, s.blank,
-                                                                         inc.incident_id))
+        j = inc.jumps[0]
+        if j.run_id in answered:
+            continue
+        for s in j.suspects:
+            if s.blank:
+                out.setdefault((j.run_id, j.metric, s.blank), Wanted(j.run_id, j.metric, s.blank, inc.incident_id))
     return tuple(out.values())
 
 
