@@ -84,3 +84,20 @@ def test_a_new_judge_that_reads_people_worse_is_said_with_its_jump():
     said = [line for line in e.evidence if line.startswith("people's agreement with the faithfulness judge fell")]
     assert len(said) == 1 and "1 - mean error 0.9" in said[0] and "on 40 labelled samples both judged" in said[0]
     assert ("agreement:faithfulness:night-012", AGREEMENT) in e.facts
+
+
+def test_the_instruments_are_compared_on_the_runs_nearest_their_change():
+    """Judge b agrees with people as judge a did on its first nights; later a system change moves every score away
+    from people's labels (the labels stay on the same content). That fall is the system's, not the judge's: the
+    comparison pairs the runs nearest the change (it read the newest runs of b, and called a fall, before)."""
+    store = Store(":memory:")
+    history(store, [0.70] * 12)
+    for d in range(12, 15):
+        night(store, d, 0.70, judge_model="gpt-judge-2")
+    for d in range(15, 25):
+        night(store, d, 0.95, judge_model="gpt-judge-2", pipeline={"retriever": "v2"})
+    store.add_labels([Label("main", s.sample_id, "faithfulness", None, SCORE, 0.70, content_key("faithfulness", s),
+                            "ana", NOW, "test") for s in SAMPLES])
+    (c,) = observe(store, at(24.5)).agreement
+    assert c.run_id == "night-012" and c.shared == 40
+    assert not agreement_falling(c), c.difference

@@ -23,7 +23,7 @@ from lib.store import watch as ws
 
 INSTRUMENT_KINDS = ("judge model", "prompt", "binding", "scoring library")
 FAILURE_WINDOW = 10   # earlier runs whose median failed share is the baseline a run's share is compared with
-AGREEMENT_RUNS = 10   # runs of each instrument whose judgings are paired with people's labels (the samples repeat)
+AGREEMENT_RUNS = 3    # runs each side of an instrument change whose judgings are paired with people's labels
 _COLUMN_WORDS = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding",
                  "scorer": "scoring library"}
 
@@ -171,8 +171,12 @@ def verdicts(ablations: pd.DataFrame) -> tuple[AblationVerdict, ...]:
 def agreement_changes(store: Store, history: pd.DataFrame, *, suite: str = MAIN,
                       runs: int = AGREEMENT_RUNS) -> tuple[AgreementChange, ...]:
     """Per metric people labelled, its current instrument (the latest comparable segment) against the one before:
-    the judgings of up to `runs` runs of each (the current one's newest, the one before's last) paired with the
-    calibration set's labels, compared over the samples both judged (lib.diagnosis.agreement.compare)."""
+    the judgings of the `runs` runs nearest the change on each side (the one before's last, the current one's
+    first) paired with the calibration set's labels, compared over the samples both judged
+    (lib.diagnosis.agreement.compare). The nearest runs, because their outputs are as alike as the history has
+    them, so the difference is the instruments'; the current instrument's newest runs can sit after a system
+    change (on the demo, the retriever regression made the 2026-10-18 prompt read people 0.03 worse on its newest
+    runs, when on its first it read them 0.02 better)."""
     from lib.diagnosis.agreement import compare, labelled_pairs
     from lib.diagnosis.trends import INSTRUMENT_COLUMNS, segment_index
 
@@ -191,7 +195,7 @@ def agreement_changes(store: Store, history: pd.DataFrame, *, suite: str = MAIN,
         change = "; ".join(f"{_COLUMN_WORDS[c]} {prev[c]} -> {first[c]}" for c in INSTRUMENT_COLUMNS
                            if c in h and str(prev[c]) != str(first[c])) or "instrument change"
         pairs_before, version = labelled_pairs(store, suite, metric, run_ids=before["run_id"].tolist()[-runs:])
-        pairs_now, _ = labelled_pairs(store, suite, metric, run_ids=now["run_id"].tolist()[-runs:])
+        pairs_now, _ = labelled_pairs(store, suite, metric, run_ids=now["run_id"].tolist()[:runs])
         found = compare(pairs_before, pairs_now, metric=metric, version=version, margin=0.0)
         use_accuracy = found.current.accuracy.known and found.candidate.accuracy.known
         out.append(AgreementChange(
