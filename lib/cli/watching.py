@@ -55,6 +55,8 @@ def _code(result: wj.LookResult) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    if args.budget is not None and not args.ablate:
+        raise UsageError("--budget counts the judge calls of --ablate: give --ablate too")
     settings = _settings()
     notifier = wj.notifier_from(settings)
     if args.test:
@@ -68,8 +70,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
     if args.digest:
         return _digest(db, notifier)
-    if args.budget is not None and not args.ablate:
-        raise UsageError("--budget counts the judge calls of --ablate: give --ablate too")
     ablating = None
     if args.ablate:   # a paid judge within --budget, else EVALDRIFT_CALL_BUDGET, else none: only the free offline one
         budget = args.budget if args.budget is not None else settings.call_budget or 0
