@@ -3,10 +3,15 @@
 import os
 import sys
 
-from lib.cli import main
-
 if __name__ == "__main__":
-    try:
+    from lib.cli.watch_quiet import quiet_watch
+
+    try:   # `watch` with nothing new answers before the whole command line is imported (lib.cli.watch_quiet)
+        quiet = quiet_watch(sys.argv[1:])
+        if quiet is not None:
+            sys.exit(quiet)
+        from lib.cli import main
+
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly

@@ -204,6 +204,8 @@ def test_test_and_digest_send_to_every_channel(tmp_path: Path):
     ({"EVALDRIFT_NOTIFY_FILE": "/nonexistent/urls"}, ["--test"], "cannot read /nonexistent/urls"),
     ({"EVALDRIFT_NOTIFY": "json://127.0.0.1:9/x"}, ["--db", "/nonexistent/x.duckdb"], "no database at"),
     ({"EVALDRIFT_NOTIFY": "json://127.0.0.1:9/x"}, ["--every", "0.5s"], "at least 1 second"),
+    ({"EVALDRIFT_NOTIFY": "json://127.0.0.1:9/x"}, ["--budget", "5"], "--budget counts the judge calls of --ablate"),
+    ({"EVALDRIFT_NOTIFY": "json://127.0.0.1:9/x"}, ["--ablate", "--budget", "-1"], "at least 0, got '-1'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(env: dict[str, str], args: list[str], said: str):
     done = run_cli("watch", *args, env=env)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from lib.cli.common import EXIT_FINDING, EXIT_INCONCLUSIVE, EXIT_OK, PROG, UsageError, _db_path, _settings
+from lib.cli.watch_quiet import calls
 from lib.jobs import watch as wj
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
@@ -54,6 +55,8 @@ def _code(result: wj.LookResult) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    if args.budget is not None and not args.ablate:
+        raise UsageError("--budget counts the judge calls of --ablate: give --ablate too")
     settings = _settings()
     notifier = wj.notifier_from(settings)
     if args.test:
@@ -67,8 +70,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
     db = _db_path(args, must_exist=True)
     if args.digest:
         return _digest(db, notifier)
+    ablating = None
+    if args.ablate:   # a paid judge within --budget, else EVALDRIFT_CALL_BUDGET, else none: only the free offline one
+        budget = args.budget if args.budget is not None else settings.call_budget or 0
+        ablating = wj.Ablating(budget, settings)
     if args.every is None:
-        result = wj.look(db, notifier, public_url=settings.public_url)
+        result = wj.look(db, notifier, public_url=settings.public_url, ablating=ablating)
         _print_look(result)
         return _code(result)
     stop = threading.Event()
@@ -76,7 +83,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     while not stop.is_set():
         try:
-            _print_look(wj.look(db, notifier, public_url=settings.public_url))
+            _print_look(wj.look(db, notifier, public_url=settings.public_url, ablating=ablating))
         except Exception as exc:   # one failed look (a busy file, a broken receiver) must not end the watch
             print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         sys.stdout.flush()
@@ -111,4 +118,11 @@ def add_parser(sub: argparse._SubParsersAction, db_arg) -> None:
                    help="keep watching: look again every INTERVAL (60s, 5m, 1h) until stopped")
     p.add_argument("--test", action="store_true", help="send a test message to every channel, and nothing else")
     p.add_argument("--digest", action="store_true", help="send the weekly Review (the last 7 days of runs)")
+    p.add_argument("--ablate", action="store_true",
+                   help="before sending, run the ablations the suspects call for, so a message carries LEAK or CLEAN "
+                        "(the offline judge is free; a paid judge only within --budget)")
+    p.add_argument("--budget", type=calls, metavar="N",
+                   help="with --ablate: the paid judge calls each look's ablations may make together (default "
+                        "EVALDRIFT_CALL_BUDGET, else 0: only the offline judge's); an ablation that does not fit is "
+                        "not run, and its message says so")
     p.set_defaults(func=cmd_watch)

@@ -20,11 +20,9 @@ Where the state lives, and the lock:
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -33,14 +31,13 @@ from typing import Protocol
 from lib.core.endpoints import redact
 from lib.core.errors import InputError, StoreBusyError
 from lib.core.settings import Settings, notify_urls
-from lib.diagnosis.watch import Event, events, observe, times_only
+from lib.diagnosis.watch import Event, ablations_wanted, events, observe, times_only, with_notes
 from lib.intake import inbox
 from lib.store import Store
 from lib.store import watch as ws
 from lib.store.snapshot import snapshot_path, snapshot_time
+from lib.store.watch import side_path
 
-SIDE_SUFFIX = ".watch"
-LOCK_SUFFIX = ".watch.lock"
 RETRIES = 3            # tries of one send within a look
 BACKOFF = 2.0          # seconds before the second try; doubled before each later one
 LOCK_WAIT = 300.0      # seconds a look waits for another watcher's look to end
@@ -149,31 +146,6 @@ class LookResult:
     quick: bool
 
 
-def side_path(db: Path) -> Path:
-    return db.with_name(db.name + SIDE_SUFFIX)
-
-
-@contextmanager
-def _turn(db: Path, wait: float) -> Iterator[None]:
-    """This watcher's turn at `db`: an exclusive lock on `<db>.watch.lock`, waited for up to `wait` seconds."""
-    path = db.with_name(db.name + LOCK_SUFFIX)
-    with open(path, "a") as handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreBusyError(str(db), f"another watcher's look has held {path} for over "
-                                                  f"{wait:.0f} s") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _open_side(side: Path, tries: int = 50) -> Store:
     """The side file, read-write: the dashboard opens it to read for a moment (sent_log), so a busy file is tried
     again for up to about 5 s."""
@@ -205,9 +177,22 @@ def _send(notifier: Notifier, channel: str, title: str, body: str, *, retries: i
     return error or "not delivered"
 
 
+@dataclass(frozen=True)
+class Ablating:
+    """`watch --ablate`: run the ablations the suspects call for before sending (lib.jobs.watch_ablate).
+
+    Attributes:
+        budget: the paid judge calls each look's ablations may make together (the offline judge's are free).
+        settings: the operator's settings (the judge's server, the breaker's limits).
+    """
+
+    budget: int
+    settings: Settings
+
+
 def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_url: str | None = None,
          retries: int | None = None, backoff: float | None = None, lock_wait: float = LOCK_WAIT,
-         sleep: Callable[[float], None] = time.sleep) -> LookResult:
+         sleep: Callable[[float], None] = time.sleep, ablating: Ablating | None = None) -> LookResult:
     """One look at a database: decide, claim and deliver what is new, and resend what is pending.
 
     Args:
@@ -218,6 +203,7 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
         retries, backoff, sleep: each send's tries within this look (default RETRIES) and the wait before the
             second (default BACKOFF seconds, doubled before each later one).
         lock_wait: seconds to wait for another watcher's look to end.
+        ablating: run the ablations the suspects call for first, within its budget (None: none).
 
     Raises:
         StoreBusyError: the dashboard holds the database and has written no snapshot, or another look held the
@@ -225,7 +211,7 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
     """
     now = now or datetime.now().replace(microsecond=0)
     side = side_path(db)
-    with _turn(db, lock_wait):
+    with ws.turn(db, lock_wait):
         try:
             reader = inbox.open_drained(db, inbox.folder_for(db))
         except StoreBusyError:
@@ -247,7 +233,8 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
         try:
             return _look(reader, state, notifier, now=now, public_url=public_url,
                          retries=RETRIES if retries is None else retries,
-                         backoff=BACKOFF if backoff is None else backoff, sleep=sleep, on_snapshot=on_snapshot)
+                         backoff=BACKOFF if backoff is None else backoff, sleep=sleep, on_snapshot=on_snapshot,
+                         ablating=ablating)
         finally:
             if state is not reader:
                 state.close()
@@ -255,7 +242,8 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
 
 
 def _look(reader: Store, state: Store, notifier: Notifier, *, now: datetime, public_url: str | None, retries: int,
-          backoff: float, sleep: Callable[[float], None], on_snapshot: bool) -> LookResult:
+          backoff: float, sleep: Callable[[float], None], on_snapshot: bool,
+          ablating: Ablating | None = None) -> LookResult:
     stores = (reader, state) if state is not reader else (reader,)
     seen = frozenset().union(*(ws.seen_keys(s) for s in stores))
     last = [v for s in stores if (v := ws.meta(s, "watermark")) is not None]
@@ -265,6 +253,20 @@ def _look(reader: Store, state: Store, notifier: Notifier, *, now: datetime, pub
     recent = ws.run_times(reader)
     obs = times_only(now, recent) if quick else observe(reader, now, recent=recent)
     decision = events(obs, seen, first_look=first_look)
+    wanted = ablations_wanted(obs, decision, seen) if ablating is not None and not quick else ()
+    if wanted and on_snapshot:   # the snapshot is read-only: the ablations' judgings have nowhere to go
+        notes = {w.run_id: [f"ablation of {w.metric} with {w.blank} blanked at {w.run_id} not run: the dashboard "
+                            "holds the database (ablate from its Ablation page); no verdict yet"] for w in wanted}
+        decision = with_notes(decision, notes)
+    elif wanted and ablating is not None:
+        from lib.jobs.watch_ablate import ablate
+
+        done = ablate(reader, wanted, budget=ablating.budget, settings=ablating.settings)
+        if done.ran:   # their verdicts are news: look again (a verdict folds into the message at its run)
+            obs = observe(reader, now, recent=recent)
+            decision = events(obs, seen, first_look=first_look)
+        decision = with_notes(decision, done.notes)
+        mark = ws.watermark(reader)   # the ablations it stored are not news to the next look
     ws.mark_seen(state, decision.silent)
     channels = notifier.channels
     claimed = []

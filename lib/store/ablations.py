@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from lib.core.results import FAILED, SampleResult
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
@@ -107,6 +107,7 @@ class AblationsMixin(StoreBase):
                              batches: Mapping[tuple[str, str, int], Sequence[SampleResult]]) -> None:
         """Store batches of per-sample results keyed by (metric, arm, repeat) and advance the progress count, in
         one commit (one statement per flush, not one per arm: a commit costs more than its rows)."""
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         rows = [(ablation_id, metric, arm, rep, r.sample_id, r.status, r.score, r.reason, r.verdicts_json(),
                  r.calls, r.cached, r.raw[:RAW_KEPT] if r.status == FAILED and r.raw else None)
                 for (metric, arm, rep), results in batches.items() for r in results]

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.store.lake import ALIAS as LAKE_ALIAS
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table

@@ -8,11 +8,11 @@ import time
 from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from lib.core.calls import JudgeReply, JudgeRequest, Usage
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
@@ -103,6 +103,7 @@ class CallCacheMixin(StoreBase):
     def _write_replies(self, cur: duckdb.DuckDBPyConnection) -> dict[str, tuple[object, ...]]:
         """Insert the replies held now within the transaction `cur`; returns them, to be forgotten
         (_forget_written) once the transaction has committed."""
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         with self._pending_lock:
             rows = dict(self._pending_replies)
         if not rows:

@@ -9,12 +9,14 @@ version and `version=` reads a set as it was.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from lib.core.labels import Label
 from lib.core.samples import EvalSample
 from lib.store.base import StoreBase
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _COLUMNS = ("seq", "suite", "sample_id", "metric", "item", "kind", "value", "content", "labeller", "labelled_at",
             "source", "note")
@@ -35,6 +37,7 @@ class LabelsMixin(StoreBase):
 
         A label whose key (suite, sample, metric, item, labeller, content) already has one supersedes it; both stay.
         """
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         if not labels:
             return []
         with self.transaction() as cur:
@@ -115,6 +118,7 @@ class LabelsMixin(StoreBase):
         of the sample's text the run judged). copies: copy, sample_id, question, answer, contexts,
         ground_truth, one row per distinct copy (a sample's text is read once, not once per run).
         """
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         # a copy is named by a 64-bit hash of its text, within this call only (md5 of it took four times as long)
         copy = "hash(p.sample_id, p.question, p.answer, p.contexts, p.ground_truth)"
         base = """FROM sample_scores s

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from lib.core.errors import InputError
 from lib.core.metrics import METRICS
@@ -25,6 +24,7 @@ from lib.core.validate import EARLIEST, LATEST, check_run
 if TYPE_CHECKING:
     from typing import TypeAlias
 
+    import pandas as pd
     import pyarrow as pa
 
     Frame: TypeAlias = pd.DataFrame | pa.Table
@@ -137,6 +137,7 @@ class _Totals:
 
 def _metrics_frame(head: RunRecord, totals: _Totals) -> pd.DataFrame:
     """run_metrics rows: each metric's score is the mean of its ok scores (harness.aggregate's rule)."""
+    import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
     rows = []
     for m in head.metrics:
         ok, (n_failed, n_excluded) = totals.by.get((m.suite, m.metric), (array("d"), [0, 0]))
@@ -147,6 +148,7 @@ def _metrics_frame(head: RunRecord, totals: _Totals) -> pd.DataFrame:
 
 
 def _samples_frame(run: RunRecord) -> pd.DataFrame:
+    import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
     rows = [(run.run_id, suite, s.sample_id, s.question, s.answer, list(s.contexts), s.ground_truth)
             for suite, samples in run.samples.items() for s in samples]
     return pd.DataFrame(rows, columns=["run_id", "suite", "sample_id", "question", "answer", "contexts",
@@ -154,6 +156,7 @@ def _samples_frame(run: RunRecord) -> pd.DataFrame:
 
 
 def _scores_frame(run: RunRecord) -> pd.DataFrame:
+    import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
     rows = [(run.run_id, m.suite, m.metric, r.sample_id, r.status, r.score, r.reason, r.verdicts_json())
             for m in run.metrics for r in m.results]
     return pd.DataFrame(rows, columns=["run_id", "suite", "metric", "sample_id", "status", "score", "reason",

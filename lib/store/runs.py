@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from lib.core.degenerate import (
     CONTENT_FREE,
     CONTENT_FREE_MAX_CHARS,
@@ -23,6 +21,7 @@ from lib.core.records import MAIN, RecordedInstrument, RunHeader
 from lib.core.samples import FIELDS, EvalSample
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
@@ -259,6 +258,7 @@ class RunsMixin(StoreBase):
         Columns: metric, prev_run_id, run_id, n (samples scored in both), mean and sd of (later - earlier),
         over samples whose score is ok in both runs (as Compare pairs them). A step with no pair is absent.
         """
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         cols = ["metric", "prev_run_id", "run_id", "n", "mean", "sd"]
         if not steps:
             return pd.DataFrame(columns=cols)
@@ -335,6 +335,7 @@ class RunsMixin(StoreBase):
         Columns: run_id, metric, sample_id, score, reason ('no passages' or 'content-free answer'; a sample
         with both is listed once, for its passages).
         """
+        import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         frames = [self.scores_without_passages(PASSAGE_METRICS, run_id, suite).assign(reason=NO_PASSAGES),
                   self.scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
         out = pd.concat(frames, ignore_index=True).drop_duplicates(["run_id", "metric", "sample_id"])

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from lib.core.errors import StoreError
 from lib.store.base import _now
 from lib.store.lake import without_keys
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table

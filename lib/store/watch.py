@@ -13,13 +13,18 @@ statement takes parameters; no message text is ever put into SQL text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import fcntl
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass, fields, replace
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
-import pandas as pd
 
+from lib.core.cadence import missing_run
+from lib.core.errors import StoreBusyError, StoreError
 from lib.store import Store
 from lib.store.base import _now
 
@@ -159,12 +164,89 @@ def watermark(store: Store) -> str:
     return "|".join(str(cur.execute(sql).fetchall()[0]) for sql in parts)
 
 
-def run_times(store: Store, limit: int = 64) -> pd.DataFrame:
+def run_times(store: Store, limit: int = 64) -> list[tuple[str, datetime]]:
     """The latest runs' ids and start times, oldest first (the watcher learns the cadence from them)."""
-    frame = store.cursor().execute("SELECT run_id, started_at FROM runs ORDER BY started_at DESC, run_id DESC "
-                                   "LIMIT ?", [limit]).df()
-    return frame.iloc[::-1].reset_index(drop=True)
+    rows = store.cursor().execute("SELECT run_id, started_at FROM runs ORDER BY started_at DESC, run_id DESC "
+                                  "LIMIT ?", [limit]).fetchall()
+    return [(str(r), t) for r, t in reversed(rows)]
 
 
-__all__ = ["COLUMNS", "DELIVERED", "PENDING", "OutboxRow", "claim", "fold", "mark_seen", "merged", "meta", "outbox",
-           "put", "run_times", "seen_keys", "set_meta", "watermark"]
+def pending_count(store: Store) -> int:
+    """Outbox rows not yet delivered."""
+    return int(store.cursor().execute("SELECT count(*) FROM watch_outbox WHERE status = ?",
+                                      [PENDING]).fetchall()[0][0])
+
+
+# -- the files beside a watched database, and the quiet look ----------------------------------------
+SIDE_SUFFIX = ".watch"
+LOCK_SUFFIX = ".watch.lock"
+
+
+def side_path(db: Path) -> Path:
+    """Where a watcher keeps its state while the dashboard owns the database (lib.jobs.watch)."""
+    return db.with_name(db.name + SIDE_SUFFIX)
+
+
+@contextmanager
+def turn(db: Path, wait: float) -> Iterator[None]:
+    """A watcher's turn at `db`: an exclusive lock on `<db>.watch.lock` (fcntl), waited for up to `wait` seconds.
+
+    Raises:
+        StoreBusyError: another watcher's look held it longer.
+    """
+    path = db.with_name(db.name + LOCK_SUFFIX)
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(str(db), f"another watcher's look has held {path} for over "
+                                                  f"{wait:.0f} s") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _waits(folder: Path) -> bool:
+    """Anything at all in an inbox folder (a run, or a file that is not one): the full look drains or rejects it."""
+    try:
+        return any(entry.is_file() and not entry.name.startswith(".") for entry in folder.iterdir())
+    except OSError:
+        return False
+
+
+def quiet(db: Path, *, inboxes: Sequence[Path], now: datetime, lock_wait: float) -> bool:
+    """Would a look at `db` find nothing to do? True only when every check says so: no side file, nothing in the
+    inboxes the owner drains (lib.intake.inbox.folders_drained), the tables the watcher reads unchanged since the
+    last look (`watermark`), no message pending, and no missing run not yet announced (lib.core.cadence).
+
+    It reads the file read-only with DuckDB alone (no pandas), in the watcher's turn. Any doubt (the file held by
+    the dashboard, a table missing, a schema to migrate) answers False, and the full look decides.
+    """
+    if side_path(db).exists() or any(_waits(folder) for folder in inboxes):
+        return False
+    with turn(db, lock_wait):
+        try:
+            store = Store(db, read_only=True)
+        except (StoreBusyError, StoreError, duckdb.Error, OSError):
+            return False
+        try:
+            last = meta(store, "watermark")
+            if last is None or last != watermark(store) or pending_count(store):
+                return False
+            gone = missing_run(run_times(store), now)
+            return gone is None or f"missing:{gone[0]}" in seen_keys(store)
+        except duckdb.Error:
+            return False
+        finally:
+            store.close()
+
+
+__all__ = ["COLUMNS", "DELIVERED", "LOCK_SUFFIX", "PENDING", "SIDE_SUFFIX", "OutboxRow", "claim", "fold",
+           "mark_seen", "merged", "meta", "outbox", "pending_count", "put", "quiet", "run_times", "seen_keys",
+           "set_meta", "side_path", "turn", "watermark"]

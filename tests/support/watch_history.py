@@ -18,7 +18,7 @@ from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, facts
 START = datetime(2026, 9, 1, 2, 0)
 N = 40
 SD = 0.08          # per-sample spread around the night's level: a run mean moves about 0.013 from noise alone
-_SAMPLES = [EvalSample(f"s{i:03d}", f.question, f"{f.fact1} {f.filler}", (f.fact1, f.fact2), f.fact1)
+SAMPLES = [EvalSample(f"s{i:03d}", f.question, f"{f.fact1} {f.filler}", (f.fact1, f.fact2), f.fact1)
             for i, f in enumerate(facts(N))]
 DEFAULT = DEFAULT_TEMPLATES["faithfulness"]
 LEAKY = LEAKY_FAITHFULNESS
@@ -36,14 +36,14 @@ def night(store: Store, day: int, level: float, *, metric: str = "faithfulness",
     returns its id."""
     rng = random.Random(seed * 100_003 + day)
     results = []
-    for k, s in enumerate(_SAMPLES):
+    for k, s in enumerate(SAMPLES):
         if k < failed:
             results.append(SampleResult(s.sample_id, FAILED, None, reason="judge reply unreadable"))
             continue
         results.append(SampleResult(s.sample_id, OK, min(1.0, max(0.0, rng.gauss(level, SD)))))
     rid = run_id(day)
     store.record_run(RunRecord(rid, start + timedelta(hours=hours * day), pipeline or {"retriever": "v1"},
-                               {suite: _SAMPLES},
+                               {suite: SAMPLES},
                                [MetricRecord(metric, results, judge_model, template, binding, suite=suite)]))
     return rid
 

@@ -29,17 +29,27 @@ from lib.diagnosis.ablation._plan import BASELINE, plan
 from lib.diagnosis.ablation._result import AblationResult
 from lib.diagnosis.ablation._sequential import CHUNK, confidence_sequence
 from lib.diagnosis.ablation._spec import AblationSpec
-from lib.diagnosis.ablation._verdicts import INCONCLUSIVE, INSENSITIVE, LEAK, MIN_EFFECT, REPLAY_MISMATCH
+from lib.diagnosis.ablation._verdicts import (
+    CLEAN,
+    INCONCLUSIVE,
+    INSENSITIVE,
+    LEAK,
+    MIN_EFFECT,
+    REPLAY_MISMATCH,
+    SENSITIVE,
+)
 
 __all__ = [
     "BASELINE",
     "CHUNK",
+    "CLEAN",
     "CONTROL",
     "INCONCLUSIVE",
     "INSENSITIVE",
     "LEAK",
     "MIN_EFFECT",
     "REPLAY_MISMATCH",
+    "SENSITIVE",
     "SWAPPABLE",
     "AblationResult",
     "AblationSpec",

@@ -13,8 +13,10 @@ from lib.diagnosis.agreement._active import weights as active_weights
 from lib.diagnosis.agreement._agreement import (
     Agreement,
     agreement_by_instrument,
+    compare,
     corrected_at_steps,
     corrected_of_run,
+    labelled_pairs,
 )
 from lib.diagnosis.agreement._calibrate import (
     MARGIN,
@@ -42,7 +44,7 @@ from lib.diagnosis.agreement._trend import (
 __all__ = [
     "AUC_DROPPED", "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument",
     "Estimate", "SegmentCorrected", "active_labels_to_halve", "active_mean", "active_order", "active_weights",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples",
+    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "compare",
     "corrected_at_steps", "corrected_by_segment", "corrected_frame", "corrected_of_run", "current_contender",
-    "current_instrument", "ppi_mean", "segments_frame", "trend_agreement",
+    "current_instrument", "labelled_pairs", "ppi_mean", "segments_frame", "trend_agreement",
 ]

@@ -361,7 +361,8 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
     pos = {sid: k for k, sid in enumerate(both)}
     use_accuracy = agree_a.accuracy.known and agree_b.accuracy.known
 
-    def headline(p: Pairs, w_of: np.ndarray | None) -> float:
+    def per_pair(p: Pairs) -> tuple[np.ndarray, np.ndarray]:
+        """Each pair's agreement (1/0, or 1 - |judge - people|) and its sample's place in `both`."""
         if use_accuracy:
             bs = p.samples[p.samples["binary"].astype(bool)]
             agree = np.concatenate([(p.items["judge"].to_numpy(bool) == p.items["people"].to_numpy(bool)),
@@ -370,12 +371,16 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
         else:
             agree = 1 - np.abs(p.samples["judge"].to_numpy(float) - p.samples["people"].to_numpy(float))
             ids = p.samples["sample_id"].to_numpy(str)
-        w = np.ones(len(ids)) if w_of is None else w_of[[pos[s] for s in ids]]
-        return st.weighted_mean(agree.astype(float), w)
+        return agree.astype(float), np.fromiter((pos[s] for s in ids), dtype=int, count=len(ids))
 
-    point = headline(b, None) - headline(a, None)
-    reps_diff = np.array([headline(b, d) - headline(a, d) for d in draws]) if both else np.array([])
-    difference = st.interval(reps_diff, point) if both else NONE
+    if both:
+        (agree_a_, at_a), (agree_b_, at_b) = per_pair(a), per_pair(b)
+        point = st.weighted_mean(agree_b_, np.ones(len(agree_b_))) - st.weighted_mean(agree_a_, np.ones(len(agree_a_)))
+        # each replicate's weighted mean at once (boot_mean): the pairs of a sample drawn k times weigh k
+        reps_diff = st.boot_mean(agree_b_, draws, at_b) - st.boot_mean(agree_a_, draws, at_a)
+        difference = st.interval(reps_diff, point)
+    else:
+        difference = NONE
     return Comparison(agree_a, agree_b, difference, margin)
 
 

@@ -4,7 +4,9 @@ the messages to send with the cause first (events). Pure but for `observe`, whic
 Private modules: _observe, _events.
 """
 
+from lib.core.cadence import cadence, missing_run
 from lib.diagnosis.watch._events import (
+    AGREEMENT,
     CLOSE,
     FAILURES,
     INSTRUMENT,
@@ -14,25 +16,33 @@ from lib.diagnosis.watch._events import (
     UPDATE,
     Decision,
     Event,
-    cadence,
+    Wanted,
+    ablations_wanted,
+    agreement_falling,
+    agreement_words,
     cause,
     events,
     failures_rising,
-    missing_run,
+    with_notes,
 )
 from lib.diagnosis.watch._observe import (
     AblationVerdict,
+    AgreementChange,
     FailureShare,
     InstrumentChange,
     Observation,
+    agreement_changes,
     failure_shares,
     instrument_changes,
     observe,
     times_only,
+    verdict_word,
 )
 
 __all__ = [
-    "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict", "Decision", "Event",
-    "FailureShare", "InstrumentChange", "Observation", "cadence", "cause", "events", "failure_shares",
-    "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
+    "AGREEMENT", "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict",
+    "AgreementChange", "Decision", "Event", "FailureShare", "InstrumentChange", "Observation", "Wanted",
+    "ablations_wanted", "agreement_changes", "agreement_falling", "agreement_words", "cadence", "cause", "events",
+    "failure_shares", "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
+    "verdict_word", "with_notes",
 ]

@@ -12,6 +12,7 @@ A fact is something the watcher can announce once, by its key:
 | `instrument:<run>:<metric>:<kind>` | a judge model, prompt, binding, scoring library change | INSTRUMENT, one a run |
 | `missing:<last run>` | no run for longer than MISSING_FACTOR times the learned cadence | MISSING |
 | `failures:<metric>:<run>` | a run's share of failed judgings rising over its recent median | FAILURES, one a run |
+| `agreement:<metric>:<run>` | the instrument new at `run` agrees with people's labels less than the last | AGREEMENT |
 
 A jump with no recorded change that is not yet news (decided before the run-to-run spread is measured, or about 1x
 its threshold: likely noise) waits while it stays so (`premature`): in null histories those were the false alerts.
@@ -22,31 +23,38 @@ first look at a store (nothing seen yet) only what is still open is announced; t
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
-import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from lib.core.cadence import missing_run
 from lib.core.metrics import METRIC_NAMES, get_metric
+from lib.diagnosis.agreement import Estimate
 from lib.diagnosis.incidents import Incident, jump_line, likely_noise
 from lib.diagnosis.rejudge import Series
 from lib.diagnosis.trends import Jump
-from lib.diagnosis.watch._observe import FailureShare, InstrumentChange, Observation
+from lib.diagnosis.watch._observe import (
+    AblationVerdict,
+    AgreementChange,
+    FailureShare,
+    InstrumentChange,
+    Observation,
+)
 
 NEW, UPDATE, CLOSE = "new episode", "update", "close"
 INSTRUMENT, MISSING, FAILURES = "instrument change", "missing run", "failures rising"
-KINDS = (NEW, UPDATE, CLOSE, INSTRUMENT, MISSING, FAILURES)
+AGREEMENT = "agreement falling"
+KINDS = (NEW, UPDATE, CLOSE, INSTRUMENT, MISSING, FAILURES, AGREEMENT)
 JUMP_KINDS = ("jump", "episode")
 
-MISSING_FACTOR = 1.5   # a run is missing when the gap since the last exceeds 1.5 cadences (a nightly run 12 h late)
-MIN_RUNS_FOR_CADENCE = 5
-CADENCE_WINDOW = 20    # the cadence is the median of the latest 20 gaps between runs
 FAILURE_RISE = 0.05    # a failed share counts as rising at least 5 points above its recent median ...
 FAILURE_RATIO = 2.0    # ... and at least twice it ...
 MIN_FAILED = 3         # ... with at least 3 failed judgings (one unreadable reply is not a trend)
+MIN_SHARED = 20        # agreement falls only as measured on at least 20 labelled samples both instruments judged,
+AGREEMENT_DROP = 0.02  # by more than 2 points, its paired interval wholly below 0 (the new-judge gate's MARGIN)
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,13 @@ def _evidence(inc: Incident) -> list[str]:
     return lines
 
 
+def _verdict_text(v: AblationVerdict) -> str:
+    """'LEAK: wiring leak: faithfulness moves ...' (the word first, unless the summary starts with it)."""
+    if not v.word or v.summary.startswith(v.word):
+        return v.summary or v.word or "done"
+    return f"{v.word}: {v.summary}" if v.summary else v.word
+
+
 # -- the rules ------------------------------------------------------------------------------------
 def _runs_of(inc: Incident) -> set[str]:
     return {j.run_id for j in inc.jumps}
@@ -182,31 +197,58 @@ def series_words(s: Series) -> str:
     return f"no step beyond ±{s.threshold:.3f}: the recorded moves are the instrument's, not the system's"
 
 
-def cadence(run_times: Sequence[tuple[str, datetime]]) -> timedelta | None:
-    """The usual gap between runs: the median of the latest CADENCE_WINDOW gaps (None: too few runs)."""
-    if len(run_times) < MIN_RUNS_FOR_CADENCE:
-        return None
-    ts = [t for _, t in run_times][-(CADENCE_WINDOW + 1):]
-    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(ts)]
-    median = statistics.median(gaps)
-    return timedelta(seconds=median) if median > 0 else None
-
-
-def missing_run(run_times: Sequence[tuple[str, datetime]], now: datetime) -> tuple[str, timedelta, timedelta] | None:
-    """(last run, cadence, gap) when the gap since the last run exceeds MISSING_FACTOR cadences, else None."""
-    every = cadence(run_times)
-    if every is None:
-        return None
-    last, at = run_times[-1]
-    gap = now - at
-    return (last, every, gap) if gap > every * MISSING_FACTOR else None
-
-
 def failures_rising(f: FailureShare) -> bool:
     """Is a run's failed share rising: at least MIN_FAILED failures, FAILURE_RISE over its recent median, and
     FAILURE_RATIO times it?"""
     return (f.baseline is not None and f.failed >= MIN_FAILED and f.share >= f.baseline + FAILURE_RISE
             and f.share >= FAILURE_RATIO * f.baseline)
+
+
+def agreement_falling(c: AgreementChange) -> bool:
+    """Does the current instrument agree with people less than the one before, beyond noise: on at least MIN_SHARED
+    labelled samples both judged, a paired difference whose 95% interval lies wholly below 0 and whose point is a
+    drop of more than AGREEMENT_DROP (an interval, never two points compared)."""
+    d = c.difference
+    return (c.shared >= MIN_SHARED and d.known and math.isfinite(d.high) and d.high < 0
+            and d.value < -AGREEMENT_DROP)
+
+
+def _estimate(e: Estimate, signed: bool = False) -> str:
+    f = "{:+.2f}" if signed else "{:.2f}"
+    if not math.isfinite(e.low):
+        return f.format(e.value)
+    return f"{f.format(e.value)} [{f.format(e.low)}, {f.format(e.high)}]"
+
+
+def agreement_words(c: AgreementChange) -> str:
+    """'people's agreement with the faithfulness judge fell at r (prompt a -> b): accuracy 0.97 [..] -> 0.84 [..],
+    a paired difference of -0.13 [-0.16, -0.10] on 150 labelled samples both judged'."""
+    return (f"people's agreement with the {c.metric} judge fell at {c.run_id} ({c.change}): {c.measure} "
+            f"{_estimate(c.before)} -> {_estimate(c.after)}, a paired difference of {_estimate(c.difference, True)} "
+            f"on {c.shared} labelled samples both judged")
+
+
+def _agreement_events(out: list[Event], obs: Observation, known: set[str]) -> list[Event]:
+    """Each falling agreement told inside the message about its run and metric (a jump, a lint finding, an
+    instrument change), else in one of its own."""
+    for c in obs.agreement:
+        key = f"agreement:{c.metric}:{c.run_id}"
+        if key in known or not agreement_falling(c):
+            continue
+        fact, said = (key, AGREEMENT), agreement_words(c)
+        k = next((k for k, e in enumerate(out) if e.kind in (NEW, INSTRUMENT) and e.run_id == c.run_id
+                  and (e.metric in (c.metric, None))), None)
+        if k is not None:
+            e = out[k]
+            head = e.headline + (f"; people's agreement fell {_estimate(c.before)} -> {_estimate(c.after)}"
+                                 if e.kind == INSTRUMENT else "")
+            out[k] = replace(e, headline=head, evidence=(*e.evidence, said), facts=(*e.facts, fact))
+            continue
+        out.append(Event(key, AGREEMENT, f"{c.metric}: {said}",
+                         ("the new instrument reads people's labels worse than the one it replaced: its scores may "
+                          "have moved for the wrong reason (see the Labels page)",),
+                         (fact,), None, c.run_id, c.metric, c.started_at))
+    return out
 
 
 def _hours(d: timedelta) -> str:
@@ -286,7 +328,10 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
                     if f"verdict:{v.ablation_id}" not in folded:   # a fact is told by one message only
                         facts.append((f"verdict:{v.ablation_id}", UPDATE))
                         folded.add(f"verdict:{v.ablation_id}")
-                    head += f" [{v.summary.split(':')[0].strip()}]" if v.summary else ""
+                    word = v.word or v.summary.split(":")[0].strip()
+                    head += f" [{word}]" if word else ""
+                    if not any(e.startswith(f"ablation {v.ablation_id}") for i in jumps for e in i.evidence):
+                        evidence.append(f"ablation {v.ablation_id} of {v.run_id}: {_verdict_text(v)}")
             for s in series:
                 if any(i.metric == s.metric and _runs_of(i) & _series_runs(s) for i in jumps):
                     if f"rejudge:{s.series_id}" not in folded:
@@ -346,7 +391,7 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
             silent.append((key, UPDATE))
             continue
         head = f"{inc.metric} {inc.kind} of {inc.started_at:%Y-%m-%d} ({inc.run_id}): ablation of {v.run_id}: " \
-               f"{v.summary or 'done'}"
+               f"{_verdict_text(v)}"
         out.append(Event(key, UPDATE, head, (inc.title,), ((key, UPDATE),), inc.incident_id, v.run_id, inc.metric,
                          obs.now))
     for s in series:
@@ -409,9 +454,59 @@ def events(obs: Observation, seen: Iterable[str], *, first_look: bool = False) -
                           "fails more often may be rate-limited, overloaded or changed",),
                          told_here, None, run, shares[0].metric if len(shares) == 1 else None, shares[0].started_at))
 
+    out = _agreement_events(out, obs, known)
+
     if first_look:   # only what is still open is news; the rest of the past is recorded as seen
-        keep = [e for e in out if e.kind in (NEW, MISSING)]
+        keep = [e for e in out if e.kind in (NEW, MISSING, AGREEMENT)]
         silent += [f for e in out if e not in keep for f in e.facts]
         out = keep
     out.sort(key=lambda e: (e.at or obs.now, KINDS.index(e.kind)))
     return Decision(tuple(out), tuple(dict.fromkeys(silent)))
+
+
+# -- ablations before sending (watch --ablate) ---------------------------------------------------
+@dataclass(frozen=True)
+class Wanted:
+    """A wiring ablation a jump's suspect calls for: blank `blank` of `metric` at `run_id` (Suspect.blank)."""
+
+    run_id: str
+    metric: str
+    blank: str
+    incident_id: str
+
+
+def ablations_wanted(obs: Observation, decision: Decision, seen: Iterable[str]) -> tuple[Wanted, ...]:
+    """The ablations to run before sending: those the suspects of the jump that opens each incident this decision
+    announces call for, and those of open incidents announced earlier that no finished ablation of that run
+    answers yet (a budget stopped them, or the watcher ran without --ablate): their verdict is then a material
+    update, one message. The jump that reverses an episode is its close, not a new wiring to test; a reversed
+    episode is not ablated later either. A run a finished ablation already answers is left out: its verdict is in
+    the observation.
+    """
+    known = set(seen)
+    announcing = {key.removeprefix("incident:") for e in decision.events if e.kind == NEW
+                  for key, _ in e.facts if key.startswith("incident:")}
+    answered = {v.run_id for v in obs.verdicts}
+    out: dict[tuple[str, str, str], Wanted] = {}
+    for inc in obs.incidents:
+        if inc.kind not in JUMP_KINDS or not inc.is_open:
+            continue
+        if inc.incident_id not in announcing and (f"incident:{inc.incident_id}" not in known or inc.end_run):
+            continue
+        j = inc.jumps[0]
+        if j.run_id in answered:
+            continue
+        for s in j.suspects:
+            if s.blank:
+                out.setdefault((j.run_id, j.metric, s.blank), Wanted(j.run_id, j.metric, s.blank, inc.incident_id))
+    return tuple(out.values())
+
+
+def with_notes(decision: Decision, notes: Mapping[str, Sequence[str]]) -> Decision:
+    """The decision with each run's notes (an ablation the budget or the setup kept from running: no verdict is
+    said for it) added to the evidence of the new-episode message at that run."""
+    if not notes:
+        return decision
+    out = [replace(e, evidence=(*e.evidence, *notes[e.run_id])) if e.kind == NEW and e.run_id is not None
+           and e.run_id in notes else e for e in decision.events]
+    return Decision(tuple(out), decision.silent)
