@@ -21,7 +21,8 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.diagnosis import rejudge
 from lib.diagnosis.trends._diagnose import split_jump
 from lib.jobs._demo import FIXED_FAITHFULNESS, run_plans
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from lib.store import history as hs
 from tests.conftest import small_demo

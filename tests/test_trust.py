@@ -27,7 +27,7 @@ from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.trends import find_jumps
 from lib.jobs import JobRunner
-from lib.judging import OpenAIJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.cli import run_cli
