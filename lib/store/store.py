@@ -1,12 +1,11 @@
-"""The DuckDB run store: schema, migrations, transactional writes, the queries pages need.
+"""`Store`: a DuckDB file or a team store opened, migrated and locked for writes; the parts' mixins in one class.
 
 One process owns a database file at a time (DuckDB locks the file against
 every other process, even readers). Within the owning process one connection
 is shared and every use takes its own `.cursor()`, so Streamlit's session
 threads and the ablation worker can use it at once. Writes are serialised by
 a lock and run in a transaction: a run, an ingest or a batch of ablation
-results is wholly there or wholly absent. All SQL lives here and takes
-parameters; no sample text is ever put into SQL text.
+results is wholly there or wholly absent.
 """
 
 from __future__ import annotations
