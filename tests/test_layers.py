@@ -8,6 +8,9 @@ layers; relative imports do, and so does the body of `if not TYPE_CHECKING:`.
 Inside a package, no module imports one that imports it back, however lazily.
 A module named with a leading underscore (lib/diagnosis/ablation/_plan.py) is private to its package: code
 elsewhere in lib, and the pages, import the package's public face (its __init__). Tests may reach inside.
+One package convention (issue 42.2, lib/README.md): every name has one import path. An __init__.py is a face
+(docstring, imports, __all__); a name it lists is imported from it, any other from its public module.
+The Store class grows no part and no method: a new part of the database is a module of functions.
 The pages hold no store calls and no SQL: they read through lib.app.loaders.
 """
 
@@ -424,3 +427,80 @@ def test_the_face_rules_catch_logic_a_reach_past_and_a_borrowed_name(tmp_path: P
                                        "def __getattr__(name):\n    raise AttributeError(name)\nKNOWN = ('a',)\n")
     assert [f.split(":")[0] for f in _logic_in_init(views / "__init__.py")] == ["1", "3", "5"]   # Usage unlisted
     assert _faces(tmp_path) == {"lib.presentation.views": {"Message": "lib.core.calls"}}
+
+
+# -- the store's face (issue 42.2) ---------------------------------------------------------------------------------
+# One style for the store: `Store` (lib/store/store.py) opens, migrates and locks the database and holds the parts it
+# had when this rule was written, each a mixin; every other part of the database is a module of functions that take
+# the store first (`from lib.store import history as hs; hs.series(store, series_id)`: history, batches, watch,
+# snapshot, copy, ...). So the class grows no mixin and no method: a new query is a function in its part's module, and
+# two branches that each add a part never meet on the class's line. The list below may only shrink (a mixin moved to
+# functions takes its names out).
+STORE_PARTS = ("RunsMixin", "RecordingMixin", "ArchiveMixin", "CallCacheMixin", "AblationsMixin", "LabelsMixin",
+               "StoreBase")
+STORE_FACE = frozenset({
+    # opening and writing (store.py, base.py)
+    "close", "cursor", "flush_cache", "lake", "on_close", "transaction",
+    # runs, read (runs.py)
+    "chance_scores", "counts", "data_version", "filtered_sample_ids", "has_run", "instrument", "latest_scored",
+    "metric_history", "paired_steps", "previous_run", "prompt", "prompt_scorers", "prompt_usage", "prompts",
+    "replayable_instrument", "resolve_run", "run", "run_fields", "run_ids", "run_metrics", "run_notes", "runs",
+    "sample_count", "sample_scores", "samples", "samples_frame", "scores_on_content_free_answers",
+    "scores_without_passages", "suites", "supported_evidence",
+    # runs, recorded, replaced and restored (recording.py, archive.py)
+    "archived_runs", "conflicts", "delete_run", "purge_archived", "record_prepared", "record_run", "record_run_parts",
+    "record_runs_bulk", "restore_run", "run_footprint",
+    # the judge call cache (calls.py)
+    "get", "held", "put", "replies",
+    # ablations (ablations.py)
+    "ablation", "ablation_done_keys", "ablation_failures", "ablation_results", "ablations", "add_ablation_batches",
+    "add_ablation_results", "finish_ablation", "forget_results", "job_note", "record_job_note", "run_copy",
+    "set_ablation_total", "start_ablation",
+    # people's labels (labels.py)
+    "add_labels", "calibration_version", "label_history", "labelled_judgings", "labels", "latest_samples",
+    "sample_ids_by_content",
+})
+
+
+def _grown(cls: type) -> list[str]:
+    """What a store class has beyond the frozen face: its public names not listed, and parts not listed."""
+    mro = [c.__name__ for c in cls.__mro__[1:] if c is not object]
+    extra_parts = [f"part {name}" for name in mro if name not in (*STORE_PARTS, "Store")]
+    return extra_parts + sorted(n for n in dir(cls) if not n.startswith("_") and n not in STORE_FACE)
+
+
+def _store_not_first(path: Path) -> list[str]:
+    """Module-level public functions of a lib/store module that take a store but not as their first argument."""
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            kinds = [ast.unparse(a.annotation) if a.annotation else "" for a in args]
+            if any("Store" in k for k in kinds) and "Store" not in kinds[0]:
+                found.append(f"{node.lineno}: {node.name}")
+    return found
+
+
+def test_the_store_class_grows_no_part_and_no_method_and_its_functions_take_the_store_first() -> None:
+    from lib.store import Store
+    from lib.store.parquet import ParquetStore
+
+    assert _grown(Store) == [] and _grown(ParquetStore) == []
+    found = {str(p.relative_to(ROOT)): _store_not_first(p) for p in sorted((ROOT / "lib" / "store").glob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_store_rule_catches_a_new_method_a_new_part_and_a_store_taken_second(tmp_path: Path) -> None:
+    from lib.store import Store
+
+    class SeriesMixin:
+        def series_list(self) -> None: ...
+
+    class Grown(Store, SeriesMixin):
+        def series(self) -> None: ...
+
+    assert _grown(Grown) == ["part SeriesMixin", "series", "series_list"]
+    module = tmp_path / "history.py"
+    module.write_text("def series(series_id: str, store: Store) -> None: ...\n"
+                      "def series_list(store: Store, metric: str) -> None: ...\n")
+    assert _store_not_first(module) == ["1: series"]
