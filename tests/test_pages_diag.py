@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from lib.diagnosis.ablation._lead import sentences
 from lib.diagnosis.trends import canary_status, find_jumps
 from lib.presentation import review
 from lib.store import Store
+from tests.support.polling import rerun_until
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 WAIT = 30.0   # seconds an offline ablation of 240 judgings may take on a busy machine
@@ -51,17 +51,6 @@ def texts(elements) -> list[str]:
     return [e.value for e in elements]
 
 
-def wait_for(at: AppTest, done, timeout: float = WAIT) -> AppTest:
-    """Re-run the page (as the progress fragment does) until `done(at)` or the timeout; waits of 0.2 s growing to
-    the fragment's own 1 s (run_every), since each re-run renders the whole page."""
-    deadline, pause = time.monotonic() + timeout, 0.2
-    while not done(at) and time.monotonic() < deadline:
-        time.sleep(pause)
-        pause = min(1.0, pause * 1.5)
-        at.run()
-    return at
-
-
 def has_leak(at: AppTest) -> bool:
     return any(t.startswith("LEAK") for t in texts(at.error))
 
@@ -86,7 +75,7 @@ def test_an_ablation_launched_from_the_page_yields_a_leak_and_a_second_launch_is
     aid = at.query_params["ablation"]
     assert aid == AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=2, limit=60).ablation_id
 
-    wait_for(at, has_leak)
+    rerun_until(at, has_leak, timeout=WAIT)
     assert has_leak(at), texts(at.error) + texts(at.warning)
     assert any("wiring leak: faithfulness" in t for t in texts(at.error))      # the summary, in words
     # issue 46 item 2: one sentence first, to the cells' three places, and the caveats once, in small print
@@ -124,7 +113,7 @@ def test_a_deep_link_to_a_finished_ablation_shows_its_result_and_the_form_follow
     at.number_input(key="abl_repeats").set_value(2)
     at.number_input(key="abl_limit").set_value(40)
     at.button(key="abl_launch").click().run()
-    wait_for(at, has_leak)
+    rerun_until(at, has_leak, timeout=WAIT)
 
     fresh = open_page("pages/ablation.py", ablation=spec.ablation_id)
     assert not fresh.exception
@@ -143,7 +132,7 @@ def test_a_stalled_ablation_offers_resume_and_resuming_finishes_it(app_db: Path,
     at = open_page("pages/ablation.py", ablation=spec.ablation_id)
     assert any("stopped at 0 of 120" in t for t in texts(at.warning))
     at.button(key="abl_resume").click().run()
-    wait_for(at, has_leak)
+    rerun_until(at, has_leak, timeout=WAIT)
     assert has_leak(at)
 
 
