@@ -445,13 +445,13 @@ STORE_FACE = frozenset({
     "chance_scores", "counts", "data_version", "filtered_sample_ids", "has_run", "instrument", "latest_scored",
     "metric_history", "paired_steps", "previous_run", "prompt", "prompt_scorers", "prompt_usage", "prompts",
     "replayable_instrument", "resolve_run", "run", "run_fields", "run_ids", "run_metrics", "run_notes", "runs",
-    "sample_count", "sample_scores", "samples", "samples_frame", "scores_on_content_free_answers",
+    "sample_count", "sample_scores", "samples", "samples_frame",
     "scores_without_passages", "suites", "supported_evidence",
     # runs, recorded, replaced and restored (recording.py, archive.py)
     "archived_runs", "conflicts", "delete_run", "purge_archived", "record_prepared", "record_run", "record_run_parts",
     "record_runs_bulk", "restore_run", "run_footprint",
     # the judge call cache (calls.py)
-    "get", "held", "put", "replies",
+    "get", "put", "replies",
     # ablations (ablations.py)
     "ablation", "ablation_done_keys", "ablation_failures", "ablation_results", "ablations", "add_ablation_batches",
     "add_ablation_results", "finish_ablation", "forget_results", "job_note", "record_job_note", "run_copy",

@@ -291,7 +291,7 @@ class RunsMixin(StoreBase):
             params.append(run_id)
         return self._df(sql + " ORDER BY s.run_id, s.metric, s.sample_id", params)
 
-    def scores_on_content_free_answers(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
+    def _scores_on_content_free_answers(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
         """Stored faithfulness scores on answers that state no claim (lib.core.degenerate.content_free_reason).
 
         The answers are read in SQL only when short enough to be one (CONTENT_FREE_MAX_CHARS) and decided in
@@ -322,7 +322,7 @@ class RunsMixin(StoreBase):
         with both is listed once, for its passages).
         """
         frames = [self.scores_without_passages(PASSAGE_METRICS, run_id, suite).assign(reason=NO_PASSAGES),
-                  self.scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
+                  self._scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
         out = pd.concat(frames, ignore_index=True).drop_duplicates(["run_id", "metric", "sample_id"])
         return out.sort_values(["run_id", "metric", "sample_id"], kind="stable").reset_index(drop=True)
 
