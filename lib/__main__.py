@@ -10,7 +10,7 @@ if __name__ == "__main__":
         quiet = quiet_watch(sys.argv[1:])
         if quiet is not None:
             sys.exit(quiet)
-        from lib.cli import main
+        from lib.cli.parser import main
 
         code = main()
         sys.stdout.flush()

@@ -1,4 +1,6 @@
-"""Shared fixtures: a clean environment, the demo database built once, fresh files, a loopback judge server."""
+"""Shared fixtures: a clean environment, the demo database built once, small demo stores, fresh files, a loopback
+judge server, the browser (tests/support/browser.py). A test file never defines one of these again
+(tests/test_shared_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -22,9 +25,17 @@ from lib.jobs._demo import build_demo
 from lib.judging import OfflineJudge
 from tests.support import browser as browser_support
 from tests.support import tool_runs as _tool_paths  # noqa: F401  (reads the paths CI exported before tests clear them)
-from tests.support.browser import _module_tab, module_tabs, tab_page  # noqa: F401  (fixtures: `tabs`, `page`)
+from tests.support.browser import (  # noqa: F401  (fixtures: `browser`, `tabs`, `page`)
+    _module_tab,
+    module_browser,
+    module_tabs,
+    tab_page,
+)
 from tests.support.cpu_profile import pytest_runtest_protocol  # noqa: F401  (a hook: EVALDRIFT_CPU_PROFILE)
 from tests.support.openai_server import OpenAIServer
+
+if TYPE_CHECKING:
+    from lib.store import Store
 
 ENV_PREFIXES = ("OPENAI_", "EVALDRIFT_")
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +144,16 @@ def small_demo(n_runs: int, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(source, dest)
     return dest
+
+
+@pytest.fixture
+def small_demo_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A store on a private copy of the demo's first nightly runs (small_demo): as many as the test module's
+    `SMALL_RUNS` says (default 4), for a test that re-judges or ablates a whole history and must stay cheap."""
+    from lib.store import Store
+
+    with Store(small_demo(getattr(request.module, "SMALL_RUNS", 4), tmp_path / "small.duckdb")) as store:
+        yield store
 
 
 @pytest.fixture(scope="session")

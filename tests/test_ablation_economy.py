@@ -19,7 +19,8 @@ from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, per_sample_deltas, run_ablation
 from lib.diagnosis.ablation._plan import MIN_PROBED, PROBE, identical_repeats, probe_size
 from lib.diagnosis.ablation._verdicts import CLEAN, MEASURED, UNCHANGED
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from lib.app import ui
 from lib.store import Store
+from tests.support.polling import wait_for
 from tests.test_cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +56,16 @@ def open_page() -> AppTest:
     return at
 
 
+def ended(store: Store, run_id: str) -> list[dict]:
+    """The run's ablations once the first has ended (the page's worker runs it in this process), or as they stand
+    after a minute."""
+    def rows() -> list[dict]:
+        found = store.ablations(run_id).to_dict("records")
+        return found if found and found[0]["status"] in ("done", "failed") else []
+
+    return wait_for(rows, timeout=60, pause=0.2) or store.ablations(run_id).to_dict("records")
+
+
 def test_only_the_fields_the_run_had_are_offered(faith_only_db: Path) -> None:
     at = open_page()
     assert at.multiselect(key="abl_blanks").options == ["contexts"]
@@ -73,14 +83,8 @@ def test_the_scorers_the_operator_allows_are_offered_and_run(faith_only_db: Path
     at.multiselect(key="abl_blanks").select("contexts").run()
     at.button(key="abl_launch").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    deadline = time.monotonic() + 60
     store = ui.open_store(str(faith_only_db))   # the dashboard's own connection (this process owns the file)
-    while time.monotonic() < deadline:
-        rows = store.ablations("faith-only").to_dict("records")
-        if rows and rows[0]["status"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
-    [row] = rows
+    [row] = ended(store, "faith-only")
     assert row["status"] == "done"
     assert json.loads(row["spec"])["scorer"] == SCORER
 
@@ -103,14 +107,7 @@ def test_a_swap_is_offered_counted_and_run_from_the_page(tmp_path: Path, monkeyp
     cost = [c.value for c in at.caption if c.value.startswith("Before launch:")]
     assert cost and "swap a field with another sample's" in cost[0] and "the positive control" in cost[0]
     at.button(key="abl_launch").click().run()
-    deadline = time.monotonic() + 60
-    store = ui.open_store(str(db))
-    while time.monotonic() < deadline:
-        rows = store.ablations("h").to_dict("records")
-        if rows and rows[0]["status"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
-    [row] = rows
+    [row] = ended(ui.open_store(str(db)), "h")
     assert row["status"] == "done" and json.loads(row["spec"])["swaps"] == ["ground_truth"]
     at.run()
     shown = " ".join(e.value for e in at.error)

@@ -22,7 +22,7 @@ from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.batch import _batch as bt
 from lib.diagnosis.rejudge import RejudgeSpec
-from lib.judging import OpenAIJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from lib.store import batches as bs
 from lib.store import history as hs

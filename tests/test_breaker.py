@@ -16,8 +16,8 @@ from lib.core.results import CALL_FAILED, OK
 from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec
 from lib.jobs import STOPPED, JobRunner, job_log, run_guarded
-from lib.judging import OpenAIJudge
 from lib.judging.breaker import Breaker, Limits, trips
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.cli import run_cli

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.conftest import offline_responder, small_demo
@@ -20,7 +20,6 @@ from tests.support.browser import (
     APP_IDLE,
     MAIN,
     StreamlitServer,
-    chromium,
     exceptions_shown,
     main_text,
     new_page,
@@ -63,11 +62,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitServer
         with StreamlitServer(db, env=env, log_dir=work / "logs") as running:
             yield running
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 def count_the_cost(page: Page, count: Locator, cost: Locator) -> None:

@@ -7,11 +7,11 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from lib.core.samples import EvalSample
 from lib.store import Store
-from tests.support.browser import StreamlitServer, chromium, exceptions_shown, main_text, wait_for_app
+from tests.support.browser import StreamlitServer, exceptions_shown, main_text, wait_for_app
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, REPLAY, facts, record
 
 pytestmark = pytest.mark.e2e
@@ -22,11 +22,6 @@ def mixed(i: int, f) -> EvalSample:
     passages = (f"{f.fact1} {f.filler}", f.fact2) if i % 2 == 0 else (f"{f.fact1} {f.filler}",)
     return EvalSample(f"s{i:02d}", f.question, f"{f.fact1} {f.fact2}", passages, f"{f.fact1} {f.fact2}")
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

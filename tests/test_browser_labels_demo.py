@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.support.browser import (
     _SETTLED_JS,
@@ -22,7 +22,6 @@ from tests.support.browser import (
     SKELETON,
     STATUS_WIDGET,
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -33,12 +32,6 @@ from tests.support.browser import (
 pytestmark = pytest.mark.e2e
 
 TARGET = 1.5   # a label click within 1.5 x a plain rerun of the page (issue 46 item 7)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from lib.diagnosis.trends import Jump, find_jumps
 from lib.intake.chunked import ingest_file
@@ -18,7 +18,6 @@ from lib.presentation.sample_pages import PAGE_ROWS, WHOLE_RUN_MAX
 from lib.store import Store
 from tests.support.browser import (
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -29,11 +28,6 @@ from tests.test_pages_journeys import query, selected, table_cells_showing
 pytestmark = pytest.mark.e2e
 SPLIT_S = 240.0   # the split re-judges both runs' samples with both instruments (offline), on a busy machine
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

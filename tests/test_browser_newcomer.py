@@ -9,14 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import BrowserContext, Page
 
 from lib.diagnosis.incidents import _incidents as incidents
 from lib.store import Store
 from tests.support.browser import (
     MAIN,
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -27,11 +26,6 @@ from tests.test_pages_journeys import selected
 pytestmark = pytest.mark.e2e
 NOTE = "the leak, in and out; the retriever loss inside it is real"
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

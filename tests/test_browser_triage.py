@@ -15,13 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from tests.support import four_nights
 from tests.support.browser import (
     MAIN,
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -34,12 +33,6 @@ SMALL = {"width": 1024, "height": 768}
 ROOT = Path(__file__).resolve().parent.parent
 JOB_S = 300.0   # an ablation or a re-judge on the offline judge, on a busy 2-core machine
 FLIP_ROW, GRID_HEADER, GRID_BORDER = 84, 35, 3   # pages/compare.py's row height; a grid's header and frame
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -339,7 +339,7 @@ def test_record_refuses_a_file_that_is_not_a_run(fresh_db: Path, tmp_path: Path)
 
 
 def test_readme_documents_every_command_and_exit_code() -> None:
-    from lib.cli import build_parser
+    from lib.cli.parser import build_parser
 
     readme = (ROOT / "lib" / "cli" / "README.md").read_text(encoding="utf-8")   # the command reference
     section = readme.split("<!-- section:cli -->")[1].split("<!-- /section:cli -->")[0]

@@ -4,9 +4,9 @@ through the inbox shows in `runs` once the dashboard has drained it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 from playwright.sync_api import Browser
@@ -14,18 +14,14 @@ from playwright.sync_api import Browser
 from lib.intake.runjson import run_to_json
 from lib.store.snapshot import snapshot_path
 from tests.conftest import small_demo
-from tests.support.browser import StreamlitServer, chromium, new_page, wait_for_app
+from tests.support.browser import StreamlitServer, new_page, wait_for_app
+from tests.support.polling import wait_for
 from tests.test_cli import cli
 from tests.test_validate import good_run
 
 pytestmark = pytest.mark.e2e
 RUNS = 3
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +67,12 @@ def test_a_run_handed_over_through_the_inbox_shows_in_runs_once_the_dashboard_dr
     before = cli("runs", "--db", running.db)
     assert before.returncode == 0, before.stderr
     visit(browser, running)   # a page run drains the inbox into the file
-    deadline = time.monotonic() + 60
-    while True:
-        after = cli("runs", "--db", running.db)
-        if "handed-over" in after.stdout or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+
+    def handed_over() -> CompletedProcess | None:
+        runs = cli("runs", "--db", running.db)
+        return runs if "handed-over" in runs.stdout else None
+
+    after = wait_for(handed_over, timeout=60, pause=1.0) or cli("runs", "--db", running.db)
     assert after.returncode == 0 and "handed-over" in after.stdout, (after.stdout, after.stderr)
     assert snapshot_path(running.db).is_file()
 

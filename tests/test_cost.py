@@ -14,8 +14,8 @@ from lib.diagnosis import cost
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.ablation._plan import probe_size
 from lib.diagnosis.cost import AblationCost, estimate_ablation, needs_confirmation
-from lib.judging import OpenAIJudge
 from lib.judging.harness import repair_allowance
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support import synthetic_runs as syn

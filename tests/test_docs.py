@@ -98,7 +98,7 @@ def _link_problems(doc: Path) -> list[str]:
 @cache
 def _cli_options() -> dict[str, set[str]]:
     """Each `python -m lib` command and every option it (or a sub-command of it) takes."""
-    from lib.cli import build_parser
+    from lib.cli.parser import build_parser
 
     def options(parser: argparse.ArgumentParser) -> set[str]:
         found = set()

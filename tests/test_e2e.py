@@ -29,7 +29,6 @@ from tests.support.browser import (
     ROOT,
     SIDEBAR_NAV,
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -88,11 +87,6 @@ def leak_facts(db: Path) -> tuple[str, str]:
         run = next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
         return run, store.samples(run)[2].sample_id
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

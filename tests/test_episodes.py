@@ -6,18 +6,17 @@ and the re-judge that reads it with one instrument, done at build time on the de
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from lib.diagnosis import incidents
 from lib.diagnosis.trends import Jump
 from lib.store import Store
 from lib.store import history as hs
-from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, main_text, screenshot, wait_for_app
+from tests.support.browser import MAIN, StreamlitServer, exceptions_shown, main_text, screenshot, wait_for_app
 
 
 def _jump(metric: str, day: int, delta: float, *, across: bool = False, threshold: float = 0.025) -> Jump:
@@ -64,11 +63,6 @@ def test_the_demo_is_built_with_its_open_episode_rejudged_by_one_instrument(demo
 
 
 # -- in the browser ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.mark.e2e

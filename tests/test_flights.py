@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK
 from lib.jobs._demo import demo_samples
-from lib.judging import MemoryCache, OfflineJudge, OpenAIJudge
+from lib.judging import MemoryCache, OfflineJudge
 from lib.judging.flights import Flights
 from lib.judging.harness import Instrument, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer
 

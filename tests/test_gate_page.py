@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.samples import EvalSample
 from lib.intake.labels import labels_from_rows
 from lib.store import Store
+from tests.support.polling import rerun_until
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, facts, record
 
 MODEL = "evaldrift-test-model"
@@ -80,14 +80,6 @@ def test_an_equal_judge_passes_and_the_leaky_template_fails(labelled_db: Path, s
     assert rows[1]["bias (judge - people)"].startswith("+0.500")
 
 
-def wait_for(at: AppTest, done, timeout: float = 60.0) -> AppTest:
-    deadline = time.monotonic() + timeout
-    while not done(at) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        at.run()
-    return at
-
-
 def test_the_page_shows_the_cost_asks_for_a_paid_judge_and_shows_the_verdict(
         labelled_db: Path, server_env, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALDRIFT_DB", str(labelled_db))
@@ -112,7 +104,7 @@ def test_the_page_shows_the_cost_asks_for_a_paid_judge_and_shows_the_verdict(
     assert len(confirm) == 1 and "Make up to 24 calls to the paid judge" in confirm[0].label   # 12 each, none cached
     confirm[0].check().run()
     at.button(key="gate_launch").click().run()
-    at = wait_for(at, lambda a: any(e.value.startswith("FAIL") for e in a.error))
+    at = rerun_until(at, lambda a: any(e.value.startswith("FAIL") for e in a.error), timeout=60)
     fails = [e.value for e in at.error if e.value.startswith("FAIL")]
     assert fails and "WORSE" in fails[0] and "0.02 margin" in fails[0]
     assert server_env.n_calls > 0

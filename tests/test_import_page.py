@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from lib.core.calls import JudgeReply, JudgeRequest
 from lib.core.errors import InputError
@@ -30,7 +29,6 @@ from tests.support.browser import (
     MAIN,
     ROOT,
     StreamlitServer,
-    chromium,
     exceptions_shown,
     main_text,
     wait_for_app,
@@ -41,12 +39,6 @@ from tests.support.tool_runs import ROWS as TOOL_ROWS
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"
 ROWS = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """One Chromium for the page tests; each starts its own dashboard on its own database."""
-    with chromium() as b:
-        yield b
 
 
 def jsonl(rows: list[dict]) -> bytes:

@@ -5,11 +5,9 @@ failures, and what was answered before is kept so the job resumes."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,6 @@ from lib.judging.breaker import Limits
 from lib.judging.scoring import score_file
 from lib.store import Store
 from lib.store import history as hs
-from tests.conftest import small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "data" / "examples" / "kettle_faq.jsonl"     # 24 samples
@@ -45,26 +42,14 @@ class Failing(OfflineJudge):
         raise JudgeError(REASON)
 
 
-@pytest.fixture(scope="module")
-def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("small") / "small.duckdb"
-    small_demo(2, path)
-    return path
-
-
-@pytest.fixture
-def small(small_db: Path, tmp_path: Path) -> Iterator[Store]:
-    path = tmp_path / "small.duckdb"
-    shutil.copy(small_db, path)
-    with Store(path) as store:
-        yield store
+SMALL_RUNS = 2   # the demo's first nightly runs in `small_demo_store` (tests/conftest.py)
 
 
 # -- re-judged history --------------------------------------------------------------------------------------
-def test_a_rejudge_whose_judge_keeps_failing_stops_with_its_reason_and_resumes(small: Store) -> None:
-    spec = rejudge.RejudgeSpec("faithfulness", tuple(small.run_ids()), DEFAULT_TEMPLATES["faithfulness"])
+def test_a_rejudge_whose_judge_keeps_failing_stops_with_its_reason_and_resumes(small_demo_store: Store) -> None:
+    spec = rejudge.RejudgeSpec("faithfulness", tuple(small_demo_store.run_ids()), DEFAULT_TEMPLATES["faithfulness"])
     failing = Failing()
-    runner = RejudgeRunner(small, lambda s: failing, limits=Limits(failures=5))
+    runner = RejudgeRunner(small_demo_store, lambda s: failing, limits=Limits(failures=5))
     try:
         sid = runner.submit(spec)
         runner.wait(sid, timeout=120)
@@ -74,26 +59,26 @@ def test_a_rejudge_whose_judge_keeps_failing_stops_with_its_reason_and_resumes(s
     assert status.state == "stopped", status
     assert status.reason.startswith("stopped after 5 judge calls failed in a row") and REASON in status.reason
     assert failing.calls < 5 + 16                      # the limit, and at most the calls already in flight
-    assert hs.series_done_runs(small, sid) == set()    # nothing stored from the run the breaker cut short
-    assert hs.series(small, sid)["status"] == "stopped"  # type: ignore[index]
+    assert hs.series_done_runs(small_demo_store, sid) == set()    # nothing stored from the run the breaker cut short
+    assert hs.series(small_demo_store, sid)["status"] == "stopped"  # type: ignore[index]
     # the reason is stored: another process (a new runner) reads why
-    assert RejudgeRunner(small, lambda s: failing).status(sid).reason == status.reason
+    assert RejudgeRunner(small_demo_store, lambda s: failing).status(sid).reason == status.reason
     # launched again with a judge that answers: resumed to the end, no failure kept from the stopped attempt
-    frame = rejudge.run_rejudge(small, spec, OfflineJudge("offline-lexical-v2"))
+    frame = rejudge.run_rejudge(small_demo_store, spec, OfflineJudge("offline-lexical-v2"))
     assert frame is not None and len(frame) == 2 and frame["n_failed"].sum() == 0
-    assert hs.series(small, sid)["status"] == "done"  # type: ignore[index]
+    assert hs.series(small_demo_store, sid)["status"] == "done"  # type: ignore[index]
 
 
-def test_a_rejudge_without_failures_is_not_stopped(small: Store) -> None:
-    spec = rejudge.RejudgeSpec("faithfulness", tuple(small.run_ids()[:1]), DEFAULT_TEMPLATES["faithfulness"])
-    runner = RejudgeRunner(small, lambda s: OfflineJudge("offline-lexical-v2"), limits=Limits(failures=1))
+def test_a_rejudge_without_failures_is_not_stopped(small_demo_store: Store) -> None:
+    spec = rejudge.RejudgeSpec("faithfulness", tuple(small_demo_store.run_ids()[:1]), DEFAULT_TEMPLATES["faithfulness"])
+    runner = RejudgeRunner(small_demo_store, lambda s: OfflineJudge("offline-lexical-v2"), limits=Limits(failures=1))
     try:
         sid = runner.submit(spec)
         runner.wait(sid, timeout=120)
         assert runner.status(sid).state == "done"
     finally:
         runner.shutdown()
-    assert job_log.read(small, sid) is None or job_log.read(small, sid).state == job_log.DONE  # type: ignore[union-attr]
+    assert job_log.read(small_demo_store, sid) is None or job_log.read(small_demo_store, sid).state == job_log.DONE  # type: ignore[union-attr]
 
 
 # -- python -m lib score --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.openai_server import OpenAIServer
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 60.0   # seconds the server holds each answer: longer than any test waits
@@ -71,28 +72,22 @@ def _judge_for(server: OpenAIServer):
     return judge_for
 
 
-def _until(check, seconds: float) -> float:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < seconds, "timed out waiting"
-        time.sleep(0.05)
-    return time.monotonic() - start
-
-
 def test_a_free_offline_job_runs_while_a_model_job_hangs_and_stop_ends_the_model_job_in_seconds(
         db: Path, hung: OpenAIServer) -> None:
     with Store(db) as store:
         runner = jobs.JobRunner(store, _judge_for(hung))
         try:
             paid = runner.submit(_model_spec(store, hung))
-            _until(lambda: hung.n_calls > 0, 30)                     # its calls are in flight, held
+            assert wait_for(lambda: hung.n_calls > 0, timeout=30)    # its calls are in flight, held
             free_spec = AblationSpec(store.run_ids()[-1], ("faithfulness",), ("question",), limit=6)
             free = runner.submit(free_spec)
             assert runner.wait(free, timeout=60) is not None        # never queued behind the hung job
             assert runner.status(free).state == "done"
             assert runner.status(paid).state == "running"
             assert runner.stop(paid)
-            took = _until(lambda: runner.status(paid).state == jobs.STOPPED, 10)
+            asked = time.monotonic()
+            assert wait_for(lambda: runner.status(paid).state == jobs.STOPPED, timeout=10)
+            took = time.monotonic() - asked
             assert took < 5, took
             status = runner.status(paid)
             assert "Stop" in status.reason and "Resume" in status.reason
@@ -156,7 +151,7 @@ def test_sigterm_releases_the_database_promptly_while_a_call_hangs(db: Path, hun
                             env=dict(os.environ))
     try:
         assert proc.stdout.readline().strip() == "running", proc.stderr.read() if proc.poll() is not None else ""
-        _until(lambda: hung.n_calls > 0, 30)
+        assert wait_for(lambda: hung.n_calls > 0, timeout=30)
         proc.send_signal(signal.SIGTERM)
         start = time.monotonic()
         proc.wait(timeout=30)

@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import EXCLUDED, OK
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.judging.loop import LoopThread
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.pacing import LimitBook
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer

@@ -15,9 +15,9 @@ import pytest
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import OK
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_sample
 from lib.judging.loop import LoopThread
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.pacing import LimitBook
 from tests.conftest import offline_responder
 from tests.support.openai_server import Fault, OpenAIServer

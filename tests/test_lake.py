@@ -245,7 +245,7 @@ def test_as_of_a_date_means_that_days_end_and_a_time_that_instant(text: str, exp
 ])
 def test_report_as_of_reads_only_a_team_store_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str) -> None:
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
 
     db = tmp_path / "evals.duckdb"
     Store(db).close()

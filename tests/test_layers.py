@@ -8,6 +8,9 @@ layers; relative imports do, and so does the body of `if not TYPE_CHECKING:`.
 Inside a package, no module imports one that imports it back, however lazily.
 A module named with a leading underscore (lib/diagnosis/ablation/_plan.py) is private to its package: code
 elsewhere in lib, and the pages, import the package's public face (its __init__). Tests may reach inside.
+One package convention (issue 42.2, lib/README.md): every name has one import path. An __init__.py is a face
+(docstring, imports, __all__); a name it lists is imported from it, any other from its public module.
+The Store class grows no part and no method: a new part of the database is a module of functions.
 The pages hold no store calls and no SQL: they read through lib.app.loaders.
 """
 
@@ -295,3 +298,209 @@ def test_only_the_modules_that_call_a_paid_judge_import_the_openai_sdk() -> None
     sdk = subprocess.run([sys.executable, "-c", "import sys, lib.judging.openai_judge; print('openai' in sys.modules)"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert sdk.stdout.strip() == "True"   # the check can see the SDK arrive
+
+
+# -- one package convention (issue 42.2) ---------------------------------------------------------------------------
+# Every name has one import path. A package's __init__.py is its face: a docstring, imports and `__all__`, nothing
+# else (no function, class or constant: the code a reader looks for lives in a module named for it). Outside a
+# package, a name its face lists in `__all__` is imported from the face, never from the module behind it; a name
+# the face does not list comes from the public module that defines it; a `_module` never (above). A face lists
+# only its own package's names, so a name never has two public homes.
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test).replace("typing.", "") == "TYPE_CHECKING"
+
+
+def _listed(body: list[ast.stmt]) -> list[str]:
+    """The names an __init__'s `__all__` lists."""
+    for node in body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def _logic_in_init(path: Path) -> list[str]:
+    """What an __init__.py holds beyond a docstring, imports of the names its `__all__` lists, `__all__` and
+    type-only imports: 'line: what'."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    found = []
+    for i, node in enumerate(body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str):
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module == "__future__" or ast.unparse(node) ==
+                                                 "from typing import TYPE_CHECKING"):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            hidden = [a.asname or a.name for a in node.names if (a.asname or a.name) not in _listed(body)]
+            found += [f"{node.lineno}: {name} imported, not in __all__ (a second path to it)" for name in hidden]
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if [ast.unparse(t) for t in targets] == ["__all__"]:
+            continue
+        if _is_type_checking(node) and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+            continue
+        found.append(f"{node.lineno}: {ast.unparse(node).splitlines()[0][:60]}")
+    return found
+
+
+def test_an_init_holds_only_a_docstring_imports_and_all() -> None:
+    found = {str(p.relative_to(ROOT)): _logic_in_init(p) for p in sorted((ROOT / "lib").rglob("__init__.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def _faces(root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Each package with an `__all__`: each name it lists -> the module it imports that name from (the package
+    itself for a submodule it lists, e.g. lib.jobs.job_log)."""
+    faces = {}
+    for init in sorted((root / "lib").rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        listed = _listed(tree.body)
+        if not listed:
+            continue
+        package = _module_name(init, root)
+        source: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    source[alias.asname or alias.name] = base
+        faces[package] = {name: source.get(name, "") for name in listed}
+    return faces
+
+
+def _reaches_past_a_face(path: Path, root: Path = ROOT) -> list[str]:
+    """`from P.m import n` in a module outside package P, where P's face lists n: 'module: name (face)'."""
+    faces = _faces(root)
+    here = _module_name(path, root)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+            base = ".".join([*up, *([node.module] if node.module else [])])
+        for face, listed in faces.items():
+            if base.startswith(face + ".") and not (here + ".").startswith(face + "."):
+                found += [f"{base}: {a.name} ({face})" for a in node.names if a.name in listed]
+    return found
+
+
+@pytest.mark.parametrize("where", ["lib", "pages"])
+def test_a_name_a_face_lists_is_imported_from_the_face(where: str) -> None:
+    """lib.presentation.views.PAGE_TRENDS, not lib.presentation.views.common.PAGE_TRENDS: one path a name."""
+    files = [*sorted((ROOT / where).rglob("*.py")), *([ROOT / "app.py"] if where == "pages" else [])]
+    found = {str(p.relative_to(ROOT)): _reaches_past_a_face(p) for p in files}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_a_face_lists_only_its_own_packages_names() -> None:
+    """A face re-exporting another package's name gives that name two homes (lib.judging.JudgeReply beside
+    lib.core.calls.JudgeReply): which one a reader meets is chance."""
+    found = {face: sorted(n for n, src in listed.items() if not (src + ".").startswith(face + "."))
+             for face, listed in _faces().items()}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_face_rules_catch_logic_a_reach_past_and_a_borrowed_name(tmp_path: Path) -> None:
+    views = tmp_path / "lib" / "presentation" / "views"
+    views.mkdir(parents=True)
+    (tmp_path / "lib" / "app").mkdir()
+    (views / "__init__.py").write_text('"""Face."""\nfrom typing import TYPE_CHECKING\n'
+                                       "from lib.presentation.views.common import PAGE_RUN, PAGE_TRENDS\n"
+                                       "if TYPE_CHECKING:\n    from lib.core.calls import Message\n"
+                                       "__all__ = ['PAGE_RUN', 'PAGE_TRENDS']\n")
+    (views / "common.py").write_text("PAGE_RUN = 'run'\nPAGE_TRENDS = 'trends'\nOTHER = 1\n")
+    (views / "run.py").write_text("from lib.presentation.views.common import PAGE_RUN\n")
+    (tmp_path / "lib" / "app" / "ui.py").write_text("from lib.presentation.views.common import OTHER, PAGE_TRENDS\n"
+                                                   "from lib.presentation.views import PAGE_RUN\n")
+    assert _logic_in_init(views / "__init__.py") == []
+    assert _reaches_past_a_face(tmp_path / "lib" / "app" / "ui.py", tmp_path) == [
+        "lib.presentation.views.common: PAGE_TRENDS (lib.presentation.views)"]
+    assert _reaches_past_a_face(views / "run.py", tmp_path) == []   # inside the package: its own modules
+    (views / "__init__.py").write_text("from lib.core.calls import Message, Usage\n__all__ = ['Message']\n"
+                                       "def __getattr__(name):\n    raise AttributeError(name)\nKNOWN = ('a',)\n")
+    assert [f.split(":")[0] for f in _logic_in_init(views / "__init__.py")] == ["1", "3", "5"]   # Usage unlisted
+    assert _faces(tmp_path) == {"lib.presentation.views": {"Message": "lib.core.calls"}}
+
+
+# -- the store's face (issue 42.2) ---------------------------------------------------------------------------------
+# One style for the store: `Store` (lib/store/store.py) opens, migrates and locks the database and holds the parts it
+# had when this rule was written, each a mixin; every other part of the database is a module of functions that take
+# the store first (`from lib.store import history as hs; hs.series(store, series_id)`: history, batches, watch,
+# snapshot, copy, ...). So the class grows no mixin and no method: a new query is a function in its part's module, and
+# two branches that each add a part never meet on the class's line. The list below may only shrink (a mixin moved to
+# functions takes its names out).
+STORE_PARTS = ("RunsMixin", "RecordingMixin", "ArchiveMixin", "CallCacheMixin", "AblationsMixin", "LabelsMixin",
+               "StoreBase")
+STORE_FACE = frozenset({
+    # opening and writing (store.py, base.py)
+    "close", "cursor", "flush_cache", "lake", "on_close", "transaction",
+    # runs, read (runs.py)
+    "chance_scores", "counts", "data_version", "filtered_sample_ids", "has_run", "instrument", "latest_scored",
+    "metric_history", "paired_steps", "previous_run", "prompt", "prompt_scorers", "prompt_usage", "prompts",
+    "replayable_instrument", "resolve_run", "run", "run_fields", "run_ids", "run_metrics", "run_notes", "runs",
+    "sample_count", "sample_scores", "samples", "samples_frame",
+    "scores_without_passages", "suites", "supported_evidence",
+    # runs, recorded, replaced and restored (recording.py, archive.py)
+    "archived_runs", "conflicts", "delete_run", "purge_archived", "record_prepared", "record_run", "record_run_parts",
+    "record_runs_bulk", "restore_run", "run_footprint",
+    # the judge call cache (calls.py)
+    "get", "put", "replies",
+    # ablations (ablations.py)
+    "ablation", "ablation_done_keys", "ablation_failures", "ablation_results", "ablations", "add_ablation_batches",
+    "add_ablation_results", "finish_ablation", "forget_results", "job_note", "record_job_note", "run_copy",
+    "set_ablation_total", "start_ablation",
+    # people's labels (labels.py)
+    "add_labels", "calibration_version", "label_history", "labelled_judgings", "labels", "latest_samples",
+    "sample_ids_by_content",
+})
+
+
+def _grown(cls: type) -> list[str]:
+    """What a store class has beyond the frozen face: its public names not listed, and parts not listed."""
+    mro = [c.__name__ for c in cls.__mro__[1:] if c is not object]
+    extra_parts = [f"part {name}" for name in mro if name not in (*STORE_PARTS, "Store")]
+    return extra_parts + sorted(n for n in dir(cls) if not n.startswith("_") and n not in STORE_FACE)
+
+
+def _store_not_first(path: Path) -> list[str]:
+    """Module-level public functions of a lib/store module that take a store but not as their first argument."""
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            kinds = [ast.unparse(a.annotation) if a.annotation else "" for a in args]
+            if any("Store" in k for k in kinds) and "Store" not in kinds[0]:
+                found.append(f"{node.lineno}: {node.name}")
+    return found
+
+
+def test_the_store_class_grows_no_part_and_no_method_and_its_functions_take_the_store_first() -> None:
+    from lib.store import Store
+    from lib.store.parquet import ParquetStore
+
+    assert _grown(Store) == [] and _grown(ParquetStore) == []
+    found = {str(p.relative_to(ROOT)): _store_not_first(p) for p in sorted((ROOT / "lib" / "store").glob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_store_rule_catches_a_new_method_a_new_part_and_a_store_taken_second(tmp_path: Path) -> None:
+    from lib.store import Store
+
+    class SeriesMixin:
+        def series_list(self) -> None: ...
+
+    class Grown(Store, SeriesMixin):
+        def series(self) -> None: ...
+
+    assert _grown(Grown) == ["part SeriesMixin", "series", "series_list"]
+    module = tmp_path / "history.py"
+    module.write_text("def series(series_id: str, store: Store) -> None: ...\n"
+                      "def series_list(store: Store, metric: str) -> None: ...\n")
+    assert _store_not_first(module) == ["1: series"]

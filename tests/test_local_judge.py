@@ -22,8 +22,8 @@ from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import LEAK, AblationResult, AblationSpec, run_ablation
 from lib.diagnosis.cost import estimate_ablation, needs_confirmation
-from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.structured import JSON_OBJECT_SCHEMA, JSON_SCHEMA, MODES, ModeBook
 from lib.store import Store
 from tests.conftest import offline_responder

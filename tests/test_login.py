@@ -28,7 +28,6 @@ from tests.support.browser import (
     WAIT_S,
     ReusedTab,
     StreamlitServer,
-    chromium,
     copy_db,
     free_port,
     new_page,
@@ -88,11 +87,6 @@ def behind_login(db: Path, work: Path, *, base_url: str | None = None) -> Iterat
     finally:
         mp.undo()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 def body_text(page: Page, where: str = "body") -> str:

@@ -9,8 +9,8 @@ import pytest
 from lib.core.calls import JudgeRequest, Message
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.samples import EvalSample, blank
-from lib.judging import Judge, OfflineJudge
-from lib.judging.base import MemoryCache
+from lib.judging import OfflineJudge
+from lib.judging.base import Judge, MemoryCache
 from lib.judging.harness import Instrument, score_sample
 
 RULE = 'Verdict words: "supported" or "unsupported".'

@@ -20,9 +20,10 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK, aggregate
 from lib.core.samples import EvalSample
 from lib.jobs._demo import demo_samples
-from lib.judging import Judge, MemoryCache, OfflineJudge, OpenAIJudge
+from lib.judging import MemoryCache, OfflineJudge
+from lib.judging.base import Judge
 from lib.judging.harness import Instrument, score_sample, score_samples
-from lib.judging.openai_judge import _retry_after
+from lib.judging.openai_judge import OpenAIJudge, _retry_after
 from lib.store import Store
 from tests.support.openai_server import Fault, OpenAIServer
 

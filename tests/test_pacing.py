@@ -13,8 +13,8 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import OK
 from lib.core.samples import EvalSample
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.pacing import MIN_WINDOW, OTHER, OVERLOAD, Pacer, Ticket, queues
 from lib.judging.pacing import OK as CALL_OK
 from tests.conftest import offline_responder

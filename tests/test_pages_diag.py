@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from lib.diagnosis.ablation._lead import sentences
 from lib.diagnosis.trends import canary_status, find_jumps
 from lib.presentation import review
 from lib.store import Store
+from tests.support.polling import rerun_until
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 WAIT = 30.0   # seconds an offline ablation of 240 judgings may take on a busy machine
@@ -52,21 +52,13 @@ def texts(elements) -> list[str]:
     return [e.value for e in elements]
 
 
-def wait_for(at: AppTest, done, timeout: float = WAIT) -> AppTest:
-    """Re-run the page (as the progress fragment does) until `done(at)` or the timeout; waits of 0.2 s growing to
-    the fragment's own 1 s (run_every), since each re-run renders the whole page.
-
-    The page's jobs run in this process (AppTest): first wait for them on the page's own runner, so the page is
-    not rendered again and again while the ablation it waits for competes with those renders for the CPU (each
-    a whole page, 1-2 CPU s on the demo)."""
+def after_its_job(at: AppTest) -> AppTest:
+    """`at` once the ablation it launched has ended. The page's jobs run in this process (AppTest): waiting on the
+    page's own runner spares re-rendering the whole page (1-2 CPU s on the demo) again and again while the
+    ablation it waits for competes with those renders for the CPU."""
     runner = job_runner(str(load_settings().db_path))   # the page's own (st.cache_resource: one per process)
     assert runner.known(at.query_params["ablation"]), "not the page's runner"
-    runner.wait(timeout=timeout)
-    deadline, pause = time.monotonic() + timeout, 0.2
-    while not done(at) and time.monotonic() < deadline:
-        time.sleep(pause)
-        pause = min(1.0, pause * 1.5)
-        at.run()
+    runner.wait(timeout=WAIT)
     return at
 
 
@@ -94,7 +86,7 @@ def test_an_ablation_launched_from_the_page_yields_a_leak_and_a_second_launch_is
     aid = at.query_params["ablation"]
     assert aid == AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=2, limit=60).ablation_id
 
-    wait_for(at, has_leak)
+    rerun_until(after_its_job(at), has_leak, timeout=WAIT)
     assert has_leak(at), texts(at.error) + texts(at.warning)
     assert any("wiring leak: faithfulness" in t for t in texts(at.error))      # the summary, in words
     # issue 46 item 2: one sentence first, to the cells' three places, and the caveats once, in small print
@@ -132,7 +124,7 @@ def test_a_deep_link_to_a_finished_ablation_shows_its_result_and_the_form_follow
     at.number_input(key="abl_repeats").set_value(2)
     at.number_input(key="abl_limit").set_value(40)
     at.button(key="abl_launch").click().run()
-    wait_for(at, has_leak)
+    rerun_until(after_its_job(at), has_leak, timeout=WAIT)
 
     fresh = open_page("pages/ablation.py", ablation=spec.ablation_id)
     assert not fresh.exception
@@ -153,7 +145,7 @@ def test_a_stalled_ablation_offers_resume_and_resuming_finishes_it(app_db: Path,
     at = open_page("pages/ablation.py", ablation=spec.ablation_id)
     assert any("stopped at 0 of 120" in t for t in texts(at.warning))
     at.button(key="abl_resume").click().run()
-    wait_for(at, has_leak)
+    rerun_until(after_its_job(at), has_leak, timeout=WAIT)
     assert has_leak(at)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lib.diagnosis.trends import find_jumps
@@ -25,7 +25,6 @@ from lib.store import Store
 from tests.support.browser import (
     MAIN,
     StreamlitServer,
-    chromium,
     copy_db,
     exceptions_shown,
     main_text,
@@ -46,11 +45,6 @@ class Dashboard:
     def url(self, path: str = "") -> str:
         return f"{self.server.url}/{path.lstrip('/')}"
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

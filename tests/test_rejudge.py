@@ -10,7 +10,6 @@ instrument changes; the recorded scores must be untouched.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,10 +20,10 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.diagnosis import rejudge
 from lib.diagnosis.trends._diagnose import split_jump
 from lib.jobs._demo import FIXED_FAITHFULNESS, run_plans
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from lib.store import history as hs
-from tests.conftest import small_demo
 
 PLANS = run_plans()
 LEAK, INSTRUCTED, REGRESSION, FIX = (PLANS[i].run_id for i in (30, 45, 58, 75))
@@ -105,19 +104,7 @@ def test_a_finished_series_is_answered_from_the_store(rejudged) -> None:
 
 
 # -- a small history: resume, cost, call cache --------------------------------------------------------
-@pytest.fixture(scope="module")
-def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("small") / "small.duckdb"
-    small_demo(4, path)
-    return path
-
-
-@pytest.fixture
-def small(small_db: Path, tmp_path: Path) -> Iterator[Store]:
-    path = tmp_path / "small.duckdb"
-    shutil.copy(small_db, path)
-    with Store(path) as store:
-        yield store
+SMALL_RUNS = 4   # the demo's first nightly runs in `small_demo_store` (tests/conftest.py)
 
 
 def spec_for(store: Store, **kw: object) -> rejudge.RejudgeSpec:
@@ -136,49 +123,51 @@ class Counting(OfflineJudge):
         return super().complete(request)
 
 
-def test_a_stopped_rejudge_resumes_without_redoing_finished_runs(small: Store) -> None:
-    spec = spec_for(small)
+def test_a_stopped_rejudge_resumes_without_redoing_finished_runs(small_demo_store: Store) -> None:
+    spec = spec_for(small_demo_store)
     seen: list[tuple[int, int]] = []
     first = Counting()
-    assert rejudge.run_rejudge(small, spec, first, progress=lambda d, t: seen.append((d, t)),
+    assert rejudge.run_rejudge(small_demo_store, spec, first, progress=lambda d, t: seen.append((d, t)),
                                should_stop=lambda: len(seen) >= 2) is None
     assert seen == [(400, 1600), (800, 1600)]
-    row = hs.series(small, spec.series_id)
+    row = hs.series(small_demo_store, spec.series_id)
     assert (row["status"], row["done"], row["total"]) == ("running", 800, 1600)  # type: ignore[index]
     second = Counting()
-    frame = rejudge.run_rejudge(small, spec, second)
+    frame = rejudge.run_rejudge(small_demo_store, spec, second)
     assert second.calls == first.calls > 700   # the two runs left, nothing twice
     assert frame is not None and len(frame) == 4
     assert frame["score"].nunique() == 1         # same samples, one instrument: one score, resumed or not
-    assert hs.series(small, spec.series_id)["status"] == "done"  # type: ignore[index]
+    assert hs.series(small_demo_store, spec.series_id)["status"] == "done"  # type: ignore[index]
 
 
-def test_the_cost_is_counted_before_launch(small: Store, openai_server) -> None:
-    spec = spec_for(small, judge="judge-model", endpoint=openai_server.base_url)
-    offline_cost = rejudge.estimate(small, spec_for(small), cacheable=False)
+def test_the_cost_is_counted_before_launch(small_demo_store: Store, openai_server) -> None:
+    spec = spec_for(small_demo_store, judge="judge-model", endpoint=openai_server.base_url)
+    offline_cost = rejudge.estimate(small_demo_store, spec_for(small_demo_store), cacheable=False)
     assert (offline_cost.judgings, offline_cost.calls, offline_cost.stored) == (1600, 1600, 0)
-    cost = rejudge.estimate(small, spec, cacheable=True)
+    cost = rejudge.estimate(small_demo_store, spec, cacheable=True)
     # The four runs share their samples: one call per distinct request, the rest from the call cache.
-    judged = sum(1 for s in small.samples(small.run_ids()[0]) if s.answer)   # an empty answer is excluded
+    first = small_demo_store.run_ids()[0]
+    judged = sum(1 for s in small_demo_store.samples(first) if s.answer)   # an empty answer is excluded
     assert (cost.calls, cost.from_cache) == (judged, 3 * judged)
     assert cost.prompt_tokens > 0 and "prompt tokens" in cost.sentence
 
 
-def test_a_model_rejudge_goes_through_the_call_cache(small: Store, openai_server) -> None:
-    spec = spec_for(small, judge="judge-model", endpoint=openai_server.base_url)
-    predicted = rejudge.estimate(small, spec, cacheable=True).calls
+def test_a_model_rejudge_goes_through_the_call_cache(small_demo_store: Store, openai_server) -> None:
+    spec = spec_for(small_demo_store, judge="judge-model", endpoint=openai_server.base_url)
+    predicted = rejudge.estimate(small_demo_store, spec, cacheable=True).calls
     judge = OpenAIJudge("judge-model", base_url=openai_server.base_url, api_key="sk-test", timeout=10.0,
                         concurrency=4)
-    frame = rejudge.run_rejudge(small, spec, judge)
+    frame = rejudge.run_rejudge(small_demo_store, spec, judge)
     assert frame is not None and frame["n"].min() > 390
     assert len(openai_server.requests) == predicted
     assert frame["cached"].sum() == 3 * predicted   # runs 2-4 hold the same samples: answered from the cache
     again = rejudge.RejudgeSpec.from_dict({**spec.to_dict(), "label": "same instrument, new label"})
     assert again.series_id == spec.series_id
-    other = rejudge.RejudgeSpec("faithfulness", tuple(small.run_ids()[:2]), spec.template, judge="judge-model",
+    other = rejudge.RejudgeSpec("faithfulness", tuple(small_demo_store.run_ids()[:2]), spec.template,
+                                judge="judge-model",
                                 endpoint=openai_server.base_url)
     assert other.series_id != spec.series_id
-    assert rejudge.estimate(small, other, cacheable=True).calls == 0
+    assert rejudge.estimate(small_demo_store, other, cacheable=True).calls == 0
 
 
 @pytest.mark.parametrize(("kw", "error", "field"), [
@@ -194,14 +183,16 @@ def test_a_bad_spec_is_refused_naming_its_field(kw: dict, error: type, field: st
     assert info.value.field == field
 
 
-def test_an_unknown_run_is_refused_before_anything_is_written(small: Store) -> None:
-    spec = rejudge.RejudgeSpec("faithfulness", (small.run_ids()[0], "no-such-run"), DEFAULT_TEMPLATES["faithfulness"])
+def test_an_unknown_run_is_refused_before_anything_is_written(small_demo_store: Store) -> None:
+    spec = rejudge.RejudgeSpec("faithfulness", (small_demo_store.run_ids()[0], "no-such-run"),
+                               DEFAULT_TEMPLATES["faithfulness"])
     with pytest.raises(NotFoundError, match="no-such-run"):
-        rejudge.run_rejudge(small, spec, offline())
-    assert hs.series(small, spec.series_id) is None
+        rejudge.run_rejudge(small_demo_store, spec, offline())
+    assert hs.series(small_demo_store, spec.series_id) is None
     with pytest.raises(NotFoundError):
-        rejudge.runs_between(small, small.run_ids()[0], "no-such-run")
-    assert rejudge.runs_between(small, small.run_ids()[2], small.run_ids()[1]) == tuple(small.run_ids()[1:3])
+        rejudge.runs_between(small_demo_store, small_demo_store.run_ids()[0], "no-such-run")
+    ids = small_demo_store.run_ids()
+    assert rejudge.runs_between(small_demo_store, ids[2], ids[1]) == tuple(ids[1:3])
 
 
 @pytest.mark.parametrize(("judge", "endpoint", "setting"), [

@@ -28,8 +28,9 @@ from lib.core.results import FAILED, OK, aggregate
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import LEAK, AblationSpec, run_ablation
 from lib.jobs._demo import demo_samples
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.reliability_cases import (

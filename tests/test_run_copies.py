@@ -8,7 +8,6 @@ store". Every file here is made by the test.
 from __future__ import annotations
 
 import json
-import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from lib.presentation.review import review
 from lib.store import Store
 from lib.store.schema import MIGRATIONS
 from tests.support.cli import run_cli as cli
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 COLOURS, WOODS = ("red", "blue", "green"), ("oak", "steel", "glass")
@@ -167,9 +167,7 @@ def test_the_page_does_not_show_an_earlier_copy_s_verdict(files: dict[str, Path]
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Answered from stored results" in str(i.value) for i in at.info)
     store = ui.open_store(str(files["db"]))   # the dashboard's own connection: its worker judges the new copy
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (store.ablation(aid) or {}).get("status") != "done":
-        time.sleep(0.2)
+    wait_for(lambda: (store.ablation(aid) or {}).get("status") == "done", timeout=60, pause=0.2)
     [row] = store.ablations("r1").to_dict("records")
     assert row["ablation_id"] == aid and row["status"] == "done" and "LEAK" in row["result"]
 

@@ -16,7 +16,8 @@ from lib.core.errors import InputError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, prompt_hash
 from lib.core.samples import EvalSample
 from lib.intake import inbox
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.scoring import cache_path, evaluate_run, score_file
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer

@@ -38,8 +38,9 @@ from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, plan, run_ab
 from lib.intake import inbox
 from lib.intake.chunked import ingest_file
 from lib.jobs._demo import demo_samples
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_sample, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app

@@ -26,8 +26,8 @@ from lib.diagnosis.sentinel._run import night_probes
 from lib.diagnosis.trends import change_events
 from lib.jobs import sentinel as sj
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
 from lib.judging.harness import build_request
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.scoring import evaluate_run
 from lib.presentation.charts import CHANGE_COLOURS, trend_figure
 from lib.store import Store

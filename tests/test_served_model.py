@@ -12,7 +12,7 @@ import pytest
 from lib.diagnosis.trends import change_events, run_changes
 from lib.diagnosis.trends._diagnose import served_as, suspects_for
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.scoring import evaluate_run
 from lib.store import Store
 from tests.support.openai_server import OpenAIServer

@@ -8,8 +8,9 @@ import pytest
 
 from lib.core.errors import InputError, TrustError
 from lib.core.settings import DEMO_DB, ROOT, SETTINGS, load
-from lib.judging import OfflineJudge, OpenAIJudge
+from lib.judging import OfflineJudge
 from lib.judging.build import build_judge, settings_judge
+from lib.judging.openai_judge import OpenAIJudge
 
 KEY = "sk-live-never-print-me-0001"
 

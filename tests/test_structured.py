@@ -21,8 +21,8 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.results import FAILED, OK
 from lib.core.samples import EvalSample
 from lib.jobs._demo import demo_samples
-from lib.judging import OpenAIJudge
 from lib.judging.harness import Instrument, score_samples
+from lib.judging.openai_judge import OpenAIJudge
 from lib.judging.scoring import evaluate_run
 from lib.judging.structured import (
     BOOK,

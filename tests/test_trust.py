@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,11 +26,12 @@ from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec, run_ablation
 from lib.diagnosis.trends import find_jumps
 from lib.jobs import JobRunner
-from lib.judging import OpenAIJudge
+from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
 from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -119,13 +119,14 @@ def wait_done(db_path: Path, ablation_id: str) -> str:
     from lib.app import ui
 
     store = ui.open_store(str(db_path))
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
+
+    def status() -> str | None:
         row = store.ablation(ablation_id)
-        if row is not None and row["status"] in ("done", "failed"):
-            return str(row["status"])
-        time.sleep(0.2)
-    raise AssertionError(f"ablation {ablation_id} did not finish in {WAIT:.0f} s")
+        return str(row["status"]) if row is not None and row["status"] in ("done", "failed") else None
+
+    ended = wait_for(status, timeout=WAIT, pause=0.2)
+    assert ended, f"ablation {ablation_id} did not finish in {WAIT:.0f} s"
+    return ended
 
 
 def authorizations(srv: OpenAIServer) -> set[str | None]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lib.core.cadence import missing_run
 from lib.core.records import CANARY
 from lib.diagnosis import incidents
 from lib.diagnosis.watch import (
@@ -26,7 +27,6 @@ from lib.diagnosis.watch import (
     Observation,
     events,
     failures_rising,
-    missing_run,
     observe,
 )
 from lib.store import Store

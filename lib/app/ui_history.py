@@ -26,7 +26,7 @@ from lib.judging.base import Judge
 from lib.judging.build import build_judge
 from lib.presentation import glossary
 from lib.presentation.report import md_escape as md
-from lib.presentation.views.common import PAGE_RUN, PAGE_TRENDS
+from lib.presentation.views import PAGE_RUN, PAGE_TRENDS
 from lib.store import history as hs
 
 TRUSTED = "trusted (default)"

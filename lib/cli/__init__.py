@@ -15,18 +15,7 @@ turns the library's errors into one line on stderr. Exit codes:
 Commands that only read (`ablate`, `lint`, `runs`, `report`) refuse a
 database path that does not exist instead of creating an empty database.
 `--db` defaults to EVALDRIFT_DB.
+
+The parser and `main` live in lib.cli.parser; this face lists nothing, so a module of the command line
+(lib.cli.watch_quiet, asked first by lib/__main__.py) is imported without loading the whole of it.
 """
-
-from typing import Any
-
-__all__ = ["build_parser", "main"]
-
-
-def __getattr__(name: str) -> Any:
-    """`main` and `build_parser` load the whole command line on first use, so a module of it (lib.cli.watch_quiet,
-    asked first by lib/__main__.py) can be imported without it."""
-    if name in __all__:
-        from lib.cli import parser
-
-        return getattr(parser, name)
-    raise AttributeError(f"module 'lib.cli' has no attribute {name!r}")

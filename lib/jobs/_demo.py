@@ -48,8 +48,9 @@ from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY, output_rule
 from lib.core.records import CANARY, MAIN, MetricRecord, RunRecord
 from lib.core.samples import EvalSample
 from lib.diagnosis.incidents import rejudge_open_episodes
+from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
-from lib.judging.offline import STAND_IN_NOISE, OfflineJudge
+from lib.judging.offline import STAND_IN_NOISE
 from lib.store import PreparedRun, Store, prepare_run
 
 FEATURES = [

@@ -7,142 +7,15 @@ threads and the ablation worker can use it at once. Writes are serialised by
 a lock and run in a transaction: a run, an ingest or a batch of ablation
 results is wholly there or wholly absent. All SQL lives here and takes
 parameters; no sample text is ever put into SQL text.
+
+The face: `Store` (lib.store.store) and the records a caller hands it. Every other part of the database is a
+module of functions that take the store first (`from lib.store import history as hs`; lib/store/README.md).
 """
 
-from __future__ import annotations
-
-import threading
-from collections.abc import Callable
-from datetime import datetime
-from pathlib import Path
-
-import duckdb
-
-from lib.core.errors import StoreBusyError, StoreError
-from lib.store import lake
-from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
-from lib.store.calls import CallCacheMixin
-from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_foreign
-from lib.store.labels import LabelsMixin
-from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
-from lib.store.runs import RunsMixin
-from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, applied, migrate
+from lib.store.recording import PreparedRun, RunBatch, prepare_run
+from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration
+from lib.store.store import Store
 
 __all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "PreparedRun", "RunBatch", "Store",
            "prepare_run"]
-
-
-class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMixin):
-    """A DuckDB run store (see module docstring for the threading and lock rules).
-
-    Args:
-        path: the database file (created with its schema when absent), or a team store's URL
-            (`ducklake:postgres:...`, lib.store.lake: many processes write it at once; EVALDRIFT_DATA_PATH
-            is the folder of its data when it is made).
-        read_only: open an existing file only to read (a snapshot, lib.store.snapshot): no migration, and
-            DuckDB refuses any write.
-        as_of: a team store only: read it as it stood at this time (read-only; DuckLake's time travel).
-    """
-
-    def __init__(self, path: str | Path, *, read_only: bool = False, as_of: datetime | None = None) -> None:
-        if lake.is_lake(path):
-            self._open_lake(lake.parse(str(path)), as_of=as_of)
-            return
-        if as_of is not None:
-            raise StoreError(f"{path} is a DuckDB file: only a team store (ducklake:...) keeps its history by date")
-        self.lake = False
-        self.path = Path(path)
-        self.read_only = read_only
-        existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
-        if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        if existing and Path(f"{self.path}.wal").exists():
-            check_evaldrift(self.path)   # a read-write open would replay another application's log into its file
-        if not read_only and self._empty_file():
-            # An empty file is a new database (lib/app/README.md), but DuckDB refuses a 0-byte file as "not a valid
-            # DuckDB database": it is removed so DuckDB creates the file in its place.
-            self.path.unlink()
-        try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise StoreBusyError(str(self.path)) from None
-            if existing:
-                raise ForeignDatabaseError(self.path, "not a DuckDB file") from None
-            raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        self._write_lock = threading.RLock()
-        self._on_close: list[Callable[[], None]] = []
-        self._hold_replies()
-        if read_only:   # a snapshot (lib.store.snapshot): written by this code's migrations, only read here
-            return
-        try:
-            if existing:   # another application's file is refused before anything is written to it
-                with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
-                    refuse_foreign(cur, self.path)   # every CHECKPOINT) for the store's life
-            with self.transaction() as cur:
-                migrate(cur, self.path)
-            self._drop_stale_staging()
-        except BaseException:
-            self._con.close()   # a refused or failed migration must not keep the file locked in this process
-            raise
-
-    def _empty_file(self) -> bool:
-        """A regular file of 0 bytes with no write-ahead log beside it (a log would be another database's)."""
-        try:
-            return self.path.is_file() and self.path.stat().st_size == 0 and not Path(f"{self.path}.wal").exists()
-        except OSError:
-            return False
-
-    def _open_lake(self, target: lake.LakeTarget, *, as_of: datetime | None) -> None:
-        """A team store (lib.store.lake): the lake attached to an in-memory DuckDB, migrated by the same steps.
-
-        Many processes open one lake, so the migration is retried on a commit conflict (two first opens at once)
-        and staging tables left by others are not this process's to drop. As of a date it is only read, and
-        only when it had taken every step of this code's schema by then.
-        """
-        self.lake = True
-        self.read_only = as_of is not None
-        self.path = Path(target.name)
-        self._con = lake.connect(target, as_of=as_of)
-        self._write_lock = threading.RLock()
-        self._on_close = []
-        self._hold_replies()
-        if as_of is not None:
-            try:
-                with self._con.cursor() as cur:
-                    cur.execute(f"USE {lake.ALIAS}")
-                    lacking = [m.name for m in MIGRATIONS if m.name not in applied(cur)]
-            except BaseException:
-                self._con.close()
-                raise
-            if lacking:
-                self._con.close()
-                raise StoreError(f"{target.name} as of {as_of:%Y-%m-%d %H:%M} lacks schema steps this evaldrift "
-                                 f"reads ({', '.join(lacking)}): choose a later date")
-            return
-        try:
-            def take_steps() -> None:
-                with self.transaction() as cur:
-                    migrate(cur, target.name)
-            lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
-        except BaseException:
-            self._con.close()
-            raise
-
-    def on_close(self, stop: Callable[[], None]) -> None:
-        """Run `stop` before the connection closes: a thread that reads through this store ends first."""
-        self._on_close.append(stop)
-
-    def close(self) -> None:
-        for stop in self._on_close:
-            stop()
-        self._on_close.clear()
-        self.flush_cache()
-        self._con.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -46,15 +46,6 @@ class CallCacheMixin(StoreBase):
             return None
         return JudgeReply(text=rows[0][0], usage=Usage(), fingerprint=rows[0][1], cached=True, served_model=rows[0][2])
 
-    def held(self, keys: list[str]) -> set[str]:
-        """Which of these keys hold a reply (written or held in memory), in one query."""
-        with self._pending_lock:
-            pending = {k for k in keys if k in self._pending_replies}
-        if not keys:
-            return pending
-        rows = self._rows("SELECT key FROM judge_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)])
-        return pending | {r[0] for r in rows}
-
     def replies(self, keys: list[str]) -> dict[str, JudgeReply]:
         """The replies held for these keys (written or held in memory), in one query: a job reads its cached
         replies up front instead of one query per call."""

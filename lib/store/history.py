@@ -189,3 +189,12 @@ def series_paired_steps(store: Store, series_id: str, steps: Sequence[tuple[str,
     out = out.reset_index()
     out["sd"] = out["sd"].fillna(0.0)
     return out[cols]
+
+
+def mean_sample_scores(store: Store, run_ids: Sequence[str], suite: str, metric: str) -> pd.DataFrame:
+    """Each sample's mean scored value of `metric` over the runs `run_ids` (failed and unscored left out):
+    sample_id, score, runs (how many of the runs scored it)."""
+    return _df(store, """SELECT sample_id, avg(score) AS score, count(*) AS runs FROM sample_scores
+                         WHERE list_contains(?, run_id) AND suite = ? AND metric = ? AND status = 'ok'
+                               AND score IS NOT NULL
+                         GROUP BY sample_id ORDER BY sample_id""", [list(run_ids), suite, metric])

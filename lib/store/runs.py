@@ -217,14 +217,6 @@ class RunsMixin(StoreBase):
             params.append(list(sample_ids))
         return self._df(sql + " ORDER BY metric, sample_id", params)
 
-    def mean_sample_scores(self, run_ids: Sequence[str], suite: str, metric: str) -> pd.DataFrame:
-        """Each sample's mean scored value of `metric` over the runs `run_ids` (failed and unscored left out):
-        sample_id, score, runs (how many of the runs scored it)."""
-        return self._df("""SELECT sample_id, avg(score) AS score, count(*) AS runs FROM sample_scores
-                           WHERE list_contains(?, run_id) AND suite = ? AND metric = ? AND status = 'ok'
-                                 AND score IS NOT NULL
-                           GROUP BY sample_id ORDER BY sample_id""", [list(run_ids), suite, metric])
-
     def filtered_sample_ids(self, run_id: str, metric: str, suite: str = MAIN, *, needle: str = "",
                             score_range: tuple[float, float] | None = None, label: bool | None = None) -> list[str]:
         """Ids (in id order) of a run's samples matching every filter given, all in SQL with bound values.
@@ -305,7 +297,7 @@ class RunsMixin(StoreBase):
             params.append(run_id)
         return self._df(sql + " ORDER BY s.run_id, s.metric, s.sample_id", params)
 
-    def scores_on_content_free_answers(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
+    def _scores_on_content_free_answers(self, run_id: str | None = None, suite: str = MAIN) -> pd.DataFrame:
         """Stored faithfulness scores on answers that state no claim (lib.core.degenerate.content_free_reason).
 
         The answers are read in SQL only when short enough to be one (CONTENT_FREE_MAX_CHARS) and decided in
@@ -337,7 +329,7 @@ class RunsMixin(StoreBase):
         """
         import pandas as pd  # only here: a look with nothing new never loads pandas (lib.store)
         frames = [self.scores_without_passages(PASSAGE_METRICS, run_id, suite).assign(reason=NO_PASSAGES),
-                  self.scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
+                  self._scores_on_content_free_answers(run_id, suite).assign(reason=CONTENT_FREE)]
         out = pd.concat(frames, ignore_index=True).drop_duplicates(["run_id", "metric", "sample_id"])
         return out.sort_values(["run_id", "metric", "sample_id"], kind="stable").reset_index(drop=True)
 

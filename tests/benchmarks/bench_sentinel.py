@@ -184,7 +184,7 @@ def cost() -> None:
 
 def loopback(nights: int) -> None:
     """The first nights of seed 0 at 10% and noise 0.03, in process and over HTTP: the same disagreements."""
-    from lib.judging import OpenAIJudge
+    from lib.judging.openai_judge import OpenAIJudge
     from tests.support.openai_server import OpenAIServer
 
     got = {}

@@ -9,8 +9,8 @@
   (`_Kept`), and each dashboard on the process's home port (`home_port`).
   Missing Chromium skips the test on a workstation and fails it in CI, which
   installs it (.ci/run).
-- `module_tabs` and `tab_page`: fixtures (tests/conftest.py offers them to every module that has a module-scoped
-  `browser` fixture) giving the module one browser context and one tab in it, reused by each test as `page`.
+- `module_browser`, `module_tabs` and `tab_page`: fixtures (tests/conftest.py offers them to every module) giving
+  the module its `browser`, one browser context in it (`tabs`) and one tab in that, reused by each test as `page`.
 - `wait_for_app(page)`: until Streamlit has finished running the page script
   and drawn what it sent (no status widget, no skeleton, every Plotly chart
   and data grid drawn), with no run or upload asked for and not finished, as
@@ -503,6 +503,15 @@ def new_page(browser: Browser, *, timeout: float = WAIT_S) -> Page:
     context = watch_context(browser.new_context(**CONTEXT))  # type: ignore[arg-type]
     context.set_default_timeout(timeout * 1000)
     return context.new_page()
+
+
+@pytest.fixture(scope="module", name="browser")
+def module_browser() -> Iterator[Browser]:
+    """The test module's browser: the process's Chromium (`chromium()`), held open for the module. Every browser
+    test takes this fixture (tests/conftest.py offers it); tests/test_shared_fixtures.py fails on a test file that
+    launches its own."""
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module", name="tabs")

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from lib.cli import main
+from lib.cli.parser import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -148,7 +148,7 @@ def hang(url: str, run_id: str) -> None:
 
 def roundtrip(url: str, first: str, back: str) -> None:
     """A file -> the (empty) lake -> another file, through `python -m lib store copy`; says each hop's checks."""
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.store.copy import checks
 
     with Store(first) as store:   # 3 runs, one of them recorded twice (its first copy archived)
@@ -170,7 +170,7 @@ def report(url: str, phase: str, folder: str) -> None:
     now (lib.presentation.report.run_report, what `report` writes) to FOLDER/then.md. Phase `later`: records asof-b
     (5 November, with another judge), then writes `python -m lib report --as-of 2026-10-31` (asof.md) and the
     report as it reads now (now.md)."""
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.presentation.report import run_report
 
     with Store(url) as store:

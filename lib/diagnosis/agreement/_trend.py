@@ -20,6 +20,7 @@ from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.trends import INSTRUMENT_COLUMNS, Segment, segment_index, segments
 from lib.store import Store
+from lib.store import history as hs
 
 _NAMES = {"judge_model": "judge model", "prompt_hash": "prompt", "binding": "binding", "scorer": "scoring library"}
 
@@ -179,7 +180,7 @@ def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MA
             per_sample = paired.groupby("sample_id")[["judge", "people"]].mean()
             if len(per_sample) < MIN_LABELS:
                 continue
-            judged = store.mean_sample_scores(runs, suite, metric)
+            judged = hs.mean_sample_scores(store, runs, suite, metric)
             rest = judged[~judged["sample_id"].isin(set(per_sample.index))]
             found = ppi_mean(per_sample["people"].to_numpy(float), per_sample["judge"].to_numpy(float),
                              rest["score"].to_numpy(float))

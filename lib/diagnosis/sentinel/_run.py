@@ -209,7 +209,7 @@ def night_calls(store: Store, judge: Judge, p: Pin, night: str, budget: int | No
         return len(probes), 0
     seed, endpoint = night_seed(p.row.pin_id, night), judge_endpoint(judge)
     keys = [r.key for s in probes if (r := build_request(s, p.instrument, judge.model, endpoint, seed)[0])]
-    held = len(store.held(keys))
+    held = len(store.replies(keys))   # the replies the call cache holds for them
     return len(keys) - held, held
 
 

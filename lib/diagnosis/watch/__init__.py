@@ -4,7 +4,6 @@ the messages to send with the cause first (events). Pure but for `observe`, whic
 Private modules: _observe, _events.
 """
 
-from lib.core.cadence import cadence, missing_run
 from lib.diagnosis.watch._events import (
     AGREEMENT,
     CLOSE,
@@ -42,7 +41,7 @@ from lib.diagnosis.watch._observe import (
 __all__ = [
     "AGREEMENT", "CLOSE", "FAILURES", "INSTRUMENT", "KINDS", "MISSING", "NEW", "UPDATE", "AblationVerdict",
     "AgreementChange", "Decision", "Event", "FailureShare", "InstrumentChange", "Observation", "Wanted",
-    "ablations_wanted", "agreement_changes", "agreement_falling", "agreement_words", "cadence", "cause", "events",
-    "failure_shares", "failures_rising", "instrument_changes", "missing_run", "observe", "times_only",
+    "ablations_wanted", "agreement_changes", "agreement_falling", "agreement_words", "cause", "events",
+    "failure_shares", "failures_rising", "instrument_changes", "observe", "times_only",
     "verdict_word", "with_notes",
 ]
