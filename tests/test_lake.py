@@ -329,3 +329,38 @@ def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_pat
     done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
     assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
     assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1
+
+
+# --- every write, the same on a file and on a lake ----------------------------------------------------------------
+
+# What tests.support.lake_child.writes reads back (each write done twice): one row a key, the later value where a
+# write replaces and the first where it keeps; hand-counted from the writes it makes.
+WRITTEN_COUNTS = {"runs": 1, "samples": 6, "ablations": 1, "ablation_results": 12, "job_log": 1, "judge_cache": 1,
+                  "batch_jobs": 1, "batch_requests": 2, "batch_faults": 1, "batch_replies": 1, "rejudges": 1,
+                  "rejudge_runs": 1, "rejudge_scores": 6, "prompts": 2, "incident_states": 1, "labels": 1,
+                  "watch_seen": 2, "watch_outbox": 1, "watch_meta": 1, "archived_runs": 1}
+
+
+def _check_writes(seen: dict) -> None:
+    assert seen["counts"] == WRITTEN_COUNTS
+    assert seen["ablation"] == ["done", 12, 12, {"summary": "ok"}]
+    assert seen["job_note"] == ["done", "second", "json", None]   # a job note is replaced
+    assert seen["cached"] == "first reply"                         # a cached reply is kept
+    assert seen["faults"] == {"k2": "unreadable"} and seen["replies"] == [["k1", "two", 5, 6, None]]
+    assert seen["series"] == ["done", 6]
+    assert seen["series_history"] == [{"run_id": "w-0", "score": 0.75, "n": 6}]
+    assert seen["claimed"] == [True, False]
+    assert seen["outbox"] == [["delivered", 1]] and seen["meta"] == "2026-09-02"
+    assert seen["seen"] == ["fact-1", "fact-2"] and seen["restored"] == ["w-0"]
+
+
+def test_every_write_on_a_file_keeps_one_row_a_key(tmp_path: Path) -> None:
+    from tests.support.lake_child import writes
+
+    with Store(tmp_path / "w.duckdb") as store:
+        _check_writes(json.loads(json.dumps(writes(store), default=str)))
+
+
+def test_every_write_on_a_lake_is_what_it_is_on_a_file(team_store: Lake) -> None:
+    _, env, server = team_store
+    _check_writes(_child(env, "writes", "ducklake:" + server.catalog("written")))

@@ -6,6 +6,7 @@
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
+    python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -14,6 +15,7 @@ line, each flushed at once (the kill test reacts to "inside").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -152,6 +154,79 @@ def roundtrip(url: str, first: str, back: str) -> None:
     say(**hops)
 
 
+def writes(store: Store) -> dict[str, object]:
+    """Every write the store makes besides recording, each done twice where a process may do it again (a resumed
+    ablation, a cached reply put again, a batch's faults collected twice, a re-judge resumed, a watcher's second
+    look): what is read back. The same function runs on a file and on a lake; the tests compare the two."""
+    from lib.core.calls import JudgeReply, JudgeRequest, Message, Usage
+    from lib.core.labels import SCORE, Label
+    from lib.store import batches, history
+    from lib.store import watch as watch_store
+
+    run = make_run("w-0")
+    store.record_run(run)
+    results = run.metrics[0].results
+    spec = {"arms": ["blank:ground_truth"]}
+    for _ in range(2):   # started, and resumed: one row, its results once
+        store.start_ablation("abl-1", "w-0", MAIN, spec, "offline-lexical-v2", total=2 * len(results))
+        store.add_ablation_batches("abl-1", {("faithfulness", "baseline", 0): results,
+                                             ("faithfulness", "blank:ground_truth", 0): results[:3]})
+    store.add_ablation_results("abl-1", "faithfulness", "blank:ground_truth", 0, results[3:])
+    store.record_job_note("abl-1", state="stopped", reason="first", output_mode=None, pacing=None)
+    store.record_job_note("abl-1", state="done", reason="second", output_mode="json", pacing=None)
+    store.finish_ablation("abl-1", "done", {"summary": "ok"})
+    ablation = store.ablation("abl-1")
+    assert ablation is not None
+    request = JudgeRequest("judge-x", (Message("user", "Is it supported?"),))
+    for text in ("first reply", "second reply"):   # a key is kept once, with its first reply
+        store.put(request, JudgeReply(text=text, usage=Usage(3, 4)))
+        store.flush_cache()
+    cached = store.get(request.key)
+    job = {"batch_id": "b-1", "kind": "ablation", "job_id": "abl-1", "spec": spec, "model": "judge-x",
+           "endpoint": "http://127.0.0.1:1/v1", "status": "submitted", "total": 2, "input_file_id": "file-1"}
+    batches.add_job(store, job, pd.DataFrame({"key": ["k1", "k2"], "request": ["{}", "{}"], "items": [1, 1],
+                                              "labels": ["[]", "[]"]}))
+    for reason in ("timeout", "unreadable"):   # collected twice: the later reason stands
+        batches.add_faults(store, "b-1", {"k2": reason})
+    for text in ("one", "two"):
+        batches.add_replies(store, "b-1", [("k1", text, 5, 6, None)])
+    for _ in range(2):
+        history.start_series(store, "ser-1", metric="faithfulness", suite=MAIN, spec=spec, judge_model="judge-x",
+                             prompt_hash="ph-1", binding="projected", label="again", total=len(results))
+        history.add_series_prompt(store, "ph-1", "faithfulness", "Claims: {answer}")
+        history.add_series_run(store, "ser-1", "w-0", results)
+    history.finish_series(store, "ser-1", "done")
+    history.add_incident_state(store, "inc-1", "acknowledged", "looking", "ana")
+    store.add_labels([Label(suite=MAIN, sample_id="s-0", metric="faithfulness", item=None, kind=SCORE, value=1.0,
+                            content="c", labeller="ana", labelled_at=datetime(2026, 9, 2, 9, 0), source="cli",
+                            note=None)])
+    row = watch_store.OutboxRow("m-1", "json://127.0.0.1:1", "jump", None, "w-0", "a jump", "body")
+    claimed = watch_store.claim(store, [row], [("fact-1", "jump")])
+    again = watch_store.claim(store, [row], [("fact-1", "jump")])   # a second watcher finds the fact taken
+    for _ in range(2):
+        watch_store.mark_seen(store, [("fact-2", "close")])
+        watch_store.put(store, [dataclasses.replace(watch_store.outbox(store)[0], status=watch_store.DELIVERED,
+                                                   attempts=1)])
+        watch_store.set_meta(store, "last_look", "2026-09-02")
+    store.record_run(make_run("w-0"))   # recorded again: the first copy archived, then restored
+    archived = store.archived_runs("w-0")
+    store.restore_run(archived[0].archive_id)
+    tables = ("runs", "samples", "ablations", "ablation_results", "job_log", "judge_cache", "batch_jobs",
+              "batch_requests", "batch_faults", "batch_replies", "rejudges", "rejudge_runs", "rejudge_scores",
+              "prompts", "incident_states", "labels", "watch_seen", "watch_outbox", "watch_meta", "archived_runs")
+    counts = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
+    series = history.series(store, "ser-1") or {}
+    return {"counts": counts,
+            "ablation": [ablation["status"], ablation["done"], ablation["total"], ablation["result"]],
+            "job_note": list(store.job_note("abl-1") or ()), "cached": cached.text if cached else None,
+            "faults": batches.faults(store, "b-1"), "replies": [list(r) for r in batches.replies(store, "b-1")],
+            "series": [series.get("status"), series.get("done")],
+            "series_history": history.series_history(store, "ser-1")[["run_id", "score", "n"]].to_dict("records"),
+            "claimed": [claimed, again], "outbox": [[r.status, r.attempts] for r in watch_store.outbox(store)],
+            "meta": watch_store.meta(store, "last_look"), "seen": sorted(watch_store.seen_keys(store)),
+            "restored": [a.run_id for a in store.archived_runs("w-0")]}
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -164,6 +239,9 @@ def main(argv: list[str]) -> int:
         watch(url, rest[0], int(rest[1]), float(rest[2]))
     elif command == "roundtrip":
         roundtrip(url, rest[0], rest[1])
+    elif command == "writes":
+        with Store(url) as store:
+            say(**writes(store))
     elif command == "hang":
         hang(url, rest[0])
     else:
