@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import StoreBase, _now
+from lib.store.base import StoreBase, _now, merge, values
 
 RAW_KEPT = 2000   # characters of an unreadable reply kept with its failed judging
 
@@ -78,11 +78,9 @@ class AblationsMixin(StoreBase):
             held = cur.execute("SELECT run_copy FROM ablations WHERE ablation_id = ?", [ablation_id]).fetchall()
             if held and held[0][0] != copy:   # another copy's, or one stored before copies were told apart
                 _set_aside(cur, ablation_id)
-            cur.execute("""INSERT OR IGNORE INTO ablations (ablation_id, run_id, suite, spec, judge_model, status,
-                                  total, done, created_at, updated_at, result, run_copy)
-                           VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL, ?)""",
-                        [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
-                         _now(), _now(), copy])
+            merge(cur, "ablations", values(_NEW_ABLATION), _NEW_ABLATION, ("ablation_id",), replace=False,
+                  params=[ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, "running", total,
+                          0, _now(), _now(), copy])
             # a resumed ablation takes today's plan's total (its row may be from a plan that judged more)
             cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
                         "AND status <> 'done'", [total, _now(), ablation_id])
@@ -116,11 +114,7 @@ class AblationsMixin(StoreBase):
                                             "reason", "verdicts", "calls", "cached", "raw"])
         with self._write_lock:
             with self.transaction() as cur:
-                cur.register("_incoming", frame)
-                try:
-                    cur.execute("""INSERT OR IGNORE INTO ablation_results BY NAME SELECT * FROM _incoming""")
-                finally:
-                    cur.unregister("_incoming")
+                self._put_frame(cur, "ablation_results", frame, _RESULT_KEY, replace=False)
                 _recount_done(cur, ablation_id)
                 written = self._write_replies(cur)   # the calls these results cost go in the same commit
             self._forget_written(written)
@@ -151,8 +145,8 @@ class AblationsMixin(StoreBase):
                         pacing: str | None) -> None:
         """Write (or replace) how an ablation job ended (lib.jobs.job_log); `pacing` is JSON or None."""
         with self.transaction() as cur:
-            cur.execute("INSERT OR REPLACE INTO job_log VALUES (?, ?, ?, ?, ?, ?)",
-                        [ablation_id, state, reason, output_mode, pacing, _now()])
+            merge(cur, "job_log", values(_JOB_NOTE), _JOB_NOTE, ("ablation_id",), replace=True,
+                  params=[ablation_id, state, reason, output_mode, pacing, _now()])
 
     def job_note(self, ablation_id: str) -> tuple[str, str | None, str | None, str | None] | None:
         """(state, reason, output mode, pacing JSON) of an ablation job's end, or None if none is recorded."""
@@ -168,6 +162,10 @@ class AblationsMixin(StoreBase):
 
 _COLUMNS = ", ".join(f"a.{c}" for c in ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total",
                                           "done", "created_at", "updated_at", "result"))
+_NEW_ABLATION = ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total", "done", "created_at",
+                 "updated_at", "run_copy")
+_RESULT_KEY = ("ablation_id", "metric", "arm", "rep", "sample_id")
+_JOB_NOTE = ("ablation_id", "state", "reason", "output_mode", "pacing", "updated_at")
 # an ablation measured the stored copy of its run (a.* ablations, r.* runs joined on run_id)
 _CURRENT = "coalesce(a.run_copy = r.copy_id, false)"
 

@@ -81,6 +81,17 @@ class StoreBase:
             else:
                 cur.execute("COMMIT")
 
+    def _put_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, keys: Sequence[str], *,
+                   replace: bool) -> None:
+        """Merge a frame's rows into `table` by `keys` within the caller's transaction (see `merge`)."""
+        if frame.empty:
+            return
+        cur.register("_incoming", frame)
+        try:
+            merge(cur, table, "_incoming", tuple(frame.columns), keys, replace=replace)
+        finally:
+            cur.unregister("_incoming")
+
     def _insert_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
         if frame.empty:
             return
@@ -90,3 +101,35 @@ class StoreBase:
             cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")
         finally:
             cur.unregister("_incoming")
+
+
+def merge(cur: duckdb.DuckDBPyConnection, table: str, source: str, columns: Sequence[str], keys: Sequence[str], *,
+          replace: bool, params: Sequence[object] = ()) -> None:
+    """Put `source`'s rows into `table`: a row whose `keys` are there already replaces the stored one (`replace`)
+    or is left out (not `replace`), in one MERGE statement.
+
+    The store's one upsert, the same on a DuckDB file and on a team store (lib.store.lake), whose tables hold no
+    key: `INSERT OR REPLACE` and `OR IGNORE` need a PRIMARY KEY and DuckLake refuses them ("no UNIQUE/PRIMARY KEY
+    constraints that refer to this table"). Measured (2026-12-06, 30 merges of 64 rows each, 3 of them already
+    there): a file 29 ms a MERGE against 45 ms for a delete and an insert; a lake on Postgres 15 at load 12,
+    354 against 300 ms, both dominated by the catalog's round trips.
+
+    Args:
+        cur: a cursor in the caller's transaction.
+        table: the table (a name from the store's code, never from input).
+        source: a registered frame's name, or a subquery (see `values`).
+        columns: the source's columns (each a column of `table`).
+        keys: the columns that identify a row.
+        replace: a row already there is replaced (else left as it is, and the source's row dropped).
+        params: the subquery's parameters.
+    """
+    on = " AND ".join(f"{table}.{k} = _src.{k}" for k in keys)
+    sets = ", ".join(f"{c} = _src.{c}" for c in columns if c not in keys)
+    matched = f" WHEN MATCHED THEN UPDATE SET {sets}" if replace and sets else ""
+    cur.execute(f"MERGE INTO {table} USING {source} AS _src ON {on}{matched} WHEN NOT MATCHED THEN INSERT BY NAME",
+                list(params))
+
+
+def values(columns: Sequence[str]) -> str:
+    """A one-row subquery of parameters named `columns`, for `merge` (the values go as its params)."""
+    return f"(SELECT * FROM (VALUES ({', '.join('?' * len(columns))})) AS _v({', '.join(columns)}))"

@@ -25,6 +25,7 @@ from lib.store.base import _now
 JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
             "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
             "updated_at")
+_KEY = ("batch_id", "key")   # a request's row in batch_requests, batch_replies and batch_faults
 
 
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -39,11 +40,7 @@ def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> Non
     with store.transaction() as cur:
         cur.execute(f"INSERT INTO batch_jobs ({', '.join(JOB_COLS)}) VALUES ({', '.join('?' * len(JOB_COLS))})",
                     [row[c] if c != "spec" else json.dumps(row[c], sort_keys=True) for c in JOB_COLS])
-        cur.register("_requests", frame)
-        try:
-            cur.execute("INSERT OR IGNORE INTO batch_requests SELECT * FROM _requests")
-        finally:
-            cur.unregister("_requests")
+        store._put_frame(cur, "batch_requests", frame, _KEY, replace=False)
 
 
 _UPDATABLE = frozenset({"status", "total", "completed", "failed", "output_file_id", "error_file_id", "collected",
@@ -88,11 +85,7 @@ def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
         return
     frame = pd.DataFrame({"batch_id": batch_id, "key": list(faults), "reason": list(faults.values())})
     with store.transaction() as cur:
-        cur.register("_faults", frame)
-        try:
-            cur.execute("INSERT OR REPLACE INTO batch_faults SELECT * FROM _faults")
-        finally:
-            cur.unregister("_faults")
+        store._put_frame(cur, "batch_faults", frame, _KEY, replace=True)
 
 
 def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int, str | None]]) -> None:
@@ -102,11 +95,7 @@ def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int
     frame = pd.DataFrame(rows, columns=["key", "reply", "prompt_tokens", "completion_tokens", "fingerprint"])
     frame.insert(0, "batch_id", batch_id)
     with store.transaction() as cur:
-        cur.register("_replies_in", frame)
-        try:
-            cur.execute("INSERT OR REPLACE INTO batch_replies SELECT * FROM _replies_in")
-        finally:
-            cur.unregister("_replies_in")
+        store._put_frame(cur, "batch_replies", frame, _KEY, replace=True)
 
 
 def replies(store: Store, batch_id: str) -> list[tuple[str, str, int, int, str | None]]:

@@ -110,11 +110,7 @@ class CallCacheMixin(StoreBase):
         frame = pd.DataFrame(list(rows.values()),
                              columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
                                       "fingerprint", "created_at", "served_model"])
-        cur.register("_replies", frame)
-        try:
-            cur.execute("INSERT OR IGNORE INTO judge_cache BY NAME SELECT * FROM _replies")
-        finally:
-            cur.unregister("_replies")
+        self._put_frame(cur, "judge_cache", frame, ("key",), replace=False)   # a reply already kept stays
         self._replies_written = time.monotonic()
         return rows
 

@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 
 from lib.store import Store
-from lib.store.base import _now
+from lib.store.base import _now, merge, values
 
 PENDING, DELIVERED = "pending", "delivered"
 
@@ -47,6 +47,9 @@ class OutboxRow:
 
 COLUMNS = tuple(f.name for f in fields(OutboxRow))
 _PLACES = ", ".join("?" * len(COLUMNS))
+_OUTBOX_KEY = ("message_key", "channel")
+_SEEN = ("key", "kind", "message_key", "seen_at")
+_META = ("name", "value")
 
 
 def seen_keys(store: Store) -> frozenset[str]:
@@ -61,7 +64,7 @@ def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
     now = _now()
     with store.transaction() as cur:
         for key, kind in keys:
-            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, NULL, ?)", [key, kind, now])
+            merge(cur, "watch_seen", values(_SEEN), _SEEN, ("key",), replace=False, params=[key, kind, None, now])
 
 
 def claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]]) -> bool:
@@ -99,7 +102,7 @@ def put(store: Store, rows: Sequence[OutboxRow]) -> None:
         return
     with store.transaction() as cur:
         for row in rows:
-            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+            merge(cur, "watch_outbox", values(COLUMNS), COLUMNS, _OUTBOX_KEY, replace=True, params=astuple(row))
 
 
 def outbox(store: Store) -> list[OutboxRow]:
@@ -126,7 +129,7 @@ def meta(store: Store, name: str) -> str | None:
 
 def set_meta(store: Store, name: str, value: str) -> None:
     with store.transaction() as cur:
-        cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", [name, value])
+        merge(cur, "watch_meta", values(_META), _META, ("name",), replace=True, params=[name, value])
 
 
 def fold(target: Store, source: Store) -> int:
@@ -137,11 +140,11 @@ def fold(target: Store, source: Store) -> int:
     metas = source.cursor().execute("SELECT name, value FROM watch_meta").fetchall()
     with target.transaction() as cur:
         for r in seen:
-            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, ?, ?)", list(r))
+            merge(cur, "watch_seen", values(_SEEN), _SEEN, ("key",), replace=False, params=r)
         for row in rows:
-            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+            merge(cur, "watch_outbox", values(COLUMNS), COLUMNS, _OUTBOX_KEY, replace=True, params=astuple(row))
         for r in metas:
-            cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", list(r))
+            merge(cur, "watch_meta", values(_META), _META, ("name",), replace=True, params=r)
     return len(rows)
 
 
