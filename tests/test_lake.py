@@ -364,3 +364,26 @@ def test_every_write_on_a_file_keeps_one_row_a_key(tmp_path: Path) -> None:
 def test_every_write_on_a_lake_is_what_it_is_on_a_file(team_store: Lake) -> None:
     _, env, server = team_store
     _check_writes(_child(env, "writes", "ducklake:" + server.catalog("written")))
+
+
+# --- the CLI on a store URL ---------------------------------------------------------------------------------------
+
+def _check_session(seen: dict) -> None:
+    codes = {k: v for k, v in seen.items() if isinstance(v, list) and len(v) == 2 and isinstance(v[0], int)}
+    assert codes and all(v == [0, []] for v in codes.values()), codes   # every command did its work, said no error
+    assert seen["runs"] == ["ing-1", "rag-1", "rec-1", "sc-1"] and seen["archived"] == ["sc-1"]
+    assert seen["replaced said"] and seen["report names the run"] and seen["labels history"]
+    assert seen["ablate verdicts"] == [["ground_truth", "CLEAN", 0.75], ["question+ground_truth", "CLEAN", 0.75]]
+
+
+def test_every_command_on_a_team_store_does_what_it_does_on_a_file(team_store: Lake, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.lake_child import cli_session
+
+    _, env, server = team_store
+    monkeypatch.setenv("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/unused")   # watch needs a channel; nothing is sent
+    on_file = json.loads(json.dumps(cli_session(str(tmp_path / "f.duckdb"), str(tmp_path / "f"))))
+    _check_session(on_file)
+    on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli",
+                     "ducklake:" + server.catalog("commands"), str(tmp_path / "lake"))
+    assert on_lake == on_file

@@ -7,6 +7,7 @@
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
     python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
+    python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -227,6 +228,67 @@ def writes(store: Store) -> dict[str, object]:
             "restored": [a.run_id for a in store.archived_runs("w-0")]}
 
 
+SCORED = [{"sample_id": f"q-{i}", "question": f"How long are logs of unit {i} kept?",
+           "answer": f"Logs of unit {i} are kept {i + 1} days.", "contexts": [f"Logs of unit {i} are kept {i + 1} days."],
+           "ground_truth": f"Logs of unit {i} are kept {i + 1} days.", "faithfulness": 1.0} for i in range(4)]
+
+
+def cli_session(db: str, folder: str) -> dict[str, object]:
+    """The CLI's commands on one store, in one process (`python -m lib ...` as lib.cli.main runs them): each
+    command's exit code and what it printed that a user reads. The same session runs on a file and on a lake."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from lib.cli import main as cli
+    from lib.intake.runjson import run_to_json
+
+    here = Path(folder)
+    here.mkdir(parents=True, exist_ok=True)
+    scored = here / "scored.jsonl"
+    scored.write_text("".join(json.dumps(r) + "\n" for r in SCORED), encoding="utf-8")
+    handed = here / "run.json"
+    handed.write_text(run_to_json(make_run("rec-1")), encoding="utf-8")
+    ragas = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "ragas_result.csv"
+    out: dict[str, object] = {}
+
+    def run(name: str, *argv: str) -> str:
+        printed, said = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
+            code = cli([*argv[:1], *(("--db", db) if argv[0] not in ("archive", "labels") else ()), *argv[1:]]
+                       if argv[0] not in ("archive", "labels") else [*argv[:2], "--db", db, *argv[2:]])
+        out[name] = [code, said.getvalue().strip().splitlines()[-1:] if code else []]
+        return printed.getvalue()
+
+    run("ingest", "ingest", str(scored), "--run-id", "ing-1", "--started-at", "2026-10-01T02:00:00")
+    run("record", "record", str(handed))
+    run("import", "import", str(ragas), "--run-id", "rag-1", "--started-at", "2026-10-02T02:00:00")
+    run("score", "score", str(scored), "--run-id", "sc-1", "--judge", "offline", "--metric", "faithfulness",
+        "--started-at", "2026-10-03T02:00:00")
+    again = run("score again", "score", str(scored), "--run-id", "sc-1", "--judge", "offline", "--metric",
+                "faithfulness", "--started-at", "2026-10-03T02:00:00")
+    out["replaced said"] = "replaced the earlier copy of run sc-1" in again
+    listed = json.loads(run("runs", "runs", "--json"))
+    out["runs"] = sorted(r["run_id"] for r in listed)
+    kept = json.loads(run("archive list", "archive", "list", "--json"))
+    out["archived"] = [a["run_id"] for a in kept]
+    run("archive restore", "archive", "restore", kept[0]["archive_id"])
+    ablated = run("ablate", "ablate", "--run", "sc-1", "--metric", "faithfulness", "--blank", "ground_truth",
+                  "--repeats", "1", "--judge", "offline", "--json")
+    out["ablate verdicts"] = [[v["arm"], v["kind"], v["baseline"]] for v in json.loads(ablated)["verdicts"]] \
+        if ablated else None
+    run("report", "report", "--run", "sc-1", "--out", str(here / "finding.md"))
+    out["report names the run"] = (here / "finding.md").is_file() and "sc-1" in (here / "finding.md").read_text()
+    run("labels add", "labels", "add", "--sample", "q-0", "--metric", "faithfulness", "--score", "1",
+        "--labeller", "ana", "--run", "sc-1")
+    history = run("labels history", "labels", "history")
+    out["labels history"] = "ana" in history
+    run("lint", "lint")
+    looked = run("watch", "watch")
+    out["watch printed"] = bool(looked.strip())
+    return out
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -242,6 +304,8 @@ def main(argv: list[str]) -> int:
     elif command == "writes":
         with Store(url) as store:
             say(**writes(store))
+    elif command == "cli":
+        say(**cli_session(url, rest[0]))
     elif command == "hang":
         hang(url, rest[0])
     else:
