@@ -5,9 +5,11 @@
     python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
-    python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
+    python -m tests.support.lake_child watch URL PREFIX N SEC [DRAW]  reads while others write, until N runs PREFIX...
+                                                               are in (drawing the Overview every DRAW seconds)
     python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
+    python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -90,12 +94,13 @@ def read(url: str, as_of: str | None = None) -> None:
         say(**seen(store), refused=refused)
 
 
-def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
+def watch(url: str, prefix: str, until_runs: int, limit: float, draw_every: float = 0.0) -> None:
     """A reader kept open while writers record (the dashboard): polls the runs until it sees `until_runs` whose
     id starts with `prefix` (or `limit` seconds pass), and lists every run it saw with other than 6 samples and
-    6 scores."""
+    6 scores. With `draw_every` > 0 it also draws the Overview page that often (and once more at the end), and
+    lists what the page showed going wrong (an exception or an error box)."""
     t0 = time.perf_counter()
-    polls, partial, n = 0, [], 0
+    polls, partial, n, draws, shown, app, drawn = 0, [], 0, 0, [], None, -math.inf
     with Store(url) as store:
         say(ready=True)
         while time.perf_counter() - t0 < limit:
@@ -108,8 +113,16 @@ def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
             n = sum(r[0].startswith(prefix) for r in rows)
             if n >= until_runs:
                 break
+            if draw_every and time.perf_counter() - drawn >= draw_every:
+                errors, app = draw(url, ("pages/overview.py",), at=app)
+                shown += errors["pages/overview.py"]
+                draws, drawn = draws + 1, time.perf_counter()
             time.sleep(0.2)
-    say(polls=polls, runs=n, partial=partial)
+    if draw_every:   # the page once every run is in
+        errors, app = draw(url, ("pages/overview.py",), at=app)
+        shown += errors["pages/overview.py"]
+        draws += 1
+    say(polls=polls, runs=n, partial=partial, draws=draws, shown=shown)
 
 
 def export(url: str, folder: str) -> None:
@@ -229,7 +242,8 @@ def writes(store: Store) -> dict[str, object]:
 
 
 SCORED = [{"sample_id": f"q-{i}", "question": f"How long are logs of unit {i} kept?",
-           "answer": f"Logs of unit {i} are kept {i + 1} days.", "contexts": [f"Logs of unit {i} are kept {i + 1} days."],
+           "answer": f"Logs of unit {i} are kept {i + 1} days.",
+           "contexts": [f"Logs of unit {i} are kept {i + 1} days."],
            "ground_truth": f"Logs of unit {i} are kept {i + 1} days.", "faithfulness": 1.0} for i in range(4)]
 
 
@@ -289,6 +303,28 @@ def cli_session(db: str, folder: str) -> dict[str, object]:
     return out
 
 
+PAGES = ("pages/overview.py", "pages/trends.py", "pages/run.py", "pages/compare.py", "pages/ablation.py",
+         "pages/canary.py", "pages/review.py", "pages/labels.py", "pages/import.py")
+
+
+def draw(url: str, pages: Sequence[str] = PAGES, *, at: object = None) -> tuple[dict[str, list[str]], object]:
+    """Draw dashboard pages (Streamlit's AppTest, app.py with EVALDRIFT_DB=url): per page, what a user would
+    see go wrong (an exception, or an error box), and the app to draw again with."""
+    import os
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["EVALDRIFT_DB"] = url
+    app = at or AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    shown: dict[str, list[str]] = {}
+    for page in pages:
+        app.run()  # type: ignore[attr-defined]
+        app.switch_page(page).run()  # type: ignore[attr-defined]
+        shown[page] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
+    return shown, app
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -298,7 +334,7 @@ def main(argv: list[str]) -> int:
     elif command == "export":
         export(url, rest[0])
     elif command == "watch":
-        watch(url, rest[0], int(rest[1]), float(rest[2]))
+        watch(url, rest[0], int(rest[1]), float(rest[2]), float(rest[3]) if len(rest) > 3 else 0.0)
     elif command == "roundtrip":
         roundtrip(url, rest[0], rest[1])
     elif command == "writes":
@@ -306,6 +342,10 @@ def main(argv: list[str]) -> int:
             say(**writes(store))
     elif command == "cli":
         say(**cli_session(url, rest[0]))
+    elif command == "pages":
+        t0 = time.perf_counter()
+        shown, _ = draw(url, rest or PAGES)
+        say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
     elif command == "hang":
         hang(url, rest[0])
     else:
