@@ -137,11 +137,28 @@ def test_conflicts_are_retried_bounded_and_said_when_given_up(failures: int, ret
     (duckdb.Error('Failed to initialize DuckLake: Failed to execute query "CREATE TABLE ...": ERROR:  duplicate key '
                   'value violates unique constraint "pg_type_typname_nsp_index" Key already exists.'), True),
     (duckdb.Error("Failed to initialize DuckLake: permission denied for schema public"), False),
+    # a role that may only read: Postgres refuses the commit's catalog write; retrying cannot change that
+    (duckdb.TransactionException('TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\n'
+                                 'Failed to execute query "INSERT INTO ducklake_snapshot ...": ERROR:  permission '
+                                 'denied for table ducklake_snapshot\n'), False),
     (duckdb.BinderException("Binder Error: column already exists"), False),
     (ValueError("conflict"), False),
 ])
 def test_what_counts_as_another_writers_conflict(error: BaseException, retried: bool) -> None:
     assert lake.is_conflict(error) is retried
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (duckdb.TransactionException('Failed to commit DuckLake transaction.\nFailed to execute query "INSERT INTO '
+                                 '"public".ducklake_inlined_data_25_1 VALUES (\'Unit 0 keeps backups\')": ERROR:  '
+                                 'permission denied for table ducklake_snapshot\n'),
+     "permission denied for table ducklake_snapshot"),
+    (duckdb.Error("ERROR:  permission denied for schema public"), "permission denied for schema public"),
+    (duckdb.TransactionException("TransactionContext Error: Failed to commit: conflict on snapshot 7"), None),
+    (ValueError("ERROR:  permission denied for table x"), None),   # not the store's error
+])
+def test_a_refused_write_is_told_by_postgres_line_alone(error: BaseException, said: str | None) -> None:
+    assert lake.refusal(error) == said
 
 
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
@@ -387,3 +404,87 @@ def test_every_command_on_a_team_store_does_what_it_does_on_a_file(team_store: L
     on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli",
                      "ducklake:" + server.catalog("commands"), str(tmp_path / "lake"))
     assert on_lake == on_file
+
+
+# --- security: roles, and where a store URL may come from ---------------------------------------------------------
+
+READER, WRITER = "evaldrift_reader", "evaldrift_writer"
+
+
+def test_the_dashboard_reads_with_a_read_only_role_whose_write_is_refused_in_one_line(
+        team_store: Lake, tmp_path: Path) -> None:
+    _, env, server = team_store
+    admin = "ducklake:" + server.catalog("guarded")
+    _child(env, "read", admin)   # the operator's role makes the lake and its schema (the migrations)
+    # the grants lib/store/README.md gives: writers write the catalog's rows (and make DuckLake's small-insert
+    # tables), the dashboard's role only reads, those tables too
+    server.sql("guarded", f"CREATE ROLE {WRITER} LOGIN", f"CREATE ROLE {READER} LOGIN",
+               f"GRANT USAGE, CREATE ON SCHEMA public TO {WRITER}",
+               f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WRITER}",
+               f"GRANT USAGE ON SCHEMA public TO {READER}", f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER}",
+               f"ALTER DEFAULT PRIVILEGES FOR ROLE {WRITER} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}")
+    done = _child(env, "roles", server.url("guarded", WRITER), server.url("guarded", READER), str(tmp_path))
+    assert done["read"] == ["by-writer"] and done["shown"] == []   # the reader's dashboard reads the writer's run
+    assert done["code"] == 2 and len(done["said"]) == 1           # the refused write: exit 2, one line
+    line = done["said"][0]
+    assert f"user={READER} refused the write (permission denied for table ducklake_" in line, line
+    assert "may only read; nothing was written" in line
+    assert "Unit 0 keeps" not in line and "INSERT" not in line    # never the catalog query with the rows' text
+    assert done["after"] == ["by-writer"] and done["samples"] == 6   # nothing of the refused run
+
+
+def test_a_store_url_in_the_page_address_is_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard opens only what the operator's settings name: a store URL put in the page's address (under
+    any name) is neither offered nor dialled (a listener on its port counts the connections)."""
+    import socket
+    import threading
+
+    from streamlit.testing.v1 import AppTest
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    dialled: list[object] = []
+
+    def accept() -> None:
+        try:
+            while True:
+                dialled.append(listener.accept()[0])
+        except OSError:
+            return
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"ducklake:postgres:dbname=evals host=127.0.0.1 port={listener.getsockname()[1]} user=mallory"
+    db = small_demo(2, tmp_path / "operator.duckdb")
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    monkeypatch.setenv("EVALDRIFT_DATA_PATH", str(tmp_path / "lake"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params.update({name: url for name in ("db", "db_path", "database", "store", "url", "EVALDRIFT_DB")})
+    try:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        picker = at.selectbox(key="db_choice")
+        assert picker.options == ["operator.duckdb"] and picker.value == "operator.duckdb"
+        assert not any("ducklake" in e.value for e in (*at.error, *at.warning))
+        assert dialled == []   # nothing reached for the address's store
+    finally:
+        listener.close()
+        from lib.app import ui
+        ui.open_store(str(db)).close()
+        ui.st.cache_resource.clear()
+
+
+@pytest.mark.parametrize(("environ", "offered"), [
+    ({"EVALDRIFT_DB": "ducklake:postgres:dbname=evals host=db user=dash"},
+     {"team store": "ducklake:postgres:dbname=evals host=db user=dash"}),
+    # a URI keeps its // (a Path would fold it to one slash, and open a file of that name)
+    ({"EVALDRIFT_DB": "ducklake:postgres:postgresql://dash@db/evals"},
+     {"team store": "ducklake:postgres:postgresql://dash@db/evals"}),
+    ({"EVALDRIFT_DB": "data/x.duckdb"}, {"x.duckdb": Path("data/x.duckdb")}),
+])
+def test_the_operators_store_url_is_offered_by_name_as_it_was_set(environ: dict[str, str],
+                                                                  offered: dict[str, object]) -> None:
+    from lib.core.settings import load
+    from lib.store import databases
+
+    assert databases.offered(load(environ=environ)) == offered

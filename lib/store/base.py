@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
+from lib.core.errors import StoreError
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.store.lake import ALIAS as LAKE_ALIAS
+from lib.store.lake import refusal as lake_refusal
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,8 +80,16 @@ class StoreBase:
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
-            else:
+            try:
                 cur.execute("COMMIT")
+            except duckdb.Error as exc:
+                refused = lake_refusal(exc) if self.lake else None
+                if refused is None:
+                    raise
+                # one line, never the catalog query DuckLake quotes (it holds the rows' text)
+                raise StoreError(f"the team store {self.path} refused the write ({refused}): the role its URL names "
+                                 "may only read; nothing was written (writers use a role with write grants, "
+                                 "lib/store/README.md)") from None
 
     def _put_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, keys: Sequence[str], *,
                    replace: bool) -> None:

@@ -10,6 +10,8 @@
     python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
     python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
+    python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
+                                                               reads, draws the Overview, and is refused a write
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -325,6 +327,34 @@ def draw(url: str, pages: Sequence[str] = PAGES, *, at: object = None) -> tuple[
     return shown, app
 
 
+def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
+    """A writer's role records a run; the dashboard's read-only role reads it and draws the Overview, and its
+    write (`python -m lib record`, as a user would try one) is refused: the exit code and the lines on stderr,
+    and what the store holds after."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from lib.cli import main as cli
+    from lib.intake.runjson import run_to_json
+
+    with Store(writer) as store:
+        store.record_run(make_run("by-writer"))
+    with Store(reader) as store:
+        read = store.run_ids()
+    shown, _ = draw(reader, ("pages/overview.py",))
+    handed = Path(folder) / "run.json"
+    handed.parent.mkdir(parents=True, exist_ok=True)
+    handed.write_text(run_to_json(make_run("by-reader")), encoding="utf-8")
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+        code = cli(["record", "--db", reader, str(handed)])
+    with Store(writer) as store:
+        after = seen(store)
+    return {"read": read, "shown": shown["pages/overview.py"], "code": code, "said": said.getvalue().splitlines(),
+            "after": sorted(after["runs"]), "samples": after["tables"]["samples"]}
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -346,6 +376,8 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         shown, _ = draw(url, rest or PAGES)
         say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
+    elif command == "roles":
+        say(**roles(url, rest[0], rest[1]))
     elif command == "hang":
         hang(url, rest[0])
     else:
