@@ -32,6 +32,7 @@ from lib.store.schema import MIGRATIONS
 from tests.conftest import small_demo
 from tests.support import postgres, tool_runs
 from tests.support.cli import run_cli
+from tests.support.lake_child import PAGES
 from tests.support.tool_runs import tool_path
 from tests.test_store import make_run
 
@@ -393,7 +394,7 @@ def _check_session(seen: dict) -> None:
     assert seen["ablate verdicts"] == [["ground_truth", "CLEAN", 0.75], ["question+ground_truth", "CLEAN", 0.75]]
 
 
-def test_every_command_on_a_team_store_does_what_it_does_on_a_file(team_store: Lake, tmp_path: Path,
+def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(team_store: Lake, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.support.lake_child import cli_session
 
@@ -401,9 +402,29 @@ def test_every_command_on_a_team_store_does_what_it_does_on_a_file(team_store: L
     monkeypatch.setenv("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/unused")   # watch needs a channel; nothing is sent
     on_file = json.loads(json.dumps(cli_session(str(tmp_path / "f.duckdb"), str(tmp_path / "f"))))
     _check_session(on_file)
-    on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli",
-                     "ducklake:" + server.catalog("commands"), str(tmp_path / "lake"))
+    url = "ducklake:" + server.catalog("commands")
+    on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli", url, str(tmp_path / "lake"))
     assert on_lake == on_file
+    # and every page of the dashboard draws that history (runs, a replaced copy, an ablation, a label) with no error
+    drawn = _child(env, "pages", url)
+    assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]
+
+
+def test_two_ablation_jobs_writing_progress_at_once_both_finish(team_store: Lake) -> None:
+    """Each batch of results advances the job's row (an UPDATE of `ablations`): on a lake two such commits at once
+    conflict (measured: the second fails, even for another row), so every write is retried as a run is."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("jobs")
+    _child(env, "read", url)
+    batches = 6
+    procs = [_start(env, "ablate", url, f"job-{j}", str(batches)) for j in range(2)]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        done.append(json.loads(out.strip().splitlines()[-1]))
+    assert [(d["status"], d["done"], d["results"]) for d in done] == [("done", 6 * batches, 6 * batches)] * 2
+    print("conflicts retried:", [d["conflicts"] for d in done])
 
 
 # --- security: roles, and where a store URL may come from ---------------------------------------------------------

@@ -10,6 +10,7 @@
     python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
     python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
+    python -m tests.support.lake_child ablate URL ID N         an ablation's progress written N times (`progress`)
     python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
                                                                reads, draws the Overview, and is refused a write
 
@@ -355,6 +356,23 @@ def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
             "after": sorted(after["runs"]), "samples": after["tables"]["samples"]}
 
 
+def progress(url: str, ablation_id: str, batches: int) -> None:
+    """An ablation job's writes, as one runs beside others: its row, then `batches` batches of results, each
+    advancing its progress (an UPDATE of the ablations table, which conflicts with another job's on a lake), then
+    its end. Says what it stored and the conflicts it retried."""
+    results = make_run("x").metrics[0].results
+    with Store(url) as store:
+        store.start_ablation(ablation_id, "no-run", MAIN, {"job": ablation_id}, "offline-lexical-v2",
+                             total=batches * len(results))
+        for rep in range(batches):
+            store.add_ablation_results(ablation_id, "faithfulness", "baseline", rep, results)
+            store.record_job_note(ablation_id, state="running", reason=f"batch {rep}", output_mode=None, pacing=None)
+        store.finish_ablation(ablation_id, "done", {"batches": batches})
+        row = store.ablation(ablation_id, any_copy=True) or {}
+        say(done=row.get("done"), status=row.get("status"), results=len(store.ablation_results(ablation_id)),
+            conflicts=store.conflicts)
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -376,6 +394,8 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         shown, _ = draw(url, rest or PAGES)
         say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
+    elif command == "ablate":
+        progress(url, rest[0], int(rest[1]))
     elif command == "roles":
         say(**roles(url, rest[0], rest[1]))
     elif command == "hang":
