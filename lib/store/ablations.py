@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import StoreBase, _now, merge, values
+from lib.store.base import StoreBase, _now, merge, retried, values
 
 RAW_KEPT = 2000   # characters of an unreadable reply kept with its failed judging
 
@@ -61,6 +61,7 @@ class AblationsMixin(StoreBase):
             params.append(run_id)
         return self._df(sql + " ORDER BY a.created_at DESC, a.ablation_id", params)
 
+    @retried("starting ablation")
     def start_ablation(self, ablation_id: str, run_id: str, suite: str, spec: dict[str, object],
                        judge_model: str, total: int, *, copy: str | None = None) -> None:
         """Create the ablation row if absent (a resumed ablation keeps its row).
@@ -85,6 +86,7 @@ class AblationsMixin(StoreBase):
             cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
                         "AND status <> 'done'", [total, _now(), ablation_id])
 
+    @retried("an ablation's total")
     def set_ablation_total(self, ablation_id: str, total: int) -> None:
         """The judgings an ablation will make, when it learns it needs fewer (its repeats stopped)."""
         with self.transaction() as cur:
@@ -101,6 +103,7 @@ class AblationsMixin(StoreBase):
         """Store a batch of per-sample results and advance the progress count, atomically."""
         self.add_ablation_batches(ablation_id, {(metric, arm, rep): results})
 
+    @retried("storing ablation results")
     def add_ablation_batches(self, ablation_id: str,
                              batches: Mapping[tuple[str, str, int], Sequence[SampleResult]]) -> None:
         """Store batches of per-sample results keyed by (metric, arm, repeat) and advance the progress count, in
@@ -130,6 +133,7 @@ class AblationsMixin(StoreBase):
                            FROM ablation_results WHERE ablation_id = ? ORDER BY metric, arm, rep, sample_id""",
                         [ablation_id])
 
+    @retried("forgetting ablation results")
     def forget_results(self, ablation_id: str, status: str, reason_prefix: str) -> int:
         """Delete the ablation's results of `status` whose reason starts with `reason_prefix`, and recount its
         progress, in one transaction; returns how many were deleted."""
@@ -141,6 +145,7 @@ class AblationsMixin(StoreBase):
             _recount_done(cur, ablation_id)
         return int(row[0]) if row else 0
 
+    @retried("an ablation's job note")
     def record_job_note(self, ablation_id: str, *, state: str, reason: str, output_mode: str | None,
                         pacing: str | None) -> None:
         """Write (or replace) how an ablation job ended (lib.jobs.job_log); `pacing` is JSON or None."""
@@ -154,6 +159,7 @@ class AblationsMixin(StoreBase):
                           [ablation_id])
         return (str(rows[0][0]), rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
+    @retried("finishing an ablation")
     def finish_ablation(self, ablation_id: str, status: str, result: dict[str, object] | None) -> None:
         with self.transaction() as cur:
             cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",

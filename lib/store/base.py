@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
 import pandas as pd
@@ -16,6 +17,7 @@ from lib.core.errors import StoreError
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.store.lake import ALIAS as LAKE_ALIAS
 from lib.store.lake import refusal as lake_refusal
+from lib.store.lake import retrying as lake_retrying
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
 STATUSES = (OK, FAILED, EXCLUDED)
 CACHE_BATCH = 64   # judge replies put() holds before one write: a commit per call costs more than the call
 CACHE_SECONDS = 0.5   # and at most one such write this often: a commit costs 6-9 ms of CPU, and a write every 64
@@ -111,6 +115,26 @@ class StoreBase:
             cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")
         finally:
             cur.unregister("_incoming")
+
+
+def retried(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A write whose body is one whole transaction, on a store given first (a method's self, or a function's
+    store): on a team store it runs again, whole, while another writer's commit conflicts with it (lib.store.lake
+    retrying: bounded, counted in `store.conflicts`, said when it gives up); on a file it runs once.
+
+    DuckLake fails the second of two commits that update or delete rows of one table, even other rows (measured:
+    two ablation jobs advancing their own progress rows), where two inserts both commit.
+    """
+    def wrap(write: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(write)
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            store = args[0]
+            if not isinstance(store, StoreBase) or not store.lake:
+                return write(*args, **kwargs)
+            return lake_retrying(f"{what} in {store.path}", lambda: write(*args, **kwargs),
+                                 on_retry=store._conflicted)
+        return run
+    return wrap
 
 
 def merge(cur: duckdb.DuckDBPyConnection, table: str, source: str, columns: Sequence[str], keys: Sequence[str], *,

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from lib.store import Store
-from lib.store.base import _now
+from lib.store.base import _now, retried
 
 JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
             "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
@@ -32,6 +32,7 @@ def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
     return store.cursor().execute(sql, list(params)).fetchall()
 
 
+@retried("recording a batch job")
 def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> None:
     """Record a submitted batch and its requests (columns key, request, items, labels) in one transaction."""
     row = {**job, "completed": 0, "failed": 0, "output_file_id": None, "error_file_id": None, "collected": False,
@@ -47,6 +48,7 @@ _UPDATABLE = frozenset({"status", "total", "completed", "failed", "output_file_i
                         "replies", "finished"})
 
 
+@retried("updating a batch job")
 def update_job(store: Store, batch_id: str, **fields: object) -> None:
     """Set some of a job's columns (names from a fixed list, values as parameters)."""
     names = [n for n in fields if n in _UPDATABLE]
@@ -79,6 +81,7 @@ def requests(store: Store, batch_id: str) -> list[tuple[str, str, int, str]]:
                                            "WHERE batch_id = ? ORDER BY key", [batch_id])]  # type: ignore[misc]
 
 
+@retried("a batch's faults")
 def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
     """Record the requests a batch returned failed or unreadable, with why."""
     if not faults:
@@ -88,6 +91,7 @@ def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
         store._put_frame(cur, "batch_faults", frame, _KEY, replace=True)
 
 
+@retried("a batch's replies")
 def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int, str | None]]) -> None:
     """Keep a batch's readable replies: (key, text, prompt tokens, completion tokens, fingerprint)."""
     if not rows:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _now
+from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _now, retried
 
 
 class CallCacheMixin(StoreBase):
@@ -90,6 +90,7 @@ class CallCacheMixin(StoreBase):
         if due:
             self.flush_cache()
 
+    @retried("writing cached judge replies")
     def flush_cache(self) -> None:
         """Write the replies put() holds, in one transaction."""
         with self._write_lock:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from lib.core.results import SampleResult, aggregate
 from lib.store import Store
-from lib.store.base import _now, merge, values
+from lib.store.base import _now, merge, retried, values
 
 
 def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
@@ -39,6 +39,7 @@ _PROMPT = ("prompt_hash", "metric", "template")
 _SERIES_RUN = ("series_id", "run_id", "score", "n", "n_failed", "n_excluded", "calls", "cached")
 
 
+@retried("starting a re-judged series")
 def start_series(store: Store, series_id: str, *, metric: str, suite: str, spec: dict[str, object],
                  judge_model: str, prompt_hash: str, binding: str, label: str, total: int) -> None:
     """Create the series row if absent; a resumed series keeps its row and progress."""
@@ -50,6 +51,7 @@ def start_series(store: Store, series_id: str, *, metric: str, suite: str, spec:
                     [_now(), series_id])
 
 
+@retried("a series' template")
 def add_series_prompt(store: Store, prompt_hash: str, metric: str, template: str) -> None:
     """Keep a series' template by its hash, as a recorded run's is (an existing hash is left as it is)."""
     with store.transaction() as cur:
@@ -81,6 +83,7 @@ def series_done_runs(store: Store, series_id: str) -> set[str]:
     return {r[0] for r in _rows(store, "SELECT run_id FROM rejudge_runs WHERE series_id = ?", [series_id])}
 
 
+@retried("storing a re-judged run")
 def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[SampleResult]) -> None:
     """Store one run's re-judged samples and its aggregate, and advance progress: all or nothing."""
     agg = aggregate(results)
@@ -105,6 +108,7 @@ def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[
                            WHERE series_id = ?) WHERE series_id = ?""", [_now(), series_id, series_id])
 
 
+@retried("finishing a series")
 def finish_series(store: Store, series_id: str, status: str) -> None:
     with store.transaction() as cur:
         cur.execute("UPDATE rejudges SET status = ?, updated_at = ? WHERE series_id = ?",
@@ -145,6 +149,7 @@ def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]
 
 
 # -- incidents ----------------------------------------------------------------------------
+@retried("an incident's state")
 def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
     """Append a state change (never overwrite: the log is the record)."""
     with store.transaction() as cur:

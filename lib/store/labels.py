@@ -14,7 +14,7 @@ import pandas as pd
 
 from lib.core.labels import Label
 from lib.core.samples import EvalSample
-from lib.store.base import StoreBase
+from lib.store.base import StoreBase, retried
 
 _COLUMNS = ("seq", "suite", "sample_id", "metric", "item", "kind", "value", "content", "labeller", "labelled_at",
             "source", "note")
@@ -30,6 +30,7 @@ _CURRENT = """
 class LabelsMixin(StoreBase):
     """Writing and reading people's labels."""
 
+    @retried("storing labels")
     def add_labels(self, labels: Sequence[Label]) -> list[int]:
         """Store labels, all or none, in order; returns their seq numbers.
 

@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 
 from lib.store import Store
-from lib.store.base import _now, merge, values
+from lib.store.base import _now, merge, retried, values
 
 PENDING, DELIVERED = "pending", "delivered"
 
@@ -57,6 +57,7 @@ def seen_keys(store: Store) -> frozenset[str]:
     return frozenset(r[0] for r in store.cursor().execute("SELECT key FROM watch_seen").fetchall())
 
 
+@retried("the watcher's seen facts")
 def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
     """Record facts as seen without a message ((key, kind) pairs; a key already seen is left as it is)."""
     if not keys:
@@ -96,6 +97,7 @@ class _Taken(Exception):
     """A fact of the message was claimed by another watcher."""
 
 
+@retried("the watcher's outbox")
 def put(store: Store, rows: Sequence[OutboxRow]) -> None:
     """Write outbox rows whole (a row of the same message and channel is replaced)."""
     if not rows:
@@ -127,6 +129,7 @@ def meta(store: Store, name: str) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
+@retried("the watcher's state")
 def set_meta(store: Store, name: str, value: str) -> None:
     with store.transaction() as cur:
         merge(cur, "watch_meta", values(_META), _META, ("name",), replace=True, params=[name, value])
