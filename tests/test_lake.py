@@ -427,6 +427,26 @@ def test_two_ablation_jobs_writing_progress_at_once_both_finish(team_store: Lake
     print("conflicts retried:", [d["conflicts"] for d in done])
 
 
+def test_two_people_labelling_at_once_get_a_number_each(team_store: Lake) -> None:
+    """A label's seq (the calibration set's version) and an incident state's seq are the next number after the
+    store's highest: on a lake, where two inserts both commit, two writers at once would take the same number
+    unless their writes conflict (each takes the store's numbering row) and one is retried."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("labelled")
+    _child(env, "read", url)
+    n = 5
+    procs = [_start(env, "label", url, who, str(n)) for who in ("ana", "bo")]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    last = max(outs, key=lambda o: len(o["seqs"]))
+    assert last["seqs"] == list(range(1, 2 * n + 1))     # every label its own number
+    assert last["states"] == list(range(1, 2 * n + 1))   # every state of the incident its own place
+    print("conflicts retried:", [o["conflicts"] for o in outs])
+
+
 # --- security: roles, and where a store URL may come from ---------------------------------------------------------
 
 READER, WRITER = "evaldrift_reader", "evaldrift_writer"

@@ -11,6 +11,7 @@
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
     python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
     python -m tests.support.lake_child ablate URL ID N         an ablation's progress written N times (`progress`)
+    python -m tests.support.lake_child label URL NAME N        N labels by NAME, one a write, and N incident states
     python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
                                                                reads, draws the Overview, and is refused a write
 
@@ -373,6 +374,23 @@ def progress(url: str, ablation_id: str, batches: int) -> None:
             conflicts=store.conflicts)
 
 
+def label(url: str, name: str, n: int) -> None:
+    """`n` labels by `name`, one a write (as people label one sample at a time), and as many incident states; says
+    every label's seq and every state's (incident, seq) in the store once done."""
+    from lib.core.labels import SCORE, Label
+    from lib.store import history
+
+    with Store(url) as store:
+        for i in range(n):
+            store.add_labels([Label(suite=MAIN, sample_id=f"s-{i}", metric="faithfulness", item=None, kind=SCORE,
+                                    value=1.0, content="c", labeller=name, labelled_at=datetime(2026, 9, 2, 9, i),
+                                    source="cli", note=None)])
+            history.add_incident_state(store, "inc-1", "acknowledged", f"{name} {i}", name)
+        seqs = [int(r[0]) for r in store.cursor().execute("SELECT seq FROM labels ORDER BY seq").fetchall()]
+        states = [int(r[0]) for r in store.cursor().execute("SELECT seq FROM incident_states ORDER BY seq").fetchall()]
+        say(seqs=seqs, states=states, conflicts=store.conflicts)
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -396,6 +414,8 @@ def main(argv: list[str]) -> int:
         say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
     elif command == "ablate":
         progress(url, rest[0], int(rest[1]))
+    elif command == "label":
+        label(url, rest[0], int(rest[1]))
     elif command == "roles":
         say(**roles(url, rest[0], rest[1]))
     elif command == "hang":
