@@ -95,6 +95,15 @@ class StoreBase:
                                  "may only read; nothing was written (writers use a role with write grants, "
                                  "lib/store/README.md)") from None
 
+    def _numbering(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Call in a transaction that numbers its rows after the store's highest (labels, incident states): on a
+        team store two such transactions at once would both commit the same number (two inserts never conflict),
+        so each also takes the one numbering row (meta's schema version, rewritten unchanged), which makes the
+        second commit conflict and be retried (`retried`) with the number after the first's. A file's single
+        writer needs nothing."""
+        if self.lake:
+            cur.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+
     def _put_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, keys: Sequence[str], *,
                    replace: bool) -> None:
         """Merge a frame's rows into `table` by `keys` within the caller's transaction (see `merge`)."""

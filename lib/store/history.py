@@ -153,6 +153,7 @@ def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]
 def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
     """Append a state change (never overwrite: the log is the record)."""
     with store.transaction() as cur:
+        store._numbering(cur)
         seq = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM incident_states WHERE incident_id = ?",
                           [incident_id]).fetchall()[0][0]
         cur.execute("INSERT INTO incident_states VALUES (?, ?, ?, ?, ?, ?)",

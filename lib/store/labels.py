@@ -39,6 +39,7 @@ class LabelsMixin(StoreBase):
         if not labels:
             return []
         with self.transaction() as cur:
+            self._numbering(cur)
             start = cur.execute("SELECT coalesce(max(seq), 0) FROM labels").fetchall()[0][0]
             frame = pd.DataFrame([{
                 "seq": start + k + 1, "suite": lab.suite, "sample_id": lab.sample_id, "metric": lab.metric,
