@@ -32,6 +32,7 @@ from lib.store.schema import MIGRATIONS
 from tests.conftest import small_demo
 from tests.support import postgres, s3, tool_runs
 from tests.support.cli import run_cli
+from tests.support.lake_child import PAGES
 from tests.support.tool_runs import tool_path
 from tests.test_store import make_run
 
@@ -137,6 +138,10 @@ def test_conflicts_are_retried_bounded_and_said_when_given_up(failures: int, ret
     (duckdb.Error('Failed to initialize DuckLake: Failed to execute query "CREATE TABLE ...": ERROR:  duplicate key '
                   'value violates unique constraint "pg_type_typname_nsp_index" Key already exists.'), True),
     (duckdb.Error("Failed to initialize DuckLake: permission denied for schema public"), False),
+    # a role that may only read: Postgres refuses the commit's catalog write; retrying cannot change that
+    (duckdb.TransactionException('TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\n'
+                                 'Failed to execute query "INSERT INTO ducklake_snapshot ...": ERROR:  permission '
+                                 'denied for table ducklake_snapshot\n'), False),
     (duckdb.BinderException("Binder Error: column already exists"), False),
     (ValueError("conflict"), False),
 ])
@@ -278,6 +283,17 @@ def test_paired_steps_pair_each_step_by_sample_over_scores_ok_in_both(tmp_path: 
     rows = {(r.prev_run_id, r.run_id): (r.n, r.mean, r.sd) for r in got.itertuples()}
     assert rows == {("a", "b"): (2, pytest.approx(-0.5), pytest.approx(0.0)),
                     ("b", "c"): (1, pytest.approx(0.5), 0.0)}
+@pytest.mark.parametrize(("error", "said"), [
+    (duckdb.TransactionException('Failed to commit DuckLake transaction.\nFailed to execute query "INSERT INTO '
+                                 '"public".ducklake_inlined_data_25_1 VALUES (\'Unit 0 keeps backups\')": ERROR:  '
+                                 'permission denied for table ducklake_snapshot\n'),
+     "permission denied for table ducklake_snapshot"),
+    (duckdb.Error("ERROR:  permission denied for schema public"), "permission denied for schema public"),
+    (duckdb.TransactionException("TransactionContext Error: Failed to commit: conflict on snapshot 7"), None),
+    (ValueError("ERROR:  permission denied for table x"), None),   # not the store's error
+])
+def test_a_refused_write_is_told_by_postgres_line_alone(error: BaseException, said: str | None) -> None:
+    assert lake.refusal(error) == said
 
 
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
@@ -424,47 +440,47 @@ def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store:
     assert "asof-b" in now and "offline-lexical-v3" in now and now != then
 
 
-def test_writers_recording_at_once_lose_no_run(team_store: Lake) -> None:
+WRITERS, RUNS = 8, 25   # issue 44's done-means: 8 writer processes x 25 runs into one lake at once
+
+
+def test_eight_writers_record_200_runs_while_the_dashboard_reads_and_a_killed_writer_leaves_nothing(
+        team_store: Lake) -> None:
     _, env, server = team_store
     url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
-    writers, runs = 3, 3
-    reader = _start(env, "watch", url, "writer", str(writers * runs), "300")   # the dashboard, open meanwhile
-    procs = [_start(env, "record", url, f"writer{w}", str(runs)) for w in range(writers)]
+    total = WRITERS * RUNS
+    # the dashboard, open meanwhile: it polls the runs and draws the Overview page every 10 s
+    reader = _start(env, "watch", url, "writer", str(total), "900", "10")
+    procs = [_start(env, "record", url, f"writer{w}", str(RUNS)) for w in range(WRITERS)]
+    killed = _start(env, "hang", url, "killed-1")   # a ninth writer, SIGKILLed inside its run's transaction
+    try:
+        assert killed.stdout is not None
+        lines = [json.loads(killed.stdout.readline() or "{}") for _ in range(2)]
+        assert lines[1] == {"inside": "samples", "rows": 6}, (killed.stderr.read()[-2000:] if killed.stderr else "")
+    finally:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.communicate(timeout=60)
     assert reader.stdout is not None and json.loads(reader.stdout.readline() or "{}") == {"ready": True}, (
         reader.stderr.read()[-2000:] if reader.stderr else "")
     reports = []
     for p in procs:
-        out, err = p.communicate(timeout=600)
+        out, err = p.communicate(timeout=900)
         assert p.returncode == 0, err[-2000:]
         reports.append(json.loads(out.strip().splitlines()[-1]))
-    assert [r["recorded"] for r in reports] == [runs] * writers
-    out, err = reader.communicate(timeout=300)
-    watched = json.loads(out.strip().splitlines()[-1])
+    assert [r["recorded"] for r in reports] == [RUNS] * WRITERS
+    out, err = reader.communicate(timeout=900)
     assert reader.returncode == 0, err[-2000:]
-    assert (watched["runs"], watched["partial"]) == (writers * runs, [])   # it never saw half a run
-    seen = _child(env, "read", url)["runs"]
-    mine = {k: v for k, v in seen.items() if k.startswith("writer")}
-    assert sorted(mine) == sorted(f"writer{w}-{i}" for w in range(writers) for i in range(runs))
+    watched = json.loads(out.strip().splitlines()[-1])
+    assert (watched["runs"], watched["partial"]) == (total, [])   # it never saw half a run
+    assert watched["draws"] >= 1 and watched["shown"] == []       # the page showed no error, drawn as runs landed
+    seen = _child(env, "read", url)
+    mine = {k: v for k, v in seen["runs"].items() if k.startswith("writer")}
+    assert sorted(mine) == sorted(f"writer{w}-{i}" for w in range(WRITERS) for i in range(RUNS))   # 200, none lost
     assert all(v["samples"] == 6 and v["scores"] == 6 and v["metrics"][0]["score"] == 0.75 for v in mine.values())
-    print("conflicts retried:", [r["conflicts"] for r in reports], "seconds:", [r["seconds"] for r in reports])
-
-
-def test_a_writer_killed_inside_its_transaction_leaves_nothing_of_its_run(
-        team_store: Lake) -> None:
-    url, env, _ = team_store
-    proc = _start(env, "hang", url, "killed-1")
-    try:
-        assert proc.stdout is not None
-        lines = [json.loads(proc.stdout.readline()) for _ in range(2)]
-        assert lines[1] == {"inside": "samples", "rows": 6}   # its samples written, its transaction open
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
-    # the next writer, in another process, finds none of it, and records that run id: no lock was left behind
-    after = _child(env, "record", url, "killed", "2")
-    assert "killed-1" not in after["before"]["runs"]
-    assert after["before"]["tables"]["samples"] == 6 * len(after["before"]["runs"])   # no sample of it anywhere
-    assert after["recorded"] == 2
+    # nothing of the killed writer's run anywhere: no run row, and no sample or score beyond the 200 runs' own
+    assert "killed-1" not in seen["runs"]
+    assert (seen["tables"]["samples"], seen["tables"]["sample_scores"]) == (6 * total, 6 * total)
+    print(f"{total} runs by {WRITERS} writers; conflicts retried:", [r["conflicts"] for r in reports],
+          "seconds:", [r["seconds"] for r in reports], "page draws:", watched["draws"], "polls:", watched["polls"])
 
 
 def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
@@ -539,3 +555,185 @@ def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_pat
     done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
     assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
     assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1
+
+
+# --- every write, the same on a file and on a lake ----------------------------------------------------------------
+
+# What tests.support.lake_child.writes reads back (each write done twice): one row a key, the later value where a
+# write replaces and the first where it keeps; hand-counted from the writes it makes.
+WRITTEN_COUNTS = {"runs": 1, "samples": 6, "ablations": 1, "ablation_results": 12, "job_log": 1, "judge_cache": 1,
+                  "batch_jobs": 1, "batch_requests": 2, "batch_faults": 1, "batch_replies": 1, "rejudges": 1,
+                  "rejudge_runs": 1, "rejudge_scores": 6, "prompts": 2, "incident_states": 1, "labels": 1,
+                  "watch_seen": 2, "watch_outbox": 1, "watch_meta": 1, "archived_runs": 1}
+
+
+def _check_writes(seen: dict) -> None:
+    assert seen["counts"] == WRITTEN_COUNTS
+    assert seen["ablation"] == ["done", 12, 12, {"summary": "ok"}]
+    assert seen["job_note"] == ["done", "second", "json", None]   # a job note is replaced
+    assert seen["cached"] == "first reply"                         # a cached reply is kept
+    assert seen["faults"] == {"k2": "unreadable"} and seen["replies"] == [["k1", "two", 5, 6, None]]
+    assert seen["series"] == ["done", 6]
+    assert seen["series_history"] == [{"run_id": "w-0", "score": 0.75, "n": 6}]
+    assert seen["claimed"] == [True, False]
+    assert seen["outbox"] == [["delivered", 1]] and seen["meta"] == "2026-09-02"
+    assert seen["seen"] == ["fact-1", "fact-2"] and seen["restored"] == ["w-0"]
+
+
+def test_every_write_on_a_file_keeps_one_row_a_key(tmp_path: Path) -> None:
+    from tests.support.lake_child import writes
+
+    with Store(tmp_path / "w.duckdb") as store:
+        _check_writes(json.loads(json.dumps(writes(store), default=str)))
+
+
+def test_every_write_on_a_lake_is_what_it_is_on_a_file(team_store: Lake) -> None:
+    _, env, server = team_store
+    _check_writes(_child(env, "writes", "ducklake:" + server.catalog("written")))
+
+
+# --- the CLI on a store URL ---------------------------------------------------------------------------------------
+
+def _check_session(seen: dict) -> None:
+    codes = {k: v for k, v in seen.items() if isinstance(v, list) and len(v) == 2 and isinstance(v[0], int)}
+    assert codes and all(v == [0, []] for v in codes.values()), codes   # every command did its work, said no error
+    assert seen["runs"] == ["ing-1", "rag-1", "rec-1", "sc-1"] and seen["archived"] == ["sc-1"]
+    assert seen["replaced said"] and seen["report names the run"] and seen["labels history"]
+    assert seen["ablate verdicts"] == [["ground_truth", "CLEAN", 0.75], ["question+ground_truth", "CLEAN", 0.75]]
+
+
+def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(team_store: Lake, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.lake_child import cli_session
+
+    _, env, server = team_store
+    monkeypatch.setenv("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/unused")   # watch needs a channel; nothing is sent
+    on_file = json.loads(json.dumps(cli_session(str(tmp_path / "f.duckdb"), str(tmp_path / "f"))))
+    _check_session(on_file)
+    url = "ducklake:" + server.catalog("commands")
+    on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli", url, str(tmp_path / "lake"))
+    assert on_lake == on_file
+    # and every page of the dashboard draws that history (runs, a replaced copy, an ablation, a label) with no error
+    drawn = _child(env, "pages", url)
+    assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]
+
+
+def test_two_ablation_jobs_writing_progress_at_once_both_finish(team_store: Lake) -> None:
+    """Each batch of results advances the job's row (an UPDATE of `ablations`): on a lake two such commits at once
+    conflict (measured: the second fails, even for another row), so every write is retried as a run is."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("jobs")
+    _child(env, "read", url)
+    batches = 6
+    procs = [_start(env, "ablate", url, f"job-{j}", str(batches)) for j in range(2)]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        done.append(json.loads(out.strip().splitlines()[-1]))
+    assert [(d["status"], d["done"], d["results"]) for d in done] == [("done", 6 * batches, 6 * batches)] * 2
+    print("conflicts retried:", [d["conflicts"] for d in done])
+
+
+def test_two_people_labelling_at_once_get_a_number_each(team_store: Lake) -> None:
+    """A label's seq (the calibration set's version) and an incident state's seq are the next number after the
+    store's highest: on a lake, where two inserts both commit, two writers at once would take the same number
+    unless their writes conflict (each takes the store's numbering row) and one is retried."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("labelled")
+    _child(env, "read", url)
+    n = 5
+    procs = [_start(env, "label", url, who, str(n)) for who in ("ana", "bo")]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    last = max(outs, key=lambda o: len(o["seqs"]))
+    assert last["seqs"] == list(range(1, 2 * n + 1))     # every label its own number
+    assert last["states"] == list(range(1, 2 * n + 1))   # every state of the incident its own place
+    print("conflicts retried:", [o["conflicts"] for o in outs])
+
+
+# --- security: roles, and where a store URL may come from ---------------------------------------------------------
+
+READER, WRITER = "evaldrift_reader", "evaldrift_writer"
+
+
+def test_the_dashboard_reads_with_a_read_only_role_whose_write_is_refused_in_one_line(
+        team_store: Lake, tmp_path: Path) -> None:
+    _, env, server = team_store
+    admin = "ducklake:" + server.catalog("guarded")
+    _child(env, "read", admin)   # the operator's role makes the lake and its schema (the migrations)
+    # the grants lib/store/README.md gives: writers write the catalog's rows (and make DuckLake's small-insert
+    # tables), the dashboard's role only reads, those tables too
+    server.sql("guarded", f"CREATE ROLE {WRITER} LOGIN", f"CREATE ROLE {READER} LOGIN",
+               f"GRANT USAGE, CREATE ON SCHEMA public TO {WRITER}",
+               f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WRITER}",
+               f"GRANT USAGE ON SCHEMA public TO {READER}", f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER}",
+               f"ALTER DEFAULT PRIVILEGES FOR ROLE {WRITER} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}")
+    done = _child(env, "roles", server.url("guarded", WRITER), server.url("guarded", READER), str(tmp_path))
+    assert done["read"] == ["by-writer"] and done["shown"] == []   # the reader's dashboard reads the writer's run
+    assert done["code"] == 2 and len(done["said"]) == 1           # the refused write: exit 2, one line
+    line = done["said"][0]
+    assert f"user={READER} refused the write (permission denied for table ducklake_" in line, line
+    assert "may only read; nothing was written" in line
+    assert "Unit 0 keeps" not in line and "INSERT" not in line    # never the catalog query with the rows' text
+    assert done["after"] == ["by-writer"] and done["samples"] == 6   # nothing of the refused run
+
+
+def test_a_store_url_in_the_page_address_is_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard opens only what the operator's settings name: a store URL put in the page's address (under
+    any name) is neither offered nor dialled (a listener on its port counts the connections)."""
+    import socket
+    import threading
+
+    from streamlit.testing.v1 import AppTest
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    dialled: list[object] = []
+
+    def accept() -> None:
+        try:
+            while True:
+                dialled.append(listener.accept()[0])
+        except OSError:
+            return
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"ducklake:postgres:dbname=evals host=127.0.0.1 port={listener.getsockname()[1]} user=mallory"
+    db = small_demo(2, tmp_path / "operator.duckdb")
+    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+    monkeypatch.setenv("EVALDRIFT_DATA_PATH", str(tmp_path / "lake"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params.update({name: url for name in ("db", "db_path", "database", "store", "url", "EVALDRIFT_DB")})
+    try:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        picker = at.selectbox(key="db_choice")
+        assert picker.options == ["operator.duckdb"] and picker.value == "operator.duckdb"
+        assert not any("ducklake" in e.value for e in (*at.error, *at.warning))
+        assert dialled == []   # nothing reached for the address's store
+    finally:
+        listener.close()
+        from lib.app import ui
+        ui.open_store(str(db)).close()
+        ui.st.cache_resource.clear()
+
+
+@pytest.mark.parametrize(("environ", "offered"), [
+    ({"EVALDRIFT_DB": "ducklake:postgres:dbname=evals host=db user=dash"},
+     {"team store": "ducklake:postgres:dbname=evals host=db user=dash"}),
+    # a URI keeps its // (a Path would fold it to one slash, and open a file of that name)
+    ({"EVALDRIFT_DB": "ducklake:postgres:postgresql://dash@db/evals"},
+     {"team store": "ducklake:postgres:postgresql://dash@db/evals"}),
+    ({"EVALDRIFT_DB": "data/x.duckdb"}, {"x.duckdb": Path("data/x.duckdb")}),
+])
+def test_the_operators_store_url_is_offered_by_name_as_it_was_set(environ: dict[str, str],
+                                                                  offered: dict[str, object]) -> None:
+    from lib.core.settings import load
+    from lib.store import databases
+
+    assert databases.offered(load(environ=environ)) == offered

@@ -82,7 +82,7 @@ def start_early(secrets: dict[str, object] | None = None) -> None:
         path = settings.load(secrets=secrets).db_path
     except Exception:   # the page says what is wrong with the setting
         return
-    if settings.is_demo_path(path) and not path.exists():
+    if settings.is_demo_path(path) and not Path(path).exists():
         demo_build(path)
 
 

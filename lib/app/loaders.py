@@ -27,6 +27,7 @@ from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
+from lib.store.lake import is_lake
 from lib.store.watch import OutboxRow
 
 
@@ -43,7 +44,7 @@ def sent_alerts(db_path: str, version: str) -> list[OutboxRow]:
 
     from lib.jobs import watch
 
-    return watch.sent_log(open_store(db_path), Path(db_path))
+    return watch.sent_log(open_store(db_path), None if is_lake(db_path) else Path(db_path))
 
 
 @st.cache_data(show_spinner=False)

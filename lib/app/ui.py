@@ -36,7 +36,7 @@ from lib.judging.breaker import Limits
 from lib.judging.offline import VARIANTS
 from lib.presentation import linkparams, static_tables, views
 from lib.presentation.report import md_escape as md_literal
-from lib.store import Store, databases
+from lib.store import Store, databases, lake
 
 BUSY_RETRY_SECONDS = 2.0  # while another process holds the database, a page tries again this often
 
@@ -55,7 +55,9 @@ def load_settings() -> settings.Settings:
 
 @st.cache_resource(show_spinner="Opening the database...")
 def open_store(path: str) -> Store:
-    """The process's one connection to a database file (DuckDB: one owning process)."""
+    """The process's one connection to a database file (DuckDB: one owning process), or to a team store."""
+    if lake.is_lake(path):   # many processes read and write it at once: no snapshot is kept for the CLI
+        return Store(path)
     if settings.is_demo_path(path):
         ensure_demo(path)
     store = Store(path)
@@ -167,8 +169,8 @@ def sidebar(*, create: bool = False) -> Context:
     endpoint = OFFLINE if judge in VARIANTS else s.endpoint
     path = offered[name]
     store = _open_or_stop(path, name, create=create)
-    for folder in inbox.folders_drained(path, s):   # EVALDRIFT_INBOX, and beside the database (lib.intake.inbox)
-        inbox.drain(store, folder)
+    for folder in () if lake.is_lake(path) else inbox.folders_drained(path, s):   # EVALDRIFT_INBOX, and beside the
+        inbox.drain(store, folder)   # database (lib.intake.inbox); nothing is ever handed over to a team store
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
     return Context(store, str(path), judge, endpoint, user, db_name=name)
@@ -221,26 +223,33 @@ NO_RUNS_HINT = ("Record a first run on the Import page, or with `python -m lib s
                 "scored by the judge) or `python -m lib import FILE --db PATH` (another tool's results).")
 
 
-def _open_or_stop(path: Path, name: str, *, create: bool = False) -> Store:
+def _open_or_stop(path: Path | str, name: str, *, create: bool = False) -> Store:
     """The store for `path`, or a sentence (never a traceback or a server path) and a stopped page.
 
-    `create`: a missing file is created (the Import page records a first run into a new database).
+    `create`: a missing file is created (the Import page records a first run into a new database). A team
+    store's URL (lib.store.lake) is opened as it is; what is wrong with it is said with its name in place of the URL.
     """
+    if isinstance(path, str):
+        return _open_shown(path, name)
     if not path.exists() and settings.is_demo_path(path):
         _demo_progress(path)
     if not path.exists() and not settings.is_demo_path(path) and not create:
         st.error(f"No database {md_literal(name)} yet. {NO_RUNS_HINT}")
         st.page_link("pages/import.py", label="Record a first run on the Import page", icon=":material/upload:")
         st.stop()
+    return _open_shown(str(path), name)
+
+
+def _open_shown(path: str, name: str) -> Store:
     try:
-        return open_store(str(path))
+        return open_store(path)
     except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
         st.info("Another process (a nightly job or the command line) is writing to this database right now; "
                 "the page opens it as soon as it is free.")
         time.sleep(BUSY_RETRY_SECONDS)
         st.rerun()
     except StoreError as exc:
-        st.error(md_literal(str(exc).replace(str(path), name)))
+        st.error(md_literal(str(exc).replace(path, name)))
         st.stop()
     raise AssertionError("unreachable")
 

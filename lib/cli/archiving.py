@@ -22,7 +22,7 @@ def _line(a: ArchivedRun) -> str:
             f"{a.footprint.sentence()}")
 
 
-def say_replaced(db: Path, run_id: str, since: datetime) -> None:
+def say_replaced(db: Path | str, run_id: str, since: datetime) -> None:
     """After a recording in `db`: print what it replaced and where the earlier copy is kept (nothing if new)."""
     try:
         with Store(db) as store:

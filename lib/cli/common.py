@@ -47,11 +47,17 @@ def _settings() -> settings.Settings:
     return settings.load()
 
 
-def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path:
-    """--db, else EVALDRIFT_DB; a reading command refuses a path with no database."""
+def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path | str:
+    """--db, else EVALDRIFT_DB; a reading command refuses a path with no database.
+
+    A team store's URL (`ducklake:postgres:...`, lib.store.lake) is returned as the text it is (a Path would fold
+    a URI's `//`): it names no file to check, and opening it says what is wrong with it.
+    """
     raw = args.db or os.environ.get("EVALDRIFT_DB") or None
     if raw is None:
         raise UsageError(f"{PROG} {args.command}: no database: give --db PATH or set EVALDRIFT_DB")
+    if lake.is_lake(raw):
+        return str(raw)
     path = Path(raw)
     if must_exist and not path.is_file():
         raise UsageError(f"no database at {path} (build one with `{PROG} demo --db {path}` or "
@@ -59,19 +65,23 @@ def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path:
     return path
 
 
-def _inbox_for(db: Path) -> Path:
+def _inbox_for(db: Path | str) -> Path:
     """The inbox the dashboard owning `db` drains (as lib.app.ui does)."""
     return inbox.folder_for(db)
 
 
-def open_for_reading(db: Path) -> Store:
+def open_for_reading(db: Path | str) -> Store:
     """The database for a reading command (runs, lint, report, labels agreement and history): opened, its inbox
     drained first, when it is free; while the dashboard holds it, the dashboard's snapshot of it
-    (lib.store.snapshot), read-only, and a note on stderr saying how old it is.
+    (lib.store.snapshot), read-only, and a note on stderr saying how old it is. A team store is opened as it is:
+    many processes read and write it at once.
 
     Raises:
         StoreBusyError: the file is held and no snapshot of it exists (a dashboard older than snapshots).
     """
+    if lake.is_lake(db):
+        return Store(db)
+    db = Path(db)
     try:
         return inbox.open_drained(db, _inbox_for(db))
     except StoreBusyError:

@@ -85,7 +85,7 @@ def _run_details(run: RunRecord) -> str:
     return f"{n} samples; " + ("; ".join(parts) if parts else "no metric columns")
 
 
-def _say_recorded(db: Path, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
+def _say_recorded(db: Path | str, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
     if where.where == "database":
         print(f"recorded {_describe_run(run)} in {db}")
         say_replaced(db, run.run_id, since)

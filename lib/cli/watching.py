@@ -91,7 +91,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _digest(db: Path, notifier: wj.AppriseNotifier) -> int:
+def _digest(db: Path | str, notifier: wj.AppriseNotifier) -> int:
     from lib.cli.common import open_for_reading
     from lib.presentation.mdtext import markdown_text
     from lib.presentation.review import default_range, review, review_markdown

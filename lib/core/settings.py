@@ -81,6 +81,16 @@ def _path(value: str) -> Path:
     return Path(_text(value))
 
 
+STORE_URL = "ducklake:"   # a team store's URL (lib.store.lake), which EVALDRIFT_DB may name instead of a file
+
+
+def _database(value: str) -> Path | str:
+    """A DuckDB file, or a team store's URL kept as the text it is (a Path would fold a URI's `//`); the URL is
+    checked when the store opens it (a password in it is refused there, lib.store.lake.parse)."""
+    text = _text(value)
+    return text if text.startswith(STORE_URL) else Path(text)
+
+
 def _whole(low: int, high: int) -> Callable[[str], int]:
     def read(value: str) -> int:
         text = _text(value)
@@ -182,8 +192,9 @@ class Setting:
 
 MIB = 1024 * 1024
 SETTINGS: tuple[Setting, ...] = (
-    Setting("db_path", "EVALDRIFT_DB", _path, None,   # None: DEMO_DB, looked up in load()
-            "the DuckDB file; the demo database is built there when absent"),
+    Setting("db_path", "EVALDRIFT_DB", _database, None,   # None: DEMO_DB, looked up in load()
+            "the DuckDB file (the demo database is built there when absent), or a team store's URL "
+            "(`ducklake:postgres:dbname=... host=... user=...`, no password: libpq reads PGPASSWORD or a PGPASSFILE)"),
     Setting("inbox", "EVALDRIFT_INBOX", _path, None,   # None: inbox/ beside each database (inbox.folder_for)
             "folder where runs recorded while their database is held are handed over, for every database (unset: "
             "inbox/ beside each database); an owner drains it and the folder beside its database"),
@@ -239,7 +250,7 @@ SETTINGS: tuple[Setting, ...] = (
 
 @dataclass(frozen=True)
 class Settings:
-    db_path: Path
+    db_path: Path | str   # str: a team store's URL (STORE_URL)
     inbox: Path | None   # None: beside each database (lib.intake.inbox.folder_for)
     judge_model: str
     base_url: str | None

@@ -61,6 +61,7 @@ from lib.intake.ingest import run_from_frame
 from lib.intake.reading import read_table
 from lib.intake.runjson import read_handover, run_to_json
 from lib.store import Store
+from lib.store.lake import is_lake
 
 log = logging.getLogger(__name__)
 REJECTED = "rejected"
@@ -145,7 +146,7 @@ def record_file_at(db_path: str | Path, path: str | Path, run: FileRun, *,
         InputError: the file is unreadable, or a row or field is bad (nothing written).
     """
     folder = Path(inbox) if inbox is not None else folder_for(db_path)
-    if not Path(db_path).exists():
+    if is_lake(db_path) or not Path(db_path).exists():
         check_file(path, run)  # a bad file leaves no new database behind
     try:
         with open_drained(db_path, folder) as store:
@@ -188,11 +189,14 @@ def folders_drained(db_path: str | Path, settings: Settings | None = None) -> tu
 
 
 def open_drained(db_path: str | Path, inbox: str | Path) -> Store:
-    """Open the database read-write and record what waits for it first: in `inbox`, and beside the database.
+    """Open the database read-write and record what waits for it first: in `inbox`, and beside the database (a
+    team store's URL, lib.store.lake, is only opened: it is never held, so nothing is handed over to it).
 
     Raises:
         StoreBusyError: another process holds the file; its message says how many runs wait.
     """
+    if is_lake(db_path):   # a team store has many writers: nothing is handed over to it, nothing waits
+        return Store(db_path)
     folders = tuple(dict.fromkeys([Path(inbox), beside(db_path)]))
     try:
         store = Store(db_path)

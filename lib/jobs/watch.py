@@ -35,6 +35,7 @@ from lib.diagnosis.watch import Event, ablations_wanted, events, observe, times_
 from lib.intake import inbox
 from lib.store import Store
 from lib.store import watch as ws
+from lib.store.lake import is_lake
 from lib.store.snapshot import snapshot_path, snapshot_time
 from lib.store.watch import side_path
 
@@ -190,13 +191,14 @@ class Ablating:
     settings: Settings
 
 
-def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_url: str | None = None,
+def look(db: Path | str, notifier: Notifier, *, now: datetime | None = None, public_url: str | None = None,
          retries: int | None = None, backoff: float | None = None, lock_wait: float = LOCK_WAIT,
          sleep: Callable[[float], None] = time.sleep, ablating: Ablating | None = None) -> LookResult:
     """One look at a database: decide, claim and deliver what is new, and resend what is pending.
 
     Args:
-        db: the DuckDB file (it must exist).
+        db: the DuckDB file (it must exist), or a team store's URL (lib.store.lake: read and written in place,
+            with no lock between watchers: run one watcher a team store).
         notifier: the channels (AppriseNotifier from the operator's settings).
         now: the time of the look (a missing run is judged against it; default: now).
         public_url: the dashboard's address, for each message's link (EVALDRIFT_PUBLIC_URL).
@@ -210,6 +212,12 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
             watch lock too long.
     """
     now = now or datetime.now().replace(microsecond=0)
+    tries, pause = RETRIES if retries is None else retries, BACKOFF if backoff is None else backoff
+    if is_lake(db):   # a team store is never held: the watcher reads and keeps its state in it (one watcher a store)
+        with Store(db) as store:
+            return _look(store, store, notifier, now=now, public_url=public_url, sleep=sleep, on_snapshot=False,
+                         retries=tries, backoff=pause, ablating=ablating)
+    db = Path(db)
     side = side_path(db)
     with ws.turn(db, lock_wait):
         try:
@@ -231,10 +239,8 @@ def look(db: Path, notifier: Notifier, *, now: datetime | None = None, public_ur
                     ws.fold(reader, old)
                 _remove(side)
         try:
-            return _look(reader, state, notifier, now=now, public_url=public_url,
-                         retries=RETRIES if retries is None else retries,
-                         backoff=BACKOFF if backoff is None else backoff, sleep=sleep, on_snapshot=on_snapshot,
-                         ablating=ablating)
+            return _look(reader, state, notifier, now=now, public_url=public_url, sleep=sleep,
+                         on_snapshot=on_snapshot, retries=tries, backoff=pause, ablating=ablating)
         finally:
             if state is not reader:
                 state.close()

@@ -46,6 +46,7 @@ from lib.judging.base import CallCache, ChoosesJsonMode, Judge, MemoryCache, Rep
 from lib.judging.breaker import Breaker, GuardedJudge, Limits
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
+from lib.store.lake import is_lake
 
 SCORER = "evaldrift"   # what runs scored by our harness record as their scoring library
 Progress = Callable[[int, int], None]
@@ -194,12 +195,16 @@ def cache_path(db: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def _call_cache(db: Path, judge: Judge) -> Iterator[CallCache]:
+def _call_cache(db: Path | str, judge: Judge) -> Iterator[CallCache]:
     if not judge.cacheable:
         yield MemoryCache()
         return
     from lib.store import Store
 
+    if is_lake(db):   # a team store keeps the calls itself: a re-run resumes from any machine
+        with Store(db) as lake_cache:
+            yield lake_cache
+        return
     try:
         cache = Store(cache_path(db))
     except StoreBusyError:  # another scoring holds it: score without resuming
@@ -234,7 +239,7 @@ def score_file(db: str | Path, path: str | Path, *, run_id: str, judge: Judge,
     samples, _ = records_from_frame(frame, source=str(path), metrics=chosen)
     fields = present_fields(frame)
     check_templates(chosen, dict(templates or {}), binding, fields)
-    db = Path(db)
+    db = db if is_lake(db) else Path(db)   # a team store's URL stays text (a Path is a file)
     with _call_cache(db, judge) as cache:
         run = evaluate_run(run_id, samples, judge, started_at=started_at, pipeline=pipeline, metrics=chosen,
                            templates=templates, binding=binding, cache=cache, progress=progress, fields=fields)

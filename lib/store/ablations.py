@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import StoreBase, _now
+from lib.store.base import StoreBase, _now, merge, retried, values
 
 RAW_KEPT = 2000   # characters of an unreadable reply kept with its failed judging
 
@@ -61,6 +61,7 @@ class AblationsMixin(StoreBase):
             params.append(run_id)
         return self._df(sql + " ORDER BY a.created_at DESC, a.ablation_id", params)
 
+    @retried("starting ablation")
     def start_ablation(self, ablation_id: str, run_id: str, suite: str, spec: dict[str, object],
                        judge_model: str, total: int, *, copy: str | None = None) -> None:
         """Create the ablation row if absent (a resumed ablation keeps its row).
@@ -78,15 +79,14 @@ class AblationsMixin(StoreBase):
             held = cur.execute("SELECT run_copy FROM ablations WHERE ablation_id = ?", [ablation_id]).fetchall()
             if held and held[0][0] != copy:   # another copy's, or one stored before copies were told apart
                 _set_aside(cur, ablation_id)
-            cur.execute("""INSERT OR IGNORE INTO ablations (ablation_id, run_id, suite, spec, judge_model, status,
-                                  total, done, created_at, updated_at, result, run_copy)
-                           VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, NULL, ?)""",
-                        [ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, total,
-                         _now(), _now(), copy])
+            merge(cur, "ablations", values(_NEW_ABLATION), _NEW_ABLATION, ("ablation_id",), replace=False,
+                  params=[ablation_id, run_id, suite, json.dumps(spec, sort_keys=True), judge_model, "running", total,
+                          0, _now(), _now(), copy])
             # a resumed ablation takes today's plan's total (its row may be from a plan that judged more)
             cur.execute("UPDATE ablations SET status = 'running', total = ?, updated_at = ? WHERE ablation_id = ? "
                         "AND status <> 'done'", [total, _now(), ablation_id])
 
+    @retried("an ablation's total")
     def set_ablation_total(self, ablation_id: str, total: int) -> None:
         """The judgings an ablation will make, when it learns it needs fewer (its repeats stopped)."""
         with self.transaction() as cur:
@@ -103,6 +103,7 @@ class AblationsMixin(StoreBase):
         """Store a batch of per-sample results and advance the progress count, atomically."""
         self.add_ablation_batches(ablation_id, {(metric, arm, rep): results})
 
+    @retried("storing ablation results")
     def add_ablation_batches(self, ablation_id: str,
                              batches: Mapping[tuple[str, str, int], Sequence[SampleResult]]) -> None:
         """Store batches of per-sample results keyed by (metric, arm, repeat) and advance the progress count, in
@@ -117,11 +118,7 @@ class AblationsMixin(StoreBase):
                                             "reason", "verdicts", "calls", "cached", "raw"])
         with self._write_lock:
             with self.transaction() as cur:
-                cur.register("_incoming", frame)
-                try:
-                    cur.execute("""INSERT OR IGNORE INTO ablation_results BY NAME SELECT * FROM _incoming""")
-                finally:
-                    cur.unregister("_incoming")
+                self._put_frame(cur, "ablation_results", frame, _RESULT_KEY, replace=False)
                 _recount_done(cur, ablation_id)
                 written = self._write_replies(cur)   # the calls these results cost go in the same commit
             self._forget_written(written)
@@ -137,6 +134,7 @@ class AblationsMixin(StoreBase):
                            FROM ablation_results WHERE ablation_id = ? ORDER BY metric, arm, rep, sample_id""",
                         [ablation_id])
 
+    @retried("forgetting ablation results")
     def forget_results(self, ablation_id: str, status: str, reason_prefix: str) -> int:
         """Delete the ablation's results of `status` whose reason starts with `reason_prefix`, and recount its
         progress, in one transaction; returns how many were deleted."""
@@ -148,12 +146,13 @@ class AblationsMixin(StoreBase):
             _recount_done(cur, ablation_id)
         return int(row[0]) if row else 0
 
+    @retried("an ablation's job note")
     def record_job_note(self, ablation_id: str, *, state: str, reason: str, output_mode: str | None,
                         pacing: str | None) -> None:
         """Write (or replace) how an ablation job ended (lib.jobs.job_log); `pacing` is JSON or None."""
         with self.transaction() as cur:
-            cur.execute("INSERT OR REPLACE INTO job_log VALUES (?, ?, ?, ?, ?, ?)",
-                        [ablation_id, state, reason, output_mode, pacing, _now()])
+            merge(cur, "job_log", values(_JOB_NOTE), _JOB_NOTE, ("ablation_id",), replace=True,
+                  params=[ablation_id, state, reason, output_mode, pacing, _now()])
 
     def job_note(self, ablation_id: str) -> tuple[str, str | None, str | None, str | None] | None:
         """(state, reason, output mode, pacing JSON) of an ablation job's end, or None if none is recorded."""
@@ -161,6 +160,7 @@ class AblationsMixin(StoreBase):
                           [ablation_id])
         return (str(rows[0][0]), rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
+    @retried("finishing an ablation")
     def finish_ablation(self, ablation_id: str, status: str, result: dict[str, object] | None) -> None:
         with self.transaction() as cur:
             cur.execute("UPDATE ablations SET status = ?, result = ?, updated_at = ? WHERE ablation_id = ?",
@@ -169,6 +169,10 @@ class AblationsMixin(StoreBase):
 
 _COLUMNS = ", ".join(f"a.{c}" for c in ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total",
                                           "done", "created_at", "updated_at", "result"))
+_NEW_ABLATION = ("ablation_id", "run_id", "suite", "spec", "judge_model", "status", "total", "done", "created_at",
+                 "updated_at", "run_copy")
+_RESULT_KEY = ("ablation_id", "metric", "arm", "rep", "sample_id")
+_JOB_NOTE = ("ablation_id", "state", "reason", "output_mode", "pacing", "updated_at")
 # an ablation measured the stored copy of its run (a.* ablations, r.* runs joined on run_id)
 _CURRENT = "coalesce(a.run_copy = r.copy_id, false)"
 

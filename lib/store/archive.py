@@ -15,7 +15,7 @@ from datetime import datetime
 import duckdb
 
 from lib.core.errors import InputError
-from lib.store.base import StoreBase, _now
+from lib.store.base import StoreBase, _now, retried
 
 # the live tables a run's rows live in, each with its archive twin (children first: the order rows are deleted)
 _TABLES = (("sample_scores", "archived_sample_scores"), ("run_metrics", "archived_run_metrics"),
@@ -119,6 +119,7 @@ class ArchiveMixin(StoreBase):
                 out.append(ArchivedRun(archive_id=a, run_id=r, archived_at=at, reason=why, footprint=footprint))
         return out
 
+    @retried("restoring a run")
     def restore_run(self, archive_id: str) -> ArchivedRun | None:
         """Put an archived copy back as the live run, in one transaction.
 
@@ -147,6 +148,7 @@ class ArchiveMixin(StoreBase):
             return None
         return next(a for a in self.archived_runs(run_id) if a.archive_id == displaced)
 
+    @retried("purging archived runs")
     def purge_archived(self, archive_ids: list[str]) -> int:
         """Delete kept copies for good (an operator's command; no page calls it).
 

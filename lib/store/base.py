@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
 
+from lib.core.errors import StoreError
 from lib.core.results import EXCLUDED, FAILED, OK
 from lib.store.lake import ALIAS as LAKE_ALIAS
+from lib.store.lake import refusal as lake_refusal
+from lib.store.lake import retrying as lake_retrying
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
     Frame = pd.DataFrame | pa.Table
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
 STATUSES = (OK, FAILED, EXCLUDED)
 CACHE_BATCH = 64   # judge replies put() holds before one write: a commit per call costs more than the call
 CACHE_SECONDS = 0.5   # and at most one such write this often: a commit costs 6-9 ms of CPU, and a write every 64
@@ -78,8 +84,36 @@ class StoreBase:
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
-            else:
+            try:
                 cur.execute("COMMIT")
+            except duckdb.Error as exc:
+                refused = lake_refusal(exc) if self.lake else None
+                if refused is None:
+                    raise
+                # one line, never the catalog query DuckLake quotes (it holds the rows' text)
+                raise StoreError(f"the team store {self.path} refused the write ({refused}): the role its URL names "
+                                 "may only read; nothing was written (writers use a role with write grants, "
+                                 "lib/store/README.md)") from None
+
+    def _numbering(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Call in a transaction that numbers its rows after the store's highest (labels, incident states): on a
+        team store two such transactions at once would both commit the same number (two inserts never conflict),
+        so each also takes the one numbering row (meta's schema version, rewritten unchanged), which makes the
+        second commit conflict and be retried (`retried`) with the number after the first's. A file's single
+        writer needs nothing."""
+        if self.lake:
+            cur.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+
+    def _put_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, keys: Sequence[str], *,
+                   replace: bool) -> None:
+        """Merge a frame's rows into `table` by `keys` within the caller's transaction (see `merge`)."""
+        if frame.empty:
+            return
+        cur.register("_incoming", frame)
+        try:
+            merge(cur, table, "_incoming", tuple(frame.columns), keys, replace=replace)
+        finally:
+            cur.unregister("_incoming")
 
     def _insert_frame(self, cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
         if frame.empty:
@@ -90,3 +124,55 @@ class StoreBase:
             cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")
         finally:
             cur.unregister("_incoming")
+
+
+def retried(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A write whose body is one whole transaction, on a store given first (a method's self, or a function's
+    store): on a team store it runs again, whole, while another writer's commit conflicts with it (lib.store.lake
+    retrying: bounded, counted in `store.conflicts`, said when it gives up); on a file it runs once.
+
+    DuckLake fails the second of two commits that update or delete rows of one table, even other rows (measured:
+    two ablation jobs advancing their own progress rows), where two inserts both commit.
+    """
+    def wrap(write: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(write)
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            store = args[0]
+            if not isinstance(store, StoreBase) or not store.lake:
+                return write(*args, **kwargs)
+            return lake_retrying(f"{what} in {store.path}", lambda: write(*args, **kwargs),
+                                 on_retry=store._conflicted)
+        return run
+    return wrap
+
+
+def merge(cur: duckdb.DuckDBPyConnection, table: str, source: str, columns: Sequence[str], keys: Sequence[str], *,
+          replace: bool, params: Sequence[object] = ()) -> None:
+    """Put `source`'s rows into `table`: a row whose `keys` are there already replaces the stored one (`replace`)
+    or is left out (not `replace`), in one MERGE statement.
+
+    The store's one upsert, the same on a DuckDB file and on a team store (lib.store.lake), whose tables hold no
+    key: `INSERT OR REPLACE` and `OR IGNORE` need a PRIMARY KEY and DuckLake refuses them ("no UNIQUE/PRIMARY KEY
+    constraints that refer to this table"). Measured (2026-12-06, 30 merges of 64 rows each, 3 of them already
+    there): a file 29 ms a MERGE against 45 ms for a delete and an insert; a lake on Postgres 15 at load 12,
+    354 against 300 ms, both dominated by the catalog's round trips.
+
+    Args:
+        cur: a cursor in the caller's transaction.
+        table: the table (a name from the store's code, never from input).
+        source: a registered frame's name, or a subquery (see `values`).
+        columns: the source's columns (each a column of `table`).
+        keys: the columns that identify a row.
+        replace: a row already there is replaced (else left as it is, and the source's row dropped).
+        params: the subquery's parameters.
+    """
+    on = " AND ".join(f"{table}.{k} = _src.{k}" for k in keys)
+    sets = ", ".join(f"{c} = _src.{c}" for c in columns if c not in keys)
+    matched = f" WHEN MATCHED THEN UPDATE SET {sets}" if replace and sets else ""
+    cur.execute(f"MERGE INTO {table} USING {source} AS _src ON {on}{matched} WHEN NOT MATCHED THEN INSERT BY NAME",
+                list(params))
+
+
+def values(columns: Sequence[str]) -> str:
+    """A one-row subquery of parameters named `columns`, for `merge` (the values go as its params)."""
+    return f"(SELECT * FROM (VALUES ({', '.join('?' * len(columns))})) AS _v({', '.join(columns)}))"

@@ -20,17 +20,19 @@ from typing import Any
 import pandas as pd
 
 from lib.store import Store
-from lib.store.base import _now
+from lib.store.base import _now, retried
 
 JOB_COLS = ("batch_id", "kind", "job_id", "spec", "model", "endpoint", "status", "total", "completed", "failed",
             "input_file_id", "output_file_id", "error_file_id", "collected", "replies", "finished", "created_at",
             "updated_at")
+_KEY = ("batch_id", "key")   # a request's row in batch_requests, batch_replies and batch_faults
 
 
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
     return store.cursor().execute(sql, list(params)).fetchall()
 
 
+@retried("recording a batch job")
 def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> None:
     """Record a submitted batch and its requests (columns key, request, items, labels) in one transaction."""
     row = {**job, "completed": 0, "failed": 0, "output_file_id": None, "error_file_id": None, "collected": False,
@@ -39,17 +41,14 @@ def add_job(store: Store, job: dict[str, object], requests: pd.DataFrame) -> Non
     with store.transaction() as cur:
         cur.execute(f"INSERT INTO batch_jobs ({', '.join(JOB_COLS)}) VALUES ({', '.join('?' * len(JOB_COLS))})",
                     [row[c] if c != "spec" else json.dumps(row[c], sort_keys=True) for c in JOB_COLS])
-        cur.register("_requests", frame)
-        try:
-            cur.execute("INSERT OR IGNORE INTO batch_requests SELECT * FROM _requests")
-        finally:
-            cur.unregister("_requests")
+        store._put_frame(cur, "batch_requests", frame, _KEY, replace=False)
 
 
 _UPDATABLE = frozenset({"status", "total", "completed", "failed", "output_file_id", "error_file_id", "collected",
                         "replies", "finished"})
 
 
+@retried("updating a batch job")
 def update_job(store: Store, batch_id: str, **fields: object) -> None:
     """Set some of a job's columns (names from a fixed list, values as parameters)."""
     names = [n for n in fields if n in _UPDATABLE]
@@ -82,19 +81,17 @@ def requests(store: Store, batch_id: str) -> list[tuple[str, str, int, str]]:
                                            "WHERE batch_id = ? ORDER BY key", [batch_id])]  # type: ignore[misc]
 
 
+@retried("a batch's faults")
 def add_faults(store: Store, batch_id: str, faults: dict[str, str]) -> None:
     """Record the requests a batch returned failed or unreadable, with why."""
     if not faults:
         return
     frame = pd.DataFrame({"batch_id": batch_id, "key": list(faults), "reason": list(faults.values())})
     with store.transaction() as cur:
-        cur.register("_faults", frame)
-        try:
-            cur.execute("INSERT OR REPLACE INTO batch_faults SELECT * FROM _faults")
-        finally:
-            cur.unregister("_faults")
+        store._put_frame(cur, "batch_faults", frame, _KEY, replace=True)
 
 
+@retried("a batch's replies")
 def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int, str | None]]) -> None:
     """Keep a batch's readable replies: (key, text, prompt tokens, completion tokens, fingerprint)."""
     if not rows:
@@ -102,11 +99,7 @@ def add_replies(store: Store, batch_id: str, rows: list[tuple[str, str, int, int
     frame = pd.DataFrame(rows, columns=["key", "reply", "prompt_tokens", "completion_tokens", "fingerprint"])
     frame.insert(0, "batch_id", batch_id)
     with store.transaction() as cur:
-        cur.register("_replies_in", frame)
-        try:
-            cur.execute("INSERT OR REPLACE INTO batch_replies SELECT * FROM _replies_in")
-        finally:
-            cur.unregister("_replies_in")
+        store._put_frame(cur, "batch_replies", frame, _KEY, replace=True)
 
 
 def replies(store: Store, batch_id: str) -> list[tuple[str, str, int, int, str | None]]:

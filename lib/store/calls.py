@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     Frame = pd.DataFrame | pa.Table
-from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _now
+from lib.store.base import CACHE_BATCH, CACHE_MAX, CACHE_SECONDS, StoreBase, _now, retried
 
 
 class CallCacheMixin(StoreBase):
@@ -81,6 +81,7 @@ class CallCacheMixin(StoreBase):
         if due:
             self.flush_cache()
 
+    @retried("writing cached judge replies")
     def flush_cache(self) -> None:
         """Write the replies put() holds, in one transaction."""
         with self._write_lock:
@@ -102,11 +103,7 @@ class CallCacheMixin(StoreBase):
         frame = pd.DataFrame(list(rows.values()),
                              columns=["key", "model", "request", "reply", "prompt_tokens", "completion_tokens",
                                       "fingerprint", "created_at", "served_model"])
-        cur.register("_replies", frame)
-        try:
-            cur.execute("INSERT OR IGNORE INTO judge_cache BY NAME SELECT * FROM _replies")
-        finally:
-            cur.unregister("_replies")
+        self._put_frame(cur, "judge_cache", frame, ("key",), replace=False)   # a reply already kept stays
         self._replies_written = time.monotonic()
         return rows
 

@@ -1,7 +1,7 @@
 """Which database files the dashboard may open: the operator's list, and only evaldrift's own files.
 
-The browser never names a path. The operator configures EVALDRIFT_DB (one
-file) and/or EVALDRIFT_DB_DIR (a folder whose *.duckdb files are offered by
+The browser never names a path or a store URL. The operator configures EVALDRIFT_DB (one
+file, or a team store's URL) and/or EVALDRIFT_DB_DIR (a folder whose *.duckdb files are offered by
 name); the sidebar offers those names. An existing file that is not an
 evaldrift database is refused before anything is written to it
 (`refuse_foreign`, on the store's own connection: DuckDB writes nothing to a
@@ -35,12 +35,17 @@ class ForeignDatabaseError(StoreError):
         self.path = path
 
 
-def offered(settings: Settings) -> dict[str, Path]:
-    """The databases the operator offers, by name: EVALDRIFT_DB first, then EVALDRIFT_DB_DIR's *.duckdb files."""
-    out: dict[str, Path] = {settings.db_path.name: settings.db_path}
+TEAM_STORE = "team store"   # the name a team store's URL is offered by (its host and user are the operator's to know)
+
+
+def offered(settings: Settings) -> dict[str, Path | str]:
+    """The databases the operator offers, by name: EVALDRIFT_DB first (a team store's URL by the name "team
+    store"), then EVALDRIFT_DB_DIR's *.duckdb files."""
+    first = settings.db_path
+    out: dict[str, Path | str] = {TEAM_STORE if isinstance(first, str) else first.name: first}
     if settings.db_dir is not None and settings.db_dir.is_dir():
         for path in sorted(settings.db_dir.glob("*.duckdb")):
-            if path.is_file() and path.resolve() != settings.db_path.resolve():
+            if path.is_file() and (isinstance(first, str) or path.resolve() != first.resolve()):
                 name = path.name if path.name not in out else str(path.relative_to(settings.db_dir.parent))
                 out[name] = path
     return out

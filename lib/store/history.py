@@ -21,7 +21,7 @@ import pandas as pd
 
 from lib.core.results import SampleResult, aggregate
 from lib.store import Store
-from lib.store.base import _now
+from lib.store.base import _now, merge, retried, values
 
 
 def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
@@ -35,23 +35,28 @@ def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
 # -- re-judged series ---------------------------------------------------------------------
 _SERIES_COLS = ("series_id", "metric", "suite", "spec", "judge_model", "prompt_hash", "binding", "label", "status",
                 "total", "done", "created_at", "updated_at")
+_PROMPT = ("prompt_hash", "metric", "template")
+_SERIES_RUN = ("series_id", "run_id", "score", "n", "n_failed", "n_excluded", "calls", "cached")
 
 
+@retried("starting a re-judged series")
 def start_series(store: Store, series_id: str, *, metric: str, suite: str, spec: dict[str, object],
                  judge_model: str, prompt_hash: str, binding: str, label: str, total: int) -> None:
     """Create the series row if absent; a resumed series keeps its row and progress."""
     with store.transaction() as cur:
-        cur.execute("INSERT OR IGNORE INTO rejudges VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?)",
-                    [series_id, metric, suite, json.dumps(spec, sort_keys=True), judge_model, prompt_hash, binding,
-                     label, total, _now(), _now()])
+        merge(cur, "rejudges", values(_SERIES_COLS), _SERIES_COLS, ("series_id",), replace=False,
+              params=[series_id, metric, suite, json.dumps(spec, sort_keys=True), judge_model, prompt_hash, binding,
+                      label, "running", total, 0, _now(), _now()])
         cur.execute("UPDATE rejudges SET status = 'running', updated_at = ? WHERE series_id = ? AND status <> 'done'",
                     [_now(), series_id])
 
 
+@retried("a series' template")
 def add_series_prompt(store: Store, prompt_hash: str, metric: str, template: str) -> None:
     """Keep a series' template by its hash, as a recorded run's is (an existing hash is left as it is)."""
     with store.transaction() as cur:
-        cur.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, ?)", [prompt_hash, metric, template])
+        merge(cur, "prompts", values(_PROMPT), _PROMPT, ("prompt_hash",), replace=False,
+              params=[prompt_hash, metric, template])
 
 
 def series(store: Store, series_id: str) -> dict[str, Any] | None:
@@ -78,6 +83,7 @@ def series_done_runs(store: Store, series_id: str) -> set[str]:
     return {r[0] for r in _rows(store, "SELECT run_id FROM rejudge_runs WHERE series_id = ?", [series_id])}
 
 
+@retried("storing a re-judged run")
 def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[SampleResult]) -> None:
     """Store one run's re-judged samples and its aggregate, and advance progress: all or nothing."""
     agg = aggregate(results)
@@ -96,12 +102,13 @@ def add_series_run(store: Store, series_id: str, run_id: str, results: Sequence[
                     cur.execute("INSERT INTO rejudge_scores SELECT * FROM _rj")
                 finally:
                     cur.unregister("_rj")
-            cur.execute("INSERT OR REPLACE INTO rejudge_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [series_id, run_id, agg.score, agg.n, agg.n_failed, agg.n_excluded, calls, cached])
+            merge(cur, "rejudge_runs", values(_SERIES_RUN), _SERIES_RUN, ("series_id", "run_id"), replace=True,
+                  params=[series_id, run_id, agg.score, agg.n, agg.n_failed, agg.n_excluded, calls, cached])
             cur.execute("""UPDATE rejudges SET updated_at = ?, done = (SELECT count(*) FROM rejudge_scores
                            WHERE series_id = ?) WHERE series_id = ?""", [_now(), series_id, series_id])
 
 
+@retried("finishing a series")
 def finish_series(store: Store, series_id: str, status: str) -> None:
     with store.transaction() as cur:
         cur.execute("UPDATE rejudges SET status = ?, updated_at = ? WHERE series_id = ?",
@@ -142,9 +149,11 @@ def recorded_usage(store: Store, model: str, limit: int) -> list[tuple[str, int]
 
 
 # -- incidents ----------------------------------------------------------------------------
+@retried("an incident's state")
 def add_incident_state(store: Store, incident_id: str, state: str, note: str, user: str) -> None:
     """Append a state change (never overwrite: the log is the record)."""
     with store.transaction() as cur:
+        store._numbering(cur)
         seq = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM incident_states WHERE incident_id = ?",
                           [incident_id]).fetchall()[0][0]
         cur.execute("INSERT INTO incident_states VALUES (?, ?, ?, ?, ?, ?)",

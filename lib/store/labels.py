@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from lib.core.labels import Label
 from lib.core.samples import EvalSample
-from lib.store.base import StoreBase
+from lib.store.base import StoreBase, retried
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +32,7 @@ _CURRENT = """
 class LabelsMixin(StoreBase):
     """Writing and reading people's labels."""
 
+    @retried("storing labels")
     def add_labels(self, labels: Sequence[Label]) -> list[int]:
         """Store labels, all or none, in order; returns their seq numbers.
 
@@ -41,6 +42,7 @@ class LabelsMixin(StoreBase):
         if not labels:
             return []
         with self.transaction() as cur:
+            self._numbering(cur)
             start = cur.execute("SELECT coalesce(max(seq), 0) FROM labels").fetchall()[0][0]
             frame = pd.DataFrame([{
                 "seq": start + k + 1, "suite": lab.suite, "sample_id": lab.sample_id, "metric": lab.metric,

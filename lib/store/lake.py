@@ -342,8 +342,22 @@ def is_conflict(exc: BaseException) -> bool:
     conflict, or two processes making a new lake's catalog at once (the second's CREATE TABLE collides in
     Postgres: "Failed to initialize DuckLake ... already exists")."""
     text = str(exc).lower()
+    if refusal(exc) is not None:   # a role that may not write: no retry changes that
+        return False
     return isinstance(exc, duckdb.TransactionException) or (isinstance(exc, duckdb.Error) and (
         "conflict" in text or ("initialize ducklake" in text and "already exists" in text)))
+
+
+# Postgres's refusal of a role's write, at the end of the failed catalog query DuckLake quotes (a query that holds
+# the rows' values, sample text among them: only this line of it is ever shown)
+_REFUSAL = re.compile(r"ERROR:\s+(permission denied for [\w ]+? [\w.\"]+)")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """Postgres's "permission denied for table ..." when the catalog refused a write to the store URL's role (a
+    read-only role, as the dashboard may run with), else None."""
+    found = _REFUSAL.search(str(exc)) if isinstance(exc, duckdb.Error) else None
+    return found.group(1) if found else None
 
 
 def retrying(what: str, write: Callable[[], T], *, retries: int = RETRIES,

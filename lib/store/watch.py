@@ -26,7 +26,7 @@ import duckdb
 from lib.core.cadence import missing_run
 from lib.core.errors import StoreBusyError, StoreError
 from lib.store import Store
-from lib.store.base import _now
+from lib.store.base import _now, merge, retried, values
 
 PENDING, DELIVERED = "pending", "delivered"
 
@@ -52,6 +52,9 @@ class OutboxRow:
 
 COLUMNS = tuple(f.name for f in fields(OutboxRow))
 _PLACES = ", ".join("?" * len(COLUMNS))
+_OUTBOX_KEY = ("message_key", "channel")
+_SEEN = ("key", "kind", "message_key", "seen_at")
+_META = ("name", "value")
 
 
 def seen_keys(store: Store) -> frozenset[str]:
@@ -59,6 +62,7 @@ def seen_keys(store: Store) -> frozenset[str]:
     return frozenset(r[0] for r in store.cursor().execute("SELECT key FROM watch_seen").fetchall())
 
 
+@retried("the watcher's seen facts")
 def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
     """Record facts as seen without a message ((key, kind) pairs; a key already seen is left as it is)."""
     if not keys:
@@ -66,7 +70,7 @@ def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
     now = _now()
     with store.transaction() as cur:
         for key, kind in keys:
-            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, NULL, ?)", [key, kind, now])
+            merge(cur, "watch_seen", values(_SEEN), _SEEN, ("key",), replace=False, params=[key, kind, None, now])
 
 
 def claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]]) -> bool:
@@ -98,13 +102,14 @@ class _Taken(Exception):
     """A fact of the message was claimed by another watcher."""
 
 
+@retried("the watcher's outbox")
 def put(store: Store, rows: Sequence[OutboxRow]) -> None:
     """Write outbox rows whole (a row of the same message and channel is replaced)."""
     if not rows:
         return
     with store.transaction() as cur:
         for row in rows:
-            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+            merge(cur, "watch_outbox", values(COLUMNS), COLUMNS, _OUTBOX_KEY, replace=True, params=astuple(row))
 
 
 def outbox(store: Store) -> list[OutboxRow]:
@@ -129,9 +134,10 @@ def meta(store: Store, name: str) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
+@retried("the watcher's state")
 def set_meta(store: Store, name: str, value: str) -> None:
     with store.transaction() as cur:
-        cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", [name, value])
+        merge(cur, "watch_meta", values(_META), _META, ("name",), replace=True, params=[name, value])
 
 
 def fold(target: Store, source: Store) -> int:
@@ -142,11 +148,11 @@ def fold(target: Store, source: Store) -> int:
     metas = source.cursor().execute("SELECT name, value FROM watch_meta").fetchall()
     with target.transaction() as cur:
         for r in seen:
-            cur.execute("INSERT OR IGNORE INTO watch_seen VALUES (?, ?, ?, ?)", list(r))
+            merge(cur, "watch_seen", values(_SEEN), _SEEN, ("key",), replace=False, params=r)
         for row in rows:
-            cur.execute(f"INSERT OR REPLACE INTO watch_outbox VALUES ({_PLACES})", list(astuple(row)))
+            merge(cur, "watch_outbox", values(COLUMNS), COLUMNS, _OUTBOX_KEY, replace=True, params=astuple(row))
         for r in metas:
-            cur.execute("INSERT OR REPLACE INTO watch_meta VALUES (?, ?)", list(r))
+            merge(cur, "watch_meta", values(_META), _META, ("name",), replace=True, params=r)
     return len(rows)
 
 

@@ -6,7 +6,15 @@
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child report URL then|later FOLDER  reports on the lake, now and --as-of a date
-    python -m tests.support.lake_child watch URL PREFIX N SEC   reads while others write, until N runs PREFIX... are in
+    python -m tests.support.lake_child watch URL PREFIX N SEC [DRAW]  reads while others write, until N runs PREFIX...
+                                                               are in (drawing the Overview every DRAW seconds)
+    python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
+    python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
+    python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
+    python -m tests.support.lake_child ablate URL ID N         an ablation's progress written N times (`progress`)
+    python -m tests.support.lake_child label URL NAME N        N labels by NAME, one a write, and N incident states
+    python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
+                                                               reads, draws the Overview, and is refused a write
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -17,8 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -92,12 +102,13 @@ def read(url: str, as_of: str | None = None) -> None:
         say(**seen(store), refused=refused)
 
 
-def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
+def watch(url: str, prefix: str, until_runs: int, limit: float, draw_every: float = 0.0) -> None:
     """A reader kept open while writers record (the dashboard): polls the runs until it sees `until_runs` whose
     id starts with `prefix` (or `limit` seconds pass), and lists every run it saw with other than 6 samples and
-    6 scores."""
+    6 scores. With `draw_every` > 0 it also draws the Overview page that often (and once more at the end), and
+    lists what the page showed going wrong (an exception or an error box)."""
     t0 = time.perf_counter()
-    polls, partial, n = 0, [], 0
+    polls, partial, n, draws, shown, app, drawn = 0, [], 0, 0, [], None, -math.inf
     with Store(url) as store:
         say(ready=True)
         while time.perf_counter() - t0 < limit:
@@ -110,8 +121,16 @@ def watch(url: str, prefix: str, until_runs: int, limit: float) -> None:
             n = sum(r[0].startswith(prefix) for r in rows)
             if n >= until_runs:
                 break
+            if draw_every and time.perf_counter() - drawn >= draw_every:
+                errors, app = draw(url, ("pages/overview.py",), at=app)
+                shown += errors["pages/overview.py"]
+                draws, drawn = draws + 1, time.perf_counter()
             time.sleep(0.2)
-    say(polls=polls, runs=n, partial=partial)
+    if draw_every:   # the page once every run is in
+        errors, app = draw(url, ("pages/overview.py",), at=app)
+        shown += errors["pages/overview.py"]
+        draws += 1
+    say(polls=polls, runs=n, partial=partial, draws=draws, shown=shown)
 
 
 def export(url: str, folder: str) -> None:
@@ -186,6 +205,223 @@ def report(url: str, phase: str, folder: str) -> None:
                                 "--as-of", "2026-10-31"]) != 0:
         raise SystemExit("report --as-of failed")
     say(phase=phase)
+def writes(store: Store) -> dict[str, object]:
+    """Every write the store makes besides recording, each done twice where a process may do it again (a resumed
+    ablation, a cached reply put again, a batch's faults collected twice, a re-judge resumed, a watcher's second
+    look): what is read back. The same function runs on a file and on a lake; the tests compare the two."""
+    from lib.core.calls import JudgeReply, JudgeRequest, Message, Usage
+    from lib.core.labels import SCORE, Label
+    from lib.store import batches, history
+    from lib.store import watch as watch_store
+
+    run = make_run("w-0")
+    store.record_run(run)
+    results = run.metrics[0].results
+    spec = {"arms": ["blank:ground_truth"]}
+    for _ in range(2):   # started, and resumed: one row, its results once
+        store.start_ablation("abl-1", "w-0", MAIN, spec, "offline-lexical-v2", total=2 * len(results))
+        store.add_ablation_batches("abl-1", {("faithfulness", "baseline", 0): results,
+                                             ("faithfulness", "blank:ground_truth", 0): results[:3]})
+    store.add_ablation_results("abl-1", "faithfulness", "blank:ground_truth", 0, results[3:])
+    store.record_job_note("abl-1", state="stopped", reason="first", output_mode=None, pacing=None)
+    store.record_job_note("abl-1", state="done", reason="second", output_mode="json", pacing=None)
+    store.finish_ablation("abl-1", "done", {"summary": "ok"})
+    ablation = store.ablation("abl-1")
+    assert ablation is not None
+    request = JudgeRequest("judge-x", (Message("user", "Is it supported?"),))
+    for text in ("first reply", "second reply"):   # a key is kept once, with its first reply
+        store.put(request, JudgeReply(text=text, usage=Usage(3, 4)))
+        store.flush_cache()
+    cached = store.get(request.key)
+    job = {"batch_id": "b-1", "kind": "ablation", "job_id": "abl-1", "spec": spec, "model": "judge-x",
+           "endpoint": "http://127.0.0.1:1/v1", "status": "submitted", "total": 2, "input_file_id": "file-1"}
+    batches.add_job(store, job, pd.DataFrame({"key": ["k1", "k2"], "request": ["{}", "{}"], "items": [1, 1],
+                                              "labels": ["[]", "[]"]}))
+    for reason in ("timeout", "unreadable"):   # collected twice: the later reason stands
+        batches.add_faults(store, "b-1", {"k2": reason})
+    for text in ("one", "two"):
+        batches.add_replies(store, "b-1", [("k1", text, 5, 6, None)])
+    for _ in range(2):
+        history.start_series(store, "ser-1", metric="faithfulness", suite=MAIN, spec=spec, judge_model="judge-x",
+                             prompt_hash="ph-1", binding="projected", label="again", total=len(results))
+        history.add_series_prompt(store, "ph-1", "faithfulness", "Claims: {answer}")
+        history.add_series_run(store, "ser-1", "w-0", results)
+    history.finish_series(store, "ser-1", "done")
+    history.add_incident_state(store, "inc-1", "acknowledged", "looking", "ana")
+    store.add_labels([Label(suite=MAIN, sample_id="s-0", metric="faithfulness", item=None, kind=SCORE, value=1.0,
+                            content="c", labeller="ana", labelled_at=datetime(2026, 9, 2, 9, 0), source="cli",
+                            note=None)])
+    row = watch_store.OutboxRow("m-1", "json://127.0.0.1:1", "jump", None, "w-0", "a jump", "body")
+    claimed = watch_store.claim(store, [row], [("fact-1", "jump")])
+    again = watch_store.claim(store, [row], [("fact-1", "jump")])   # a second watcher finds the fact taken
+    for _ in range(2):
+        watch_store.mark_seen(store, [("fact-2", "close")])
+        watch_store.put(store, [dataclasses.replace(watch_store.outbox(store)[0], status=watch_store.DELIVERED,
+                                                   attempts=1)])
+        watch_store.set_meta(store, "last_look", "2026-09-02")
+    store.record_run(make_run("w-0"))   # recorded again: the first copy archived, then restored
+    archived = store.archived_runs("w-0")
+    store.restore_run(archived[0].archive_id)
+    tables = ("runs", "samples", "ablations", "ablation_results", "job_log", "judge_cache", "batch_jobs",
+              "batch_requests", "batch_faults", "batch_replies", "rejudges", "rejudge_runs", "rejudge_scores",
+              "prompts", "incident_states", "labels", "watch_seen", "watch_outbox", "watch_meta", "archived_runs")
+    counts = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
+    series = history.series(store, "ser-1") or {}
+    return {"counts": counts,
+            "ablation": [ablation["status"], ablation["done"], ablation["total"], ablation["result"]],
+            "job_note": list(store.job_note("abl-1") or ()), "cached": cached.text if cached else None,
+            "faults": batches.faults(store, "b-1"), "replies": [list(r) for r in batches.replies(store, "b-1")],
+            "series": [series.get("status"), series.get("done")],
+            "series_history": history.series_history(store, "ser-1")[["run_id", "score", "n"]].to_dict("records"),
+            "claimed": [claimed, again], "outbox": [[r.status, r.attempts] for r in watch_store.outbox(store)],
+            "meta": watch_store.meta(store, "last_look"), "seen": sorted(watch_store.seen_keys(store)),
+            "restored": [a.run_id for a in store.archived_runs("w-0")]}
+
+
+SCORED = [{"sample_id": f"q-{i}", "question": f"How long are logs of unit {i} kept?",
+           "answer": f"Logs of unit {i} are kept {i + 1} days.",
+           "contexts": [f"Logs of unit {i} are kept {i + 1} days."],
+           "ground_truth": f"Logs of unit {i} are kept {i + 1} days.", "faithfulness": 1.0} for i in range(4)]
+
+
+def cli_session(db: str, folder: str) -> dict[str, object]:
+    """The CLI's commands on one store, in one process (`python -m lib ...` as lib.cli.main runs them): each
+    command's exit code and what it printed that a user reads. The same session runs on a file and on a lake."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from lib.cli import main as cli
+    from lib.intake.runjson import run_to_json
+
+    here = Path(folder)
+    here.mkdir(parents=True, exist_ok=True)
+    scored = here / "scored.jsonl"
+    scored.write_text("".join(json.dumps(r) + "\n" for r in SCORED), encoding="utf-8")
+    handed = here / "run.json"
+    handed.write_text(run_to_json(make_run("rec-1")), encoding="utf-8")
+    ragas = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "ragas_result.csv"
+    out: dict[str, object] = {}
+
+    def run(name: str, *argv: str) -> str:
+        printed, said = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
+            code = cli([*argv[:1], *(("--db", db) if argv[0] not in ("archive", "labels") else ()), *argv[1:]]
+                       if argv[0] not in ("archive", "labels") else [*argv[:2], "--db", db, *argv[2:]])
+        out[name] = [code, said.getvalue().strip().splitlines()[-1:] if code else []]
+        return printed.getvalue()
+
+    run("ingest", "ingest", str(scored), "--run-id", "ing-1", "--started-at", "2026-10-01T02:00:00")
+    run("record", "record", str(handed))
+    run("import", "import", str(ragas), "--run-id", "rag-1", "--started-at", "2026-10-02T02:00:00")
+    run("score", "score", str(scored), "--run-id", "sc-1", "--judge", "offline", "--metric", "faithfulness",
+        "--started-at", "2026-10-03T02:00:00")
+    again = run("score again", "score", str(scored), "--run-id", "sc-1", "--judge", "offline", "--metric",
+                "faithfulness", "--started-at", "2026-10-03T02:00:00")
+    out["replaced said"] = "replaced the earlier copy of run sc-1" in again
+    listed = json.loads(run("runs", "runs", "--json"))
+    out["runs"] = sorted(r["run_id"] for r in listed)
+    kept = json.loads(run("archive list", "archive", "list", "--json"))
+    out["archived"] = [a["run_id"] for a in kept]
+    run("archive restore", "archive", "restore", kept[0]["archive_id"])
+    ablated = run("ablate", "ablate", "--run", "sc-1", "--metric", "faithfulness", "--blank", "ground_truth",
+                  "--repeats", "1", "--judge", "offline", "--json")
+    out["ablate verdicts"] = [[v["arm"], v["kind"], v["baseline"]] for v in json.loads(ablated)["verdicts"]] \
+        if ablated else None
+    run("report", "report", "--run", "sc-1", "--out", str(here / "finding.md"))
+    out["report names the run"] = (here / "finding.md").is_file() and "sc-1" in (here / "finding.md").read_text()
+    run("labels add", "labels", "add", "--sample", "q-0", "--metric", "faithfulness", "--score", "1",
+        "--labeller", "ana", "--run", "sc-1")
+    history = run("labels history", "labels", "history")
+    out["labels history"] = "ana" in history
+    run("lint", "lint")
+    looked = run("watch", "watch")
+    out["watch printed"] = bool(looked.strip())
+    return out
+
+
+PAGES = ("pages/overview.py", "pages/trends.py", "pages/run.py", "pages/compare.py", "pages/ablation.py",
+         "pages/canary.py", "pages/review.py", "pages/labels.py", "pages/import.py")
+
+
+def draw(url: str, pages: Sequence[str] = PAGES, *, at: object = None) -> tuple[dict[str, list[str]], object]:
+    """Draw dashboard pages (Streamlit's AppTest, app.py with EVALDRIFT_DB=url): per page, what a user would
+    see go wrong (an exception, or an error box), and the app to draw again with."""
+    import os
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["EVALDRIFT_DB"] = url
+    app = at or AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    shown: dict[str, list[str]] = {}
+    for page in pages:
+        app.run()  # type: ignore[attr-defined]
+        app.switch_page(page).run()  # type: ignore[attr-defined]
+        shown[page] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
+    return shown, app
+
+
+def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
+    """A writer's role records a run; the dashboard's read-only role reads it and draws the Overview, and its
+    write (`python -m lib record`, as a user would try one) is refused: the exit code and the lines on stderr,
+    and what the store holds after."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from lib.cli import main as cli
+    from lib.intake.runjson import run_to_json
+
+    with Store(writer) as store:
+        store.record_run(make_run("by-writer"))
+    with Store(reader) as store:
+        read = store.run_ids()
+    shown, _ = draw(reader, ("pages/overview.py",))
+    handed = Path(folder) / "run.json"
+    handed.parent.mkdir(parents=True, exist_ok=True)
+    handed.write_text(run_to_json(make_run("by-reader")), encoding="utf-8")
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+        code = cli(["record", "--db", reader, str(handed)])
+    with Store(writer) as store:
+        after = seen(store)
+    return {"read": read, "shown": shown["pages/overview.py"], "code": code, "said": said.getvalue().splitlines(),
+            "after": sorted(after["runs"]), "samples": after["tables"]["samples"]}
+
+
+def progress(url: str, ablation_id: str, batches: int) -> None:
+    """An ablation job's writes, as one runs beside others: its row, then `batches` batches of results, each
+    advancing its progress (an UPDATE of the ablations table, which conflicts with another job's on a lake), then
+    its end. Says what it stored and the conflicts it retried."""
+    results = make_run("x").metrics[0].results
+    with Store(url) as store:
+        store.start_ablation(ablation_id, "no-run", MAIN, {"job": ablation_id}, "offline-lexical-v2",
+                             total=batches * len(results))
+        for rep in range(batches):
+            store.add_ablation_results(ablation_id, "faithfulness", "baseline", rep, results)
+            store.record_job_note(ablation_id, state="running", reason=f"batch {rep}", output_mode=None, pacing=None)
+        store.finish_ablation(ablation_id, "done", {"batches": batches})
+        row = store.ablation(ablation_id, any_copy=True) or {}
+        say(done=row.get("done"), status=row.get("status"), results=len(store.ablation_results(ablation_id)),
+            conflicts=store.conflicts)
+
+
+def label(url: str, name: str, n: int) -> None:
+    """`n` labels by `name`, one a write (as people label one sample at a time), and as many incident states; says
+    every label's seq and every state's (incident, seq) in the store once done."""
+    from lib.core.labels import SCORE, Label
+    from lib.store import history
+
+    with Store(url) as store:
+        for i in range(n):
+            store.add_labels([Label(suite=MAIN, sample_id=f"s-{i}", metric="faithfulness", item=None, kind=SCORE,
+                                    value=1.0, content="c", labeller=name, labelled_at=datetime(2026, 9, 2, 9, i),
+                                    source="cli", note=None)])
+            history.add_incident_state(store, "inc-1", "acknowledged", f"{name} {i}", name)
+        seqs = [int(r[0]) for r in store.cursor().execute("SELECT seq FROM labels ORDER BY seq").fetchall()]
+        states = [int(r[0]) for r in store.cursor().execute("SELECT seq FROM incident_states ORDER BY seq").fetchall()]
+        say(seqs=seqs, states=states, conflicts=store.conflicts)
 
 
 def main(argv: list[str]) -> int:
@@ -197,11 +433,26 @@ def main(argv: list[str]) -> int:
     elif command == "export":
         export(url, rest[0])
     elif command == "watch":
-        watch(url, rest[0], int(rest[1]), float(rest[2]))
+        watch(url, rest[0], int(rest[1]), float(rest[2]), float(rest[3]) if len(rest) > 3 else 0.0)
     elif command == "roundtrip":
         roundtrip(url, rest[0], rest[1])
     elif command == "report":
         report(url, rest[0], rest[1])
+    elif command == "writes":
+        with Store(url) as store:
+            say(**writes(store))
+    elif command == "cli":
+        say(**cli_session(url, rest[0]))
+    elif command == "pages":
+        t0 = time.perf_counter()
+        shown, _ = draw(url, rest or PAGES)
+        say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
+    elif command == "ablate":
+        progress(url, rest[0], int(rest[1]))
+    elif command == "label":
+        label(url, rest[0], int(rest[1]))
+    elif command == "roles":
+        say(**roles(url, rest[0], rest[1]))
     elif command == "hang":
         hang(url, rest[0])
     else:

@@ -64,6 +64,16 @@ class Postgres:
                         dbname], check=True, capture_output=True, timeout=60)
         return f"postgres:dbname={dbname} host=127.0.0.1 port={self.port} user={SERVER_USER}"
 
+    def sql(self, dbname: str, *statements: str) -> None:
+        """Run statements in `dbname` as the server's superuser (psql, one transaction): a test's roles and grants."""
+        subprocess.run([_bin("psql") or "psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", SERVER_USER, "-d",
+                        dbname, "-v", "ON_ERROR_STOP=1", "-q", "-1", "-c", ";\n".join(statements)],
+                       check=True, capture_output=True, timeout=60)
+
+    def url(self, dbname: str, user: str) -> str:
+        """The store URL of the lake in `dbname` as the role `user` (no password: trust on loopback here)."""
+        return f"ducklake:postgres:dbname={dbname} host=127.0.0.1 port={self.port} user={user}"
+
     def stop(self) -> None:
         subprocess.run(_as_server_user([_bin("pg_ctl") or "pg_ctl", "-D", str(self.folder / "data"), "-m",
                                         "immediate", "stop"]), capture_output=True, timeout=60)
