@@ -26,32 +26,35 @@ SAMPLE = {"question": "What wattage is the X200 kettle?", "answer": "The X200 dr
 JOINED = "\n".join(SAMPLE["contexts"])
 
 
-@pytest.mark.parametrize("name, variables, field", [
+@pytest.mark.parametrize("name, variables, changed, field", [
     # promptfoo's own name for a grader's input (context-recall's reference), whatever the test defines
-    ("groundTruth", {"groundTruth": "unrelated"}, "ground_truth"),
+    ("groundTruth", {"groundTruth": "unrelated"}, {}, "ground_truth"),
     # the names the importer reads a sample from
-    ("reference", {}, "ground_truth"),
-    ("context", {}, "contexts"),
-    # a variable the test does not define renders empty: no field
-    ("passages", {"query": SAMPLE["question"]}, None),
-    ("passages", {"passages": "  "}, None),
-    # by value: equal to the reference, the question, the answer (before containment: the reference may be a
-    # passage's words)
-    ("answer_key", {"answer_key": "2000 watts"}, "ground_truth"),
-    ("asked", {"asked": SAMPLE["question"]}, "question"),
-    ("said", {"said": SAMPLE["answer"]}, "answer"),
-    # holding a passage: joined into one text, or a list
-    ("passages", {"passages": JOINED}, "contexts"),
-    ("docs", {"docs": ["It boils 1.7 litres."]}, "contexts"),
+    ("reference", {}, {}, "ground_truth"),
+    ("context", {}, {}, "contexts"),
+    # a variable the test does not define, or defines empty, renders empty: no field (even where a field is empty)
+    ("passages", {"query": SAMPLE["question"]}, {}, None),
+    ("passages", {"passages": "  "}, {"answer": ""}, None),
+    # by value: equal to the reference, the question, the answer; equality first, where the reference is a
+    # passage's whole text
+    ("answer_key", {"answer_key": "2000 watts"}, {}, "ground_truth"),
+    ("answer_key", {"answer_key": "2000 watts"}, {"contexts": ["2000 watts"]}, "ground_truth"),
+    ("asked", {"asked": SAMPLE["question"]}, {}, "question"),
+    ("said", {"said": SAMPLE["answer"]}, {}, "answer"),
+    # holding a passage: joined into one text, or a list (the reference within a passage is still the passages)
+    ("passages", {"passages": JOINED}, {}, "contexts"),
+    ("docs", {"docs": ["It boils 1.7 litres."]}, {}, "contexts"),
     # holding a field's text within more words
-    ("key", {"key": "Expected: 2000 watts."}, "ground_truth"),
-    ("user", {"user": "The user asked: What wattage is the X200 kettle?"}, "question"),
-    ("reply", {"reply": "Reply: The X200 draws 2000 W. (cached)"}, "answer"),
-    # text of no field
-    ("style", {"style": "Answer in one word."}, None),
+    ("key", {"key": "Expected: 2000 watts."}, {}, "ground_truth"),
+    ("user", {"user": "The user asked: What wattage is the X200 kettle?"}, {}, "question"),
+    ("reply", {"reply": "Reply: The X200 draws 2000 W. (cached)"}, {}, "answer"),
+    # text of no field; an empty field or passage is in every text, and carries none
+    ("style", {"style": "Answer in one word."}, {}, None),
+    ("style", {"style": "Answer in one word."}, {"ground_truth": "", "contexts": ["", " "]}, None),
 ])
-def test_a_rubric_variable_is_the_field_whose_text_it_carries(name: str, variables: dict, field: str | None) -> None:
-    assert promptfoo_variable_field(name, variables, SAMPLE) == field
+def test_a_rubric_variable_is_the_field_whose_text_it_carries(name: str, variables: dict, changed: dict,
+                                                              field: str | None) -> None:
+    assert promptfoo_variable_field(name, variables, {**SAMPLE, **changed}) == field
 
 
 @pytest.mark.parametrize("rubric, names", [
@@ -66,11 +69,16 @@ def test_the_variables_a_rubric_names(rubric: object, names: list[str]) -> None:
 
 
 def test_a_variable_is_the_field_most_tests_show_it_carries() -> None:
-    # in the second test the reference is a passage's whole text: its value alone would say "ground_truth"
-    rows = [({"passages": JOINED}, SAMPLE),
-            ({"passages": "2000 watts"}, {**SAMPLE, "contexts": ["2000 watts"]}),
-            ({"passages": "It boils 1.7 litres."}, SAMPLE)]
-    assert rubric_variable_fields("{{passages}} {{nowhere}} {{context}}", rows) == {"passages": "contexts"}
+    # in the first test the reference is a passage's whole text: its value alone says "ground_truth"
+    rows = [({"passages": "2000 watts"}, {**SAMPLE, "contexts": ["2000 watts"]}),
+            ({"passages": JOINED}, SAMPLE),
+            ({"passages": "It boils 1.7 litres.", "tone": "terse"}, SAMPLE)]
+    # promptfoo's names are not recorded (they are their field); a variable no test defines shows nothing
+    assert rubric_variable_fields("{{passages}} {{nowhere}} {{context}} {{tone}}", rows) == {
+        "passages": "contexts", "tone": "unknown"}
+    # a tie goes to the field first in the sample's order (contexts before ground_truth)
+    assert rubric_variable_fields("{{passages}}", rows[:2]) == {"passages": "contexts"}
+    assert rubric_variable_fields("{{passages}}", rows[:1]) == {"passages": "ground_truth"}
 
 
 def _lint_lines(db: Path) -> tuple[int, dict[str, str]]:

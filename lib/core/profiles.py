@@ -186,14 +186,12 @@ def promptfoo_variable_field(name: str, variables: dict, sample: dict) -> str | 
     """
     if name in PROMPTFOO_PLACES:
         return PROMPTFOO_PLACES[name]
-    text = "\n".join(_strings(variables.get(name))).strip()
-    if not text:
-        return None
+    text = "\n".join(_strings(variables.get(name))).strip()   # a variable the test does not define: ""
     own = {f: str(sample.get(f) or "").strip() for f in (GROUND_TRUTH, QUESTION, ANSWER)}
     for field, value in own.items():   # equality first: a reference may be a passage's whole text
-        if value and text == value:
+        if text and text == value:
             return field
-    if any(p.strip() and p.strip() in text for p in sample.get(CONTEXTS) or [] if isinstance(p, str)):
+    if any(p.strip() and p.strip() in text for p in _strings(sample.get(CONTEXTS))):
         return CONTEXTS
     for field, value in own.items():
         if value and value in text:
