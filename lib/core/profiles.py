@@ -188,7 +188,9 @@ def promptfoo_variable_field(name: str, variables: dict, sample: dict) -> str | 
         return PROMPTFOO_PLACES[name]
     text = "\n".join(_strings(variables.get(name))).strip()   # a variable the test does not define: ""
     own = {f: str(sample.get(f) or "").strip() for f in (GROUND_TRUTH, QUESTION, ANSWER)}
-    for field, value in own.items():   # equality first: a reference may be a passage's whole text
+    # equality first (a reference may be a passage's whole text, or the answer's), the reference before the others:
+    # the field the most metrics must never receive
+    for field, value in own.items():
         if text and text == value:
             return field
     if any(p.strip() and p.strip() in text for p in _strings(sample.get(CONTEXTS))):
