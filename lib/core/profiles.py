@@ -134,8 +134,12 @@ INSPECT_DEFAULT = frozenset({QUESTION, ANSWER, GROUND_TRUTH})   # model_graded_f
 
 
 PROMPTFOO_RECORD = "promptfoo assertion "   # how lib.intake.importers.promptfoo records an assertion's rubricPrompt
+PROMPTFOO_VARIABLES = "\nits variables: "   # the record's last line: the fields the rubric's other variables carry
 # what each RAG assertion's own prompts show the grader (promptfoo 0.121), and the variables a rubricPrompt can
 # name: the test's vars as lib.intake.importers.promptfoo reads them, and promptfoo's own names for the grader's inputs
+# (context-recall: context, groundTruth; context-faithfulness: question, answer, context, statements; context-relevance:
+# context, query; answer-relevance: answer; factuality: input, ideal, completion): a rubric is given the test's vars
+# and these over them, so these names always mean their field
 PROMPTFOO_DEFAULT = {"context-faithfulness": frozenset({QUESTION, ANSWER, CONTEXTS}),
                      "answer-relevance": frozenset({QUESTION, ANSWER}),
                      "context-relevance": frozenset({QUESTION, CONTEXTS}),
@@ -144,8 +148,10 @@ PROMPTFOO_DEFAULT = {"context-faithfulness": frozenset({QUESTION, ANSWER, CONTEX
 PROMPTFOO_PLACES = {"query": QUESTION, "question": QUESTION, "input": QUESTION, "answer": ANSWER,
                     "output": ANSWER, "completion": ANSWER, "statements": ANSWER, "context": CONTEXTS,
                     "contexts": CONTEXTS, "ground_truth": GROUND_TRUTH, "reference": GROUND_TRUTH,
-                    "expected": GROUND_TRUTH, "ideal": GROUND_TRUTH}
+                    "expected": GROUND_TRUTH, "ideal": GROUND_TRUTH, "groundTruth": GROUND_TRUTH}
 NUNJUCKS_VARIABLE = re.compile(r"{{-?\s*([A-Za-z_][A-Za-z0-9_]*)")
+NUNJUCKS_LOOP = re.compile(r"{%-?\s*for\s+[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)?\s+in\s+"
+                           r"([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _strings(value: object) -> list[str]:
@@ -158,18 +164,59 @@ def _strings(value: object) -> list[str]:
     return []
 
 
+def rubric_variables(rubric: object) -> list[str]:
+    """The variables a rubricPrompt (a text, or its steps and chat messages, any nesting) names, in order of first
+    use: `{{ name }}` with any filter, and the list a `{% for x in name %}` loop walks."""
+    names: list[str] = []
+    for text in _strings(rubric):
+        found = sorted([(m.start(), m.group(1)) for m in NUNJUCKS_VARIABLE.finditer(text)]
+                       + [(m.start(), m.group(1)) for m in NUNJUCKS_LOOP.finditer(text)])
+        names += [n for _, n in found if n not in names]
+    return names
+
+
+def promptfoo_variable_field(name: str, variables: dict, sample: dict) -> str | None:
+    """The sample field whose text a rubric's variable shows the grader; None when it shows none.
+
+    A name promptfoo gives the grader's input, or one the importer reads a sample from, is that field. Any other
+    is the test's variable of that name, read by its value (`sample`: the result's fields as
+    lib.intake.importers.promptfoo.sample_fields reads them): equal to the reference, the question or the answer;
+    else holding a passage (the passages joined, or a list of them); else holding the reference, question or answer
+    within more words. A variable the test does not define renders empty.
+    """
+    if name in PROMPTFOO_PLACES:
+        return PROMPTFOO_PLACES[name]
+    text = "\n".join(_strings(variables.get(name))).strip()   # a variable the test does not define: ""
+    own = {f: str(sample.get(f) or "").strip() for f in (GROUND_TRUTH, QUESTION, ANSWER)}
+    # equality first (a reference may be a passage's whole text, or the answer's), the reference before the others:
+    # the field the most metrics must never receive
+    for field, value in own.items():
+        if text and text == value:
+            return field
+    if any(p.strip() and p.strip() in text for p in _strings(sample.get(CONTEXTS))):
+        return CONTEXTS
+    for field, value in own.items():
+        if value and value in text:
+            return field
+    return None
+
+
 def _promptfoo_fields(record: str) -> frozenset[str]:
     """The fields a promptfoo assertion shows its grader: its own prompts' fields, and every variable its
-    rubricPrompt names (a step given as null keeps promptfoo's own prompt)."""
+    rubricPrompt names: promptfoo's and the importer's names as their field, another by the field the record says
+    the test's variable carries (a step given as null keeps promptfoo's own prompt)."""
     head, _, body = record.replace("{{", "{").replace("}}", "}").partition("\n")
     kind = head[len(PROMPTFOO_RECORD):].split(":", 1)[0]
     shown = set(PROMPTFOO_DEFAULT.get(kind, frozenset()))
+    body, _, carried = body.partition(PROMPTFOO_VARIABLES)   # JSON keeps no raw newline inside a string
     try:
         rubric = json.loads(body)
+        others = json.loads(carried) if carried else {}
     except ValueError:
         return frozenset(shown)
-    for text in _strings(rubric):
-        shown |= {PROMPTFOO_PLACES[n] for n in NUNJUCKS_VARIABLE.findall(text) if n in PROMPTFOO_PLACES}
+    places = {**{k: f for k, f in others.items() if f in FIELDS}, **PROMPTFOO_PLACES} \
+        if isinstance(others, dict) else PROMPTFOO_PLACES
+    shown |= {places[n] for n in rubric_variables(rubric) if n in places}
     return frozenset(shown)
 
 

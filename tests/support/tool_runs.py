@@ -215,13 +215,15 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         "openai:chat:answerer-good",), grader: str | None = None, grader_flag: str | None = None,
         embedding: str | None = None, repeat: int = 1, rows: list[dict] | None = None,
         order: list[int] | None = None, relevance: bool = True, faithfulness: dict | None = None,
-        extra: tuple[dict, ...] = (), recall: dict | None = None, passages_var: str | None = None) -> PromptfooRun:
+        extra: tuple[dict, ...] = (), recall: dict | None = None, passages_var: str | None = None,
+        copies: dict[str, str] | None = None) -> PromptfooRun:
     """Run the real promptfoo on the kettle tests; results are written to out/<name>.json.
 
     The grader is named in the config's defaultTest.options.provider (`grader`, a provider id; with
     `embedding`, as {text, embedding}), or on the command line (`grader_flag`: --grader). `faithfulness`: more
     of the context-faithfulness assertion (a rubricPrompt, its own provider); `extra`: more assertions per test;
-    `recall`: more of the context-recall assertion; `passages_var`: the passages also given under this variable.
+    `recall`: more of the context-recall assertion; `passages_var`: the passages also given under this variable;
+    `copies`: more variables, each a copy of one of the test's (new name -> the variable copied).
     """
     rows = rows or ROWS
     tests = []
@@ -231,6 +233,7 @@ def run_promptfoo(folder: Path, base_url: str, out: Path, *, name: str, provider
         variables = {"query": r["question"], "context": "\n".join(r["contexts"]), "ground_truth": r["reference"]}
         if passages_var:
             variables[passages_var] = variables["context"]
+        variables.update({new: variables[old] for new, old in (copies or {}).items()})
         tests.append({"vars": variables,
                       "assert": [{"type": "context-faithfulness", "threshold": 0.5, **(faithfulness or {})},
                                  {"type": "context-recall", "value": r["reference"], "threshold": 0.5,
@@ -271,6 +274,10 @@ LEAKY_NLI = (PF_NLI + "\nSay for each statement whether the context supports it 
 # promptfoo's context-recall with a rubricPrompt that reads the passages under another variable (`passages`, as
 # users who keep their own copy write): blanking `context` does not reach this grader (tests/test_blank_reach.py)
 RECALL_PASSAGES = (PF_RECALL + "; think in steps.\ncontext:{{passages}}\nanswer:{{groundTruth}}\nclassification:\n")
+
+# LEAKY_NLI with the reference read under a variable of the test's own (`answer_key`, a copy of `ground_truth`): only
+# the variable's value says it is the reference (tests/test_promptfoo_lint.py)
+KEYED_NLI = LEAKY_NLI.replace("{{ground_truth}}", "{{answer_key}}")
 
 
 def respond_all(body: dict) -> str:
@@ -339,9 +346,12 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
                                             faithfulness={"rubricPrompt": [None, LEAKY_NLI]},
                                             recall={"rubricPrompt": RECALL_PASSAGES}, passages_var="passages"),
             # the faithfulness assertion names its own grader (the suite's grades recall), and an assertion type
-            # that is no metric of ours (tests/test_promptfoo_options.py)
+            # that is no metric of ours (tests/test_promptfoo_options.py); its rubric shows that grader the
+            # reference as `answer_key` (tests/test_promptfoo_lint.py; the lenient grader's verdicts do not move)
             "pf-own": run_promptfoo(folder, base_url, out, name="pf-own", grader=grader, relevance=False,
-                                    faithfulness={"provider": "openai:chat:grader-lenient"},
+                                    faithfulness={"provider": "openai:chat:grader-lenient",
+                                                  "rubricPrompt": [None, KEYED_NLI]},
+                                    copies={"answer_key": "ground_truth"},
                                     extra=({"type": "icontains", "value": "X200"},))}
     return {name: run.path for name, run in runs.items()}
 

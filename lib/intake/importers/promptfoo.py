@@ -39,7 +39,14 @@ from pathlib import Path
 import pandas as pd
 
 from lib.core.errors import InputError
-from lib.core.profiles import PROMPTFOO_RECORD
+from lib.core.profiles import (
+    PROMPTFOO_PLACES,
+    PROMPTFOO_RECORD,
+    PROMPTFOO_VARIABLES,
+    promptfoo_variable_field,
+    rubric_variables,
+)
+from lib.core.samples import FIELDS
 from lib.intake.importers import shapes
 from lib.intake.importers.base import Imported, content_id, parse_time
 
@@ -90,6 +97,7 @@ class _Seen:
     places: dict[str, Counter] = field(default_factory=dict)
     assertions: dict[str, dict] = field(default_factory=dict)
     not_read: Counter = field(default_factory=Counter)
+    shown: list[tuple[dict, dict]] = field(default_factory=list)   # per result: its test's vars, its sample
 
     def grader(self, metric: str, name: str, place: str) -> None:
         self.graders.setdefault(metric, Counter())[name] += 1
@@ -128,6 +136,7 @@ def _row(r: dict, seen: _Seen, sources: dict[str, str], default_grader: str | No
     if reference is not None:
         row["ground_truth"] = reference
     row["id"] = content_id(question, reference)
+    seen.shown.append((vars_, {k: row[k] for k in ("question", "answer", "contexts", "ground_truth") if k in row}))
     return row
 
 
@@ -198,25 +207,50 @@ def read_promptfoo(path: str | Path, *, provider: str | None = None) -> Imported
         warnings.append("assertions not read (no metric of ours): " + ", ".join(sorted(seen.not_read)))
     return Imported(frame, "promptfoo", version, sources, grader, parse_time((data.get("results") or {}).get(
         "timestamp")), grader_source=place, notes=notes, warnings=tuple(warnings), graders=graders,
-        grader_sources=grader_sources, templates={m: rubric_record(sources[m], a)
-                                                  for m, a in seen.assertions.items()})
+        grader_sources=grader_sources, templates={
+            m: rubric_record(sources[m], a, rubric_variable_fields(a.get("rubricPrompt"), seen.shown))
+            for m, a in seen.assertions.items()})
 
 
-def rubric_record(kind: str, assertion: dict) -> str:
+def rubric_record(kind: str, assertion: dict, carried: dict[str, str] | None = None) -> str:
     """The text stored as a metric's template: the assertion's `rubricPrompt` (null: promptfoo's own prompt for
-    that step), so a changed rubric is a prompt marker and lint reads what it shows the grader. Braces doubled:
-    it is a record, never rendered by us."""
+    that step), so a changed rubric is a prompt marker and lint reads what it shows the grader; then, when the
+    rubric reads variables of the test's own, the field each carries (`carried`, rubric_variable_fields). Braces
+    doubled: it is a record, never rendered by us."""
     rubric = assertion.get("rubricPrompt")
     text = (f"{PROMPTFOO_RECORD}{kind}: its rubricPrompt (null: promptfoo's own prompt)\n"
             + json.dumps(rubric, sort_keys=True, indent=1, default=str))
+    if carried:
+        text += PROMPTFOO_VARIABLES + json.dumps(carried, sort_keys=True)
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def rubric_variable_fields(rubric: object, shown: list[tuple[dict, dict]]) -> dict[str, str]:
+    """The rubric's variables that are none of promptfoo's or the importer's names -> the field whose text the
+    test's variable of that name carries, as most results that define it show (lib.core.profiles
+    promptfoo_variable_field; a tie goes to the first field in FIELDS order), or "unknown".
+
+    Args:
+        rubric: the assertion's rubricPrompt.
+        shown: per result, (its test's vars, its sample's fields as sample_fields reads them).
+    """
+    out: dict[str, str] = {}
+    for name in rubric_variables(rubric):
+        if name in PROMPTFOO_PLACES:
+            continue
+        votes = Counter(promptfoo_variable_field(name, variables, sample) or "unknown"
+                        for variables, sample in shown if name in variables)
+        if votes:   # a variable no test defines renders empty: it shows nothing
+            out[name] = min(votes, key=lambda f: (-votes[f], FIELDS.index(f) if f in FIELDS else len(FIELDS)))
+    return out
 
 
 def sample_fields(result: dict) -> dict[str, object]:
     """A result's sample as read_promptfoo reads it: question, answer, contexts (a list), ground_truth (those the
     result has)."""
-    row = _row(result, _Seen(), {}, None)
-    return {k: row[k] for k in ("question", "answer", "contexts", "ground_truth") if k in row}
+    seen = _Seen()
+    _row(result, seen, {}, None)
+    return seen.shown[0][1]
 
 
 def results_by_sample(path: str | Path, *, provider: str | None = None) -> tuple[dict, dict[str, dict]]:
