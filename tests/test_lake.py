@@ -483,6 +483,24 @@ def test_eight_writers_record_200_runs_while_the_dashboard_reads_and_a_killed_wr
           "seconds:", [r["seconds"] for r in reports], "page draws:", watched["draws"], "polls:", watched["polls"])
 
 
+def test_two_watchers_claiming_one_message_on_a_team_store_send_it_once(team_store: Lake, tmp_path: Path) -> None:
+    """Issue 43's exactly once, on the team store `watch --every` serves: two watchers have both read a fact as
+    unclaimed (the child holds each at its first insert until the other is there too); one claims the message,
+    the other finds it taken. On a file the watchers' lock serves; DuckLake commits two inserts at once, so a
+    claim also takes the store's numbering row and the second conflicts and runs again."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("claims")
+    assert _child(env, "record", url, "claims", "1")["recorded"] == 1   # the lake and its tables
+    procs = [_start(env, "claim", url, str(tmp_path), name) for name in ("a", "b")]
+    said = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        said.append(json.loads(out.strip().splitlines()[-1]))
+    assert sorted(s["claimed"] for s in said) == [False, True], said
+    assert max(s["outbox"] for s in said) == 1, said   # one message owed, not two
+
+
 def test_the_lake_environment_pins_what_the_project_pins_but_duckdb() -> None:
     def pins(name: str) -> dict[str, str]:
         lines = (ROOT / name).read_text().splitlines()

@@ -4,6 +4,8 @@
     python -m tests.support.lake_child read URL [ISO_TIME]     the runs as read back (JSON), now or as of a time
     python -m tests.support.lake_child export URL FOLDER       the Parquet export of the lake (FOLDER may be s3://)
     python -m tests.support.lake_child hang URL RUN_ID         records RUN_ID but stops inside its transaction
+    python -m tests.support.lake_child claim URL FOLDER NAME   a watcher's claim of one message, made to overlap
+                                                               another's (`claim`)
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
     python -m tests.support.lake_child report URL then|later FOLDER  reports on the lake, now and --as-of a date
     python -m tests.support.lake_child watch URL PREFIX N SEC [DRAW]  reads while others write, until N runs PREFIX...
@@ -424,6 +426,45 @@ def label(url: str, name: str, n: int) -> None:
         say(seqs=seqs, states=states, conflicts=store.conflicts)
 
 
+def claim(url: str, folder: str, name: str) -> None:
+    """Claim the one message `watch-claim` as a watcher would (lib.store.watch.claim), held at its first insert
+    until the other claimant (of two, named a and b) has reached its own: both have then read the facts as
+    unclaimed, the race two watchers of one team store run. Says whether it claimed, and its conflicts."""
+    from contextlib import contextmanager
+    from pathlib import Path
+
+    from lib.store import watch as ws
+
+    here, other = Path(folder) / f"ready-{name}", Path(folder) / f"ready-{'b' if name == 'a' else 'a'}"
+
+    class Held:
+        def __init__(self, cur: object) -> None:
+            self.cur = cur
+
+        def execute(self, sql: str, params: object = None) -> object:
+            if sql.startswith("INSERT INTO watch_seen"):
+                here.touch()
+                deadline = time.monotonic() + 60
+                while not other.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            return self.cur.execute(sql, params) if params is not None else self.cur.execute(sql)  # type: ignore[attr-defined]
+
+    with Store(url) as store:
+        plain = store.transaction
+
+        @contextmanager
+        def held():  # type: ignore[no-untyped-def]
+            with plain() as cur:
+                yield Held(cur)
+
+        store.transaction = held  # type: ignore[method-assign]
+        row = ws.OutboxRow("watch-claim", "json://127.0.0.1/x", "new", None, None, "faithfulness +0.16", "body")
+        claimed = ws.claim(store, [row], [("fact-1", "jump")])
+        store.transaction = plain  # type: ignore[method-assign]
+        outbox = len(ws.outbox(store))
+        say(claimed=claimed, conflicts=store.conflicts, outbox=outbox)
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
     if command == "record":
@@ -453,6 +494,8 @@ def main(argv: list[str]) -> int:
         label(url, rest[0], int(rest[1]))
     elif command == "roles":
         say(**roles(url, rest[0], rest[1]))
+    elif command == "claim":
+        claim(url, rest[0], rest[1])
     elif command == "hang":
         hang(url, rest[0])
     else:
