@@ -76,14 +76,33 @@ def mark_seen(store: Store, keys: Sequence[tuple[str, str]]) -> None:
 def claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]]) -> bool:
     """Claim a message: its facts as seen by it and its outbox rows (one per channel), in one transaction.
 
+    Two watchers of a file take turns (their lock); two of a team store may both read a fact as unclaimed, and
+    DuckLake commits two inserts at once, so there a claim also takes the store's numbering row: the second of
+    two claims at once conflicts, runs again (bounded) and finds the facts taken.
+
     Returns:
         False when another watcher has claimed any of its facts first (nothing is written then).
     """
     if not rows:
         return False
     now = _now()
+    if store.lake:
+        return _claim_on_lake(store, rows, keys, now)
+    try:
+        return _claim(store, rows, keys, now)
+    except (duckdb.ConstraintException, duckdb.TransactionException):
+        return False
+
+
+@retried("the watcher's claim")
+def _claim_on_lake(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]], now: datetime) -> bool:
+    return _claim(store, rows, keys, now)
+
+
+def _claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str]], now: datetime) -> bool:
     try:
         with store.transaction() as cur:
+            store._numbering(cur)   # a team store: the second of two claims at once conflicts (a file: nothing)
             taken = cur.execute(f"SELECT count(*) FROM watch_seen WHERE key IN ({', '.join('?' * len(keys))})",
                                 [k for k, _ in keys]).fetchall()[0][0] if keys else 0
             if taken:
@@ -93,7 +112,7 @@ def claim(store: Store, rows: Sequence[OutboxRow], keys: Sequence[tuple[str, str
             for row in rows:
                 cur.execute(f"INSERT INTO watch_outbox VALUES ({_PLACES})",
                             list(astuple(replace(row, created_at=row.created_at or now))))
-    except (_Taken, duckdb.ConstraintException, duckdb.TransactionException):
+    except _Taken:
         return False
     return True
 
