@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from lib.app import labelling
 from lib.core.labels import label_items
