@@ -222,31 +222,20 @@ def judged_items(ctx: HasStore, run_id: str, suite: str, metric: str, sample: Ev
     return out
 
 
-def _current_order(ctx: HasStore, run_id: str, suite: str, metric: str) -> LabelOrder:
-    """The run's queue as the page shows it now: label_order, kept on the store while no run is written (a
-    label click does not change it; the page's own copy is cached on the same runs' version)."""
-    store = ctx.store
-    runs = "|".join(store.data_version().split("|")[:3])   # the runs' part (as lib.app.loaders.runs_version)
-    key = (run_id, suite, metric, runs)
-    memo: dict = store.__dict__.get("_order_memo", {})
-    if key not in memo:
-        memo = {k: v for k, v in memo.items() if k[3] == runs}
-        memo[key] = label_order(ctx, run_id, suite, metric)
-        store.__dict__["_order_memo"] = memo
-    return memo[key]
-
-
 def record_label(ctx: HasStore, *, run_id: str, suite: str, metric: str, sample_id: str, item: int, value: bool,
-                 labeller: str) -> Label:
+                 labeller: str, order: LabelOrder | None = None) -> Label:
     """Store one item label from the dashboard (checked as a file row is); returns it with its seq.
 
     The label keeps how the run's queue drew its sample (its weight there, the queue's total and size): labels
     taken in the queue's order are corrected by the estimator weighted by it (lib.diagnosis.agreement._design).
+
+    Args:
+        order: the run's queue as the labeller saw it (`label_order`, which the page holds); None reads it.
     """
     store = ctx.store
     (label,) = labels_from_rows(store, [{"sample_id": sample_id, "metric": metric, "item": item, "label": value,
                                          "labeller": labeller, "run_id": run_id, "suite": suite}], source="dashboard")
-    drawn = _current_order(ctx, run_id, suite, metric).draw(run_id, sample_id)
+    drawn = (order or label_order(ctx, run_id, suite, metric)).draw(run_id, sample_id)
     (seq,) = store.add_labels([replace(label, drawn=drawn)])
     return replace(label, seq=seq, drawn=drawn)
 
