@@ -80,7 +80,7 @@ def test_labels_taken_in_the_queues_order_are_weighted_by_it(runs_path: Path, tm
     """r2's judge (the leak) is wrong exactly on the samples its queue puts first (people call every claim of
     the top 30% by weight unsupported, and agree with the judge elsewhere). The first 20 samples of the queue,
     labelled through the page's own door, over-represent them: on main PPI++ said 0.38 [0.17, 0.58] of a truth
-    of 0.61; the weighted estimator covers it, on the run, on Trends' segments and in the incident's sentence."""
+    of 0.61; the weighted estimator says 0.58 [0.45, 0.71], on the run, on Trends' segments and in the incident's sentence."""
     with Store(_copy(runs_path, tmp_path)) as store:
         samples = store.samples("r2", "main")
         queue = labelling.label_order(Ctx(store), "r2", "main", "faithfulness")
@@ -152,8 +152,8 @@ def test_labels_whose_draw_is_unknown_or_mixed_give_a_reason_not_a_number(runs_p
 # -- the estimators on a synthetic queue: plain PPI misses, the weighted one covers ----------------------------------
 def test_plain_ppi_on_the_queues_first_labels_misses_and_the_weighted_estimator_covers() -> None:
     """1,000 samples, the judge's score a share of 1-5 item verdicts; people say 0.5 less exactly on the 30% the
-    queue weighs most. 500 seeded queues, the first 50 labelled each: measured plain PPI bias -0.113, coverage
-    0.09; weighted (the store's pi = min(1, n w / total)) bias -0.000, coverage 0.95 (1,000 seeds: same)."""
+    queue weighs most. 500 seeded queues, the first 50 labelled each: measured plain PPI bias -0.112, coverage
+    0.098; weighted (the store's pi = min(1, n w / total)) bias -0.000, coverage 0.940."""
     big_n, n, seeds = 1000, 50, 500
     rng = np.random.default_rng(12345)
     items = rng.integers(1, 6, big_n)
