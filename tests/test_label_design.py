@@ -80,7 +80,8 @@ def test_labels_taken_in_the_queues_order_are_weighted_by_it(runs_path: Path, tm
     """r2's judge (the leak) is wrong exactly on the samples its queue puts first (people call every claim of
     the top 30% by weight unsupported, and agree with the judge elsewhere). The first 20 samples of the queue,
     labelled through the page's own door, over-represent them: on main PPI++ said 0.38 [0.17, 0.58] of a truth
-    of 0.61; the weighted estimator says 0.58 [0.45, 0.71], on the run, on Trends' segments and in the incident's sentence."""
+    of 0.61; the weighted estimator says 0.58 [0.45, 0.71], on the run, on Trends' segments and in the
+    incident's sentence."""
     with Store(_copy(runs_path, tmp_path)) as store:
         samples = store.samples("r2", "main")
         queue = labelling.label_order(Ctx(store), "r2", "main", "faithfulness")
