@@ -415,16 +415,16 @@ def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, vers
         return None
     scores = store.sample_scores(run_id, suite, metric)
     ok = scores[(scores["status"] == OK) & scores["score"].notna()]
+    rest = ok[~ok["sample_id"].isin(set(paired["sample_id"]))]
     return corrected_mean(paired["sample_id"].astype(str).tolist(), paired["people"].to_numpy(float),
-                          paired["judge"].to_numpy(float), ok["sample_id"].astype(str).tolist(),
-                          ok["score"].to_numpy(float), pairs.draws, tune=tune)
+                          paired["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws, tune=tune)
 
 
-def corrected_mean(labelled: Sequence[str], people: np.ndarray, judged: np.ndarray, scored: Sequence[str],
-                   scores: np.ndarray, draws: dict[str, SampleDraw], *, tune: bool = True
-                   ) -> Corrected | Withheld | None:
-    """The corrected mean of the judge's `scores` of the samples `scored`, by people's scores of the `labelled`
-    ones (and the judge's of them, `judged`), with the estimator their `draws` support.
+def corrected_mean(labelled: Sequence[str], people: np.ndarray, judged: np.ndarray, unlabelled: np.ndarray,
+                   draws: dict[str, SampleDraw], *, tune: bool = True) -> Corrected | Withheld | None:
+    """The corrected mean of the judge's scores, by people's scores of the `labelled` samples (and the judge's of
+    them, `judged`) and the judge's scores of the others (`unlabelled`), with the estimator the labelled samples'
+    `draws` support (lib.diagnosis.agreement._design).
 
     Returns:
         The correction (PPI / PPI++ for uniform draws, `active_mean` for one queue's); Withheld with the reason;
@@ -432,14 +432,13 @@ def corrected_mean(labelled: Sequence[str], people: np.ndarray, judged: np.ndarr
     """
     if len(labelled) < MIN_LABELS:
         return None
-    choice = choose(draws_of(draws, labelled), len(scored))
+    every = np.concatenate([np.asarray(judged, dtype=float), np.asarray(unlabelled, dtype=float)])
+    choice = choose(draws_of(draws, labelled), len(every))
     if choice.estimator == "weighted":
-        return active_mean(people, judged, np.array(choice.pi), scores)
+        return active_mean(people, judged, np.array(choice.pi), every)
     if choice.estimator != "ppi":
-        return Withheld(float(np.mean(scores)) if len(scores) else math.nan, len(labelled), choice.reason)
-    known = set(labelled)
-    rest = np.array([s not in known for s in scored], dtype=bool)
-    return ppi_mean(people, judged, np.asarray(scores, dtype=float)[rest], tune=tune)
+        return Withheld(float(every.mean()), len(labelled), choice.reason)
+    return ppi_mean(people, judged, unlabelled, tune=tune)
 
 
 def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str, str | None]]

@@ -182,9 +182,9 @@ def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MA
             if len(per_sample) < MIN_LABELS:
                 continue
             judged = store.mean_sample_scores(runs, suite, metric)
+            rest = judged[~judged["sample_id"].isin(set(per_sample.index))]
             found = corrected_mean([str(s) for s in per_sample.index], per_sample["people"].to_numpy(float),
-                                   per_sample["judge"].to_numpy(float), judged["sample_id"].astype(str).tolist(),
-                                   judged["score"].to_numpy(float), pairs.draws)
+                                   per_sample["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws)
             if found is not None:
                 out.append(SegmentCorrected(segment, found))
     return out
