@@ -187,7 +187,7 @@ Q = ("r2", 10.0, 20)   # a queue over 20 samples, total weight 10
     ([SampleDraw(UNIFORM)] * 3, 20, "ppi", ""),
     ([SampleDraw(UNIFORM), SampleDraw(UNKNOWN), SampleDraw(UNKNOWN)], 20, "",
      "2 labelled samples came from the Labels page's queue before it kept how it drew them"),
-    ([SampleDraw(QUEUE, Q, 1.0), SampleDraw(MIXED)], 20, "", "1 labelled sample labelled both at random and from"),
+    ([SampleDraw(QUEUE, Q, 1.0), SampleDraw(MIXED)], 20, "", "1 labelled sample drawn more than one way"),
     ([SampleDraw(UNIFORM), SampleDraw(QUEUE, Q, 1.0), SampleDraw(QUEUE, Q, 0.5)], 20, "",
      "1 labelled sample drawn at random and 2 taken from the Labels page's queue"),
     ([SampleDraw(QUEUE, Q, 1.0), SampleDraw(QUEUE, ("r2", 12.0, 20), 1.0)], 20, "",
@@ -210,8 +210,11 @@ def test_the_estimator_follows_how_the_labels_were_drawn(draws: list[SampleDraw]
     ([("cli", None), ("demo", None)], UNIFORM),
     ([("dashboard", None)], UNKNOWN),
     ([("dashboard", ("r2", 0.5, 10.0, 20))], QUEUE),
+    ([("dashboard", ("r2", 0.5, 10.0, 20))] * 2, QUEUE),   # two people's labels of one sample from one queue
     ([("dashboard", ("r2", 0.5, 10.0, 20)), ("file:a.csv", None)], MIXED),
-], ids=["file", "cli-demo", "dashboard-unkept", "dashboard-queue", "two-designs"])
+    ([("dashboard", ("r2", 0.5, 10.0, 20)), ("dashboard", ("r2", 0.5, 12.0, 20))], MIXED),
+], ids=["file", "cli-demo", "dashboard-unkept", "dashboard-queue", "one-queue-twice", "two-designs",
+                  "two-queues"])
 def test_a_samples_draw_is_read_from_its_labels(rows: list[tuple[str, tuple | None]], design: str) -> None:
     frame = pd.DataFrame([{"sample_id": "s1", "source": src, "queue_run": q[0] if q else None,
                            "queue_weight": q[1] if q else np.nan, "queue_total": q[2] if q else np.nan,

@@ -129,8 +129,9 @@ def choose(draws: Sequence[SampleDraw], population: int) -> Choice:
                           "drew them, so their chance of being drawn is unknown and no estimator holds")
     if MIXED in designs:
         k = designs.count(MIXED)
-        return Choice("", f"{_count(k, 'labelled sample')} labelled both at random and from the Labels page's "
-                          "queue (different people's labels): no one estimator holds for the mix")
+        return Choice("", f"{_count(k, 'labelled sample')} drawn more than one way (their labels came at random "
+                          "and from the Labels page's queue, or from queues with different weights): no one "
+                          "estimator holds for the mix")
     if UNIFORM in designs:
         k = designs.count(UNIFORM)
         return Choice("", f"{_count(k, 'labelled sample')} drawn at random and {len(designs) - k} taken from the "
