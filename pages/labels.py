@@ -71,7 +71,7 @@ st.write(md(labelling.next_words(corrected, order, metric)))
 def record(sample_id: str, item: int, value: bool, labelled: frozenset[int], n_items: int) -> None:
     """A label button's callback: store the label (the labelling area alone reruns); count a finished sample."""
     labelling.record_label(ctx, run_id=run_id, suite=MAIN, metric=metric, sample_id=sample_id, item=item,
-                           value=value, labeller=labeller)
+                           value=value, labeller=labeller, order=order)   # the label keeps the queue's weights
     if item not in labelled and len(labelled | {item}) == n_items:
         st.session_state["lab_since"] = st.session_state.get("lab_since", 0) + 1
 

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from lib.app.imports import HasStore
-from lib.core.labels import Label, content_key, label_items
+from lib.core.labels import Label, QueueDraw, content_key, label_items
 from lib.core.metrics import get_metric
 from lib.core.results import OK
 from lib.core.samples import EvalSample
-from lib.diagnosis.agreement import Corrected, active_labels_to_halve, active_order, active_weights
+from lib.diagnosis.agreement import Corrected, Withheld, active_labels_to_halve, active_order, active_weights
 from lib.diagnosis.trends import INSTRUMENT_COLUMNS
 from lib.intake.labels import labels_from_rows
 from lib.store import Store
@@ -131,6 +131,13 @@ class LabelOrder:
         """How many labels in all, taken in this order, would halve the corrected interval at n labels."""
         return active_labels_to_halve(np.array(self.weights), n)
 
+    def draw(self, run_id: str, sample_id: str) -> QueueDraw | None:
+        """How this order offers `sample_id` (None: not in it, e.g. a sample the run did not score)."""
+        if sample_id not in self.sample_ids:
+            return None
+        k = self.sample_ids.index(sample_id)
+        return QueueDraw(run_id, self.weights[k], float(sum(self.weights)), len(self.sample_ids))
+
 
 def _scores_by_content(store: Store, run_id: str, suite: str, metric: str
                        ) -> dict[str, tuple[str, float, int]]:
@@ -216,16 +223,24 @@ def judged_items(ctx: HasStore, run_id: str, suite: str, metric: str, sample: Ev
 
 
 def record_label(ctx: HasStore, *, run_id: str, suite: str, metric: str, sample_id: str, item: int, value: bool,
-                 labeller: str) -> Label:
-    """Store one item label from the dashboard (checked as a file row is); returns it with its seq."""
+                 labeller: str, order: LabelOrder | None = None) -> Label:
+    """Store one item label from the dashboard (checked as a file row is); returns it with its seq.
+
+    The label keeps how the run's queue drew its sample (its weight there, the queue's total and size): labels
+    taken in the queue's order are corrected by the estimator weighted by it (lib.diagnosis.agreement._design).
+
+    Args:
+        order: the run's queue as the labeller saw it (`label_order`, which the page holds); None reads it.
+    """
     store = ctx.store
     (label,) = labels_from_rows(store, [{"sample_id": sample_id, "metric": metric, "item": item, "label": value,
                                          "labeller": labeller, "run_id": run_id, "suite": suite}], source="dashboard")
-    (seq,) = store.add_labels([label])
-    return Label(**{**label.__dict__, "seq": seq})
+    drawn = (order or label_order(ctx, run_id, suite, metric)).draw(run_id, sample_id)
+    (seq,) = store.add_labels([replace(label, drawn=drawn)])
+    return replace(label, seq=seq, drawn=drawn)
 
 
-def next_words(corrected: Corrected | None, order: LabelOrder, metric: str) -> str:
+def next_words(corrected: Corrected | Withheld | None, order: LabelOrder, metric: str) -> str:
     """The Labels page's 'what to label next' sentence: where the run's metric stands through people's labels, and
     how many more labels in the queue's order would halve the corrected interval."""
     why = ("The queue starts where the judge is least sure (its item verdicts split) or where another instrument "
@@ -234,6 +249,8 @@ def next_words(corrected: Corrected | None, order: LabelOrder, metric: str) -> s
         else "."
     if corrected is None:
         return (f"Under two labelled samples of this run: no {metric} corrected by people's labels yet. {why}")
+    if isinstance(corrected, Withheld):
+        return f"This run: {corrected.sentence(metric)}. {why}"
     half = order.labels_to_halve(corrected.n_labelled)
     more = (f" In this order about {half - corrected.n_labelled} more labelled samples ({half} in all) would halve "
             f"the interval (width {corrected.width:.2f} now)." if half is not None

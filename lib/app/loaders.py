@@ -21,7 +21,7 @@ from lib.core.records import CANARY, MAIN, RunHeader
 from lib.core.samples import EvalSample
 from lib.diagnosis import batch, cost, provenance, rejudge, sentinel, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
-from lib.diagnosis.agreement import Corrected
+from lib.diagnosis.agreement import Corrected, Withheld
 from lib.diagnosis.incidents import JumpEvidence, Standing, load_jump_evidence, standing
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
@@ -331,8 +331,9 @@ def label_reach(db_path: str, runs_key: str, metric: str, sample: EvalSample) ->
 
 
 @st.cache_data(show_spinner=False)
-def corrected_of_run(db_path: str, version: str, run_id: str, metric: str) -> Corrected | None:
-    """A run's metric by its judge and as the calibration set's labels correct it (None: under two labels)."""
+def corrected_of_run(db_path: str, version: str, run_id: str, metric: str) -> Corrected | Withheld | None:
+    """A run's metric by its judge and as the calibration set's labels correct it (None: under two labels;
+    Withheld: the labels' draw supports no estimator, with the reason)."""
     from lib.diagnosis.agreement import corrected_of_run as corrected
 
     return corrected(open_store(db_path), MAIN, metric, run_id)

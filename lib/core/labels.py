@@ -38,6 +38,25 @@ def label_items(metric: str, sample: EvalSample) -> list[str]:
 
 
 @dataclass(frozen=True)
+class QueueDraw:
+    """How a queue offered a sample for labelling (lib.diagnosis.agreement._active): it took the samples of run
+    `run_id` in ascending u / w order, so after n labels this sample's inclusion probability is about
+    min(1, n weight / total) (sequential Poisson sampling).
+
+    Attributes:
+        run_id: the run whose queue offered the sample.
+        weight: the sample's weight w in that queue.
+        total: the sum of the queue's weights (over its `size` samples) when the sample was offered.
+        size: how many samples the queue drew from.
+    """
+
+    run_id: str
+    weight: float
+    total: float
+    size: int
+
+
+@dataclass(frozen=True)
 class Label:
     """One person's label of one sample (or one of its items) for one metric.
 
@@ -54,6 +73,10 @@ class Label:
         source: the door it came through ("file:<name>", "cli", "dashboard", "demo").
         note: an optional remark.
         seq: the store's order of labels (0 before it is stored).
+        drawn: how the sample was drawn for labelling, when a queue drew it (the Labels page's active order):
+            its weight there and that queue's run, total weight and size; None when nothing is known of the
+            draw (a file, the CLI, the demo: taken as a uniform draw, except a dashboard label stored before the
+            queue's weights were kept, whose draw is unknown).
     """
 
     suite: str
@@ -68,6 +91,7 @@ class Label:
     source: str
     note: str = ""
     seq: int = 0
+    drawn: QueueDraw | None = None
 
     @property
     def key(self) -> tuple[str, str, str, int | None, str, str]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _COLUMNS = ("seq", "suite", "sample_id", "metric", "item", "kind", "value", "content", "labeller", "labelled_at",
-            "source", "note")
+            "source", "note", "queue_run", "queue_weight", "queue_total", "queue_size")
 # The latest label of each (suite, sample, metric, item, labeller, content) up to a version; item NULL is one key.
 _CURRENT = """
     SELECT * FROM (
@@ -48,8 +48,16 @@ class LabelsMixin(StoreBase):
                 "seq": start + k + 1, "suite": lab.suite, "sample_id": lab.sample_id, "metric": lab.metric,
                 "item": lab.item, "kind": lab.kind, "value": float(lab.value), "content": lab.content,
                 "labeller": lab.labeller, "labelled_at": lab.labelled_at, "source": lab.source,
-                "note": lab.note or None} for k, lab in enumerate(labels)], columns=list(_COLUMNS))
+                "note": lab.note or None,
+                "queue_run": lab.drawn.run_id if lab.drawn else None,
+                "queue_weight": lab.drawn.weight if lab.drawn else None,
+                "queue_total": lab.drawn.total if lab.drawn else None,
+                "queue_size": lab.drawn.size if lab.drawn else None} for k, lab in enumerate(labels)],
+                columns=list(_COLUMNS))
             frame["item"] = frame["item"].astype("Int64")
+            frame["queue_size"] = frame["queue_size"].astype("Int64")
+            for col in ("queue_weight", "queue_total"):
+                frame[col] = frame[col].astype(float)
             self._insert_frame(cur, "labels", frame)
         return [start + k + 1 for k in range(len(labels))]
 

@@ -251,6 +251,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     # The judge sentinel (lib.store.sentinel): each pin of probes with its instrument and baseline verdicts, and
     # the nights each pin was judged again (a night's seed is in every call's cache key).
     Migration("judge sentinel pins and nights", tuple(_SENTINEL)),
+    # How a label's sample was drawn when the Labels page's active queue offered it (lib.core.labels.QueueDraw): the
+    # queue's run, the sample's weight, the queue's total weight and size. NULL: not from a queue (a file, the CLI,
+    # the demo: a uniform draw), or a dashboard label stored before this step (its draw unknown).
+    Migration("label queue draws", (
+        "ALTER TABLE labels ADD COLUMN IF NOT EXISTS queue_run VARCHAR",
+        "ALTER TABLE labels ADD COLUMN IF NOT EXISTS queue_weight DOUBLE",
+        "ALTER TABLE labels ADD COLUMN IF NOT EXISTS queue_total DOUBLE",
+        "ALTER TABLE labels ADD COLUMN IF NOT EXISTS queue_size INTEGER")),
 )
 check_names(MIGRATIONS)   # at import: a duplicated name is a merge mistake, caught before any database is opened
 SCHEMA_VERSION = len(MIGRATIONS)

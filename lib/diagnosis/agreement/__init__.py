@@ -3,7 +3,8 @@ judge.
 
 Private modules: _stats (pure agreement statistics), _agreement, _trend (per segment and per instrument change),
 _calibrate (the new-judge gate), _ppi (a metric corrected by people's labels: prediction-powered inference),
-_active (what to label next: the order that narrows the corrected interval fastest, and its estimator).
+_active (what to label next: the order that narrows the corrected interval fastest, and its estimator), _design
+(how the labelled samples were drawn, and which estimator holds for them).
 """
 
 from lib.diagnosis.agreement._active import active_mean
@@ -29,6 +30,7 @@ from lib.diagnosis.agreement._calibrate import (
     current_contender,
     current_instrument,
 )
+from lib.diagnosis.agreement._design import Withheld
 from lib.diagnosis.agreement._ppi import Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.agreement._trend import (
@@ -43,8 +45,8 @@ from lib.diagnosis.agreement._trend import (
 
 __all__ = [
     "AUC_DROPPED", "MARGIN", "SEED", "Agreement", "Calibration", "Contender", "Corrected", "CurrentInstrument",
-    "Estimate", "SegmentCorrected", "active_labels_to_halve", "active_mean", "active_order", "active_weights",
-    "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "compare",
+    "Estimate", "SegmentCorrected", "Withheld", "active_labels_to_halve", "active_mean", "active_order",
+    "active_weights", "agreement_by_instrument", "agreements_frame", "calibrate", "calibration_samples", "compare",
     "corrected_at_steps", "corrected_by_segment", "corrected_frame", "corrected_of_run", "current_contender",
     "current_instrument", "labelled_pairs", "ppi_mean", "segments_frame", "trend_agreement",
 ]

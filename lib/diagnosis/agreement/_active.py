@@ -126,7 +126,8 @@ def active_mean(people: np.ndarray, judged: np.ndarray, pi: np.ndarray, all_scor
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     se = math.sqrt(var)
     return Corrected(judge=float(a.mean()), value=value, low=value - z * se, high=value + z * se, n_labelled=n,
-                     n_unlabelled=big_n - n, lam=1.0, confidence=confidence, spread_rectifier=float(r.var()))
+                     n_unlabelled=big_n - n, lam=1.0, confidence=confidence, spread_rectifier=float(r.var()),
+                     weighted=True)
 
 
 def labels_to_halve(w: np.ndarray, n: int) -> int | None:

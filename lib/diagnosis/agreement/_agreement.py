@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,8 @@ from lib.core.metrics import get_metric, items_of, sample_score
 from lib.core.results import OK
 from lib.core.samples import EvalSample
 from lib.diagnosis.agreement import _stats as st
+from lib.diagnosis.agreement._active import active_mean
+from lib.diagnosis.agreement._design import SampleDraw, Withheld, choose, draws_of, sample_draws
 from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import NONE, Estimate
 from lib.store import Store
@@ -61,16 +63,18 @@ class Pairs:
         samples: one row per (judging, labelled sample): run_id, sample_id, instrument, judge (score),
             people (score), binary (True when the people's label is a binary sample label).
         n_labels: current labels the pairs drew on.
+        draws: how each labelled sample was drawn (lib.diagnosis.agreement._design), by sample id.
     """
 
     items: pd.DataFrame
     samples: pd.DataFrame
     n_labels: int
+    draws: dict[str, SampleDraw] = field(default_factory=dict)
 
     def where(self, column: str, values: Sequence[object]) -> Pairs:
         keep = set(values)
         return Pairs(self.items[self.items[column].isin(keep)], self.samples[self.samples[column].isin(keep)],
-                     self.n_labels)
+                     self.n_labels, self.draws)
 
     @classmethod
     def none(cls, n_labels: int) -> Pairs:
@@ -172,7 +176,7 @@ def pair_labels(labels: pd.DataFrame, judgings: pd.DataFrame, metric: str,
     names = {k: instrument_text(*k) for k in set(keys)}
     ok = ok.assign(instrument=pd.Series([names[k] for k in keys], index=ok.index, dtype=object))
     return Pairs(_item_pairs(ok, pd.DataFrame(people_items, columns=["copy", "item", "people"])),
-                 _sample_pairs(ok, whole), len(labels))
+                 _sample_pairs(ok, whole), len(labels), sample_draws(labels))
 
 
 def _as_copies(judgings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -385,7 +389,7 @@ def compare(current: Pairs, candidate: Pairs, *, metric: str, version: int, marg
 
 
 def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, version: int | None = None,
-                     tune: bool = True, pairs: Pairs | None = None) -> Corrected | None:
+                     tune: bool = True, pairs: Pairs | None = None) -> Corrected | Withheld | None:
     """A run's metric by its judge and as the calibration set's labels correct it (lib.diagnosis.agreement._ppi).
 
     The rectifier (people minus judge) is measured on this run's own judgings of the labelled samples, so it is
@@ -395,8 +399,12 @@ def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, vers
     `pairs`: labelled_pairs already read over runs that include this one (corrected_at_steps reads them once for
     all its runs: one read a run cost two thirds of an incident load's CPU); None reads this run's.
 
+    The estimator follows how the labelled samples were drawn (lib.diagnosis.agreement._design): PPI (`tune`:
+    PPI++) for uniform draws, the weighted estimator for labels taken from one queue over the run's samples.
+
     Returns:
-        The correction, or None when fewer than two labelled samples were scored by the run.
+        The correction; Withheld (with the reason) when the labels' draw supports no estimator; None when fewer
+        than two labelled samples were scored by the run.
     """
     if pairs is None:
         pairs, _ = labelled_pairs(store, suite, metric, version=version, run_ids=[run_id])
@@ -408,8 +416,29 @@ def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, vers
     scores = store.sample_scores(run_id, suite, metric)
     ok = scores[(scores["status"] == OK) & scores["score"].notna()]
     rest = ok[~ok["sample_id"].isin(set(paired["sample_id"]))]
-    return ppi_mean(paired["people"].to_numpy(float), paired["judge"].to_numpy(float),
-                    rest["score"].to_numpy(float), tune=tune)
+    return corrected_mean(paired["sample_id"].astype(str).tolist(), paired["people"].to_numpy(float),
+                          paired["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws, tune=tune)
+
+
+def corrected_mean(labelled: Sequence[str], people: np.ndarray, judged: np.ndarray, unlabelled: np.ndarray,
+                   draws: dict[str, SampleDraw], *, tune: bool = True) -> Corrected | Withheld | None:
+    """The corrected mean of the judge's scores, by people's scores of the `labelled` samples (and the judge's of
+    them, `judged`) and the judge's scores of the others (`unlabelled`), with the estimator the labelled samples'
+    `draws` support (lib.diagnosis.agreement._design).
+
+    Returns:
+        The correction (PPI / PPI++ for uniform draws, `active_mean` for one queue's); Withheld with the reason;
+        None under MIN_LABELS labelled samples.
+    """
+    if len(labelled) < MIN_LABELS:
+        return None
+    every = np.concatenate([np.asarray(judged, dtype=float), np.asarray(unlabelled, dtype=float)])
+    choice = choose(draws_of(draws, labelled), len(every))
+    if choice.estimator == "weighted":
+        return active_mean(people, judged, np.array(choice.pi), every)
+    if choice.estimator != "ppi":
+        return Withheld(float(every.mean()), len(labelled), choice.reason)
+    return ppi_mean(people, judged, unlabelled, tune=tune)
 
 
 def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str, str | None]]

@@ -40,6 +40,8 @@ class Corrected:
         confidence: the interval's nominal coverage.
         spread_judge: population variance of lam x the judge's unlabelled scores (the imputed term's spread).
         spread_rectifier: population variance of people - lam x judge over the labelled samples.
+        weighted: the labels were taken in the Labels page's queue order and weighted by 1 / their inclusion
+            probability (lib.diagnosis.agreement._active.active_mean), not drawn uniformly.
     """
 
     judge: float
@@ -52,6 +54,7 @@ class Corrected:
     confidence: float = CONFIDENCE
     spread_judge: float = 0.0
     spread_rectifier: float = 0.0
+    weighted: bool = False
 
     @property
     def width(self) -> float:
@@ -83,6 +86,8 @@ class Corrected:
     def sentence(self, metric: str) -> str:
         """'faithfulness 0.94 by the judge; 0.79 [0.74, 0.84] corrected by 150 labels'."""
         labels = f"{self.n_labelled} label{'s' if self.n_labelled != 1 else ''}"
+        if self.weighted:
+            labels += " (taken in the queue's order, weighted by it)"
         return (f"{metric} {self.judge:.2f} by the judge; {self.value:.2f} [{self.low:.2f}, {self.high:.2f}] "
                 f"corrected by {labels}")
 

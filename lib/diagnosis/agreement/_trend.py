@@ -15,8 +15,9 @@ from datetime import datetime
 import pandas as pd
 
 from lib.core.records import MAIN
-from lib.diagnosis.agreement._agreement import Agreement, agreement, labelled_pairs
-from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
+from lib.diagnosis.agreement._agreement import Agreement, agreement, corrected_mean, labelled_pairs
+from lib.diagnosis.agreement._design import Withheld
+from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected
 from lib.diagnosis.agreement._stats import Estimate
 from lib.diagnosis.trends import INSTRUMENT_COLUMNS, Segment, segment_index, segments
 from lib.store import Store
@@ -152,11 +153,12 @@ class SegmentCorrected:
     """One comparable segment's metric by its judge and as people's labels correct it (PPI++ over samples).
 
     Each sample counts once: its judge score is the mean over the segment's runs, and its people's score the mean
-    over the texts those runs judged; the rectifier is this segment's instrument's, never another's.
+    over the texts those runs judged; the rectifier is this segment's instrument's, never another's. `corrected`
+    is Withheld (with its reason) when the labels' draw supports no estimator (lib.diagnosis.agreement._design).
     """
 
     segment: Segment
-    corrected: Corrected
+    corrected: Corrected | Withheld
 
 
 def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MAIN) -> list[SegmentCorrected]:
@@ -182,11 +184,18 @@ def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MA
                 continue
             judged = hs.mean_sample_scores(store, runs, suite, metric)
             rest = judged[~judged["sample_id"].isin(set(per_sample.index))]
-            found = ppi_mean(per_sample["people"].to_numpy(float), per_sample["judge"].to_numpy(float),
-                             rest["score"].to_numpy(float))
+            found = corrected_mean([str(s) for s in per_sample.index], per_sample["people"].to_numpy(float),
+                                   per_sample["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws)
             if found is not None:
                 out.append(SegmentCorrected(segment, found))
     return out
+
+
+def _corrected_cell(c: Corrected | Withheld) -> str:
+    """'0.79 [0.74, 0.84]', or 'not corrected: <why>' where the labels' draw supports no estimator."""
+    if isinstance(c, Withheld):
+        return f"not corrected: {c.reason}"
+    return f"{c.value:.2f} [{c.low:.2f}, {c.high:.2f}]" + (" (weighted by the queue's order)" if c.weighted else "")
 
 
 def corrected_frame(found: list[SegmentCorrected]) -> pd.DataFrame:
@@ -194,7 +203,7 @@ def corrected_frame(found: list[SegmentCorrected]) -> pd.DataFrame:
     return pd.DataFrame([{
         "metric": s.segment.metric, "from": s.segment.start, "to": s.segment.end, "runs": s.segment.n_runs,
         "instrument": s.segment.label, "by the judge": f"{s.corrected.judge:.2f}",
-        "corrected by people's labels": f"{s.corrected.value:.2f} [{s.corrected.low:.2f}, {s.corrected.high:.2f}]",
+        "corrected by people's labels": _corrected_cell(s.corrected),
         "labelled samples": s.corrected.n_labelled} for s in found],
         columns=["metric", "from", "to", "runs", "instrument", "by the judge", "corrected by people's labels",
                  "labelled samples"])
