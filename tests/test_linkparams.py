@@ -109,6 +109,14 @@ def test_a_bad_query_parameter_gets_a_message_not_a_traceback(db_with_ablation_i
     assert said in warnings.replace("\\", ""), warnings
 
 
+def test_a_database_file_offers_no_as_of_and_a_links_asof_is_said(db_with_ablation_in_progress: Path) -> None:
+    """A DuckDB file keeps only its present: no As of input, and a link's asof gets a warning and the present."""
+    at = open_page("pages/overview.py", asof="2026-10-31")
+    assert "keeps only its present" in " ".join(w.value for w in at.warning)
+    assert not [d for d in at.date_input if d.key == "as_of_choice"]
+    assert not [i for i in at.info if "As of" in i.value] and "asof" not in at.query_params
+
+
 @pytest.mark.parametrize(("start", "end", "expected"), [
     (None, None, (None, None)),
     ("2026-10-01", "2026-10-07", ((date(2026, 10, 1), date(2026, 10, 7)), None)),
