@@ -292,7 +292,7 @@ def cli_session(db: str, folder: str) -> dict[str, object]:
     import io
     from pathlib import Path
 
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.intake.runjson import run_to_json
 
     here = Path(folder)
@@ -406,7 +406,7 @@ def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
     import io
     from pathlib import Path
 
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.intake.runjson import run_to_json
 
     with Store(writer) as store:
