@@ -450,7 +450,7 @@ def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(t
     """The sidebar's As of 2026-10-31 on a lake: the Overview reads the history as it stood then (a run recorded
     in November is not on it, the one of October is), says so in a banner, and the Ablation page's Launch is off
     with that reason. Drawn now first, so a loader cached for the present would be served again if its key lacked
-    the date."""
+    the date; emptying the input reads now again."""
     _, env, server = team_store
     url = "ducklake:" + server.catalog("asofpages")
     assert _child(env, "asof", url, "then") == {"phase": "then"}
@@ -463,6 +463,7 @@ def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(t
     assert "asof-p" in then and "asof-q" not in then and banner in seen["then"]
     assert seen["url"] == "2026-10-31"   # the link carries the date, and only the date
     assert banner in seen["ablation"] and seen["launch"] == [True, banner]
+    assert banner not in seen["emptied"][0] and seen["emptied"][1] is None   # the input emptied: now again
     print("Overview as of a date drawn in", seen["as_of_seconds"], "s")
 
 

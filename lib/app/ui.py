@@ -243,7 +243,9 @@ def _as_of_picker(team_store: bool) -> date | None:
     def keep() -> None:
         st.session_state["as_of"] = st.session_state["as_of_choice"]
 
-    st.date_input("As of", key="as_of_choice", on_change=keep, min_value=linkparams.FIRST_DAY, max_value=today,
+    # value=None: the input starts empty and can be emptied again (now); its state is the session's "as_of"
+    st.date_input("As of", value=None, key="as_of_choice", on_change=keep, min_value=linkparams.FIRST_DAY,
+                  max_value=today,
                   format="YYYY-MM-DD",
                   help="Read this team store as it stood at the end of a day (DuckLake's time travel), e.g. what the "
                        "Overview said at a weekly review; empty: now. Nothing can be launched or written meanwhile. "

@@ -376,8 +376,6 @@ def pages_as_of(url: str, phase: str) -> dict[str, object]:
     each showed, what went wrong, and the Launch button's state and reason."""
     from datetime import date
 
-    from streamlit.testing.v1 import AppTest
-
     with Store(url) as store:
         store.record_run(make_run("asof-p" if phase == "then" else "asof-q",
                                   started=datetime(2026, 10, 30, 2, 0) if phase == "then" else datetime(2026, 11, 5)))
@@ -394,8 +392,11 @@ def pages_as_of(url: str, phase: str) -> dict[str, object]:
     app.switch_page("pages/ablation.py").run()  # type: ignore[attr-defined]
     errors["ablation"] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
     launch = app.button(key="abl_launch")  # type: ignore[attr-defined]
+    ablation = shown_text(app)
+    app.date_input(key="as_of_choice").set_value(None).run()  # type: ignore[attr-defined]  # emptied: now
     return {"now": now, "then": then, "errors": errors, "url": url_day, "as_of_seconds": round(seconds, 2),
-            "ablation": shown_text(app), "launch": [launch.disabled, launch.help]}
+            "ablation": ablation, "launch": [launch.disabled, launch.help],
+            "emptied": [shown_text(app), app.query_params.get("asof")]}  # type: ignore[attr-defined]
 
 
 def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
