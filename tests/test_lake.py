@@ -457,6 +457,8 @@ def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(t
     _move_clock_back(server, "asofpages")
     seen = _child(env, "asof", url, "later")
     banner = ("As of 2026-10-31 (end of day): the history as it stood then; nothing can be launched or written")
+    [before] = seen["errors"].pop("before")   # a day before the first run: said, with what to do, no traceback
+    assert before.startswith("As of 2026-10-01: ") and "Choose a later day" in before and url not in before
     assert seen["errors"] == {"now": [], "then": [], "ablation": []}
     now, then = " ".join(seen["now"]), " ".join(seen["then"])
     assert "asof-q" in now and banner not in now   # now: the later run is the latest

@@ -320,7 +320,7 @@ def _open_or_stop(path: Path | str, name: str, *, create: bool = False) -> Store
 
 
 def _open_shown(key: str, name: str) -> Store:
-    path = split_key(key)[0]
+    path, as_of = split_key(key)
     try:
         return open_store(key)
     except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
@@ -328,8 +328,10 @@ def _open_shown(key: str, name: str) -> Store:
                 "the page opens it as soon as it is free.")
         time.sleep(BUSY_RETRY_SECONDS)
         st.rerun()
-    except StoreError as exc:
-        st.error(md_literal(str(exc).replace(path, name)))
+    except StoreError as exc:   # as of a date: a day before the store's first run has no snapshot to read
+        said = str(exc).replace(path, name)
+        st.error(md_literal(said if as_of is None else f"As of {as_of:%Y-%m-%d}: {said}. Choose a later day in "
+                                                       "As of, or empty it to read the store as it is now."))
         st.stop()
     raise AssertionError("unreachable")
 

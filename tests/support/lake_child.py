@@ -372,8 +372,9 @@ def shown_text(app: object) -> list[str]:
 def pages_as_of(url: str, phase: str) -> dict[str, object]:
     """The pages around a run recorded later (the test moves the catalog's clock back between the phases). Phase
     `then`: records asof-p (a nightly of 30 October). Phase `later`: records asof-q (5 November), then draws the
-    Overview now, picks 2026-10-31 in the sidebar's As of input and draws it again, then the Ablation page: what
-    each showed, what went wrong, and the Launch button's state and reason."""
+    Overview now, as of 2026-10-01 (before the lake's first snapshot), and as of 2026-10-31 (the sidebar's As of
+    input), then the Ablation page, then empties the input: what each showed, what went wrong, and the Launch
+    button's state and reason."""
     from datetime import date
 
     with Store(url) as store:
@@ -383,11 +384,14 @@ def pages_as_of(url: str, phase: str) -> dict[str, object]:
         return {"phase": phase}
     shown, app = draw(url, ("pages/overview.py",))
     now = shown_text(app)
+    app.date_input(key="as_of_choice").set_value(date(2026, 10, 1)).run()  # type: ignore[attr-defined]
+    before = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]  # before the lake
     t0 = time.perf_counter()
     app.date_input(key="as_of_choice").set_value(date(2026, 10, 31)).run()  # type: ignore[attr-defined]
     seconds = time.perf_counter() - t0
     then = shown_text(app)
-    errors = {"now": shown["pages/overview.py"], "then": [str(e.value) for e in (*app.exception, *app.error)]}  # type: ignore[attr-defined]
+    errors = {"now": shown["pages/overview.py"], "before": before,
+              "then": [str(e.value) for e in (*app.exception, *app.error)]}  # type: ignore[attr-defined]
     url_day = app.query_params.get("asof")  # type: ignore[attr-defined]
     app.switch_page("pages/ablation.py").run()  # type: ignore[attr-defined]
     errors["ablation"] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
