@@ -156,8 +156,8 @@ if spec is not None and may_launch:
         confirmed = st.checkbox(f"Launch up to {estimate.calls} calls to the paid judge {md(judge)}",
                                 key=f"abl_confirm_{spec.ablation_id}", help="Over this server's EVALDRIFT_CALL_BUDGET "
                                 "(unset: every paid launch is confirmed).")
-launch = st.button("Launch ablation", type="primary", key="abl_launch",
-                   disabled=not (metrics and (arms or swaps) and may_launch and confirmed))
+launch = st.button("Launch ablation", type="primary", key="abl_launch", help=ctx.frozen,
+                   disabled=bool(ctx.frozen) or not (metrics and (arms or swaps) and may_launch and confirmed))
 
 if launch:
     if spec is None:
@@ -189,9 +189,9 @@ def progress_panel(ablation_id: str) -> None:
     st.caption("Runs on a background worker: you can leave this page or open it in another browser; "
                "the result is stored.")
     allowed = access.may_stop(ctx.user, _endpoint_of(ablation_id), server, login=gate.login_configured())
-    if st.button("Stop", key="abl_stop", icon=":material/stop:", disabled=not allowed,
-                 help="Stop this ablation within seconds (calls in flight are cancelled); every finished judging "
-                      "is kept, and Resume does the rest.") and allowed:
+    if st.button("Stop", key="abl_stop", icon=":material/stop:", disabled=bool(ctx.frozen) or not allowed,
+                 help=ctx.frozen or "Stop this ablation within seconds (calls in flight are cancelled); every "
+                      "finished judging is kept, and Resume does the rest.") and allowed:
         ctx.runner.stop(ablation_id)
         st.rerun(scope="app")
     if not allowed:
@@ -323,7 +323,8 @@ def _four_readings(result: AblationResult) -> None:
         if not may_four:
             st.info(md(f"The four readings call the paid judge {four_spec.judge}; they are launched by the people "
                        "this server's operator lists (EVALDRIFT_ABLATION_USERS)."))
-        if st.button(four_label, key="abl_four", disabled=not (may_four and agreed)):
+        if st.button(four_label, key="abl_four", disabled=bool(ctx.frozen) or not (may_four and agreed),
+                     help=ctx.frozen):
             ctx.runner.submit(four_spec)
             lib.app.ui.set_query(ablation=four_spec.ablation_id)
             st.rerun()
@@ -360,7 +361,7 @@ def rerun_controls(row: dict, label: str, key: str) -> None:
     if review_.action == trust.CONFIRM:
         st.warning(md(review_.sentence))
         label, key = f"{label} on this server's judge", f"{key}_here"
-    if st.button(label, key=key, type="primary"):
+    if st.button(label, key=key, type="primary", disabled=bool(ctx.frozen), help=ctx.frozen):
         ctx.runner.submit(review_.spec)
         lib.app.ui.set_query(ablation=review_.spec.ablation_id)
         st.rerun()
@@ -467,20 +468,21 @@ if gate_plan is not None:
     elif calibration.needs_confirmation(gate_plan, server.call_budget):
         gate_agreed = st.checkbox(md(f"Make up to {gate_plan.calls} calls to the paid judge "
                                      f"{', '.join(gate_plan.paid)}"), key=f"gate_confirm_{gate_plan.gate_id}")
-if st.button("Run the gate", key="gate_launch", disabled=not (gate_ok and gate_agreed)) and gate_plan is not None:
-    st.session_state["gate_shown"] = lib.app.ui.gate_runner(ctx.db_path).submit(gate_plan, server)
+if st.button("Run the gate", key="gate_launch", disabled=bool(ctx.frozen) or not (gate_ok and gate_agreed),
+             help=ctx.frozen) and gate_plan is not None:
+    st.session_state["gate_shown"] = lib.app.ui.gate_runner(ctx.path).submit(gate_plan, server)
 
 
 @st.fragment(run_every=1.0)
 def gate_progress(gate_id: str) -> None:
     """Polls the gate's worker; the full page shows the result once it ends."""
-    if lib.app.ui.gate_runner(ctx.db_path).status(gate_id).state != "running":
+    if lib.app.ui.gate_runner(ctx.path).status(gate_id).state != "running":
         st.rerun(scope="app")
     st.caption("Judging the calibration set on a background worker...")
 
 
 if st.session_state.get("gate_shown"):
-    gate_status = lib.app.ui.gate_runner(ctx.db_path).status(st.session_state["gate_shown"])
+    gate_status = lib.app.ui.gate_runner(ctx.path).status(st.session_state["gate_shown"])
     if gate_status.state == "running":
         gate_progress(gate_status.gate_id)
     elif gate_status.state == "failed":

@@ -160,8 +160,8 @@ st.caption("Re-judges each run's outputs with both runs' instruments (judge mode
 split_key = (baseline, run_id, metric)
 plan, why_not = split_plan(metric, baseline, run_id)
 server = ui.load_settings()
-may_split = plan is not None and (not plan.paid or access.may_launch(ctx.user, server.endpoint, server,
-                                                                     login=gate.login_configured()))
+may_split = not ctx.frozen and plan is not None and (   # read as of a date, nothing is judged again
+    not plan.paid or access.may_launch(ctx.user, server.endpoint, server, login=gate.login_configured()))
 # split=1 in a link (a jump's suggested test on the Overview, or a pasted Compare link) shows the split of the runs
 # it names; the URL keeps split=1 while that split is on screen, and choosing other runs drops it (no re-judging
 # by itself). A paid split waits for its click.
@@ -171,7 +171,9 @@ if ui.link_followed("compare_split_link", "split"):
         st.warning(ui.md_literal(split_problem))
     if linked_split and may_split and not plan.paid:
         st.session_state.setdefault("compare_splits", set()).add(split_key)
-if plan is None:
+if ctx.frozen:   # the split judges again (its replies are cached in the store): nothing is launched then
+    st.info(f"{ctx.frozen}: the split, which judges again, is not offered.")
+elif plan is None:
     st.info(ui.md_literal(f"The split re-judges with the recorded judges; here it cannot: {why_not}."))
 elif not may_split:
     st.info(f"The split calls {ui.md_literal(', '.join(sorted(plan.judges)))} on this server's judge; it is "

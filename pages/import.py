@@ -53,10 +53,11 @@ def load_upload(name: str, digest: str, data: bytes, metrics: tuple[str, ...]):
 
 
 uploaded = st.file_uploader("Your file", type=[s.lstrip(".") for s in SUFFIXES], key="imp_file",
-                            help="One row per sample: answer, and question, contexts (a list) and ground_truth "
-                                 "where a metric receives them; optional per-sample score columns. Or a Ragas "
-                                 "result, an Inspect AI log (.eval, .json), promptfoo's results.json, a DeepEval "
-                                 "test_run_*.json or an MLflow tracking store (mlflow.db).")
+                            disabled=bool(ctx.frozen),
+                            help=ctx.frozen or "One row per sample: answer, and question, contexts (a list) and "
+                                 "ground_truth where a metric receives them; optional per-sample score columns. "
+                                 "Or a Ragas result, an Inspect AI log (.eval, .json), promptfoo's results.json, "
+                                 "a DeepEval test_run_*.json or an MLflow tracking store (mlflow.db).")
 read_as = TABLE
 if uploaded is not None:
     detected = detect_upload(uploaded.name, uploaded.getvalue())
@@ -102,7 +103,8 @@ if uploaded is not None and read_as != TABLE:
         st.text(f"{what}: {detected}")   # plain text: names from the file are never rendered as Markdown
     for warning in plan.warnings:   # warnings quote the file (grader names): escaped, never a live link or image
         st.warning(md_escape(warning), icon=":material/warning:")
-    if not st.button("Record run", type="primary", key="imp_record", disabled=not run_id):
+    if not st.button("Record run", type="primary", key="imp_record", disabled=bool(ctx.frozen) or not run_id,
+                     help=ctx.frozen):
         st.stop()
     try:
         imports.record_tool_upload(ctx, plan)
@@ -188,8 +190,8 @@ def recorded(job: str, samples: int, scored: tuple[str, ...], *, replaced: bool 
     st.page_link("pages/run.py", label="Open the run", icon=":material/description:", query_params={"run": job})
 
 
-if not st.button("Record run", type="primary", key="imp_record",
-                 disabled=not run_id or no_metric or (score_here and not (metrics and may_score))
+if not st.button("Record run", type="primary", key="imp_record", help=ctx.frozen,
+                 disabled=bool(ctx.frozen) or not run_id or no_metric or (score_here and not (metrics and may_score))
                  or not replace.may_record(confirmed=replace_confirmed)):
     if "imp_job" in st.session_state:
         scoring(st.session_state["imp_job"])

@@ -122,6 +122,7 @@ def labelling_area() -> None:
         for col, word, value in ((b1, pos, True), (b2, neg, False)):
             col.button(word, key=f"lab_{sample.sample_id}_{item.number}_{word}",
                        type="primary" if mine == word else "secondary", on_click=record,
+                       disabled=bool(ctx.frozen), help=ctx.frozen,
                        args=(sample.sample_id, item.number, value, labelled, len(items)))
         if mine:
             right.caption(f"you: {mine}")

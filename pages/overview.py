@@ -40,7 +40,7 @@ def show_rejected(rejections: list[inbox.Rejection]) -> None:
 
 
 # -- lib calls ---------------------------------------------------------------------------------
-rejected = [r for folder in inbox.folders_drained(ctx.db_path) for r in inbox.rejected(folder)]
+rejected = [r for folder in inbox.folders_drained(ctx.path) for r in inbox.rejected(folder)]
 history = loaders.history(ctx.db_path, ctx.version, MAIN)
 if history.empty:
     st.title("Overview")
@@ -58,7 +58,7 @@ unattributed = pd.concat([views.unattributed(history),
 
 # -- render ------------------------------------------------------------------------------------
 st.title("Overview")
-database = ctx.db_path if access.sees_server_paths(login=gate.login_configured()) else ctx.db_name
+database = ctx.path if access.sees_server_paths(login=gate.login_configured()) else ctx.db_name
 st.caption(f"{summary.n_runs} runs; latest {ui.md_literal(summary.latest_run)} at {summary.latest_at:%Y-%m-%d %H:%M}. "
            f"Database {ui.md_literal(database)} · judge for ablations {ui.md_literal(ctx.judge)}.")
 show_rejected(rejected)

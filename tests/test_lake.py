@@ -421,6 +421,16 @@ def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
     print("without keys:", done.stderr.strip().splitlines()[-1][:300])
 
 
+def _move_clock_back(server: postgres.Postgres, dbname: str) -> None:
+    """Every snapshot of the lake in `dbname` committed 40 days earlier than it did (DuckLake keeps each
+    snapshot's commit time in Postgres): what was recorded so far stands as recorded in October."""
+    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
+    moved = subprocess.run(postgres.as_server_user([
+        postgres.binary("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", postgres.SERVER_USER, "-d", dbname,
+        "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
+    assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
+
+
 def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store: Lake, tmp_path: Path) -> None:
     """`report --as-of 2026-10-31` on a lake writes, byte for byte, the report written then, although a later run
     (with another judge) was recorded since. The catalog's clock is moved back 40 days between the two phases
@@ -428,16 +438,35 @@ def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store:
     _, env, server = team_store
     url = "ducklake:" + server.catalog("asof")
     assert _child(env, "report", url, "then", str(tmp_path)) == {"phase": "then"}
-    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
-    moved = subprocess.run(postgres.as_server_user([
-        postgres.binary("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", postgres.SERVER_USER, "-d", "asof",
-        "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
-    assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
+    _move_clock_back(server, "asof")
     assert _child(env, "report", url, "later", str(tmp_path)) == {"phase": "later"}
     then, as_of, now = ((tmp_path / f"{n}.md").read_text() for n in ("then", "asof", "now"))
     assert "asof-a" in then and "asof-b" not in then
     assert as_of == then   # what it said then
     assert "asof-b" in now and "offline-lexical-v3" in now and now != then
+
+
+def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(team_store: Lake) -> None:
+    """The sidebar's As of 2026-10-31 on a lake: the Overview reads the history as it stood then (a run recorded
+    in November is not on it, the one of October is), says so in a banner, and the Ablation page's Launch is off
+    with that reason. Drawn now first, so a loader cached for the present would be served again if its key lacked
+    the date; emptying the input reads now again."""
+    _, env, server = team_store
+    url = "ducklake:" + server.catalog("asofpages")
+    assert _child(env, "asof", url, "then") == {"phase": "then"}
+    _move_clock_back(server, "asofpages")
+    seen = _child(env, "asof", url, "later")
+    banner = ("As of 2026-10-31 (end of day): the history as it stood then; nothing can be launched or written")
+    [before] = seen["errors"].pop("before")   # a day before the first run: said, with what to do, no traceback
+    assert before.startswith("As of 2026-10-01: ") and "Choose a later day" in before and url not in before
+    assert seen["errors"] == {"now": [], "then": [], "ablation": []}
+    now, then = " ".join(seen["now"]), " ".join(seen["then"])
+    assert "asof-q" in now and banner not in now   # now: the later run is the latest
+    assert "asof-p" in then and "asof-q" not in then and banner in seen["then"]
+    assert seen["url"] == "2026-10-31"   # the link carries the date, and only the date
+    assert banner in seen["ablation"] and seen["launch"] == [True, banner]
+    assert banner not in seen["emptied"][0] and seen["emptied"][1] is None   # the input emptied: now again
+    print("Overview as of a date drawn in", seen["as_of_seconds"], "s")
 
 
 WRITERS, RUNS = 8, 25   # issue 44's done-means: 8 writer processes x 25 runs into one lake at once

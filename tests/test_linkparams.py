@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -107,6 +107,14 @@ def test_a_bad_query_parameter_gets_a_message_not_a_traceback(db_with_ablation_i
     at = open_page(page, **params)
     warnings = " ".join(w.value for w in at.warning)
     assert said in warnings.replace("\\", ""), warnings
+
+
+def test_a_database_file_offers_no_as_of_and_a_links_asof_is_said(db_with_ablation_in_progress: Path) -> None:
+    """A DuckDB file keeps only its present: no As of input, and a link's asof gets a warning and the present."""
+    at = open_page("pages/overview.py", asof="2026-10-31")
+    assert "keeps only its present" in " ".join(w.value for w in at.warning)
+    assert not [d for d in at.date_input if d.key == "as_of_choice"]
+    assert not [i for i in at.info if "As of" in i.value] and "asof" not in at.query_params
 
 
 @pytest.mark.parametrize(("start", "end", "expected"), [
@@ -243,6 +251,38 @@ def _names_in_code() -> set[str]:
         for literal in links:
             names |= set(re.findall(r"""["'](\w+)["']\s*:""", literal))
     return names - {"params"}
+
+
+TODAY = date(2026, 12, 6)
+
+
+@pytest.mark.parametrize(("text", "team_store", "expected", "said"), [
+    (None, True, None, None),                          # no link: now
+    (None, False, None, None),
+    ("2026-10-31", True, date(2026, 10, 31), None),    # a day on a team store
+    ("2026-12-06", True, TODAY, None),                 # today (its end: the present)
+    ("2026-10-31", False, None, "a DuckDB file, which keeps only its present"),
+    ("31/10/2026", True, None, "is not a date"),
+    ("2026-02-30", True, None, "is not a date"),
+    ("20261031", True, None, "is not a date"),          # fromisoformat would take it: a link spells it out
+    ("ducklake:postgres:dbname=x", True, None, "is not a date"),   # a store is never named by a link
+    ("1969-12-31", True, None, "is before"),           # before any run can start (linkparams.FIRST_DAY)
+    ("2026-12-07", True, None, "is after today"),
+])
+def test_the_as_of_day_from_a_link(text: str | None, team_store: bool, expected: date | None,
+                                   said: str | None) -> None:
+    day, problem = linkparams.as_of_day(text, team_store=team_store, today=TODAY)
+    assert day == expected
+    assert (problem is None) == (said is None) and (said is None or said in str(problem))
+
+
+@pytest.mark.parametrize("when", [None, datetime(2026, 10, 31, 23, 59, 59, 999_999),
+                                  datetime(2026, 10, 31, 18, 0, tzinfo=timezone(timedelta(hours=2)))])
+def test_a_store_read_as_of_a_time_is_cached_apart_from_its_present(when: datetime | None) -> None:
+    url = "ducklake:postgres:dbname=evals host=127.0.0.1"
+    key = ui.reading_key(url, when)
+    assert ui.split_key(key) == (url, when)
+    assert (key == url) == (when is None)   # the loaders' cache keys hold the time beside the store
 
 
 def test_every_link_parameter_in_the_pages_is_registered() -> None:

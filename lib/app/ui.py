@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,36 @@ def load_settings() -> settings.Settings:
         st.stop()
 
 
-@st.cache_resource(show_spinner="Opening the database...")
+AS_OF = "#as-of="   # joins a team store's URL and a time into the key its reading as of that time is cached by
+
+
+def reading_key(path: str, as_of: datetime | None) -> str:
+    """The key the pages' loaders open and cache a store by: its path or URL, and the time it is read as of (none:
+    now). Every st.cache key holds it, so a frame read as of a date is never served as the present, nor the reverse."""
+    return path if as_of is None else f"{path}{AS_OF}{as_of.isoformat()}"
+
+
+def split_key(key: str) -> tuple[str, datetime | None]:
+    """A reading_key's store path or URL, and the time it reads as of (None: now)."""
+    path, sep, when = key.rpartition(AS_OF)
+    return (path, datetime.fromisoformat(when)) if sep else (key, None)
+
+
 def open_store(path: str) -> Store:
-    """The process's one connection to a database file (DuckDB: one owning process), or to a team store."""
+    """The store of a reading_key: the process's one connection to a database file (DuckDB: one owning process)
+    or to a team store, or a team store as it stood at a time (read-only)."""
+    where, as_of = split_key(path)
+    return _open_as_of(where, as_of.isoformat()) if as_of is not None else _open_present(where)
+
+
+@st.cache_resource(show_spinner="Reading the team store as it stood then...", max_entries=8)
+def _open_as_of(path: str, when: str) -> Store:
+    """A team store attached at a snapshot time (DuckLake's time travel, read-only): a few dates kept open."""
+    return Store(path, as_of=datetime.fromisoformat(when))
+
+
+@st.cache_resource(show_spinner="Opening the database...")
+def _open_present(path: str) -> Store:
     if lake.is_lake(path):   # many processes read and write it at once: no snapshot is kept for the CLI
         return Store(path)
     if settings.is_demo_path(path):
@@ -102,15 +130,26 @@ class Context:
     endpoint: str
     user: str | None = None   # the signed-in user's e-mail (None when login is off)
     db_name: str = ""         # the name the sidebar offers it by: what a viewer who is not the operator sees
+    as_of: date | None = None  # a team store read as it stood at this day's end (db_path is then its reading_key)
+
+    @property
+    def path(self) -> str:
+        """The store's own path or URL (db_path without the time it is read as of)."""
+        return split_key(self.db_path)[0]
+
+    @property
+    def frozen(self) -> str | None:
+        """Why nothing can be launched or written from the pages (the store is read as of a date), or None."""
+        return None if self.as_of is None else as_of_banner(self.as_of)
 
     @property
     def runner(self) -> JobRunner:
-        return job_runner(self.db_path)
+        return job_runner(self.path)
 
     @property
     def imports(self) -> ImportRunner:
         """Scores the Import page's uploads off the page thread (lib.app.imports)."""
-        return import_runner(self.db_path)
+        return import_runner(self.path)
 
     @cached_property
     def version(self) -> str:
@@ -160,6 +199,7 @@ def sidebar(*, create: bool = False) -> Context:
     offered = databases.offered(s)
     with st.sidebar:
         name = _database_picker(list(offered))
+        as_of = _as_of_picker(lake.is_lake(offered[name]))
         models = list(VARIANTS)
         if s.judge_model not in models:
             models.insert(0, s.judge_model)
@@ -168,12 +208,51 @@ def sidebar(*, create: bool = False) -> Context:
                                   "the OpenAI-compatible server at OPENAI_BASE_URL.")
     endpoint = OFFLINE if judge in VARIANTS else s.endpoint
     path = offered[name]
-    store = _open_or_stop(path, name, create=create)
+    when = None if as_of is None else lake.as_of_time(as_of.isoformat())   # that day's end
+    store = _open_or_stop(reading_key(path, when) if isinstance(path, str) else path, name, create=create)
+    if as_of is not None:
+        st.info(as_of_banner(as_of), icon=":material/history:")
     for folder in () if lake.is_lake(path) else inbox.folders_drained(path, s):   # EVALDRIFT_INBOX, and beside the
         inbox.drain(store, folder)   # database (lib.intake.inbox); nothing is ever handed over to a team store
     with st.sidebar:
         st.caption(f"Judge: `{judge}` ({'offline' if endpoint == OFFLINE else endpoint})")
-    return Context(store, str(path), judge, endpoint, user, db_name=name)
+    return Context(store, reading_key(str(path), when), judge, endpoint, user, db_name=name, as_of=as_of)
+
+
+def as_of_banner(day: date) -> str:
+    """What every page says, and every write or launch control gives as its reason, while read as of `day`."""
+    return f"As of {day.isoformat()} (end of day): the history as it stood then; nothing can be launched or written"
+
+
+def _as_of_picker(team_store: bool) -> date | None:
+    """The day a team store is read as of (None: now), from the sidebar's date input or a link's `asof`.
+
+    Like the database's, the choice is kept under a key of its own so it survives page changes, and the URL
+    carries it so a link shares the view. A DuckDB file keeps only its present: no input is offered for one.
+    """
+    today = date.today()
+    day, problem = linkparams.as_of_day(query_param("asof"), team_store=team_store, today=today)
+    seed_value("as_of", "asof", day, None, problem)
+    if not team_store:
+        st.session_state["as_of"] = None
+        if query_param("asof") is not None:
+            set_query(asof=None)
+        return None
+    st.session_state["as_of_choice"] = st.session_state["as_of"]
+
+    def keep() -> None:
+        st.session_state["as_of"] = st.session_state["as_of_choice"]
+
+    # value=None: the input starts empty and can be emptied again (now); its state is the session's "as_of"
+    st.date_input("As of", value=None, key="as_of_choice", on_change=keep, min_value=linkparams.FIRST_DAY,
+                  max_value=today,
+                  format="YYYY-MM-DD",
+                  help="Read this team store as it stood at the end of a day (DuckLake's time travel), e.g. what the "
+                       "Overview said at a weekly review; empty: now. Nothing can be launched or written meanwhile. "
+                       "Offered on a team store only: a DuckDB file keeps only its present.")
+    chosen = st.session_state["as_of"] if isinstance(st.session_state["as_of"], date) else None
+    set_query(asof=None if chosen is None else chosen.isoformat())   # on every page: its link reads as of it too
+    return chosen
 
 
 def _database_picker(names: list[str]) -> str:
@@ -240,16 +319,19 @@ def _open_or_stop(path: Path | str, name: str, *, create: bool = False) -> Store
     return _open_shown(str(path), name)
 
 
-def _open_shown(path: str, name: str) -> Store:
+def _open_shown(key: str, name: str) -> Store:
+    path, as_of = split_key(key)
     try:
-        return open_store(path)
+        return open_store(key)
     except StoreBusyError:  # a nightly job or the CLI holds the file (DuckDB: one process at a time)
         st.info("Another process (a nightly job or the command line) is writing to this database right now; "
                 "the page opens it as soon as it is free.")
         time.sleep(BUSY_RETRY_SECONDS)
         st.rerun()
-    except StoreError as exc:
-        st.error(md_literal(str(exc).replace(path, name)))
+    except StoreError as exc:   # as of a date: a day before the store's first run has no snapshot to read
+        said = str(exc).replace(path, name)
+        st.error(md_literal(said if as_of is None else f"As of {as_of:%Y-%m-%d}: {said}. Choose a later day in "
+                                                       "As of, or empty it to read the store as it is now."))
         st.stop()
     raise AssertionError("unreachable")
 

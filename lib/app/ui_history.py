@@ -111,7 +111,7 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
                    "the system's own. The recorded scores stay as they are; the new series is drawn beside them.")
         sid = st.session_state.get("rj_series")
         if sid:
-            _show_status(ctx.db_path, sid, ctx.user)
+            _show_status(ctx.path, sid, ctx.user, ctx.frozen)
         metric = st.selectbox("Metric to re-judge", list(metrics), key="rj_metric")
         template, binding, label = _instrument(ctx, metric)
         try:
@@ -131,15 +131,18 @@ def rejudge_panel(ctx: Context, metrics: Sequence[str], run_ids: Sequence[str]) 
         if not allowed:
             st.info("Re-judging with a paid judge is launched by the people this server's operator lists "
                     "(EVALDRIFT_ABLATION_USERS); the offline judges are open to everyone.")
-        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch", disabled=not allowed):
-            st.session_state["rj_series"] = rejudge_runner(ctx.db_path).submit(spec)
+        if st.button(f"Re-judge {len(run_ids)} runs", type="primary", key="rj_launch",
+                     disabled=bool(ctx.frozen) or not allowed, help=ctx.frozen):
+            st.session_state["rj_series"] = rejudge_runner(ctx.path).submit(spec)
             st.rerun()
 
 
-def _show_status(db_path: str, series_id: str, user: str | None) -> None:
+def _show_status(db_path: str, series_id: str, user: str | None, frozen: str | None = None) -> None:
+    """A re-judge's state; its progress and Stop while it runs (`frozen`: why Stop is off, the store read as of a
+    date)."""
     status = rejudge_runner(db_path).status(series_id)
     if status.state in ("queued", "running"):
-        _progress(db_path, series_id, user)
+        _progress(db_path, series_id, user, frozen)
     elif status.state == "done":
         st.success(f"Re-judged series {md(series_id)} is done and drawn on the chart.")
     elif status.state == "stopped":
@@ -151,7 +154,7 @@ def _show_status(db_path: str, series_id: str, user: str | None) -> None:
 
 
 @st.fragment(run_every=1.0)
-def _progress(db_path: str, series_id: str, user: str | None) -> None:
+def _progress(db_path: str, series_id: str, user: str | None, frozen: str | None = None) -> None:
     """Polls the stored progress (shared by every session); the whole page reruns when the work ends."""
     status = rejudge_runner(db_path).status(series_id)
     if status.state not in ("queued", "running"):
@@ -162,9 +165,9 @@ def _progress(db_path: str, series_id: str, user: str | None) -> None:
     st.caption("Runs on a background worker: you can leave this page; the series is stored as it goes.")
     allowed = access.may_stop(user, _series_endpoint(db_path, series_id), load_settings(),
                               login=gate.login_configured())
-    if st.button("Stop", key="rj_stop", icon=":material/stop:", disabled=not allowed,
-                 help="Stop this re-judge within seconds (calls in flight are cancelled); what it judged is kept, "
-                      "and launching it again resumes it.") and allowed:
+    if st.button("Stop", key="rj_stop", icon=":material/stop:", disabled=bool(frozen) or not allowed,
+                 help=frozen or "Stop this re-judge within seconds (calls in flight are cancelled); what it judged "
+                      "is kept, and launching it again resumes it.") and allowed:
         rejudge_runner(db_path).stop(series_id)
         st.rerun(scope="app")
     if not allowed:
@@ -247,7 +250,8 @@ def _incident(ctx: Context, inc: incidents.Incident, user: str, jumps: Sequence[
                                  if inc.state in incidents.STATES else 0,
                                  key=f"state_{inc.incident_id}")
             note = c2.text_input("Note", key=f"note_{inc.incident_id}")
-            if c3.form_submit_button("Record", key=f"record_{inc.incident_id}"):
+            if c3.form_submit_button("Record", key=f"record_{inc.incident_id}", disabled=bool(ctx.frozen),
+                                     help=ctx.frozen):
                 who = user
                 if not who.strip():   # one name box for the page (login off), under "Open incidents"
                     st.error("Type your name in “Your name” under “Open incidents” at the top of the page: it is "
@@ -283,15 +287,16 @@ def _episode_rejudge(ctx: Context, inc: incidents.Incident, series: Sequence[rej
         return
     key = f"rj_{inc.incident_id}"
     if row is not None or st.session_state.get(key):
-        _show_status(ctx.db_path, spec.series_id, ctx.user)
+        _show_status(ctx.path, spec.series_id, ctx.user, ctx.frozen)
         return
     allowed = access.may_launch(ctx.user, ctx.endpoint, load_settings(), login=gate.login_configured())
     free = ctx.endpoint == OFFLINE
     if st.button(f"Re-judge these {len(spec.run_ids)} runs with one instrument", key=f"rj_btn_{inc.incident_id}",
-                 icon=":material/replay:", disabled=not allowed,
-                 help=f"{inc.metric} from {spec.run_ids[0]} to {spec.run_ids[-1]}, judged again by {ctx.judge} with "
-                      f"the trusted instrument ({spec.label}), so every step of the new line is the system's own"
+                 icon=":material/replay:", disabled=bool(ctx.frozen) or not allowed,
+                 help=ctx.frozen or f"{inc.metric} from {spec.run_ids[0]} to {spec.run_ids[-1]}, judged again "
+                      f"by {ctx.judge} with the trusted instrument ({spec.label}), so every step of the new line is "
+                      "the system's own"
                       + (" (the offline judge costs nothing)." if free else
                          ". Count the cost first on Trends if this judge is paid.")):
-        st.session_state[key] = rejudge_runner(ctx.db_path).submit(spec)
+        st.session_state[key] = rejudge_runner(ctx.path).submit(spec)
         st.rerun()

@@ -45,7 +45,8 @@ def replaced_runs(ctx: Context, *, key: str) -> None:
         allowed = replacing.access.may_replace(ctx.user, load_settings(), login=gate.login_configured())
         if not allowed:
             st.caption(replacing.NOT_ALLOWED.replace("replace a run; pick a new run id", "restore a replaced run"))
-        if st.button("Restore this copy", key=f"{key}_go", disabled=not allowed):
+        if st.button("Restore this copy", key=f"{key}_go", disabled=bool(ctx.frozen) or not allowed,
+                     help=ctx.frozen):
             try:
                 said = replacing.restore(ctx.store, pick, user=ctx.user, settings=load_settings(),
                                          login=gate.login_configured())

@@ -56,6 +56,8 @@ PARAMS: dict[str, LinkParam] = {p.name: p for p in (
     LinkParam("ablation", ("Ablation",), "the ablation shown (an ablation id)"),
     LinkParam("blank", ("Ablation",), "comma-separated fields to blank"),
     LinkParam("swap", ("Ablation",), "comma-separated fields to swap with another sample's (ground_truth, question)"),
+    LinkParam("asof", ("every page",), "a team store read as it stood at this day's end (YYYY-MM-DD; absent: now); "
+                                       "read-only meanwhile"),
 )}
 
 
@@ -100,6 +102,31 @@ def date_range(start: str | None, end: str | None) -> tuple[tuple[date, date] | 
     if days[0] > days[1]:
         return None, f"The link's from {days[0].isoformat()} is after its to {days[1].isoformat()}."
     return (days[0], days[1]), None
+
+
+def as_of_day(text: str | None, *, team_store: bool, today: date) -> tuple[date | None, str | None]:
+    """The `asof` link parameter as the day a team store is read as of, or why it cannot be one (the page reads
+    the store as it stands now). It carries a date only, never a store: the store is the sidebar's choice.
+
+    Returns:
+        (day, None) for a good date on a team store; (None, None) when none is given; (None, sentence) otherwise.
+    """
+    if text is None:
+        return None, None
+    if not team_store:
+        return None, "The link's asof needs a team store: this database is a DuckDB file, which keeps only its present."
+    now = "showing the history as it is now"
+    try:   # fromisoformat also takes 20261031 and 2026-W44-6: a link spells the date out
+        day = date.fromisoformat(text) if len(text) == len("YYYY-MM-DD") else None
+    except ValueError:
+        day = None
+    if day is None:
+        return None, f"The link's asof {quoted(text)} is not a date (YYYY-MM-DD); {now}."
+    if day < FIRST_DAY:
+        return None, f"The link's asof {day.isoformat()} is before {FIRST_DAY.isoformat()}; {now}."
+    if day > today:
+        return None, f"The link's asof {day.isoformat()} is after today; {now}."
+    return day, None
 
 
 def unknown_choice(param: str, value: str | None, options: Sequence[str], fallback: str | None) -> str | None:

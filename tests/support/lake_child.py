@@ -13,6 +13,7 @@
     python -m tests.support.lake_child writes URL              every kind of write the store makes, twice (`writes`)
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`)
     python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
+    python -m tests.support.lake_child asof URL then|later     the pages around a later run: now and as of a date
     python -m tests.support.lake_child ablate URL ID N         an ablation's progress written N times (`progress`)
     python -m tests.support.lake_child label URL NAME N        N labels by NAME, one a write, and N incident states
     python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
@@ -293,7 +294,7 @@ def cli_session(db: str, folder: str) -> dict[str, object]:
     import io
     from pathlib import Path
 
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.intake.runjson import run_to_json
 
     here = Path(folder)
@@ -364,6 +365,46 @@ def draw(url: str, pages: Sequence[str] = PAGES, *, at: object = None) -> tuple[
     return shown, app
 
 
+def shown_text(app: object) -> list[str]:
+    """Every line of text a page shows a user (titles, Markdown, captions, boxes, plain text, metrics' labels)."""
+    kinds = ("title", "markdown", "caption", "info", "warning", "success", "error", "text", "metric")
+    return [str(getattr(e, "label", None) or e.value) for kind in kinds for e in getattr(app, kind)]
+
+
+def pages_as_of(url: str, phase: str) -> dict[str, object]:
+    """The pages around a run recorded later (the test moves the catalog's clock back between the phases). Phase
+    `then`: records asof-p (a nightly of 30 October). Phase `later`: records asof-q (5 November), then draws the
+    Overview now, as of 2026-10-01 (before the lake's first snapshot), and as of 2026-10-31 (the sidebar's As of
+    input), then the Ablation page, then empties the input: what each showed, what went wrong, and the Launch
+    button's state and reason."""
+    from datetime import date
+
+    with Store(url) as store:
+        store.record_run(make_run("asof-p" if phase == "then" else "asof-q",
+                                  started=datetime(2026, 10, 30, 2, 0) if phase == "then" else datetime(2026, 11, 5)))
+    if phase == "then":
+        return {"phase": phase}
+    shown, app = draw(url, ("pages/overview.py",))
+    now = shown_text(app)
+    app.date_input(key="as_of_choice").set_value(date(2026, 10, 1)).run()  # type: ignore[attr-defined]
+    before = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]  # before the lake
+    t0 = time.perf_counter()
+    app.date_input(key="as_of_choice").set_value(date(2026, 10, 31)).run()  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - t0
+    then = shown_text(app)
+    errors = {"now": shown["pages/overview.py"], "before": before,
+              "then": [str(e.value) for e in (*app.exception, *app.error)]}  # type: ignore[attr-defined]
+    url_day = app.query_params.get("asof")  # type: ignore[attr-defined]
+    app.switch_page("pages/ablation.py").run()  # type: ignore[attr-defined]
+    errors["ablation"] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
+    launch = app.button(key="abl_launch")  # type: ignore[attr-defined]
+    ablation = shown_text(app)
+    app.date_input(key="as_of_choice").set_value(None).run()  # type: ignore[attr-defined]  # emptied: now
+    return {"now": now, "then": then, "errors": errors, "url": url_day, "as_of_seconds": round(seconds, 2),
+            "ablation": ablation, "launch": [launch.disabled, launch.help],
+            "emptied": [shown_text(app), app.query_params.get("asof")]}  # type: ignore[attr-defined]
+
+
 def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
     """A writer's role records a run; the dashboard's read-only role reads it and draws the Overview, and its
     write (`python -m lib record`, as a user would try one) is refused: the exit code and the lines on stderr,
@@ -372,7 +413,7 @@ def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
     import io
     from pathlib import Path
 
-    from lib.cli import main as cli
+    from lib.cli.parser import main as cli
     from lib.intake.runjson import run_to_json
 
     with Store(writer) as store:
@@ -488,6 +529,8 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         shown, _ = draw(url, rest or PAGES)
         say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
+    elif command == "asof":
+        say(**pages_as_of(url, rest[0]))
     elif command == "ablate":
         progress(url, rest[0], int(rest[1]))
     elif command == "label":
