@@ -1,4 +1,4 @@
-"""The command line as a user and a CI job run it, on copies of the demo database: `lib.cli.main` in this process,
+"""The command line as a user and a CI job run it, on copies of the demo database: `lib.cli.parser.main` in this process,
 and a real `python -m lib` where the process is what a test checks."""
 
 from __future__ import annotations

@@ -505,7 +505,7 @@ class CliResult:
 
 @pytest.fixture(scope="module")
 def cli_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, CliResult], dict[str, object]]:
-    """Every CLI case run through `lib.cli.main` as `python -m lib` runs it (tests/support/cli.py)."""
+    """Every CLI case run through `lib.cli.parser.main` as `python -m lib` runs it (tests/support/cli.py)."""
     tmp = tmp_path_factory.mktemp("cli")
     db = copy_db(mini_demo(), tmp / "demo.duckdb")
     good = tmp / "good.jsonl"
@@ -537,7 +537,7 @@ def cli_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Cli
             copies.append(Path(own["db"]))
         args = [a.format(**own) for a in case.args]
         # in this process (tests/support/cli.py): what a bad command line prints and returns is decided by
-        # lib.cli.main; an exception escaping it would fail the test here as a traceback would in a real process
+        # lib.cli.parser.main; an exception escaping it would fail the test here as a traceback would in a real process
         proc = run_cli(*args, env=child_env())
         return case.id, CliResult(proc.returncode, proc.stdout, proc.stderr)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import cli
+from lib.cli import parser as cli
 from lib.core.errors import InputError
 from lib.core.records import MAIN, MetricRecord, RunRecord
 from lib.core.results import OK, SampleResult

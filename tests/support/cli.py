@@ -1,4 +1,4 @@
-"""The command line called in this process: `lib.cli.main` with its output captured, as a finished process.
+"""The command line called in this process: `lib.cli.parser.main` with its output captured, as a finished process.
 
 Starting `python -m lib` costs about 2 s of imports each time; a test of what a
 command prints and returns gets the same from `main(argv)` here. Tests of the

@@ -288,7 +288,7 @@ SCORED = [{"sample_id": f"q-{i}", "question": f"How long are logs of unit {i} ke
 
 
 def cli_session(db: str, folder: str) -> dict[str, object]:
-    """The CLI's commands on one store, in one process (`python -m lib ...` as lib.cli.main runs them): each
+    """The CLI's commands on one store, in one process (`python -m lib ...` as lib.cli.parser.main runs them): each
     command's exit code and what it printed that a user reads. The same session runs on a file and on a lake."""
     import contextlib
     import io
