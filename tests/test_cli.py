@@ -1,5 +1,5 @@
-"""The command line as a user and a CI job run it, on copies of the demo database: `lib.cli.parser.main` in this process,
-and a real `python -m lib` where the process is what a test checks."""
+"""The command line as a user and a CI job run it, on copies of the demo database: `lib.cli.parser.main` in this
+process, and a real `python -m lib` where the process is what a test checks."""
 
 from __future__ import annotations
 
