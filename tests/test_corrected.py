@@ -5,25 +5,19 @@ export say it (issue 45, B4)."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lib.core.labels import SCORE, Label, content_key
-from lib.core.prompts import DEFAULT_TEMPLATES, REPLAY
 from lib.diagnosis.agreement import corrected_at_steps, corrected_of_run, ppi_mean
 from lib.diagnosis.incidents._incidents import build
 from lib.diagnosis.trends._diagnose import Jump, Suspect
 from lib.jobs._demo import demo_samples
-from lib.judging import OfflineJudge
-from lib.judging.scoring import evaluate_run
 from lib.presentation.review import review, review_markdown
 from lib.store import Store
-
-T0 = datetime(2026, 3, 1)
-LEAKY = DEFAULT_TEMPLATES["faithfulness"].replace("{contexts}", "{contexts}\n\n{ground_truth}")
+from tests.support.leak_pair import T0, halved_labels, record_pair
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +27,8 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("corrected") / "c.duckdb"
     samples = [d.sample for d in demo_samples()[0][:40] if d.sample.answer][:40]
     with Store(path) as store:
-        store.record_run(evaluate_run("r1", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      started_at=T0, pipeline={"k": 1}))
-        store.record_run(evaluate_run("r2", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      templates={"faithfulness": LEAKY}, binding=REPLAY,
-                                      started_at=T0 + timedelta(days=1), pipeline={"k": 1}))
-        judged = store.sample_scores("r1", metric="faithfulness").set_index("sample_id")["score"]
-        store.add_labels([Label(suite="main", sample_id=s.sample_id, metric="faithfulness", item=None, kind=SCORE,
-                                value=round(float(judged[s.sample_id]) * 0.5, 4),
-                                content=content_key("faithfulness", s), labeller="ann", labelled_at=T0, source="test")
-                          for s in samples[:15]])
+        record_pair(store, samples)
+        store.add_labels(halved_labels(store, samples[:15]))
     return path
 
 

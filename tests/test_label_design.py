@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import shutil
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ import pytest
 from lib.app import labelling
 from lib.core.labels import SCORE, Label, content_key, label_items
 from lib.core.metrics import get_metric, sample_score
-from lib.core.prompts import DEFAULT_TEMPLATES, REPLAY
 from lib.diagnosis.agreement import (
     Corrected,
     Withheld,
@@ -35,12 +33,9 @@ from lib.diagnosis.agreement._active import active_mean, weights
 from lib.diagnosis.agreement._design import MIXED, QUEUE, UNIFORM, UNKNOWN, SampleDraw, choose, sample_draws
 from lib.diagnosis.agreement._ppi import ppi_mean
 from lib.jobs._demo import demo_samples
-from lib.judging import OfflineJudge
-from lib.judging.scoring import evaluate_run
 from lib.store import Store
+from tests.support.leak_pair import T0, record_pair
 
-T0 = datetime(2026, 3, 1)
-LEAKY = DEFAULT_TEMPLATES["faithfulness"].replace("{contexts}", "{contexts}\n\n{ground_truth}")
 N_LABELLED = 20
 
 
@@ -63,11 +58,7 @@ def runs_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("design") / "d.duckdb"
     samples = [d.sample for d in demo_samples()[0][:240] if d.sample.answer][:120]
     with Store(path) as store:
-        store.record_run(evaluate_run("r1", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      started_at=T0, pipeline={"k": 1}))
-        store.record_run(evaluate_run("r2", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      templates={"faithfulness": LEAKY}, binding=REPLAY,
-                                      started_at=T0 + timedelta(days=1), pipeline={"k": 1}))
+        record_pair(store, samples)
     return path
 
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lib.app import labelling
-from lib.core.labels import SCORE, Label, content_key
-from lib.core.prompts import DEFAULT_TEMPLATES, REPLAY
 from lib.diagnosis.agreement import (
     AUC_DROPPED,
     agreements_frame,
@@ -25,12 +22,8 @@ from lib.diagnosis.agreement._active import active_mean, inclusion, labels_to_ha
 from lib.diagnosis.agreement._agreement import Agreement
 from lib.diagnosis.agreement._stats import Estimate
 from lib.jobs._demo import demo_samples
-from lib.judging import OfflineJudge
-from lib.judging.scoring import evaluate_run
 from lib.store import Store
-
-T0 = datetime(2026, 3, 1)
-LEAKY = DEFAULT_TEMPLATES["faithfulness"].replace("{contexts}", "{contexts}\n\n{ground_truth}")
+from tests.support.leak_pair import halved_labels, record_pair
 
 
 @dataclass(frozen=True)
@@ -45,16 +38,8 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("next") / "n.duckdb"
     samples = [d.sample for d in demo_samples()[0][:60] if d.sample.answer][:40]
     with Store(path) as store:
-        store.record_run(evaluate_run("r1", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      started_at=T0, pipeline={"k": 1}))
-        store.record_run(evaluate_run("r2", samples, OfflineJudge("offline-lexical-v2"), metrics=["faithfulness"],
-                                      templates={"faithfulness": LEAKY}, binding=REPLAY,
-                                      started_at=T0 + timedelta(days=1), pipeline={"k": 1}))
-        judged = store.sample_scores("r1", metric="faithfulness").set_index("sample_id")["score"]
-        store.add_labels([Label(suite="main", sample_id=s.sample_id, metric="faithfulness", item=None, kind=SCORE,
-                                value=round(float(judged[s.sample_id]) * 0.5, 4),
-                                content=content_key("faithfulness", s), labeller="ann", labelled_at=T0, source="test")
-                          for s in samples[:15]])
+        record_pair(store, samples)
+        store.add_labels(halved_labels(store, samples[:15]))
     return path
 
 
