@@ -1,10 +1,11 @@
 """The dashboard end to end: `streamlit run app.py` on a copy of the demo, driven by headless Chromium.
 
 One server for the module, on a private copy of the demo database (the server
-owns and writes it). An eval engineer's path through it: Trends, a click on a
-point that opens its run, an ablation of the leak run that reads LEAK, deep
-links pasted into a fresh browser, and every page rendered without an
-exception, each written to artifacts/screenshots/<page>.png.
+owns and writes it), whose very first request is a deep link. An eval engineer's
+path through it: Trends, a click on a point that opens its run, an ablation of
+the leak run that reads LEAK, deep links pasted into a fresh session, and every
+page rendered without an exception and marked in the menu (Trends, Run and
+Ablation by the tests that open them, the others one by one).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, FloatRect, Locator, Page
+from playwright.sync_api import FloatRect, Locator, Page
 
 from lib.diagnosis.ablation import AblationSpec
 from lib.diagnosis.trends import find_jumps
@@ -28,12 +29,11 @@ from tests.support.browser import (
     POINT_JS,
     ROOT,
     SIDEBAR_NAV,
+    ReusedTab,
     StreamlitServer,
     copy_db,
     exceptions_shown,
     main_text,
-    new_page,
-    screenshot,
     wait_for_app,
 )
 
@@ -70,12 +70,24 @@ VERDICT_S = 120.0   # an offline ablation of 60 samples x 2 arms x 2 repeats, on
 
 
 @dataclass(frozen=True)
+class FirstVisit:
+    """What a deep link to the leak run's Run page showed as the server's very first request."""
+
+    exceptions: list[str]
+    traceback: bool     # "Traceback" anywhere on the page
+    nav: list[str]      # the menu's titles
+    run_pick: str       # the run selector's label and value
+    width: float        # the main block's width (app.py sets the wide layout)
+
+
+@dataclass(frozen=True)
 class Dashboard:
     """The running dashboard and what the tests know about its database."""
 
     server: StreamlitServer
     leak_run: str       # the run where the demo's harness started handing ground_truth to faithfulness
     leak_sample: str    # a sample of that run (not the first, so a deep link to it is not the default)
+    first_visit: FirstVisit   # what the server's very first request, a deep link, showed
 
     def url(self, path: str = "") -> str:
         return f"{self.server.url}/{path.lstrip('/')}"
@@ -90,24 +102,28 @@ def leak_facts(db: Path) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, tabs: BrowserContext) -> Iterator[Dashboard]:
-    """The dashboard on a private copy of the demo, opened once at its root by a first visitor.
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory,
+              _module_tab: ReusedTab) -> Iterator[Dashboard]:
+    """The dashboard on a private copy of the demo, whose very first request is a deep link to the leak run's Run page
+    (what it showed is `first_visit`, for the test of that, at the end).
 
-    The root visit opens the database and fills the process-wide caches, so the
-    tests' waits measure pages, not the first start (a deep link opened first
-    on a fresh server has its own test, at the end).
+    That first visit opens the database and fills the process-wide caches, so the tests' waits measure pages, not
+    the first start. It is made in the module's tab: a new tab costs Chromium more than a load in the kept one.
     """
     work = tmp_path_factory.mktemp("e2e")
     db = copy_db(demo_db, work / "demo.duckdb")
     leak_run, leak_sample = leak_facts(db)
     with StreamlitServer(db, log_dir=work / "logs") as server:
-        page = tabs.new_page()
+        page = _module_tab.take()
         try:
-            page.goto(server.url + "/")
+            page.goto(f"{server.url}/run?run={leak_run}")
             wait_for_app(page)
+            wide = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+            first = FirstVisit(exceptions_shown(page), "Traceback" in page.inner_text("body"), nav_titles(page),
+                               widget_text(page, "run_pick"), wide["width"] if wide else 0.0)
         finally:
-            page.close()
-        yield Dashboard(server, leak_run, leak_sample)
+            _module_tab.hand_back()
+        yield Dashboard(server, leak_run, leak_sample, first)
 
 
 def open_page(page: Page, url: str) -> None:
@@ -136,6 +152,13 @@ def nav_titles(page: Page) -> list[str]:
     return [t.strip() for t in page.locator(f'{SIDEBAR_NAV} [data-testid="stSidebarNavLink"]').all_inner_texts()]
 
 
+def assert_in_the_menu(page: Page, title: str) -> None:
+    """The page has a title, the menu lists every page of app.py in order, and marks this one as the current."""
+    assert page.locator(f"{MAIN} h1").count() >= 1, f"{title}: no title"
+    assert nav_titles(page) == TITLES
+    assert page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]').inner_text().strip() == title
+
+
 # -- the path through the dashboard ---------------------------------------------------------------------------
 
 
@@ -160,6 +183,7 @@ def settled_box(locator: Locator) -> FloatRect:
 ])
 def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str) -> None:
     open_page(page, dashboard.url(link))
+    assert_in_the_menu(page, "Trends")   # the every-page check of Trends (test_every_page_renders_...)
     target = page.evaluate(POINT_JS, metric)
     assert target["point"] >= 0, target
     point = page.locator(f"{MAIN} .scatterlayer .trace").nth(target["trace"]).locator(".points path") \
@@ -179,11 +203,11 @@ def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: P
     assert target["run"] in widget_text(page, "run_pick")
     assert metric in widget_text(page, "run_metric")
     assert page.locator("h1").first.inner_text() == "Run"
-    screenshot(page, "run-from-trends")
 
 
-def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, browser: Browser, page: Page) -> None:
+def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, page: Page) -> None:
     open_page(page, dashboard.url(f"ablation?run={dashboard.leak_run}&metric=faithfulness&blank=ground_truth"))
+    assert_in_the_menu(page, "Ablation")   # the every-page check of Ablation
     assert dashboard.leak_run in widget_text(page, "abl_run")
     assert "faithfulness" in widget_text(page, "abl_metrics")
     assert "ground_truth" in widget_text(page, "abl_blanks")
@@ -209,59 +233,57 @@ def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, browser: B
     summary = main_text(page)
     assert "wiring leak: faithfulness moves" in summary, summary[:2000]
     assert ablation_id in summary
-    screenshot(page, "ablation-leak")
 
-    # The finished ablation is a link: a fresh browser opened at it shows the same verdict, from the store.
-    other = new_page(browser)
-    try:
-        open_page(other, dashboard.url(f"ablation?ablation={ablation_id}"))
-        assert other.locator('[data-testid="stAlertContentError"]').filter(has_text=re.compile(r"^LEAK: ")).count()
-        assert dashboard.leak_run in widget_text(other, "abl_run")
-        assert other.locator('[data-testid="stProgress"]').count() == 0
-    finally:
-        other.context.close()
+    # The finished ablation is a link: opened afresh (a page load is a new Streamlit session, with none of this
+    # one's state) it shows the same verdict, from the store.
+    open_page(page, dashboard.url(f"ablation?ablation={ablation_id}"))
+    assert page.locator('[data-testid="stAlertContentError"]').filter(has_text=re.compile(r"^LEAK: ")).count()
+    assert dashboard.leak_run in widget_text(page, "abl_run")
+    assert page.locator('[data-testid="stProgress"]').count() == 0
 
 
 def test_a_deep_link_opens_the_run_metric_and_sample_it_names(dashboard: Dashboard, page: Page) -> None:
     run, sample = dashboard.leak_run, dashboard.leak_sample
     open_page(page, dashboard.url(f"run?run={run}&metric=context_recall&view={sample}"))
     assert page.locator("h1").first.inner_text() == "Run"
+    assert_in_the_menu(page, "Run")   # the every-page check of Run
     assert run in widget_text(page, "run_pick")
     assert "context_recall" in widget_text(page, "run_metric")
     assert sample in widget_text(page, "run_sample")
     assert f"{run} started" in main_text(page)
     assert query(page) == {"run": run, "metric": "context_recall", "view": sample}   # the URL still names the view
-    screenshot(page, "run-deep-link")
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=[p.name for p in PAGES])
+# Pages whose every-page check (no exception, a title, the whole menu with this page marked) a test above makes on
+# the page it opens anyway: a page load costs Chromium about 1.4 CPU s.
+CHECKED_ABOVE = {"trends", "run", "ablation"}
+OTHER_PAGES = [p for p in PAGES if p.name not in CHECKED_ABOVE]
+
+
+def test_the_pages_checked_above_are_pages_of_the_app() -> None:
+    assert {p.name for p in PAGES} > CHECKED_ABOVE   # a renamed page cannot drop out of the every-page check
+
+
+@pytest.mark.parametrize("app_page", OTHER_PAGES, ids=[p.name for p in OTHER_PAGES])
 def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Page, app_page: AppPage) -> None:
     open_page(page, dashboard.url(app_page.path))
-    assert page.locator(f"{MAIN} h1").count() >= 1, f"{app_page.name}: no title"
-    assert nav_titles(page) == TITLES
-    assert page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]').inner_text().strip() == \
-        app_page.title
-    screenshot(page, app_page.name)
+    assert_in_the_menu(page, app_page.title)
+
+
+# -- the first request a fresh server gets --------------------------------------------------------------------
+def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(dashboard: Dashboard) -> None:
+    """With pages/ next to app.py, Streamlit routes a server's very first request by folder until
+    st.navigation has run once: a deep link pasted after a restart would run the page file alone (no
+    set_page_config, a file-name menu with an 'app' entry). lib.app.ui.ensure_navigation routes it through
+    app.py; this pins that down, on what the module's dashboard showed its first request (the `dashboard`
+    fixture makes it a deep link to the leak run's Run page)."""
+    first = dashboard.first_visit
+    assert first.exceptions == [] and not first.traceback
+    assert first.nav == TITLES
+    assert dashboard.leak_run in first.run_pick
+    assert first.width > 900, f"not the wide layout app.py sets: {first.width}"
 
 
 def test_the_server_logged_no_traceback(dashboard: Dashboard) -> None:
     """Runs after the others (file order): nothing they did made the server log an exception."""
     assert "Traceback" not in dashboard.server.output(), dashboard.server.output()[-4000:]
-
-
-# -- the first request a fresh server gets --------------------------------------------------------------------
-def test_a_deep_link_opened_first_on_a_fresh_dashboard_runs_through_app_py(
-        demo_db: Path, tmp_path: Path, dashboard: Dashboard, page: Page) -> None:
-    """With pages/ next to app.py, Streamlit routes a server's very first request by folder until
-    st.navigation has run once: a deep link pasted after a restart would run the page file alone (no
-    set_page_config, a file-name menu with an 'app' entry). lib.app.ui.ensure_navigation routes it through
-    app.py; this pins that down."""
-    db = copy_db(demo_db, tmp_path / "demo.duckdb")
-    with StreamlitServer(db, log_dir=tmp_path / "logs") as fresh:
-        open_page(page, f"{fresh.url}/run?run={dashboard.leak_run}")
-        assert nav_titles(page) == TITLES
-        assert dashboard.leak_run in widget_text(page, "run_pick")
-        wide = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
-        assert wide is not None and wide["width"] > 900, f"not the wide layout app.py sets: {wide}"
-        screenshot(page, "run-deep-link-fresh-server")
-        assert "Traceback" not in fresh.output(), fresh.output()[-4000:]
