@@ -1,7 +1,7 @@
 """A newcomer's journeys through the pages, in a real browser (issue 14): what a click leaves on screen.
 
 `streamlit run app.py` on a private copy of the demo (EVALDRIFT_DB) with a
-second database offered beside it (EVALDRIFT_DB_DIR), driven by headless
+second, small database offered beside it (EVALDRIFT_DB_DIR), driven by headless
 Chromium. Each test opens a page the way a user does (the sidebar, an
 in-page link, a pasted link), does one thing, and reads what the page shows.
 """
@@ -17,11 +17,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lib.diagnosis.trends import find_jumps
 from lib.store import Store
+from tests.conftest import small_demo
 from tests.support.browser import (
     MAIN,
     StreamlitServer,
@@ -33,6 +34,7 @@ from tests.support.browser import (
 
 pytestmark = pytest.mark.e2e
 OTHER_DB = "other.duckdb"
+OTHER_RUNS = 3      # the demo's first runs: the chooser's second database need not be the whole demo
 VERDICT_S = 180.0   # an offline ablation of 20 samples, on a busy 2-core machine
 
 
@@ -40,7 +42,7 @@ VERDICT_S = 180.0   # an offline ablation of 20 samples, on a busy 2-core machin
 class Dashboard:
     server: StreamlitServer
     leak_run: str   # the demo's first faithfulness jump: the harness starts handing ground_truth to faithfulness
-    overview: Page  # the Overview, opened once as the module starts and never changed: tests only read it
+    before: str     # the run before it
 
     def url(self, path: str = "") -> str:
         return f"{self.server.url}/{path.lstrip('/')}"
@@ -48,22 +50,15 @@ class Dashboard:
 
 
 @pytest.fixture(scope="module")
-def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory, tabs: BrowserContext) -> Iterator[Dashboard]:
-    """The demo (EVALDRIFT_DB) and a second copy offered by name (EVALDRIFT_DB_DIR), opened once at the root (that
-    tab stays open, for the tests that only read the Overview)."""
+def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    """The demo (EVALDRIFT_DB) and the demo's first runs offered by name (EVALDRIFT_DB_DIR)."""
     work = tmp_path_factory.mktemp("journeys")
     db = copy_db(demo_db, work / "demo.duckdb")
-    copy_db(demo_db, work / "more" / OTHER_DB)
+    small_demo(OTHER_RUNS, work / "more" / OTHER_DB)
     with Store(db) as store:
-        leak_run = next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
+        leak = next(j for j in find_jumps(store) if j.metric == "faithfulness")
     with StreamlitServer(db, log_dir=work / "logs", env={"EVALDRIFT_DB_DIR": str(work / "more")}) as server:
-        overview = tabs.new_page()
-        try:
-            overview.goto(server.url + "/")
-            wait_for_app(overview)
-            yield Dashboard(server, leak_run, overview)
-        finally:
-            overview.close()
+        yield Dashboard(server, leak.run_id, leak.prev_run_id)
 
 
 # -- reading and driving widgets ------------------------------------------------------------------------------
@@ -169,17 +164,6 @@ def first_pick_sticks(page: Page, title: str, key: str) -> None:
     assert query(page)["run"] == older
 
 
-@pytest.mark.parametrize(("title", "key"), [("Run", "run_pick")])
-def test_the_first_pick_in_a_run_selector_opened_from_the_sidebar_sticks(dashboard: Dashboard, page: Page,
-                                                                        title: str, key: str) -> None:
-    """The Ablation page's selector is checked the same way in the item 7 test, which opens it the same way, and
-    Compare's in the item 6 test (its first pick, on a Compare page opened from the sidebar)."""
-    page.goto(dashboard.url())
-    wait_for_app(page)
-    open_from_sidebar(page, title)
-    first_pick_sticks(page, title, key)
-
-
 # -- item 3: the database chooser keeps its value across pages ------------------------------------------------
 def test_the_database_chooser_keeps_its_value_across_sidebar_and_in_page_links(dashboard: Dashboard,
                                                                               page: Page) -> None:
@@ -199,10 +183,24 @@ def test_the_database_chooser_keeps_its_value_across_sidebar_and_in_page_links(d
     assert "Compare two runs" in main_text(page)
 
 
-# -- item 6: Compare's baseline follows the run; a bad run id is said ----------------------------------------
-def test_compares_baseline_follows_a_changed_run_to_the_run_before_it(dashboard: Dashboard, page: Page) -> None:
+# -- items 2, 6 and 7: the run selectors of pages opened from the sidebar ----------------------------------------
+def test_run_selectors_opened_from_the_sidebar_keep_the_first_pick_compare_follows_and_ablation_starts_at_the_jump(
+        dashboard: Dashboard, page: Page) -> None:
+    """One session opens Run, Compare and Ablation from the sidebar in turn (each page's selectors have keys of their
+    own, and a sidebar link carries no run): on each, the first pick in its run selector sticks (item 2); Compare's
+    baseline follows a changed run to the run before it (item 6); Ablation starts at the open jump's run (item 7)."""
     page.goto(dashboard.url())
     wait_for_app(page)
+    # the header offers no Deploy button (item 14)
+    header = page.locator('[data-testid="stHeader"]')
+    assert header.count() == 1
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    assert "Deploy" not in header.inner_text()
+
+    open_from_sidebar(page, "Run")
+    first_pick_sticks(page, "Run", "run_pick")
+
+    # item 6: Compare's baseline follows the run; its first pick sticks too
     open_from_sidebar(page, "Compare")
     runs = [t.split()[0] for t in option_texts(page, "compare_run")]
     assert runs == sorted(runs, reverse=True)   # newest first, as the list shows them (the demo's ids sort by date)
@@ -219,6 +217,12 @@ def test_compares_baseline_follows_a_changed_run_to_the_run_before_it(dashboard:
     assert selected(page, "compare_base").startswith(runs[7])
     assert selected(page, "compare_run").startswith(runs[4])
 
+    # item 7: the Ablation page starts at the open jump's run; its first pick sticks
+    open_from_sidebar(page, "Ablation")
+    assert selected(page, "abl_run") == dashboard.leak_run
+    assert query(page)["run"] == dashboard.leak_run
+    first_pick_sticks(page, "Ablation", "abl_run")
+
 
 @pytest.mark.parametrize("path", ["compare?run=nightly-19990101", "run?run=nightly-19990101",
                                   "ablation?run=nightly-19990101"])
@@ -227,17 +231,6 @@ def test_a_bad_run_id_in_a_link_is_said_not_silently_replaced(dashboard: Dashboa
     wait_for_app(page)
     warnings = " ".join(page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts())
     assert "nightly-19990101" in warnings, f"{path}: no warning about the bad run id"
-
-
-# -- item 7: the Ablation page starts at the open jump --------------------------------------------------------
-def test_the_ablation_page_from_the_sidebar_starts_at_the_open_jumps_run(dashboard: Dashboard, page: Page) -> None:
-    """And item 2 on the same page: the first pick in its run selector sticks."""
-    page.goto(dashboard.url())
-    wait_for_app(page)
-    open_from_sidebar(page, "Ablation")
-    assert selected(page, "abl_run") == dashboard.leak_run
-    assert query(page)["run"] == dashboard.leak_run
-    first_pick_sticks(page, "Ablation", "abl_run")
 
 
 # -- item 4: after an ablation finishes, the form shows its spec -----------------------------------------------
@@ -322,6 +315,7 @@ BINDING_BROWN = "#6d4c41"
 
 def test_a_jump_rings_hover_shows_its_suspect_and_a_binding_change_shows_brown(dashboard: Dashboard,
                                                                             page: Page) -> None:
+    """And the changes table on the same page names all metrics for a pipeline change."""
     page.goto(dashboard.url("trends?metric=faithfulness"))
     wait_for_app(page)
     found = page.evaluate(_JUMP_POINT_JS, "faithfulness")
@@ -335,11 +329,7 @@ def test_a_jump_rings_hover_shows_its_suspect_and_a_binding_change_shows_brown(d
     label.wait_for()
     text = label.text_content() or ""
     assert "first suspect" in text, f"hovering the jump ring shows: {text!r}"
-
-
-def test_the_trends_changes_table_names_all_metrics_for_a_pipeline_change(dashboard: Dashboard, page: Page) -> None:
-    page.goto(dashboard.url("trends?metric=context_recall"))
-    wait_for_app(page)
+    # the changes table under the chart names the metrics of a pipeline change, which has none of its own
     cells = table_cells(page, "kind")
     assert "all metrics" in cells, cells
     assert "None" not in cells
@@ -356,20 +346,14 @@ def test_the_reviews_canary_table_shows_rounded_scores_and_dates(dashboard: Dash
     assert any(re.fullmatch(r"2026-10-0\d \d\d:\d\d", c) for c in cells), cells
 
 
-# -- item 14: no Deploy button in the header ---------------------------------------------------------------------
-def test_the_header_offers_no_deploy_button(dashboard: Dashboard) -> None:
-    page = dashboard.overview
-    header = page.locator('[data-testid="stHeader"]')
-    assert header.count() == 1
-    assert page.get_by_role("button", name="Deploy").count() == 0
-    assert "Deploy" not in header.inner_text()
-
-
 # -- item 13: five metric chips stay inside their box at 1024 px ------------------------------------------------
 FIVE = "faithfulness,answer_relevance,context_precision,context_recall,answer_correctness"
 
 
-def test_five_metric_chips_fit_their_box_on_a_small_screen(dashboard: Dashboard, page: Page) -> None:
+def test_five_metric_chips_fit_their_box_and_the_whole_matrix_toggle_reads_whole_on_a_small_screen(
+        dashboard: Dashboard, page: Page) -> None:
+    """Item 13, and item 11 (truncated text) on the same page: at 1024 px the toggle's label read 'Whole m...' in its
+    narrow column."""
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}&metric={FIVE}&blank=ground_truth"))
     wait_for_app(page)
@@ -382,12 +366,6 @@ def test_five_metric_chips_fit_their_box_on_a_small_screen(dashboard: Dashboard,
         assert chip["x"] + chip["width"] <= box["x"] + box["width"] + 1, f"chip {i} overflows: {chip} vs {box}"
         assert chip["y"] + chip["height"] <= box["y"] + box["height"] + 1, f"chip {i} overflows: {chip} vs {box}"
 
-
-def test_the_whole_matrix_toggle_reads_whole_on_a_small_screen(dashboard: Dashboard, page: Page) -> None:
-    """Item 11 (truncated text): at 1024 px the toggle's label read 'Whole m...' in its narrow column."""
-    page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}"))
-    wait_for_app(page)
     label = page.locator('.st-key-abl_matrix [data-testid="stMarkdownContainer"]').first   # it clips, with "..."
     assert label.inner_text() == "Whole matrix"
     clipped = label.evaluate("box => box.scrollWidth - box.clientWidth")
@@ -472,11 +450,9 @@ def test_the_run_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sam
     assert selected(page, "run_sample") == "doc-0002" and query(page)["view"] == "doc-0002"
 
 
-def test_the_compare_pages_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page, demo_db: Path) -> None:
+def test_the_compare_pages_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
-    with Store(demo_db) as store:
-        before = next(j.prev_run_id for j in find_jumps(store) if j.run_id == dashboard.leak_run)
-    page.goto(dashboard.url(f"compare?run={dashboard.leak_run}&run_b={before}&metric=faithfulness"))
+    page.goto(dashboard.url(f"compare?run={dashboard.leak_run}&run_b={dashboard.before}&metric=faithfulness"))
     wait_for_app(page)
     sides = tables_with(page, "metric", "baseline", "run", "delta", "judge model", "prompt hash", "binding")
     moves = tables_with(page, "sample_id", "baseline", "run", "delta")
