@@ -24,7 +24,6 @@ from tests.support.browser import (
     copy_db,
     exceptions_shown,
     main_text,
-    screenshot,
     wait_for_app,
 )
 
@@ -113,7 +112,6 @@ def walk(page: Page, server: StreamlitServer, *, run_id: str, rejudge_button: st
     ablate_from_the_run_page(page, run_id)
     follow(page, re.compile(r"The Review of .* which carries it"))
     assert "/review" in page.url
-    screenshot(page, f"triage-walk-{run_id}-review")
     markdown = download_review(page)
     # kept to read after a run (git-ignored; not .md, which the docs test reads as a doc)
     (ROOT / "artifacts" / f"triage-walk-{run_id}.review.txt").write_text(markdown, encoding="utf-8")
@@ -173,22 +171,15 @@ CUT_INPUTS_JS = """(main) => Array.from(
     .filter(i => i.scrollWidth > i.clientWidth + 1).map(i => i.value)"""
 
 
-def test_compares_run_pickers_show_their_whole_labels_at_1024_px(demo: StreamlitServer, page: Page) -> None:
+def test_compares_run_pickers_show_their_whole_labels_and_its_histograms_toolbar_leaves_the_title_clear_at_1024_px(
+        demo: StreamlitServer, page: Page) -> None:
+    """Two defects of one Compare page at 1024 px (one load): the run pickers' labels cut, and the per-sample
+    histogram's toolbar over its title."""
     page.set_viewport_size(SMALL)
     page.goto(f"{demo.url}/compare?run=nightly-20261117")   # a run with a label: the longest picker text
     wait_for_app(page, timeout=120)
     assert page.evaluate(CUT_INPUTS_JS, MAIN) == []   # was "nightly-20261117 (2026" in 156 of 232 px
-    screenshot(page, "triage-compare-1024")
 
-
-def _box(page: Page, selector: str) -> dict | None:
-    return page.locator(selector).first.bounding_box() if page.locator(selector).count() else None
-
-
-def test_the_per_sample_histograms_toolbar_leaves_its_title_clear(demo: StreamlitServer, page: Page) -> None:
-    page.set_viewport_size(SMALL)
-    page.goto(f"{demo.url}/compare?run=nightly-20261201")
-    wait_for_app(page, timeout=120)
     chart = page.locator(f"{MAIN} .st-key-compare_hist [data-testid='stPlotlyChart'], "
                          f"{MAIN} [data-testid='stPlotlyChart']").first
     chart.scroll_into_view_if_needed()
@@ -212,7 +203,6 @@ def test_the_flipped_verdicts_table_has_no_empty_rows(own: StreamlitServer, page
     assert grid is not None
     # two rows and the header: at a fixed 360 px the grid drew two empty rows under them
     assert grid["height"] <= GRID_HEADER + 2 * FLIP_ROW + GRID_BORDER + 2, grid
-    screenshot(page, "triage-flips-1024")
 
 
 def test_a_short_historys_trends_caption_names_only_what_the_chart_draws(own: StreamlitServer, page: Page) -> None:
@@ -224,4 +214,3 @@ def test_a_short_historys_trends_caption_names_only_what_the_chart_draws(own: St
     # four runs: no run-to-run spread yet, so no band; two instruments' segments are tinted
     assert "Grey band" not in caption and "No grey band yet" in caption, caption
     assert "Tinted stretches" in caption and "Red rings" in caption
-    screenshot(page, "triage-trends-short-1024")
