@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import ConsoleMessage, Page
 
 from lib.diagnosis.incidents import _incidents as incidents
 from lib.store import Store
@@ -45,30 +45,6 @@ def open_page(page: Page, server: StreamlitServer, path: str) -> None:
     assert exceptions_shown(page) == [], path
 
 
-@pytest.fixture(scope="module")
-def review(server: StreamlitServer, tabs: BrowserContext) -> Iterator[Page]:
-    """The Review, opened once for the tests that read it and download from it (a download changes nothing)."""
-    p = tabs.new_page()
-    try:
-        open_page(p, server, "review")
-        yield p
-    finally:
-        p.close()
-
-
-@pytest.fixture(scope="module")
-def overview(server: StreamlitServer, tabs: BrowserContext) -> Iterator[tuple[Page, list[str]]]:
-    """The Overview, opened once, with what its console logged from before the first load."""
-    p = tabs.new_page()
-    logged: list[str] = []
-    p.on("console", lambda m: logged.append(f"{m.type}: {m.text}"))
-    try:
-        open_page(p, server, "")
-        yield p, logged
-    finally:
-        p.close()
-
-
 def download(page: Page, label: str) -> str:
     with page.expect_download() as info:
         page.locator(MAIN).get_by_role("button", name=label).click()
@@ -76,8 +52,10 @@ def download(page: Page, label: str) -> str:
 
 
 def test_the_review_export_carries_the_rejudged_finding_and_every_incidents_state_above_the_tables(
-        review: Page) -> None:
-    page = review
+        server: StreamlitServer, page: Page) -> None:
+    """And the plain-text download of the same Review has no Markdown (one page load for both: a download changes
+    nothing on the page)."""
+    open_page(page, server, "review")
     shown = main_text(page)
     assert shown.index("says the system lost 0.145 on 2026-10-31") < shown.index("What moved beyond noise")
     assert NOTE in shown
@@ -87,11 +65,8 @@ def test_the_review_export_carries_the_rejudged_finding_and_every_incidents_stat
     assert markdown.index("explained as instrument, set by Ada on ") < tables
     assert NOTE in markdown[:tables]
 
-
-def test_the_plain_text_download_has_no_markdown(review: Page) -> None:
-    page = review
+    # the plain text download has no markdown
     text = download(page, "Download as plain text")
-    markdown = download(page, "Download the review as Markdown")
     assert text != markdown
     lines = text.splitlines()
     assert not [line for line in lines if line.startswith("#") or "|" in line or "**" in line or "\\" in line]
@@ -105,31 +80,39 @@ def test_ablation_run_latest_opens_the_latest_run(server: StreamlitServer, page:
     assert "No run" not in main_text(page)
 
 
-def test_the_overview_has_one_name_box_and_recording_without_a_name_says_where_it_is(
-        overview: tuple[Page, list[str]]) -> None:
-    # Login off: the page's own "Your name" box was repeated in every incident's form (three boxes on the demo).
-    page, _ = overview
+VEGA_WARNING = "Infinite extent"
+
+
+def test_the_overview_draws_every_sparkline_with_no_vega_warning_and_has_one_name_box(server: StreamlitServer,
+                                                                                      page: Page) -> None:
+    """Two checks on one load of the Overview: its sparklines, then its name box (recording changes the page)."""
+    logged: list[str] = []
+
+    def log(message: ConsoleMessage) -> None:
+        logged.append(f"{message.type}: {message.text}")
+
+    page.on("console", log)   # from before the first load
+    try:
+        open_page(page, server, "")
+        # Issue 28 item 6: st.metric's own sparkline logged Vega's "Infinite extent" warnings in the console.
+        cards = page.locator(MAIN).locator('[data-testid="stMetric"]')
+        assert cards.count() == 5
+        charts = page.locator(MAIN).locator('[data-testid="stVegaLiteChart"], [data-testid="stMetric"] canvas, '
+                                            '[data-testid="stMetric"] svg.marks')
+        assert charts.count() >= 5   # a sparkline per card
+        time.sleep(1.0)   # Vega logs as it draws (the console was read from before the first load: no reload needed)
+        assert [m for m in logged if VEGA_WARNING in m] == []
+    finally:
+        page.remove_listener("console", log)
+
+    # Login off: the page's own "Your name" box was repeated in every incident's form (three boxes on the demo), and
+    # recording without a name says where the name goes.
     assert page.locator(MAIN).get_by_role("textbox", name="Your name").count() == 1
     form = page.locator(MAIN).locator('[data-testid="stForm"]').first
     form.get_by_role("button", name="Record").click()
     wait_for_app(page)
     assert "Type your name in “Your name” under “Open incidents”" in main_text(page)
     assert "field 'user'" not in main_text(page)
-
-
-VEGA_WARNING = "Infinite extent"
-
-
-def test_the_overview_sparklines_draw_every_card_with_no_vega_warning(overview: tuple[Page, list[str]]) -> None:
-    # Issue 28 item 6: st.metric's own sparkline logged Vega's "Infinite extent" warnings in the console.
-    page, logged = overview
-    cards = page.locator(MAIN).locator('[data-testid="stMetric"]')
-    assert cards.count() == 5
-    charts = page.locator(MAIN).locator('[data-testid="stVegaLiteChart"], [data-testid="stMetric"] canvas, '
-                                        '[data-testid="stMetric"] svg.marks')
-    assert charts.count() >= 5   # a sparkline per card
-    time.sleep(1.0)   # Vega logs as it draws (the console was read from before the first load: no reload needed)
-    assert [m for m in logged if VEGA_WARNING in m] == []
 
 
 def test_the_pipeline_config_keeps_each_line_whole_at_1024_px(server: StreamlitServer, page: Page) -> None:
