@@ -318,7 +318,7 @@ def mlflow_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Open
 HEAVY_FIRST = (
     "test_e2e.py", "test_reliability_concurrency.py", "test_browser_links.py", "test_security.py",
     "test_first_start.py", "test_browser_history.py", "test_login.py", "test_ragas_scorer.py",
-    "test_pages_journeys.py", "test_import_page.py", "test_tool_imports.py", "test_browser_newcomer.py",
+    "test_pages_journeys.py", "test_import_page.py", "test_tool_imports.py",
     "test_browser_labels.py", "test_cli_while_dashboard.py", "test_reliability_kill.py", "test_databases.py",
     "test_import_page_more_tools.py", "test_tool_ablations.py", "test_more_tool_imports.py", "test_ablation.py",
 )

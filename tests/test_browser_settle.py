@@ -15,7 +15,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from tests.support import browser as browser_support
-from tests.support.browser import ScriptRuns, StreamlitServer, chromium, main_text, new_page, wait_for_app, watch
+from tests.support.browser import ScriptRuns, StreamlitServer, chromium, main_text, wait_for_app, watch
 
 EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
 
@@ -161,8 +161,9 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamlitSe
 
 def test_wait_for_app_returns_after_the_run_a_rerun_a_click_or_a_page_switch_asked_for(
         app_server: StreamlitServer) -> None:
-    with chromium() as browser:
-        page = new_page(browser)
+    with chromium():   # in the kept tab (watched from its start, as a new context's tabs are): no cold load
+        assert browser_support.KEPT is not None
+        page = browser_support.KEPT.kept_tab().take()
         page.goto(app_server.url)
         wait_for_app(page)
         assert "run 2" in main_text(page)              # not the first run's empty page: st.rerun's run, drawn
@@ -183,7 +184,6 @@ def test_wait_for_app_returns_after_the_run_a_rerun_a_click_or_a_page_switch_ask
         wait_for_app(page)
         assert "the other page" in main_text(page)
         assert runs.idle
-        page.context.close()
 
 
 # -- the Chromium kept from module to module ---------------------------------------------------------------------
