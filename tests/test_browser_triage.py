@@ -114,6 +114,7 @@ def walk(page: Page, server: StreamlitServer, *, run_id: str, rejudge_button: st
     assert "/review" in page.url
     markdown = download_review(page)
     # kept to read after a run (git-ignored; not .md, which the docs test reads as a doc)
+    (ROOT / "artifacts").mkdir(exist_ok=True)   # a fresh clone has none (screenshots no longer make it)
     (ROOT / "artifacts" / f"triage-walk-{run_id}.review.txt").write_text(markdown, encoding="utf-8")
     return markdown
 
