@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -19,17 +20,13 @@ from streamlit.testing.v1 import AppTest
 from lib.core.settings import load
 from lib.store import Store, databases
 from lib.store.databases import ForeignDatabaseError
-from tests.support.browser import (
-    SIDEBAR_NAV,
-    StreamlitServer,
-    chromium,
-    copy_db,
-    exceptions_shown,
-    new_page,
-    wait_for_app,
-)
+from tests.conftest import small_demo
+from tests.support.browser import SIDEBAR_NAV, StreamlitServer, exceptions_shown, wait_for_app
 from tests.support.cli import run_cli
 from tests.test_validate import good_run
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -53,10 +50,13 @@ def untouched(path: Path, before: str) -> bool:
 
 
 @pytest.fixture
-def team(demo_db: Path, tmp_path: Path) -> dict[str, Path]:
-    """A folder of databases as an operator sets one up: the team's, an empty evaldrift one, a foreign one."""
+def team(tmp_path: Path) -> dict[str, Path]:
+    """A folder of databases as an operator sets one up: the team's, an empty evaldrift one, a foreign one.
+
+    The team's is two of the demo's nights, not all 90: which file is open is the point here, not what it holds,
+    and the dashboard's first page on the whole demo costs its server (or the AppTest) about 1.5 CPU s more."""
     folder = tmp_path / "dbs"
-    main = copy_db(demo_db, folder / "team.duckdb")
+    main = small_demo(2, folder / "team.duckdb")
     with Store(folder / "second.duckdb"):
         pass
     other = foreign_duckdb(folder / "billing.duckdb")
@@ -170,10 +170,9 @@ def test_the_sidebar_has_no_path_box_and_a_foreign_choice_is_refused_on_the_page
 
 
 def test_the_chosen_database_stays_chosen_across_pages_in_the_browser(
-        team: dict[str, Path], tmp_path: Path) -> None:
+        team: dict[str, Path], tmp_path: Path, page: Page) -> None:
     env = {"EVALDRIFT_DB_DIR": str(team["folder"])}
-    with StreamlitServer(team["main"], env=env, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(team["main"], env=env, log_dir=tmp_path / "server") as server:
         page.goto(server.url + "/")
         wait_for_app(page)
         picker = page.locator(".st-key-db_choice")
@@ -186,4 +185,3 @@ def test_the_chosen_database_stays_chosen_across_pages_in_the_browser(
             wait_for_app(page)
             assert picker.locator("input").input_value() == "second.duckdb", title
             assert exceptions_shown(page) == []
-        page.context.close()

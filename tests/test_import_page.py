@@ -102,57 +102,47 @@ def upload(page, name: str, data: bytes) -> None:
     wait_for_app(page)
 
 
-@pytest.mark.e2e
-def test_upload_fix_record_score_and_find_the_run_on_trends(tmp_path: Path, page: Page) -> None:
-    """First, on the same dashboard: a misspelt column and a file without scores are said before recording."""
-    db = tmp_path / "evals.duckdb"
-    proc = run_cli("score", "--db", db, ROOT / "data" / "examples" / "kettle_faq.jsonl", "--run-id", "nightly-1",
-                   "--metrics", "faithfulness", "--started-at", "2026-12-01T02:00")
-    assert proc.returncode == 0, proc.stderr
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-        rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
-        upload(page, "mine.jsonl", jsonl(rows))
-        # a file without scores is scored by default, every metric, as `score` does (issue 46 item 5): scoring
-        # off, recording would give a run with no metric, and Record run waits
-        assert page.locator(".st-key-imp_score input").is_checked()
-        page.locator(".st-key-imp_score label").first.click()
-        wait_for_app(page)
-        text = main_text(page)
-        assert "Column 'context' is not read: did you mean 'contexts'?" in text
-        assert "carries no score column and scoring is off" in text
-        assert page.locator(".st-key-imp_record button").is_disabled()
-        assert exceptions_shown(page) == []
+def upload_fix_record_score_and_find_the_run_on_trends(page: Page, server: StreamlitServer) -> None:
+    """First: a misspelt column and a file without scores are said before recording."""
+    page.goto(f"{server.url}/import")
+    wait_for_app(page)
+    rows = [{"question": r["question"], "answer": r["answer"], "context": r["contexts"]} for r in ROWS[:3]]
+    upload(page, "mine.jsonl", jsonl(rows))
+    # a file without scores is scored by default, every metric, as `score` does (issue 46 item 5): scoring
+    # off, recording would give a run with no metric, and Record run waits
+    assert page.locator(".st-key-imp_score input").is_checked()
+    page.locator(".st-key-imp_score label").first.click()
+    wait_for_app(page)
+    text = main_text(page)
+    assert "Column 'context' is not read: did you mean 'contexts'?" in text
+    assert "carries no score column and scoring is off" in text
+    assert page.locator(".st-key-imp_record button").is_disabled()
+    assert exceptions_shown(page) == []
 
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-        upload(page, "mine.jsonl", jsonl(bad_rows()))
-        text = main_text(page)
-        assert "2 problem(s) in mine.jsonl" in text
-        assert "row 2, field 'contexts'" in text and "row 5, field 'answer'" in text
+    page.goto(f"{server.url}/import")
+    wait_for_app(page)
+    upload(page, "mine.jsonl", jsonl(bad_rows()))
+    text = main_text(page)
+    assert "2 problem(s) in mine.jsonl" in text
+    assert "row 2, field 'contexts'" in text and "row 5, field 'answer'" in text
 
-        upload(page, "mine.jsonl", jsonl(ROWS[:6]))            # fixed: the same file, the two rows repaired
-        assert "6 rows, no problem found." in main_text(page)
-        assert page.locator(".st-key-imp_score input").is_checked()   # scored here with the configured judge
-        run_id = page.locator(".st-key-imp_run_id input")
-        run_id.fill("from-the-page")
-        run_id.press("Enter")
-        wait_for_app(page)
-        page.locator(".st-key-imp_record button").click()   # scored on the import runner's thread: the page polls
-        page.get_by_text("Recorded run from-the-page: 6 samples; faithfulness, ").wait_for(timeout=180_000)
-        assert exceptions_shown(page) == []
+    upload(page, "mine.jsonl", jsonl(ROWS[:6]))            # fixed: the same file, the two rows repaired
+    assert "6 rows, no problem found." in main_text(page)
+    assert page.locator(".st-key-imp_score input").is_checked()   # scored here with the configured judge
+    run_id = page.locator(".st-key-imp_run_id input")
+    run_id.fill("from-the-page")
+    run_id.press("Enter")
+    wait_for_app(page)
+    page.locator(".st-key-imp_record button").click()   # scored on the import runner's thread: the page polls
+    page.get_by_text("Recorded run from-the-page: 6 samples; faithfulness, ").wait_for(timeout=180_000)
+    assert exceptions_shown(page) == []
 
-        page.goto(f"{server.url}/trends?metric=faithfulness")
-        wait_for_app(page)
-        runs = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-            .flatMap(g => g.data.filter(t => t.name === 'faithfulness').flatMap(t => Array.from(t.customdata)))""")
-        assert "from-the-page" in runs and "nightly-1" in runs
-        assert page.locator(MAIN).count() == 1 and exceptions_shown(page) == []
-    with Store(db) as store:
-        metrics = store.run_metrics("from-the-page")
-    assert sorted(metrics["metric"]) == sorted(METRIC_NAMES) and set(metrics["scorer"]) == {"evaldrift"}
-    assert set(metrics["n"]) == {6}
+    page.goto(f"{server.url}/trends?metric=faithfulness")
+    wait_for_app(page)
+    runs = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .flatMap(g => g.data.filter(t => t.name === 'faithfulness').flatMap(t => Array.from(t.customdata)))""")
+    assert "from-the-page" in runs and "nightly-1" in runs
+    assert page.locator(MAIN).count() == 1 and exceptions_shown(page) == []
 
 
 # -- other tools' files, as the real tools wrote them in this session (tests/support/tool_runs.py) -----------------
@@ -195,61 +185,77 @@ def fill(page, key: str, text: str) -> None:
     wait_for_app(page)
 
 
+def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServer, inspect_logs, promptfoo_results,
+                                               ragas_results) -> None:
+    """Other tools' files, as the real tools wrote them: detected, their facts shown, recorded."""
+    page.goto(f"{server.url}/import")
+    wait_for_app(page)
+
+    upload(page, "insp-1.eval", inspect_logs["insp-1"].read_bytes())      # refused before: ".eval not allowed"
+    text = main_text(page)
+    assert "Detected: an Inspect AI log." in text
+    assert "grader: openai-api/loop/grader-strict (from eval.scorers[].options.model)" in text
+    assert "samples: 4 (8 rows: up to 2 repeats each)" in text
+    assert "wiring profile: answer_correctness (inspect_ai model_graded_fact): receives question by design" in text
+    fill(page, "imp_run_id", "insp-page")
+    page.locator(".st-key-imp_record button").click()
+    wait_for_app(page)
+    assert "Recorded run insp-page: 4 samples; answer_correctness." in main_text(page)
+
+    page.goto(f"{server.url}/import")
+    wait_for_app(page)
+    upload(page, "results.json", promptfoo_results["pf-two"].read_bytes())
+    assert "Detected: a promptfoo results.json." in main_text(page)
+    choose(page, "imp_provider", "openai:answerer-bad")
+    fill(page, "imp_run_id", "pf-page")
+    text = main_text(page)
+    assert "grader: grader-lenient (from defaultTest.options.provider)" in text
+    page.locator(".st-key-imp_record button").click()
+    wait_for_app(page)
+    assert "Recorded run pf-page: 4 samples" in main_text(page)
+
+    page.goto(f"{server.url}/import")
+    wait_for_app(page)
+    upload(page, "ragas.csv", ragas_results["ragas-good"].read_bytes())  # every row refused before
+    text = main_text(page)
+    assert "Detected: a Ragas result" in text and "grader is not recorded" in text
+    assert "ragas version is not recorded" in text
+    fill(page, "imp_tool_version", "0.4.3")
+    fill(page, "imp_grader", "judge-model")
+    page.get_by_text("When it ran, and its pipeline").click()
+    fill(page, "imp_started_at", "2026-11-02T02:00")
+    fill(page, "imp_pipeline", '{"retriever": "bm25"}')
+    fill(page, "imp_run_id", "ragas-page")
+    text = main_text(page)
+    assert "metric answer_correctness: from factual_correctness(mode=f1)" in text
+    page.locator(".st-key-imp_record button").click()
+    wait_for_app(page)
+    assert "Recorded run ragas-page" in main_text(page)
+    assert exceptions_shown(page) == []
+
+
 @pytest.mark.e2e
-def test_tool_files_are_detected_shown_and_recorded_with_their_instrument(tmp_path: Path, page: Page, inspect_logs,
-                                                                          promptfoo_results, ragas_results) -> None:
+def test_the_import_page_records_a_fixed_upload_and_other_tools_files_with_their_instruments(
+        tmp_path: Path, page: Page, inspect_logs, promptfoo_results, ragas_results) -> None:
+    """The page's two journeys on one dashboard (a dashboard's start and first page cost its server about 3 CPU s):
+    an upload of our own rows named, fixed, recorded, scored and found on Trends beside a run the CLI scored; then
+    Inspect AI, promptfoo and Ragas files detected, shown and recorded with their instrument. The store is read
+    once the dashboard has let it go."""
     db = tmp_path / "evals.duckdb"
-    Store(db).close()
+    proc = run_cli("score", "--db", db, ROOT / "data" / "examples" / "kettle_faq.jsonl", "--run-id", "nightly-1",
+                   "--metrics", "faithfulness", "--started-at", "2026-12-01T02:00")
+    assert proc.returncode == 0, proc.stderr
     with StreamlitServer(db, log_dir=tmp_path / "server") as server:
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-
-        upload(page, "insp-1.eval", inspect_logs["insp-1"].read_bytes())      # refused before: ".eval not allowed"
-        text = main_text(page)
-        assert "Detected: an Inspect AI log." in text
-        assert "grader: openai-api/loop/grader-strict (from eval.scorers[].options.model)" in text
-        assert "samples: 4 (8 rows: up to 2 repeats each)" in text
-        assert "wiring profile: answer_correctness (inspect_ai model_graded_fact): receives question by design" in text
-        fill(page, "imp_run_id", "insp-page")
-        page.locator(".st-key-imp_record button").click()
-        wait_for_app(page)
-        assert "Recorded run insp-page: 4 samples; answer_correctness." in main_text(page)
-
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-        upload(page, "results.json", promptfoo_results["pf-two"].read_bytes())
-        assert "Detected: a promptfoo results.json." in main_text(page)
-        choose(page, "imp_provider", "openai:answerer-bad")
-        fill(page, "imp_run_id", "pf-page")
-        text = main_text(page)
-        assert "grader: grader-lenient (from defaultTest.options.provider)" in text
-        page.locator(".st-key-imp_record button").click()
-        wait_for_app(page)
-        assert "Recorded run pf-page: 4 samples" in main_text(page)
-
-        page.goto(f"{server.url}/import")
-        wait_for_app(page)
-        upload(page, "ragas.csv", ragas_results["ragas-good"].read_bytes())  # every row refused before
-        text = main_text(page)
-        assert "Detected: a Ragas result" in text and "grader is not recorded" in text
-        assert "ragas version is not recorded" in text
-        fill(page, "imp_tool_version", "0.4.3")
-        fill(page, "imp_grader", "judge-model")
-        page.get_by_text("When it ran, and its pipeline").click()
-        fill(page, "imp_started_at", "2026-11-02T02:00")
-        fill(page, "imp_pipeline", '{"retriever": "bm25"}')
-        fill(page, "imp_run_id", "ragas-page")
-        text = main_text(page)
-        assert "metric answer_correctness: from factual_correctness(mode=f1)" in text
-        page.locator(".st-key-imp_record button").click()
-        wait_for_app(page)
-        assert "Recorded run ragas-page" in main_text(page)
-        assert exceptions_shown(page) == []
+        upload_fix_record_score_and_find_the_run_on_trends(page, server)
+        tool_files_are_detected_shown_and_recorded(page, server, inspect_logs, promptfoo_results, ragas_results)
     with Store(db) as store:
+        metrics = store.run_metrics("from-the-page")
         inspect_metrics = store.run_metrics("insp-page")
         pf_answers = {s.answer for s in store.samples("pf-page")}
         ragas_metrics = store.run_metrics("ragas-page").set_index("metric")
         ragas_run = store.run("ragas-page")
+    assert sorted(metrics["metric"]) == sorted(METRIC_NAMES) and set(metrics["scorer"]) == {"evaldrift"}
+    assert set(metrics["n"]) == {6}
     assert list(inspect_metrics["judge_model"]) == ["openai-api/loop/grader-strict"]
     assert pf_answers == {r["bad"] for r in TOOL_ROWS}
     assert set(ragas_metrics["judge_model"]) == {"judge-model"}

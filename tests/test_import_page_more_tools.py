@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
 from lib.intake.uploads import detect_upload, mlflow_evaluations
 from lib.store import Store
-from tests.support.browser import StreamlitServer, chromium, exceptions_shown, main_text, new_page, wait_for_app
+from tests.support.browser import StreamlitServer, exceptions_shown, main_text, wait_for_app
 from tests.support.tool_runs import ROWS
 from tests.test_import_page import choose, fill, upload
 
@@ -23,12 +24,11 @@ def test_deepeval_and_mlflow_uploads_are_detected_as_the_cli_detects_them(deepev
 
 @pytest.mark.e2e
 def test_deepeval_and_mlflow_files_are_detected_shown_and_recorded_with_their_instrument(
-        tmp_path: Path, deepeval_runs, mlflow_runs) -> None:
+        tmp_path: Path, page: Page, deepeval_runs, mlflow_runs) -> None:
     store, ids = mlflow_runs
     db = tmp_path / "evals.duckdb"
     Store(db).close()
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
         page.goto(f"{server.url}/import")
         wait_for_app(page)
         path = deepeval_runs["de-3"]

@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from lib.intake.runjson import run_to_json
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
-from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
+from tests.support.browser import StreamlitServer, exceptions_shown, wait_for_app
 from tests.support.reliability_support import LOCK_WORDS, ROOT, child_env, copy_db, mini_demo
 
 RECORDED = "nightly-recorded-by-cron"
@@ -62,7 +61,8 @@ def _check_page(page: Page, where: str, texts: list[str]) -> str:
     return text
 
 
-def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_ablation(tmp_path: Path) -> None:
+def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_ablation(tmp_path: Path,
+                                                                                          page: Page) -> None:
     db = copy_db(mini_demo(), tmp_path / "evaldrift.duckdb")
     inbox_dir = tmp_path / "inbox"
     with Store(db) as store:
@@ -77,10 +77,11 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
     env = child_env(EVALDRIFT_DB=str(db), EVALDRIFT_INBOX=str(inbox_dir))
     texts: list[str] = []
 
-    with StreamlitServer(db, env={"EVALDRIFT_INBOX": str(inbox_dir)}, log_dir=tmp_path / "server") as server, \
-            chromium() as browser:
-        sessions = [new_page(browser) for _ in range(3)]
-        ablate, run_page, overview = sessions
+    # three sessions: the module's tab and two more in its browser context (a tab is a Streamlit session of its own;
+    # the context's caches spare each a first load's compiling, about 2.5 CPU s of Chromium in a new context)
+    sessions = [page, page.context.new_page(), page.context.new_page()]
+    ablate, run_page, overview = sessions
+    with StreamlitServer(db, env={"EVALDRIFT_INBOX": str(inbox_dir)}, log_dir=tmp_path / "server") as server:
 
         # First, the other way round: a job holds the database when the dashboard's first page opens.
         holder = Store(db)
@@ -95,11 +96,11 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         wait_for_app(overview)
         _check_page(overview, "overview once the job let go", texts)
 
-        for page, path in ((ablate, "/ablation"), (run_page, "/run")):
-            page.goto(server.url + path)
-        for page, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
-            wait_for_app(page)
-            _check_page(page, name, texts)
+        for tab, path in ((ablate, "/ablation"), (run_page, "/run")):
+            tab.goto(server.url + path)
+        for tab, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
+            wait_for_app(tab)
+            _check_page(tab, name, texts)
 
         # Session 1 launches an ablation of the latest run (the dashboard's worker writes its results).
         limit = ablate.get_by_role("spinbutton", name="Sample limit")
@@ -113,16 +114,16 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         recorders = [_recorder("record", "--db", str(db), str(run_file), env=env),
                      _recorder("ingest", "--db", str(db), "--run-id", INGESTED, "--started-at",
                                (latest + timedelta(days=1)).isoformat(), str(jsonl), env=env)]
-        # Sessions 2 and 3 keep loading pages while the recorders and the ablation work.
-        deadline = time.monotonic() + 120
-        while True:
-            for page, name in ((run_page, "run"), (overview, "overview")):
-                page.reload()
-                wait_for_app(page)
-                _check_page(page, name, texts)
-            if all(r.poll() is not None for r in recorders) or time.monotonic() > deadline:
+        # Sessions 2 and 3 keep loading pages while the recorders and the ablation work: two rounds at most (each
+        # reload costs Chromium about 1.5 CPU s; on a loaded machine the recorders' start took many rounds more).
+        for _ in range(2):
+            for tab, name in ((run_page, "run"), (overview, "overview")):
+                tab.reload()
+                wait_for_app(tab)
+                _check_page(tab, name, texts)
+            if all(r.poll() is not None for r in recorders):
                 break
-        outputs = [r.communicate(timeout=60) for r in recorders]
+        outputs = [r.communicate(timeout=120) for r in recorders]
         for r, (out, err) in zip(recorders, outputs, strict=True):
             assert r.returncode == 0, (out, err)
             assert "held by another process, so run" in out and "handed over through the inbox" in out, out
@@ -131,11 +132,11 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         # The next refresh drains the inbox, here in all three sessions at once (each page load drains):
         # the new runs appear (the Run page keeps the run its URL names, so look in its run picker; the
         # Overview names the latest run).
-        for page in sessions:
-            page.reload(wait_until="commit")
-        for page, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
-            wait_for_app(page)
-            _check_page(page, f"{name} on the refresh after the hand-over", texts)
+        for tab in sessions:
+            tab.reload(wait_until="commit")
+        for tab, name in ((ablate, "ablation"), (run_page, "run"), (overview, "overview")):
+            wait_for_app(tab)
+            _check_page(tab, f"{name} on the refresh after the hand-over", texts)
         assert not list(inbox_dir.glob("*.run.json")), "the inbox was not drained"
         assert not (inbox_dir / "rejected").exists()
         assert f"{len(demo_runs) + 2} runs; latest {RECORDED}" in texts[-1]
@@ -149,6 +150,8 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         wait_for_app(ablate)
         text = _check_page(ablate, "ablation result", texts)
         assert "wiring leak" in text or "LEAK" in text or "invariant" in text, text[:2000]
+        for tab in sessions[1:]:
+            tab.close()
 
     log = server.stdout() + server.stderr()
     assert "Traceback" not in log and "lock" not in log.lower(), log[-3000:]

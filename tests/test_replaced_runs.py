@@ -11,6 +11,7 @@ import json
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -23,6 +24,9 @@ from lib.core.samples import EvalSample
 from lib.core.settings import load
 from lib.store import RunBatch, Store
 from tests.support.cli import run_cli
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,14 +186,13 @@ def test_cli_says_what_it_replaced_and_lists_restores_and_purges_the_copy(tmp_pa
 
 # -- the Import page in a real browser ----------------------------------------------------------------------
 @pytest.mark.e2e
-def test_the_import_page_says_what_it_would_replace_asks_keeps_and_restores(tmp_path: Path) -> None:
-    from tests.support.browser import StreamlitServer, chromium, exceptions_shown, main_text, new_page, wait_for_app
+def test_the_import_page_says_what_it_would_replace_asks_keeps_and_restores(tmp_path: Path, page: Page) -> None:
+    from tests.support.browser import StreamlitServer, exceptions_shown, main_text, wait_for_app
 
     db = tmp_path / "e.duckdb"
     with Store(db) as store:
         store.record_run(nightly(400, 20))
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
         page.goto(f"{server.url}/import")
         wait_for_app(page)
         assert "Replaced runs" not in main_text(page)

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Dialog, Page
 
 from lib.core.errors import InputError, NotFoundError
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
@@ -43,7 +43,7 @@ from lib.judging.harness import Instrument, score_sample, score_samples
 from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
 from tests.conftest import offline_responder
-from tests.support.browser import StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
+from tests.support.browser import StreamlitServer, exceptions_shown, wait_for_app
 from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.reliability_support import child_env
@@ -124,7 +124,7 @@ def _grep_database(db: Path, needle: str) -> list[str]:
 
 
 def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_call(
-        openai_server: OpenAIServer, tmp_path: Path) -> None:
+        openai_server: OpenAIServer, tmp_path: Path, page: Page) -> None:
     db = tmp_path / "security.duckdb"
     run = _xss_run(datetime(2026, 11, 1, 2, 0))
     assert inbox.record(db, _base_run(run, datetime(2026, 10, 31, 2, 0))).where == "database"
@@ -135,13 +135,16 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
     env = child_env(EVALDRIFT_DB=str(db), **settings)
     texts: dict[str, str] = {}
     dialogs: list[str] = []
-    with StreamlitServer(db, env=settings, log_dir=tmp_path / "server") as server, chromium() as browser:
-        control = browser.new_page()   # the payload is live: rendered as HTML, it runs in this browser
+    with StreamlitServer(db, env=settings, log_dir=tmp_path / "server") as server:
+        control = page.context.new_page()   # the payload is live: rendered as HTML, it runs in this browser
         control.set_content(f"<p>{IMG}</p>")
         control.wait_for_function("window.__xss === 2", timeout=10_000)
         control.close()
-        page = new_page(browser)
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        def on_dialog(dialog: Dialog) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)   # the module's tab: the listener goes when the pages are read
 
         for metric in ("faithfulness", "answer_correctness", "answer_relevance"):
             query = urlencode({"run": XSS_RUN, "metric": metric, "view": "xss-1"})
@@ -181,6 +184,7 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
         wait_for_app(page)
         _assert_no_script_ran(page, "ablation result")
         texts["ablation-result"] = page.inner_text("body")
+        page.remove_listener("dialog", on_dialog)
     assert dialogs == []
     assert openai_server.n_calls > 0
     sent = [{k.lower(): v for k, v in h.items()}.get("authorization") for h in openai_server.headers_seen]
