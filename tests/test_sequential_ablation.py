@@ -1,8 +1,9 @@
 """Sequential ablations (issue 16): the same verdicts as judging every sample, for far fewer calls, and no more
 false alarms than stated.
 
-The demo's whole matrix and synthetic runs (tests/support/seq_synthetic, not the demo) are ablated both ways;
-the false-LEAK rate is simulated through the engine's own decision path (tests/benchmarks/bench_sequential).
+The demo's whole matrix on its leak run and synthetic runs (tests/support/seq_synthetic, not the demo) are
+ablated both ways; the false-LEAK rate is simulated through the engine's own decision path
+(tests/benchmarks/bench_sequential).
 """
 
 from __future__ import annotations
@@ -50,11 +51,16 @@ def store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 
 @pytest.fixture(scope="module")
 def demo_pairs(store: Store) -> list[tuple[AblationResult, AblationResult]]:
-    """The whole matrix (5 metrics x 3 fields, joint arms too) on the run the leak starts at and the last run."""
+    """The whole matrix (5 metrics x 3 fields, joint arms too) on the run the leak starts at, judged both ways.
+
+    One run, not also the last (fixed) one: this run's 20 cells hold all three kinds (2 LEAK, 7 SENSITIVE,
+    11 CLEAN) and its sequential judging takes 4,062 calls of 21,528; the fixed run added 8 CPU s and the same
+    kinds bar LEAK, and a field that does not leak reads CLEAN both ways on the synthetic clean harness below.
+    """
     from lib.jobs._demo import run_plans
 
     leak_start = next(p.run_id for p in run_plans() if p.label == "harness refactor")
-    return [compare(store, matrix_spec(run_id, METRIC_NAMES), judge()) for run_id in (leak_start, store.run_ids()[-1])]
+    return [compare(store, matrix_spec(leak_start, METRIC_NAMES), judge())]
 
 
 # -- (a) the demo's matrix ----------------------------------------------------------------------------------
@@ -171,7 +177,9 @@ def test_the_false_leak_rate_over_200_simulated_clean_ablations_is_at_most_the_s
     # issue 41 item 1: a true move of 0.02 on a must-never-receive field is a leak, not a false one (the old rule
     # needed the interval wholly beyond 0.02 and called it LEAK in at most 5%): measured 51% LEAK, the rest CLEAN
     # (an interval that holds 0 and rules out 0.05), never anything else
-    edge = simulate(200, effect=0.02, seed=4)
+    # 100 runs suffice here: 54% LEAK measured against the 40% asserted (a true rate of 50% passes with chance
+    # 98%); the stated level keeps 200: 0 of 200 measured, and a rate twice the level (15%) passes with chance 0.1%
+    edge = simulate(100, effect=0.02, seed=4)
     assert none["leak_rate"] <= FALSE_LEAK_LEVEL
     assert edge["leak_rate"] >= 0.4 and edge["leak_rate"] + edge.get("CLEAN", 0.0) == 1.0
     assert none["judged"] < 400                  # and a null is decided before the last sample on average

@@ -91,18 +91,24 @@ def restrict(arm: ArmResults, ids: Collection[str]) -> ArmResults:
     return out
 
 
-def collect(frame: pd.DataFrame) -> dict[tuple[str, str], ArmResults]:
-    """Group stored results by (metric, arm): scores and labels per sample, failures counted."""
+def collect(frame: pd.DataFrame, *, labels: bool = True) -> dict[tuple[str, str], ArmResults]:
+    """Group stored results by (metric, arm): scores and labels per sample, failures counted.
+
+    `labels=False` leaves every arm's per-item labels empty: a sequential run's looks read scores and
+    statuses only, and parsing each stored verdict's JSON at every look was most of a look's cost.
+    """
     arms: dict[tuple[str, str], ArmResults] = {}
     for (metric, arm), part in frame.groupby(["metric", "arm"], sort=False):
         a = ArmResults(defaultdict(list), defaultdict(list), 0, 0, len(part), Counter())
         # whole columns as lists: iterating rows of Arrow-backed columns costs a Python call per cell
+        verdict_column = part["verdicts"].tolist() if labels else [None] * len(part)
         for sample_id, status, reason, score, verdicts in zip(
-                *(part[c].tolist() for c in ("sample_id", "status", "reason", "score", "verdicts")), strict=True):
+                *(part[c].tolist() for c in ("sample_id", "status", "reason", "score")), verdict_column, strict=True):
             a.rows[sample_id].append((status, reason or ""))
             if status == OK:
                 a.scores[sample_id].append(float(score))
-                a.labels[sample_id].append([bool(x["label"]) for x in json.loads(verdicts)])
+                if labels:
+                    a.labels[sample_id].append([bool(x["label"]) for x in json.loads(verdicts)])
             elif status == FAILED:
                 a.failed += 1
                 a.reasons[reason.split(" (after")[0]] += 1

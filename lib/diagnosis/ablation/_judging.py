@@ -51,6 +51,8 @@ class Judging:
         # Kept for the whole ablation, across its chunks: the unreadable replies (an identical request in another
         # arm or chunk gets the same failure without a call) and the repairs allowed, as its estimate counts them.
         self._unreadable: dict[str, JudgeReply] = {}
+        # (metric, sample id) -> why the metric must not score it: a sample's, asked once, not once an arm and repeat
+        self._excluded: dict[tuple[str, str], str | None] = {}
         self._repairs = Repairs(repair_allowance(len(judgings_to_call(plan, plan.units(
             store.ablation_done_keys(plan.spec.ablation_id))))))
 
@@ -63,7 +65,7 @@ class Judging:
 
     def work(self, unit: Unit) -> tuple[tuple[str, str, int], SampleResult]:
         m, arm, rep, s = unit
-        reason = exclusion_reason(s, m)  # the unblanked sample decides: blanking is the measurement
+        reason = self._exclusion(m, s)  # the unblanked sample decides: blanking is the measurement
         if reason:
             return (m, arm, rep), SampleResult(s.sample_id, EXCLUDED, reason=reason)
         key = (m, arm, s.sample_id)   # the control arm's sample depends on the metric
@@ -73,11 +75,17 @@ class Judging:
                                            seed=self.plan.spec.seed + rep, cache=self._cache, screen=False,
                                            endpoint=self._endpoint)
 
+    def _exclusion(self, metric: str, sample: EvalSample) -> str | None:
+        key = (metric, sample.sample_id)
+        if key not in self._excluded:
+            self._excluded[key] = exclusion_reason(sample, metric)
+        return self._excluded[key]
+
     def _known(self, units: list[Unit]) -> KnownCache:
         """The store's call cache, knowing which of the units' requests it holds: one query, not one per call."""
         endpoint, keys = self._endpoint, []
         for m, arm, rep, s in units:
-            if exclusion_reason(s, m):
+            if self._exclusion(m, s):
                 continue
             copy = self._blanked.setdefault((m, arm, s.sample_id), self.plan.arm_sample(s, m, arm))
             request, _ = build_request(copy, self.plan.instruments[m], self.judge.model, endpoint,
@@ -102,8 +110,15 @@ class Judging:
 
 def judgings_to_call(plan: Plan, units: Sequence[Unit]) -> list[Unit]:
     """The units that need the judge: not a degenerate sample, not an arm blanking what the items come from."""
-    return [u for u in units if not exclusion_reason(u[3], u[0])
-            and get_metric(u[0]).items_from not in blanked_fields(u[1])]
+    excluded: dict[tuple[str, str], bool] = {}   # per (metric, sample): the same for every arm and repeat
+    keep = []
+    for u in units:
+        key = (u[0], u[3].sample_id)
+        if key not in excluded:
+            excluded[key] = bool(exclusion_reason(u[3], u[0]))
+        if not excluded[key] and get_metric(u[0]).items_from not in blanked_fields(u[1]):
+            keep.append(u)
+    return keep
 
 
 def judge_units(units: list[Unit], judge: Judge, work, collect, should_stop) -> bool:

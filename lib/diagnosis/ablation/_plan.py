@@ -68,23 +68,36 @@ class Unit(NamedTuple):
     sample: EvalSample
 
 
+def as_wired_prompts(samples: Sequence[EvalSample], instrument: Instrument) -> list[object] | None:
+    """Each sample's judge prompt (and items) as wired, or None when one cannot be built (a wiring error)."""
+    try:
+        return [build_prompt(instrument.template, instrument.metric, s, instrument.binding) for s in samples]
+    except (EvaldriftError, ValueError):
+        return None
+
+
 def prompt_unchanged(samples: Sequence[EvalSample], instrument: Instrument, fields: Sequence[str] | str,
-                     pairs: Mapping[str, EvalSample] | None = None) -> bool:
+                     pairs: Mapping[str, EvalSample] | None = None, *,
+                     before: Sequence[object] | None = None) -> bool:
     """True when blanking `fields` (or applying an arm, named by a string) leaves every sample's judge prompt
     (and items) byte-identical.
 
     A prompt that cannot be built (a wiring error) counts as changed: the
-    judging path records that failure as it always did.
+    judging path records that failure as it always did. `before`: the samples' prompts as wired
+    (as_wired_prompts), built once for every arm of a metric rather than once an arm.
     """
-    for s in samples:
+    if before is None:
+        before = as_wired_prompts(samples, instrument)
+        if before is None:
+            return False
+    for s, wired in zip(samples, before, strict=True):
         try:
-            before = build_prompt(instrument.template, instrument.metric, s, instrument.binding)
             changed = (arm_sample(s, instrument.metric, fields, pairs) if isinstance(fields, str)
                        else blank(s, fields))
             after = build_prompt(instrument.template, instrument.metric, changed, instrument.binding)
         except (EvaldriftError, ValueError):
             return False
-        if before != after:
+        if wired != after:
             return False
     return bool(samples)
 
@@ -225,8 +238,11 @@ def plan(store: Store, spec: AblationSpec) -> Plan:
         for m in spec.metrics:
             floor = floor_arm(m, had)
             arms = dict.fromkeys((*spec.arms_for(m, had)[1:], *([floor] if floor else [])))
+            wired = as_wired_prompts(samples, instruments[m])   # once a metric: every arm compares with it
+            if wired is None:
+                continue   # a prompt that cannot be built counts as changed in every arm
             unchanged.update((m, arm) for arm in arms if prompt_unchanged(
-                samples, instruments[m], arm if is_swap(arm) else arm_fields(arm), pairs))
+                samples, instruments[m], arm if is_swap(arm) else arm_fields(arm), pairs, before=wired))
     alias: dict[str, str] = {}
     for m in spec.metrics if spec.scorer is None else ():
         floor = floor_arm(m, had)

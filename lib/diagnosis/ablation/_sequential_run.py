@@ -123,11 +123,12 @@ def sequential_cell(spec: AblationSpec, plan: Plan, mspec: MetricSpec, arm: str,
     return replace(cell, stop=stop.reason, judged=stop.samples, sentence=f"{cell.sentence} {words}")
 
 
-def open_arms(plan: Plan, frame, stops: dict[tuple[str, str], Stop], start: int, k: int) -> None:
-    """Look at every open arm after the chunk ending at sample k; record the arms a look decided in `stops`."""
+def open_arms(plan: Plan, arms: Mapping[tuple[str, str], ArmResults], stops: dict[tuple[str, str], Stop], start: int,
+              k: int) -> None:
+    """Look at every open arm after the chunk ending at sample k (`arms`: the stored results, collected);
+    record the arms a look decided in `stops`."""
     spec = plan.spec
     order = [s.sample_id for s in plan.samples]
-    arms = collect(frame)
     for m in spec.metrics:
         base = arms.get((m, BASELINE))
         floor = floor_scores(plan.floor_arm(m), m, plan.unchanged, base.scores, arms) if base is not None else None
@@ -222,9 +223,9 @@ def run_sequential(store: Store, plan: Plan, judge: Judge | None, scorer: Scorer
                 return True
         elif _score_chunk(store, plan, scorer, units, should_stop):  # type: ignore[arg-type]
             return True
-        frame = store.ablation_results(aid)
-        open_arms(plan, frame, stops, start, k)
-        replaying = _replaying(plan, frame, stored, reductions, exact=len(reps) == 1 and spec.repeats > 1)
+        arms = collect(store.ablation_results(aid), labels=False)   # once a look: the arms' looks and the replay
+        open_arms(plan, arms, stops, start, k)
+        replaying = _replaying(plan, arms, stored, reductions, exact=len(reps) == 1 and spec.repeats > 1)
         start = k
         if judging is not None:
             judging.total = judging.count + _remaining(plan, stops, k, len(reps))
@@ -245,13 +246,12 @@ def _stored_scores(store: Store, spec: AblationSpec, metric: str) -> dict[str, f
     return {r.sample_id: float(r.score) for r in frame.itertuples(index=False) if r.status == OK}
 
 
-def _replaying(plan: Plan, frame, stored: dict[str, dict[str, float]],
+def _replaying(plan: Plan, arms: Mapping[tuple[str, str], ArmResults], stored: dict[str, dict[str, float]],
                reductions: Mapping[str, tuple[str, int] | None] | None = None, *, exact: bool = False) -> set[str]:
     """The metrics whose replay check is not yet decided by its own interval over the baseline judged so far
     (each sample's judgings reduced as the tool reduced its epochs, where it did; `exact`: the judge was shown
     to repeat itself exactly)."""
     spec = plan.spec
-    arms = collect(frame)
     out = set()
     for m in spec.metrics:
         base = arms.get((m, BASELINE))
