@@ -13,7 +13,7 @@ import pytest
 
 from lib.core.errors import StoreError
 from lib.store import MIGRATIONS, SCHEMA_VERSION, Migration, Store
-from lib.store.schema import applied, build, check_names, migrate
+from lib.store.schema import applied, build, check_names, is_current, migrate
 
 SCHEMA = Path(__file__).resolve().parents[1] / "lib" / "store" / "schema.py"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -130,6 +130,29 @@ def test_a_database_with_a_step_this_code_does_not_know_is_refused(fresh_db: Pat
         Store(fresh_db)
     with duckdb.connect(str(fresh_db), read_only=True) as con:   # refused, and its file closed again
         assert "watcher state" in applied(con)
+
+
+TWO_STEPS = (Migration("a table", ("CREATE TABLE a (x INTEGER)",)),
+             Migration("another", ("CREATE TABLE b (x INTEGER)",)))
+
+
+@pytest.mark.parametrize(("change", "current"), [
+    ("", True),   # both steps recorded, and their number: a reopen reads this and nothing else
+    ("DELETE FROM migrations WHERE name = 'another'", False),   # a step to take
+    ("INSERT INTO migrations VALUES ('watcher state', NULL)", False),   # a newer evaldrift's step: migrate refuses
+    ("UPDATE meta SET value = '3' WHERE key = 'schema_version'", False),   # a newer number: migrate refuses
+    ("DELETE FROM meta", False),   # no schema mark: refuse_foreign decides whose file it is
+    ("DROP TABLE migrations", False),   # from before steps were named: converted by migrate
+    ("DROP TABLE meta", False),
+])
+def test_only_a_database_with_every_step_and_its_number_skips_the_migration(con: duckdb.DuckDBPyConnection,
+                                                                             change: str, current: bool) -> None:
+    """Store skips refuse_foreign and migrate when is_current says so: any other state takes the whole path."""
+    _migrate_in_a_transaction(con, TWO_STEPS)
+    if change:
+        con.execute(change)
+    assert is_current(con, TWO_STEPS) is current
+    assert not is_current(con, TWO_STEPS[:1])   # a code with other steps: the recorded ones are not its own
 
 
 # The columns an archive table has beyond its live table's (lib.store.archive moves rows across by name).

@@ -276,6 +276,32 @@ def is_ducklake(cur: duckdb.DuckDBPyConnection) -> bool:
     return bool(rows) and rows[0][0] == "ducklake"
 
 
+# What migrate reads of the catalog, in one query: the database's type and whether meta and migrations are there.
+# Filtered by the current database, which DuckDB applies inside its catalog functions: an unfiltered scan also makes
+# every built-in view of the system catalog (pg_catalog's, information_schema's), 5-6 ms of CPU on a new connection.
+_STATE = ("SELECT (SELECT type FROM duckdb_databases() WHERE database_name = current_database()), "
+          "count(*) FILTER (WHERE table_name = 'meta'), count(*) FILTER (WHERE table_name = 'migrations') "
+          "FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = current_schema()")
+# A reopen's whole check (`is_current`): meta's schema number and every step recorded, in one read.
+_CURRENT = "SELECT (SELECT value FROM meta WHERE key = 'schema_version'), (SELECT list(name) FROM migrations)"
+
+
+def is_current(cur: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> bool:
+    """True when the connected database has recorded exactly `migrations`' steps, and their number in meta: it
+    needs no migration, and carries evaldrift's schema mark (lib.store.databases is_evaldrift).
+
+    One read, made outside any transaction (a failed query would end the caller's): a database without these
+    tables (a new one, another application's, one from before steps were named) or with anything unexpected in
+    them answers False, and takes `migrate`, which says what is wrong. Measured (2026-12-06): a reopen's checks
+    took 15 ms of CPU in 8 queries, this one 1-2 ms.
+    """
+    try:
+        version, names = cur.execute(_CURRENT).fetchone() or (None, None)
+    except duckdb.Error:
+        return False
+    return version == str(len(migrations)) and set(names or ()) == {m.name for m in migrations}
+
+
 def statements(upto: int = SCHEMA_VERSION) -> list[str]:
     """Every SQL statement of the first `upto` migrations, in order, after the migrations table (Python steps
     are not here: `build` runs those too)."""
@@ -322,11 +348,17 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequen
             one), or two steps share a name.
     """
     check_names(migrations)
-    lake = is_ducklake(cur)   # a team store (lib.store.lake): its tables take no PRIMARY KEY
-    cur.execute(without_keys(_SCHEMA_V1[0]) if lake else _SCHEMA_V1[0])
-    row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    kind, has_meta, has_migrations = cur.execute(_STATE).fetchone()  # type: ignore[misc]
+    lake = kind == "ducklake"   # a team store (lib.store.lake): its tables take no PRIMARY KEY
+    row = None
+    if has_meta:
+        row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    else:
+        cur.execute(without_keys(_SCHEMA_V1[0]) if lake else _SCHEMA_V1[0])
     version = int(row[0]) if row else 0
-    done = applied(cur)
+    done: dict[str, datetime | None] = {}
+    if has_migrations:
+        done = dict(cur.execute("SELECT name, applied_at FROM migrations").fetchall())
     unknown = sorted(set(done) - {m.name for m in migrations})
     if unknown:
         raise StoreError(f"{path} has taken migration steps this evaldrift does not know ("
@@ -343,8 +375,10 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequen
     cur.execute(without_keys(MIGRATIONS_TABLE) if lake else MIGRATIONS_TABLE)
     for step in pending:
         _take(cur, step, lake=lake)
-        cur.execute("INSERT INTO migrations VALUES (?, ?)", [step.name, _now()])
+    # every step taken is recorded in one statement (one per step cost 0.4 ms each), all in the caller's transaction
+    cur.execute("INSERT INTO migrations SELECT unnest(?), ?", [[step.name for step in pending], _now()])
     # kept for an evaldrift from before names, which reads only this number (and refuses a larger one)
     # (a delete and an insert rather than INSERT OR REPLACE, which needs a key the lake's tables cannot have)
-    cur.execute("DELETE FROM meta WHERE key = 'schema_version'")
+    if row is not None:
+        cur.execute("DELETE FROM meta WHERE key = 'schema_version'")
     cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(len(migrations))])

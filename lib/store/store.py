@@ -26,7 +26,7 @@ from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_fo
 from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
-from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, applied, migrate
+from lib.store.schema import MIGRATIONS, SCHEMA_VERSION, Migration, applied, is_current, migrate
 
 __all__ = ["CACHE_BATCH", "MIGRATIONS", "SCHEMA_VERSION", "STATUSES", "Migration", "PreparedRun", "RunBatch", "Store",
            "prepare_run"]
@@ -76,12 +76,17 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         if read_only:   # a snapshot (lib.store.snapshot): written by this code's migrations, only read here
             return
         try:
+            current = False
             if existing:   # another application's file is refused before anything is written to it
                 with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
-                    refuse_foreign(cur, self.path)   # every CHECKPOINT) for the store's life
-            with self.transaction() as cur:
-                migrate(cur, self.path)
-            self._drop_stale_staging()
+                    current = is_current(cur)        # every CHECKPOINT) for the store's life
+                    if not current:   # (a current database carries the schema mark refuse_foreign looks for)
+                        refuse_foreign(cur, self.path)
+            if not current:   # a reopen of a current database, every command's and page's, takes one read
+                with self.transaction() as cur:
+                    migrate(cur, self.path)
+            if existing:   # a file made just now holds no staging table
+                self._drop_stale_staging()
         except BaseException:
             self._con.close()   # a refused or failed migration must not keep the file locked in this process
             raise
