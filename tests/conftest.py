@@ -111,11 +111,12 @@ def built_once(name: str, build: Callable[[Path], None]) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not target.exists():
-                _drop_stale(CACHE.glob("*.duckdb"))
+                _drop_stale([*CACHE.glob("*.duckdb"), *CACHE.glob("*.building.lock")])
                 building = target.with_suffix(f".building-{os.getpid()}")
                 building.unlink(missing_ok=True)
                 build(building)
                 building.rename(target)
+                Path(f"{building}.building.lock").unlink(missing_ok=True)   # build_demo's, for this path only
             os.utime(target)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
