@@ -112,11 +112,12 @@ def built_once(name: str, build: Callable[[Path], None]) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not target.exists():
-                _drop_stale(CACHE.glob("*.duckdb"))
+                _drop_stale([*CACHE.glob("*.duckdb"), *CACHE.glob("*.building.lock")])
                 building = target.with_suffix(f".building-{os.getpid()}")
                 building.unlink(missing_ok=True)
                 build(building)
                 building.rename(target)
+                Path(f"{building}.building.lock").unlink(missing_ok=True)   # build_demo's, for this path only
             os.utime(target)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -148,10 +149,31 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _private_copy(built_once("demo", build_demo), tmp_path_factory, "demo")
 
 
+SMALL_MAX = 6   # the largest small demo a test asks for (test_browser_history); a smaller one is its first runs
+
+
+def _first_runs(path: Path, n_runs: int) -> None:
+    """The demo's first `n_runs` nightly runs, cut from the SMALL_MAX-run build: a run is judged with its own seed
+    whatever follows it, and so few runs hold no episode to re-judge, so the cut holds what build_demo(n_runs=...)
+    would (every stored value but timestamps and copy ids, compared 6 December 2026) without judging them again."""
+    from lib.jobs._demo import run_plans
+
+    shutil.copy(_small_build(SMALL_MAX), path)
+    keep = [p.run_id for p in run_plans(n_runs)]
+    with duckdb.connect(str(path)) as con:
+        for table in ("sample_scores", "samples", "run_metrics", "runs"):
+            con.execute(f"DELETE FROM {table} WHERE run_id NOT IN (SELECT unnest(?::VARCHAR[]))", [keep])
+
+
+def _small_build(n_runs: int) -> Path:
+    return built_once(f"demo-{n_runs}-runs", lambda path: build_demo(path, n_runs=n_runs, workers=1))
+
+
 def small_demo(n_runs: int, dest: Path) -> Path:
-    """A copy at `dest` of the demo's first `n_runs` nightly runs (build_demo(n_runs=...)), built once per code
-    (built_once) for every file and session that asks for the same size; `dest` is the caller's to write."""
-    source = built_once(f"demo-{n_runs}-runs", lambda path: build_demo(path, n_runs=n_runs, workers=1))
+    """A copy at `dest` of the demo's first `n_runs` nightly runs (what build_demo(n_runs=...) writes), made once per
+    code (built_once) for every file and session that asks for the same size; `dest` is the caller's to write."""
+    source = (built_once(f"demo-first-{n_runs}-runs", lambda path: _first_runs(path, n_runs)) if n_runs < SMALL_MAX
+              else _small_build(n_runs))
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(source, dest)
     return dest

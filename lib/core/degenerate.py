@@ -28,6 +28,7 @@ are kept and flagged: at import, on the Run page and by `lint --db`
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from lib.core.metrics import METRIC_NAMES, get_metric
@@ -113,6 +114,9 @@ def is_refusal(answer: str) -> bool:
     return bare in NON_ANSWERS or REFUSAL.match(text) is not None
 
 
+# Every metric of every run and repeat screens the same answers again (a demo build, 90 runs: 40 µs an answer,
+# half the offline judge's cost on a faithfulness judging): read each answer once.
+@lru_cache(maxsize=16_384)
 def content_free_reason(answer: str) -> str | None:
     """Why an answer states nothing for faithfulness to check ('refusal: ...', 'no claim: ...'), or None."""
     if is_refusal(answer):

@@ -26,6 +26,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import cast
 
 from lib.core.errors import InputError, cut
 from lib.core.jsontext import HugeNumber
@@ -136,6 +137,7 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
         raise InputError(f"samples must map suite -> samples, got {_kind(run.samples)}", field="samples", source=src)
     ids_by_suite = {suite: _check_samples(suite, samples, src) for suite, samples in run.samples.items()}
     keys: set[tuple[str, str]] = set()
+    clean: list[list[str] | None] = []   # per metric, its result texts when all are storable text (read once)
     for m in run.metrics:
         where = f"{src} metric {cut(m.metric)}"
         if m.metric not in METRICS:
@@ -150,8 +152,8 @@ def check_run(run: RunRecord, *, source: str | None = None) -> None:
         known = ids_by_suite.get(m.suite)
         if known is None:
             raise InputError(f"suite {cut(m.suite)} has no samples", field="suite", source=where)
-        _check_results(m.results, known, where)
-    _check_lengths(run, field_limit(), src)  # after the types: every text is text by now
+        clean.append(_check_results(m.results, known, where))
+    _check_lengths(run, field_limit(), src, clean)  # after the types: every text is text by now
     for m in run.metrics:   # a template takes field names only: `{contexts:>1500000000}` would pad every prompt
         if m.template is not None:
             placeholders(m.template, source=f"{src} metric {m.metric!r} template {prompt_hash(m.template)}")
@@ -179,8 +181,12 @@ def _check_samples(suite: object, samples: object, src: str) -> set[str]:
     return seen
 
 
-def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
-    """Refuse any text longer than the limit: the run's own, each sample's, each metric's and result's."""
+def _check_lengths(run: RunRecord, limit: int, src: str, clean: Sequence[list[str] | None] = ()) -> None:
+    """Refuse any text longer than the limit: the run's own, each sample's, each metric's and result's.
+
+    `clean`: per metric of the run, its result texts when _check_results found them all text (None: gathered
+    again here).
+    """
     for name in ("run_id", "label"):
         if problem := too_long(len(getattr(run, name)), limit):
             raise InputError(problem, field=name, source=src)
@@ -188,13 +194,16 @@ def _check_lengths(run: RunRecord, limit: int, src: str) -> None:
         for i, sample in enumerate(samples, start=1):
             if found := sample_length_problem(sample, limit):
                 raise InputError(found[1], row=i, field=found[0], source=f"{src} suite {cut(suite)}")
-    for m in run.metrics:
+    for k, m in enumerate(run.metrics):
         where = f"{src} metric {cut(m.metric)}"
         for name in ("judge_model", "template", "fingerprint", "scorer", "output_mode"):
             value = getattr(m, name)
             if value is not None and (problem := too_long(len(value), limit)):
                 raise InputError(problem, field=name, source=where)
-        if _longest(_result_texts(m.results)) <= limit:   # the usual case: none is near it
+        known_text = clean[k] if k < len(clean) else None
+        longest = (max(map(len, known_text), default=0) if known_text is not None
+                   else _longest(_result_texts(m.results)))
+        if longest <= limit:   # the usual case: none is near it
             continue
         for i, r in enumerate(m.results, start=1):
             texts = [("reason", r.reason)] + [(f"verdicts[{k}].{n}", getattr(v, n))
@@ -223,15 +232,21 @@ def _longest(texts: Sequence[object]) -> float:
 
 
 def _result_texts(results: Sequence[SampleResult]) -> list[object]:
-    try:
-        return [t for r in results
-                for t in (r.sample_id, r.reason, *(x for v in r.verdicts for x in (v.item, v.verdict, v.evidence)))]
+    out: list[object] = []
+    try:   # a loop, not one comprehension: a run's 10^5 texts gathered in half the time
+        for r in results:
+            out += (r.sample_id, r.reason)
+            for v in r.verdicts:
+                out += (v.item, v.verdict, v.evidence)
     except (AttributeError, TypeError):   # not a result or a verdict: the field-by-field pass names it
         return [results]
+    return out
 
 
-def _check_results(results: Sequence[SampleResult], known: set[str], where: str) -> None:
-    texts_ok = _all_text_clean(_result_texts(results))
+def _check_results(results: Sequence[SampleResult], known: set[str], where: str) -> list[str] | None:
+    """Check a metric's results; returns their texts when every one is storable text (else None)."""
+    texts = _result_texts(results)
+    texts_ok = _all_text_clean(texts)
     seen: set[str] = set()
     for i, r in enumerate(results, start=1):
         if not texts_ok:
@@ -258,6 +273,7 @@ def _check_results(results: Sequence[SampleResult], known: set[str], where: str)
             if not texts_ok:
                 for name in ("item", "verdict", "evidence"):
                     check_text(getattr(v, name), field=f"verdicts[{k}].{name}", source=where, row=i)
+    return cast("list[str]", texts) if texts_ok else None   # joined whole by _all_text_clean: every one is text
 
 
 def _is_score(value: object) -> bool:

@@ -76,7 +76,7 @@ def first_start(work: Path, shots: Path | None = None) -> dict[str, float]:
                     break
                 except Exception:   # the server is still starting
                     time.sleep(0.2)
-            page.get_by_text("First start: building the demo database").wait_for()
+            page.get_by_text("First start:").first.wait_for()   # judging runs, or re-judging the episode
             out["first_page"] = time.monotonic() - t1
             page.wait_for_function("""() => /First start: (building the demo database, [1-9]\\d* of|all 90)/
                 .test(document.body.innerText) || document.body.innerText.includes("90 runs;")""", timeout=600_000,
