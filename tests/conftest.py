@@ -263,7 +263,7 @@ def _once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory, build: Ca
 
 @pytest.fixture(scope="session")
 def inspect_logs(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
-    """Logs the real Inspect AI wrote in this session (tests/support/tool_runs.py INSPECT_RUNS)."""
+    """Logs the real Inspect AI wrote, once per machine for their key (tests/support/tool_runs.py INSPECT_RUNS)."""
     return _tool_outputs("inspect", tmp_path_factory, tool_judge)
 
 
