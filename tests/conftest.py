@@ -242,36 +242,42 @@ def _tool_outputs(kind: str, tmp_path_factory: pytest.TempPathFactory, server: O
                     "promptfoo": (tool_runs.PROMPTFOO_DIR, tool_runs.build_promptfoo),
                     "ragas": (tool_runs.RAGAS_PYTHON, tool_runs.build_ragas)}[kind]
     env = tool_runs.tool_env(*where)
-    return _files_once_per_run(kind, tmp_path_factory, lambda out: build(env, server.base_url, out))
+    return _files_once_per_run(kind, tmp_path_factory, lambda out: build(env, server.base_url, out),
+                               key=tool_runs.build_key(env))
 
 
 def _files_once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory,
-                        build: Callable[[Path], dict[str, Path]]) -> dict[str, Path]:
+                        build: Callable[[Path], dict[str, Path]], key: str = "") -> dict[str, Path]:
     """`_once_per_run` for a build that returns its files by name."""
-    paths = _once_per_run(kind, tmp_path_factory, lambda out: {k: str(v) for k, v in build(out).items()})
+    paths = _once_per_run(kind, tmp_path_factory, lambda out: {k: str(v) for k, v in build(out).items()}, key)
     return {k: Path(v) for k, v in paths.items()}
 
 
-def _once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory, build: Callable[[Path], dict]) -> dict:
-    """`build(folder)`'s result (JSON: the paths of the files it wrote), made once per test run: under xdist the
-    first worker to ask builds it and the other waits and reads the same files (a file lock; each tool run costs
-    up to 30 s of CPU); without xdist, in this session's temporary folder. The files are read-only."""
+def _once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory, build: Callable[[Path], dict],
+                  key: str = "") -> dict:
+    """`build(folder)`'s result (JSON: the paths of the files it wrote), made once and shared read-only: with a
+    `key` (tests/support/tool_runs.py build_key: the sources that make the files and the tool's environment), once
+    per machine for that key, by every test run and xdist worker (the first to ask builds, under a file lock, the
+    others wait and read the same files; the five tools' runs cost about 42 CPU s and 9 minutes of wall time at
+    load 20, 6 December 2026); without, once per test run under xdist, else in this session's temporary folder."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")   # the same in every xdist worker of one test run
-    if not run:
+    if not (key or run):
         return build(tmp_path_factory.mktemp(f"{kind}-runs"))
-    name = f"{kind}-{run}"
+    name = f"{kind}-{key or run}"
     folder = CACHE / "tool-runs"
     folder.mkdir(parents=True, exist_ok=True)
     manifest = folder / f"{name}.json"
     with open(folder / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if not manifest.exists():
+            if not (manifest.exists() and any(folder.glob(f"{name}-*"))):   # never built, or its files removed
                 _drop_stale(folder.iterdir())
                 out = folder / f"{name}-{os.getpid()}"
                 shutil.rmtree(out, ignore_errors=True)
                 out.mkdir()
                 manifest.write_text(json.dumps(build(out)), encoding="utf-8")
+            for used in (manifest, *folder.glob(f"{name}-*")):   # in use: not stale (_drop_stale)
+                os.utime(used)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     result: dict = json.loads(manifest.read_text(encoding="utf-8"))
@@ -280,7 +286,7 @@ def _once_per_run(kind: str, tmp_path_factory: pytest.TempPathFactory, build: Ca
 
 @pytest.fixture(scope="session")
 def inspect_logs(tmp_path_factory: pytest.TempPathFactory, tool_judge: OpenAIServer) -> dict[str, Path]:
-    """Logs the real Inspect AI wrote in this session (tests/support/tool_runs.py INSPECT_RUNS)."""
+    """Logs the real Inspect AI wrote, once per machine for their key (tests/support/tool_runs.py INSPECT_RUNS)."""
     return _tool_outputs("inspect", tmp_path_factory, tool_judge)
 
 
@@ -313,7 +319,8 @@ def deepeval_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Op
 
     python = tool_runs.tool_env(*more_tools.DEEPEVAL_PYTHON)
     return _files_once_per_run("deepeval", tmp_path_factory,
-                               lambda out: more_tools.build_deepeval(python, more_tools_judge.base_url, out))
+                               lambda out: more_tools.build_deepeval(python, more_tools_judge.base_url, out),
+                               key=tool_runs.build_key(python))
 
 
 @pytest.fixture(scope="session")
@@ -329,7 +336,7 @@ def mlflow_runs(tmp_path_factory: pytest.TempPathFactory, more_tools_judge: Open
         store, ids = more_tools.build_mlflow(python, more_tools_judge.base_url, out)
         return {"store": str(store), "ids": ids}
 
-    built = _once_per_run("mlflow", tmp_path_factory, build)
+    built = _once_per_run("mlflow", tmp_path_factory, build, key=tool_runs.build_key(python))
     return Path(built["store"]), dict(built["ids"])
 
 

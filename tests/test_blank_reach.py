@@ -26,10 +26,11 @@ def test_a_blank_that_does_not_reach_inspects_grader_is_said_not_judged(fresh_db
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOP_BASE_URL", tool_judge.base_url)
     monkeypatch.setenv("LOOP_API_KEY", "sk-loopback")
-    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))
     log = inspect_logs["insp-joined"]
+    # read by our own reader (the same run as Inspect's: tests/test_tool_imports.py), without starting Inspect
     assert cli("import", "--db", fresh_db, log, "--run-id", "j", "--metric-map",
                "model_graded_fact=faithfulness").returncode == 0
+    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(tool_env(*INSPECT_PYTHON)))   # Inspect re-scores
     proc = cli("ablate", "--db", fresh_db, "--run", "j", "--metric", "faithfulness", "--blank", "contexts",
                "--repeats", "1", "--all-samples", "--json", "--scorer",
                f"lib.judging.scorers.inspect_scorer:rescore@{log}")

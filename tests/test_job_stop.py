@@ -28,6 +28,9 @@ from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 60.0   # seconds the server holds each answer: longer than any test waits
+# "within seconds" (issue 23), as a busy machine allows: a third of HANG still fails a stop that waited for a held
+# answer (or for the judge's 120 s timeout), where the 3-6 s bounds before could fail a CI run at load 6-10
+PROMPT = HANG / 3
 
 
 @pytest.fixture
@@ -86,9 +89,9 @@ def test_a_free_offline_job_runs_while_a_model_job_hangs_and_stop_ends_the_model
             assert runner.status(paid).state == "running"
             assert runner.stop(paid)
             asked = time.monotonic()
-            assert wait_for(lambda: runner.status(paid).state == jobs.STOPPED, timeout=10)
+            assert wait_for(lambda: runner.status(paid).state == jobs.STOPPED, timeout=PROMPT)
             took = time.monotonic() - asked
-            assert took < 5, took
+            assert took < PROMPT, took
             status = runner.status(paid)
             assert "Stop" in status.reason and "Resume" in status.reason
             hung.latency = 0.0                                      # the server answers again: Resume finishes it
@@ -108,7 +111,7 @@ def test_the_deadline_cancels_calls_in_flight(db: Path, hung: OpenAIServer) -> N
         outcome = jobs.run_guarded(store, spec, judge, limits=Limits(deadline=1.0))
         took = time.monotonic() - start
         assert outcome.result is None and "deadline of 1 s" in outcome.stopped
-        assert took < 6, f"stopped {took:.1f} s after start with a 1 s deadline"
+        assert took < PROMPT, f"stopped {took:.1f} s after start with a 1 s deadline"
         assert store.ablation(spec.ablation_id)["status"] == jobs.STOPPED
 
 
@@ -120,7 +123,7 @@ def test_an_attempt_is_bounded_by_the_wall_clock(hung: OpenAIServer) -> None:
     start = time.monotonic()
     with pytest.raises(JudgeError, match="timed out"):
         judge.complete(JudgeRequest("m", (Message("user", "hi"),)))
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < PROMPT   # 0.5 s asked; the server holds the answer for HANG
 
 
 SCRIPT = textwrap.dedent("""
@@ -154,13 +157,13 @@ def test_sigterm_releases_the_database_promptly_while_a_call_hangs(db: Path, hun
         assert wait_for(lambda: hung.n_calls > 0, timeout=30)
         proc.send_signal(signal.SIGTERM)
         start = time.monotonic()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG)
         took = time.monotonic() - start
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert took < 5, f"the process held the database {took:.1f} s after SIGTERM"
+    assert took < PROMPT, f"the process held the database {took:.1f} s after SIGTERM"
     with Store(db) as store:   # released, and the job is stopped (Resume continues it)
         row = store.ablation(_model_spec(store, hung).ablation_id)
         assert row is not None and row["status"] == jobs.STOPPED

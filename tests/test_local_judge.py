@@ -6,6 +6,8 @@ the type and enforces a schema sent inside `json_object`; without a schema its m
 number; at temperature 0 it answers a request the same way whatever the seed; it has one slot, so calls queue
 and a client's latency rises with the calls it has in flight while the server's time stays the same. Its "8 s"
 calls are scaled down to 0.2 s, and the judge's 60 s timeout with them (to 1.5 s): the behaviour is what counts.
+Where the time a call takes is not what a test checks (the ablations' calls, verdicts and texts), its calls take
+0.05 s: one slot still queues them, and two ablations of about 50 calls each waited 10 s apiece at 0.2 s.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, REPLAY
 MODEL = "qwen2.5-coder-1.5b-instruct"
 N = 12
 CALL = 0.2          # server seconds a call (the real judge's 8 s, scaled)
+QUICK = 0.05        # server seconds a call where its time is not what the test checks
 TIMEOUT = 1.5       # the judge's timeout, scaled as the call was (60 s for 8 s)
 
 
@@ -51,10 +54,21 @@ def local_model(body: dict) -> str:
     return json.dumps({"verdicts": verdicts})
 
 
+def _llama(latency: float) -> OpenAIServer:
+    return OpenAIServer(local_model, formats=LLAMA_CPP_FORMATS, refusal=LLAMA_CPP_REFUSAL, slots=1, latency=latency)
+
+
 @pytest.fixture
 def llama_server() -> Iterator[OpenAIServer]:
-    with OpenAIServer(local_model, formats=LLAMA_CPP_FORMATS, refusal=LLAMA_CPP_REFUSAL, slots=1,
-                      latency=CALL) as srv:
+    """The local server, its calls at the scaled time (the pacer reads how its latency rises with calls queued)."""
+    with _llama(CALL) as srv:
+        yield srv
+
+
+@pytest.fixture
+def quick_llama() -> Iterator[OpenAIServer]:
+    """The local server, one slot, its calls at QUICK: for a test of what is asked and answered, not of how long."""
+    with _llama(QUICK) as srv:
         yield srv
 
 
@@ -79,17 +93,17 @@ def ablate(db: Path, srv: OpenAIServer) -> tuple[AblationResult, int, OpenAIJudg
 
 
 def test_a_planted_12_sample_leak_is_leak_in_little_more_than_one_pass(leaky_db: Path,
-                                                                       llama_server: OpenAIServer) -> None:
-    result, estimated, judge = ablate(leaky_db, llama_server)
+                                                                       quick_llama: OpenAIServer) -> None:
+    result, estimated, judge = ablate(leaky_db, quick_llama)
     # the baseline, ground_truth blanked, the joint arm (question and ground_truth) and the positive control (the
     # claims given perfect support; the judge's floor is the joint arm's prompt, answered from the call cache)
     one_pass = 4 * N
     assert result.failures == {}, result.failures
-    assert llama_server.n_calls <= 1.2 * one_pass, (llama_server.n_calls, result.accounting)
-    assert llama_server.n_calls <= estimated                  # the estimate is an upper bound, probes included
+    assert quick_llama.n_calls <= 1.2 * one_pass, (quick_llama.n_calls, result.accounting)
+    assert quick_llama.n_calls <= estimated                  # the estimate is an upper bound, probes included
     # the schema kept: refused once as json_schema, then sent inside json_object on every call
-    assert llama_server.refused == [JSON_SCHEMA]
-    assert {request_mode(b) for b in llama_server.requests[1:]} == {JSON_OBJECT_SCHEMA}
+    assert quick_llama.refused == [JSON_SCHEMA]
+    assert {request_mode(b) for b in quick_llama.requests[1:]} == {JSON_OBJECT_SCHEMA}
     assert judge.output_mode == JSON_OBJECT_SCHEMA
     # deterministic: repeats stopped after the probe, and the text says so
     assert result.probe == 3 and "Repeats stopped" in result.summary
@@ -126,31 +140,31 @@ def test_calls_that_time_out_name_the_setting_to_raise() -> None:
 
 
 def test_the_cli_says_what_it_measured_and_a_rerun_costs_nothing_and_says_so(
-        leaky_db: Path, llama_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        leaky_db: Path, quick_llama: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """Off a terminal (a CI log) `ablate` prints progress lines; its text says the repeats stopped, as --json says;
     a re-run is answered from the store and says it made no call (the issue's re-run reprinted '147 judge calls')."""
     from tests.test_cli import cli
 
-    for name, value in {"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": "local",
+    for name, value in {"OPENAI_BASE_URL": quick_llama.base_url, "OPENAI_API_KEY": "local",
                         "EVALDRIFT_JUDGE_TIMEOUT": str(TIMEOUT)}.items():
         monkeypatch.setenv(name, value)
     args = ("ablate", "--db", leaky_db, "--run", "leaky", "--metric", "faithfulness", "--blank", "ground_truth",
             "--yes")
     first = cli(*args)
     assert first.returncode in (1, 3), first.stderr
-    calls = llama_server.n_calls
+    calls = quick_llama.n_calls
     progress = [x for x in first.stderr.splitlines() if x.startswith("ablating leaky: ")]
     assert progress and progress[-1].endswith("(100%)"), first.stderr
     assert "Repeats stopped: the judge gave identical verdicts in all 3 repeats of the first 3 samples" in \
         first.stdout
     assert "verdicts asked as json_object_schema" in first.stdout
     again = cli(*args)
-    assert again.returncode == first.returncode and llama_server.n_calls == calls
+    assert again.returncode == first.returncode and quick_llama.n_calls == calls
     # 66 judgings: 12 samples in five arms (baseline, ground_truth, the joint arm, the judge's floor and the positive
     # control), the first 3 samples' baseline three times before the repeats stopped
     assert "answered from the store: no judge call now (when it ran: 66 judgings:" in again.stdout
     # the Ablation page's estimate for it (the issue's page offered "Launch up to 2 calls to the paid judge")
-    spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=llama_server.base_url)
+    spec = AblationSpec("leaky", ("faithfulness",), ("ground_truth",), judge=MODEL, endpoint=quick_llama.base_url)
     with Store(leaky_db) as store:
         estimate = estimate_ablation(store, spec, cacheable=True)
     assert estimate.calls == 0 and not needs_confirmation(estimate, None)

@@ -12,15 +12,21 @@ One loopback OpenAI-compatible server answers every tool:
 
 from __future__ import annotations
 
+import ast
+import functools
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ROWS: list[dict] = [
     {"id": "kettle-1", "question": "What is the warranty on the X200 kettle?",
@@ -358,3 +364,57 @@ def build_promptfoo(folder: Path, base_url: str, out: Path) -> dict[str, Path]:
 
 def build_ragas(python: Path, base_url: str, out: Path) -> dict[str, Path]:
     return {"ragas-good": run_ragas(python, base_url, out, name="ragas-good")}
+
+
+# -- what a tool's files depend on: the key they are cached under (tests/conftest.py _once_per_run) ---------------
+def _module_file(name: str) -> Path | None:
+    base = ROOT.joinpath(*name.split("."))
+    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+
+
+@functools.cache
+def _sources() -> tuple[Path, ...]:
+    """The files that make the tools' runs: these modules, the tools' scripts, and every module of this project
+    they import (followed through lib/ and tests/, imports inside functions included): the loopback judge's
+    answers come from lib's offline judge."""
+    seen: set[Path] = set()
+    todo = [Path(__file__).resolve(), Path(__file__).with_name("more_tools.py").resolve(), *TOOLS.glob("*.py")]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] in ("lib", "tests"):
+                    todo += [f for i in range(1, len(parts) + 1) if (f := _module_file(".".join(parts[:i])))]
+    return tuple(sorted(seen))
+
+
+def _environment(env: Path) -> bytes:
+    """What is installed in a tool's environment: a venv's Python and every distribution's name and version, or
+    promptfoo's npm lock and the node that runs it."""
+    if env.is_dir():   # promptfoo's npm folder
+        node = shutil.which("node") or ""
+        found = Path(node).resolve() if node else None
+        return b"\0".join([(env / "node_modules" / ".package-lock.json").read_bytes(), str(found).encode(),
+                           str(found.stat().st_size if found else 0).encode()])
+    venv = env.parent.parent
+    installed = sorted(p.name for p in venv.glob("lib/python*/site-packages/*.dist-info"))
+    return b"\0".join([(venv / "pyvenv.cfg").read_bytes(), *(name.encode() for name in installed)])
+
+
+def build_key(env: Path) -> str:
+    """The key a tool's files are cached under across test runs: the same sources and the same environment make
+    the same files (the tools run once per machine and version of these, as the demo database is built once per
+    version of lib/)."""
+    digest = hashlib.sha256(str(env).encode() + b"\0" + _environment(env))
+    for path in _sources():
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
