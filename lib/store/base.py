@@ -44,6 +44,7 @@ class StoreBase:
     path: Path
     lake: bool = False   # a team store (lib.store.lake): many processes write it at once
     conflicts: int = 0   # commit conflicts with other writers that this store retried (a team store only)
+    _known_prompts: frozenset[str] = frozenset()   # prompt hashes this store committed (recording.py), never deleted
     _con: duckdb.DuckDBPyConnection
     _write_lock: threading.RLock
 
