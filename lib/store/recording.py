@@ -314,7 +314,7 @@ class RecordingMixin(ArchiveMixin):
         for it again. A nightly records the same few templates run after run, and on a team store each look is a
         read of the lake (measured at load 30: 14 ms of a run's 103 ms of CPU, and Postgres's work besides)."""
         self._known_prompts = self._known_prompts | {m.prompt_hash for r in runs for m in r.metrics
-                                                     if m.template is not None}
+                                                     if m.template is not None and m.prompt_hash is not None}
 
     def record_runs_bulk(self, batches: Iterable[RunBatch]) -> int:
         """Record many runs from column frames in one transaction: the bulk twin of record_run.

@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,10 +59,22 @@ class Postgres:
     folder: Path
     port: int
 
-    def catalog(self, dbname: str) -> str:
-        """Make the database `dbname` and return `postgres:<libpq string>` for a store URL (no password)."""
-        subprocess.run([_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", SERVER_USER,
-                        dbname], check=True, capture_output=True, timeout=60)
+    def catalog(self, dbname: str, *, template: str | None = None) -> str:
+        """Make the database `dbname` and return `postgres:<libpq string>` for a store URL (no password).
+
+        With `template`, the database is a copy of that one (CREATE DATABASE ... TEMPLATE): a lake made and migrated
+        once, copied for each test in a few ms of Postgres's time instead of a child process opening a new lake
+        (about 1.7 CPU s). The template's last client may still be leaving: the copy is tried again for a while.
+        """
+        argv = [_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", SERVER_USER,
+                *(("-T", template) if template else ()), dbname]
+        for attempt in range(50):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            if done.returncode == 0:
+                break
+            if "being accessed by other users" not in done.stderr or attempt == 49:
+                raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
+            time.sleep(0.1)
         return f"postgres:dbname={dbname} host=127.0.0.1 port={self.port} user={SERVER_USER}"
 
     def sql(self, dbname: str, *statements: str) -> None:
