@@ -315,20 +315,28 @@ def _lake_or_skip() -> str:
     return str(python)
 
 
+TEMPLATE = "lake_template"   # a lake made and migrated once; each test's lake is a copy (_lake)
+
+
 @pytest.fixture(scope="module")
 def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], postgres.Postgres]]:
     """A lake on a fresh Postgres: its store URL, the environment its processes get (EVALDRIFT_DATA_PATH), and
-    the server (for another, empty lake)."""
+    the server (for another lake: `_lake` copies an empty, migrated one)."""
     python = _lake_or_skip()
     server = postgres.start()
     try:
         env = {**os.environ, "EVALDRIFT_DATA_PATH": str(tmp_path_factory.mktemp("lake-data")),
                "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python}
-        url = "ducklake:" + server.catalog("evals")
-        _child(env, "read", url)   # the first open makes the schema, before writers race
-        yield url, env, server
+        _child(env, "read", "ducklake:" + server.catalog(TEMPLATE))   # the first open makes the lake and its schema
+        yield _lake(server, "evals"), env, server
     finally:
         server.stop()
+
+
+def _lake(server: postgres.Postgres, dbname: str) -> str:
+    """A test's own lake: a copy of the module's empty, migrated one (the lake a first open makes, as the tests of
+    a new lake made by racing processes, and of one in object storage, make their own)."""
+    return "ducklake:" + server.catalog(dbname, template=TEMPLATE)
 
 
 def _child(env: dict[str, str], *argv: str, timeout: float = 300) -> dict:
@@ -348,7 +356,9 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
     url, env, _ = team_store
     recorded = _child(env, "record", url, "solo", "2")
     assert recorded["recorded"] == 2
-    seen = _child(env, "export", url, str(tmp_path / "export"))   # it reads the lake, then exports it
+    # another process reads the lake, exports it, and reads it as it stood once solo-0 had committed and solo-1 had
+    # not (read-only there)
+    seen = _child(env, "export", url, str(tmp_path / "export"), recorded["committed"][0])
     for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
         assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
                                         "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
@@ -359,8 +369,7 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
     with ParquetStore(tmp_path / "export") as history:
         assert set(history.run_ids()) == set(seen["runs"])
         assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
-    # as it stood once solo-0 had committed and solo-1 had not: read-only there
-    then = _child(env, "read", url, recorded["committed"][0])
+    then = seen["then"]
     assert "solo-0" in then["runs"] and "solo-1" not in then["runs"]
     assert then["runs"]["solo-0"]["samples"] == 6
     assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
@@ -431,38 +440,45 @@ def _move_clock_back(server: postgres.Postgres, dbname: str) -> None:
     assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
 
 
-def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(team_store: Lake, tmp_path: Path) -> None:
-    """`report --as-of 2026-10-31` on a lake writes, byte for byte, the report written then, although a later run
-    (with another judge) was recorded since. The catalog's clock is moved back 40 days between the two phases
-    (DuckLake keeps each snapshot's commit time in Postgres), so the first run stands as committed in October."""
+@pytest.fixture(scope="module")
+def as_of_lake(team_store: Lake, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict]:
+    """One lake read as of a date, for the report and for the pages: asof-a recorded (a nightly of 30 October) and
+    the latest run's report written (then.md); the catalog's clock moved back 40 days (DuckLake keeps each
+    snapshot's commit time in Postgres), so it stands as committed in October; then asof-b recorded (5 November,
+    another judge), `report --as-of 2026-10-31` (asof.md) and the report now (now.md) written, and the pages drawn
+    now and as of a date (`lake_child.pages_as_of`). Its URL, the reports' folder, and what the pages showed."""
     _, env, server = team_store
-    url = "ducklake:" + server.catalog("asof")
-    assert _child(env, "report", url, "then", str(tmp_path)) == {"phase": "then"}
+    url, folder = _lake(server, "asof"), tmp_path_factory.mktemp("asof")
+    assert _child(env, "report", url, "then", str(folder)) == {"phase": "then"}
     _move_clock_back(server, "asof")
-    assert _child(env, "report", url, "later", str(tmp_path)) == {"phase": "later"}
-    then, as_of, now = ((tmp_path / f"{n}.md").read_text() for n in ("then", "asof", "now"))
+    return url, folder, _child(env, "asof", url, str(folder))
+
+
+def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(as_of_lake: tuple[str, Path, dict]) -> None:
+    """`report --as-of 2026-10-31` on a lake writes, byte for byte, the report written then, although a later run
+    (with another judge) was recorded since (`as_of_lake`)."""
+    _, folder, _ = as_of_lake
+    then, as_of, now = ((folder / f"{n}.md").read_text() for n in ("then", "asof", "now"))
     assert "asof-a" in then and "asof-b" not in then
     assert as_of == then   # what it said then
     assert "asof-b" in now and "offline-lexical-v3" in now and now != then
 
 
-def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(team_store: Lake) -> None:
+def test_the_overview_as_of_a_date_shows_that_day_and_offers_nothing_to_launch(
+        as_of_lake: tuple[str, Path, dict]) -> None:
     """The sidebar's As of 2026-10-31 on a lake: the Overview reads the history as it stood then (a run recorded
     in November is not on it, the one of October is), says so in a banner, and the Ablation page's Launch is off
     with that reason. Drawn now first, so a loader cached for the present would be served again if its key lacked
     the date; emptying the input reads now again."""
-    _, env, server = team_store
-    url = "ducklake:" + server.catalog("asofpages")
-    assert _child(env, "asof", url, "then") == {"phase": "then"}
-    _move_clock_back(server, "asofpages")
-    seen = _child(env, "asof", url, "later")
+    url, _, seen = as_of_lake
+    seen = json.loads(json.dumps(seen))   # the module's copy stays whole
     banner = ("As of 2026-10-31 (end of day): the history as it stood then; nothing can be launched or written")
     [before] = seen["errors"].pop("before")   # a day before the first run: said, with what to do, no traceback
     assert before.startswith("As of 2026-10-01: ") and "Choose a later day" in before and url not in before
     assert seen["errors"] == {"now": [], "then": [], "ablation": []}
     now, then = " ".join(seen["now"]), " ".join(seen["then"])
-    assert "asof-q" in now and banner not in now   # now: the later run is the latest
-    assert "asof-p" in then and "asof-q" not in then and banner in seen["then"]
+    assert "asof-b" in now and banner not in now   # now: the later run is the latest
+    assert "asof-a" in then and "asof-b" not in then and banner in seen["then"]
     assert seen["url"] == "2026-10-31"   # the link carries the date, and only the date
     assert banner in seen["ablation"] and seen["launch"] == [True, banner]
     assert banner not in seen["emptied"][0] and seen["emptied"][1] is None   # the input emptied: now again
@@ -477,8 +493,9 @@ def test_eight_writers_record_200_runs_while_the_dashboard_reads_and_a_killed_wr
     _, env, server = team_store
     url = "ducklake:" + server.catalog("raced")   # a new lake, which every writer and the reader open at once
     total = WRITERS * RUNS
-    # the dashboard, open meanwhile: it polls the runs and draws the Overview page every 10 s
-    reader = _start(env, "watch", url, "writer", str(total), "900", "10")
+    # the dashboard, open meanwhile: it polls the runs and draws the Overview page as they land (at a third and two
+    # thirds of them, and at the end), then reads the lake afresh
+    reader = _start(env, "watch", url, "writer", str(total), "900", "2")
     procs = [_start(env, "record", url, f"writer{w}", str(RUNS)) for w in range(WRITERS)]
     killed = _start(env, "hang", url, "killed-1")   # a ninth writer, SIGKILLed inside its run's transaction
     try:
@@ -500,8 +517,9 @@ def test_eight_writers_record_200_runs_while_the_dashboard_reads_and_a_killed_wr
     assert reader.returncode == 0, err[-2000:]
     watched = json.loads(out.strip().splitlines()[-1])
     assert (watched["runs"], watched["partial"]) == (total, [])   # it never saw half a run
-    assert watched["draws"] >= 1 and watched["shown"] == []       # the page showed no error, drawn as runs landed
-    seen = _child(env, "read", url)
+    assert watched["shown"] == []       # the page showed no error, drawn as runs landed (and once all were in)
+    assert any(0 < n < total for n in watched["drawn_at"]) and watched["drawn_at"][-1] == total, watched["drawn_at"]
+    seen = watched["after"]   # what the dashboard's process read afresh once every run was in
     mine = {k: v for k, v in seen["runs"].items() if k.startswith("writer")}
     assert sorted(mine) == sorted(f"writer{w}-{i}" for w in range(WRITERS) for i in range(RUNS))   # 200, none lost
     assert all(v["samples"] == 6 and v["scores"] == 6 and v["metrics"][0]["score"] == 0.75 for v in mine.values())
@@ -518,8 +536,7 @@ def test_two_watchers_claiming_one_message_on_a_team_store_send_it_once(team_sto
     the other finds it taken. On a file the watchers' lock serves; DuckLake commits two inserts at once, so a
     claim also takes the store's numbering row and the second conflicts and runs again."""
     _, env, server = team_store
-    url = "ducklake:" + server.catalog("claims")
-    assert _child(env, "record", url, "claims", "1")["recorded"] == 1   # the lake and its tables
+    url = _lake(server, "claims")   # the lake and its tables, made already
     procs = [_start(env, "claim", url, str(tmp_path), name) for name in ("a", "b")]
     said = []
     for p in procs:
@@ -598,7 +615,7 @@ def _label() -> Label:
 
 def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_path: Path) -> None:
     _, env, server = team_store
-    url = "ducklake:" + server.catalog("copied")
+    url = _lake(server, "copied")
     done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
     assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
     assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1
@@ -636,7 +653,7 @@ def test_every_write_on_a_file_keeps_one_row_a_key(tmp_path: Path) -> None:
 
 def test_every_write_on_a_lake_is_what_it_is_on_a_file(team_store: Lake) -> None:
     _, env, server = team_store
-    _check_writes(_child(env, "writes", "ducklake:" + server.catalog("written")))
+    _check_writes(_child(env, "writes", _lake(server, "written")))
 
 
 # --- the CLI on a store URL ---------------------------------------------------------------------------------------
@@ -657,20 +674,19 @@ def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(team
     monkeypatch.setenv("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/unused")   # watch needs a channel; nothing is sent
     on_file = json.loads(json.dumps(cli_session(str(tmp_path / "f.duckdb"), str(tmp_path / "f"))))
     _check_session(on_file)
-    url = "ducklake:" + server.catalog("commands")
-    on_lake = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli", url, str(tmp_path / "lake"))
-    assert on_lake == on_file
-    # and every page of the dashboard draws that history (runs, a replaced copy, an ablation, a label) with no error
-    drawn = _child(env, "pages", url)
-    assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]
+    url = _lake(server, "commands")
+    # the session, then every page of the dashboard drawn on that history (runs, a replaced copy, an ablation, a
+    # label), in one process
+    drawn = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli", url, str(tmp_path / "lake"))
+    assert drawn["session"] == on_file
+    assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]   # no page showed an error
 
 
 def test_two_ablation_jobs_writing_progress_at_once_both_finish(team_store: Lake) -> None:
     """Each batch of results advances the job's row (an UPDATE of `ablations`): on a lake two such commits at once
     conflict (measured: the second fails, even for another row), so every write is retried as a run is."""
     _, env, server = team_store
-    url = "ducklake:" + server.catalog("jobs")
-    _child(env, "read", url)
+    url = _lake(server, "jobs")   # made already: the jobs race on writes, not on making the lake
     batches = 6
     procs = [_start(env, "ablate", url, f"job-{j}", str(batches)) for j in range(2)]
     done = []
@@ -687,8 +703,7 @@ def test_two_people_labelling_at_once_get_a_number_each(team_store: Lake) -> Non
     store's highest: on a lake, where two inserts both commit, two writers at once would take the same number
     unless their writes conflict (each takes the store's numbering row) and one is retried."""
     _, env, server = team_store
-    url = "ducklake:" + server.catalog("labelled")
-    _child(env, "read", url)
+    url = _lake(server, "labelled")
     n = 5
     procs = [_start(env, "label", url, who, str(n)) for who in ("ana", "bo")]
     outs = []
@@ -710,8 +725,7 @@ READER, WRITER = "evaldrift_reader", "evaldrift_writer"
 def test_the_dashboard_reads_with_a_read_only_role_whose_write_is_refused_in_one_line(
         team_store: Lake, tmp_path: Path) -> None:
     _, env, server = team_store
-    admin = "ducklake:" + server.catalog("guarded")
-    _child(env, "read", admin)   # the operator's role makes the lake and its schema (the migrations)
+    _lake(server, "guarded")   # the operator's role (the server's superuser) made the lake and its schema
     # the grants lib/store/README.md gives: writers write the catalog's rows (and make DuckLake's small-insert
     # tables), the dashboard's role only reads, those tables too
     server.sql("guarded", f"CREATE ROLE {WRITER} LOGIN", f"CREATE ROLE {READER} LOGIN",

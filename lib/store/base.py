@@ -14,7 +14,6 @@ import duckdb
 
 from lib.core.errors import StoreError
 from lib.core.results import EXCLUDED, FAILED, OK
-from lib.store.lake import ALIAS as LAKE_ALIAS
 from lib.store.lake import refusal as lake_refusal
 from lib.store.lake import retrying as lake_retrying
 
@@ -44,7 +43,9 @@ class StoreBase:
     path: Path
     lake: bool = False   # a team store (lib.store.lake): many processes write it at once
     conflicts: int = 0   # commit conflicts with other writers that this store retried (a team store only)
+    _known_prompts: frozenset[str] = frozenset()   # prompt hashes this store committed (recording.py), never deleted
     _con: duckdb.DuckDBPyConnection
+    _lake_name: str = ""   # a team store's name in this process's DuckDB (lib.store.lake.connect)
     _write_lock: threading.RLock
 
     # The call cache's (CallCacheMixin): the other parts write the replies it holds in their own commits.
@@ -64,7 +65,7 @@ class StoreBase:
         """A cursor for one use (one per thread, fetched before reuse)."""
         cur = self._con.cursor()
         if self.lake:   # a cursor is a connection of its own, whose default database is the in-memory one
-            cur.execute(f"USE {LAKE_ALIAS}")
+            cur.execute(f"USE {self._lake_name}")
         return cur
 
     def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:

@@ -266,7 +266,10 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # The record of the steps a database has taken, by name, with when (NULL: taken before steps were recorded by
 # name, when the database kept only their number in meta's schema_version). Made before any step runs.
 MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
-_HAS_MIGRATIONS = ("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'migrations' "
+# duckdb_columns(), not duckdb_tables(): on a team store duckdb_tables() reads every table's statistics from the
+# catalog (measured at load 30: 66 ms of CPU against 9 ms, on every open of a lake); a table has a column, so its
+# columns say whether it exists
+_HAS_MIGRATIONS = ("SELECT count(*) > 0 FROM duckdb_columns() WHERE table_name = 'migrations' "
                    "AND database_name = current_database() AND schema_name = current_schema()")
 
 

@@ -108,20 +108,20 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         self.lake = True
         self.read_only = as_of is not None
         self.path = Path(target.name)
-        self._con = lake.connect(target, as_of=as_of)
+        self._con, self._lake_name = lake.connect(target, as_of=as_of)
         self._write_lock = threading.RLock()
         self._on_close = []
         self._hold_replies()
         if as_of is not None:
             try:
                 with self._con.cursor() as cur:
-                    cur.execute(f"USE {lake.ALIAS}")
+                    cur.execute(f"USE {self._lake_name}")
                     lacking = [m.name for m in MIGRATIONS if m.name not in applied(cur)]
             except BaseException:
-                self._con.close()
+                self._close_connection()
                 raise
             if lacking:
-                self._con.close()
+                self._close_connection()
                 raise StoreError(f"{target.name} as of {as_of:%Y-%m-%d %H:%M} lacks schema steps this evaldrift "
                                  f"reads ({', '.join(lacking)}): choose a later date")
             return
@@ -131,7 +131,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
                     migrate(cur, target.name)
             lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
         except BaseException:
-            self._con.close()
+            self._close_connection()
             raise
 
     def on_close(self, stop: Callable[[], None]) -> None:
@@ -143,7 +143,13 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             stop()
         self._on_close.clear()
         self.flush_cache()
-        self._con.close()
+        self._close_connection()
+
+    def _close_connection(self) -> None:
+        if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
+            lake.detach(self._con, self._lake_name)
+        else:
+            self._con.close()
 
     def __enter__(self) -> Store:
         return self
