@@ -89,22 +89,28 @@ def sample_draws(labels: pd.DataFrame) -> dict[str, SampleDraw]:
     A label with a queue's weights is a QUEUE draw; a dashboard label without them an UNKNOWN one (stored before
     the weights were kept); any other a UNIFORM one. A sample whose labels say different things is MIXED.
     """
-    out: dict[str, SampleDraw] = {}
     if labels.empty:
-        return out
+        return {}
+    n = len(labels)
     has = "queue_run" in labels.columns
-    for sid, g in labels.groupby("sample_id", sort=False):
-        seen: set[SampleDraw] = set()
-        for r in g.itertuples(index=False):
-            run = getattr(r, "queue_run", None) if has else None
-            if isinstance(run, str) and run:
-                seen.add(SampleDraw(QUEUE, (run, float(r.queue_total), int(r.queue_size)), float(r.queue_weight)))
-            elif r.source == DASHBOARD:
-                seen.add(SampleDraw(UNKNOWN))
-            else:
-                seen.add(SampleDraw(UNIFORM))
-        out[str(sid)] = seen.pop() if len(seen) == 1 else SampleDraw(MIXED)
-    return out
+    # one pass over plain columns, not a groupby with rows as tuples: 0.35 of the Overview's first 2.1 CPU s on the
+    # demo went here
+    runs = labels["queue_run"].tolist() if has else [None] * n
+    totals, sizes, weights = ((labels[c].tolist() if has else [None] * n)
+                              for c in ("queue_total", "queue_size", "queue_weight"))
+    seen: dict[str, set[SampleDraw]] = {}
+    for sid, source, run, total, size, weight in zip(labels["sample_id"].tolist(), labels["source"].tolist(),
+                                                     runs, totals, sizes, weights, strict=True):
+        if sid is None or sid != sid:   # no sample id (None or NaN): no sample to draw, as groupby drops it
+            continue
+        if isinstance(run, str) and run:
+            draw = SampleDraw(QUEUE, (run, float(total), int(size)), float(weight))
+        elif source == DASHBOARD:
+            draw = SampleDraw(UNKNOWN)
+        else:
+            draw = SampleDraw(UNIFORM)
+        seen.setdefault(str(sid), set()).add(draw)
+    return {sid: draws.pop() if len(draws) == 1 else SampleDraw(MIXED) for sid, draws in seen.items()}
 
 
 def _count(n: int, what: str) -> str:
