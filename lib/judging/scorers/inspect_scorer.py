@@ -19,6 +19,7 @@ or after 15 idle minutes.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from lib.core.errors import InputError
 from lib.core.samples import EvalSample
+from lib.judging.scorers.groups import in_one_call
 
 WORKER = Path(__file__).with_name("inspect_score_worker.py")
 _LOCK = threading.Lock()
@@ -118,12 +120,7 @@ def rescore(target: str, samples: Sequence[EvalSample]) -> list[float | str | No
 
 def _many(target: str, groups: list[list[EvalSample]]) -> list[list[float | str | None]]:
     """rescore for several lists of samples (an ablation's arms and repeats) in one call to Inspect."""
-    flat = rescore(target, [s for group in groups for s in group])
-    out, at = [], 0
-    for group in groups:
-        out.append(flat[at:at + len(group)])
-        at += len(group)
-    return out
+    return in_one_call(functools.partial(rescore, target), groups)
 
 
 rescore.many = _many   # type: ignore[attr-defined]

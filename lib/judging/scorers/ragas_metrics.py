@@ -38,6 +38,7 @@ from pathlib import Path
 
 from lib.core.errors import InputError
 from lib.core.samples import EvalSample
+from lib.judging.scorers.groups import in_one_call
 
 WORKER = Path(__file__).with_name("ragas_worker.py")
 TIMEOUT = 3600.0   # one chunk of samples; Ragas asks up to two calls a sample
@@ -120,16 +121,6 @@ def _with_reasons(metric: str, samples: Sequence[EvalSample]) -> list[float | st
     return [score if score is not None else reason for score, reason in zip(scores, reasons, strict=True)]
 
 
-def _in_groups(metric: str, groups: Sequence[Sequence[EvalSample]]) -> list[list[float | str | None]]:
-    """_with_reasons for several lists of samples (an ablation's arms and repeats) in one start of the worker."""
-    flat = _with_reasons(metric, [s for group in groups for s in group])
-    out, at = [], 0
-    for group in groups:
-        out.append(flat[at:at + len(group)])
-        at += len(group)
-    return out
-
-
 def faithfulness(samples: Sequence[EvalSample]) -> list[float | str | None]:
     """Ragas' faithfulness of each sample (where Ragas could not score it: its reason, as text)."""
     return _with_reasons("faithfulness", samples)
@@ -143,5 +134,5 @@ def context_recall(samples: Sequence[EvalSample]) -> list[float | str | None]:
 # every arm and repeat of an ablation in one worker (lib.diagnosis.ablation many_form): the worker's start, Ragas'
 # imports and the openai SDK's resources Ragas reaches, costs about 4.5 CPU s a call here, and an ablation made 11
 # calls (the probe's samples apart, then each arm)
-faithfulness.many = functools.partial(_in_groups, "faithfulness")   # type: ignore[attr-defined]
-context_recall.many = functools.partial(_in_groups, "context_recall")   # type: ignore[attr-defined]
+faithfulness.many = functools.partial(in_one_call, faithfulness)   # type: ignore[attr-defined]
+context_recall.many = functools.partial(in_one_call, context_recall)   # type: ignore[attr-defined]
