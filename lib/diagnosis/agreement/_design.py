@@ -101,8 +101,6 @@ def sample_draws(labels: pd.DataFrame) -> dict[str, SampleDraw]:
     seen: dict[str, set[SampleDraw]] = {}
     for sid, source, run, total, size, weight in zip(labels["sample_id"].tolist(), labels["source"].tolist(),
                                                      runs, totals, sizes, weights, strict=True):
-        if sid is None or sid != sid:   # no sample id (None or NaN): no sample to draw, as groupby drops it
-            continue
         if isinstance(run, str) and run:
             draw = SampleDraw(QUEUE, (run, float(total), int(size)), float(weight))
         elif source == DASHBOARD:
