@@ -116,3 +116,42 @@ def test_every_package_the_code_imports_is_pinned_in_requirements() -> None:
     missing = {top: sorted(files)[:3] for top, files in _third_party_imports().items()
                if not {re.sub(r"[-_.]+", "-", d.lower()) for d in dists.get(top, [top])} & pinned}
     assert missing == {}
+
+
+# An orphan: the child starts a grandchild in its own session and exits at once; the grandchild burns CPU, then
+# leaves a mark.
+ORPHAN = """import subprocess, sys
+subprocess.Popen([sys.executable, "-c", '''import sys, time
+t = time.process_time()
+while time.process_time() - t < {burn}: pass
+time.sleep({sleep})
+open(sys.argv[1], "w").write("done")
+''', sys.argv[1]], start_new_session=True)
+"""
+
+
+def _reap(tmp_path: Path, burn: float, sleep: float, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    """.ci/reap.py over the orphan-leaving child, and the CPU of every process waited for meanwhile."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, str(ROOT / ".ci" / "reap.py"), sys.executable, "-c",
+                           ORPHAN.format(burn=burn, sleep=sleep), str(tmp_path / "mark")],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def test_ci_waits_for_orphaned_processes_so_their_cpu_is_counted(tmp_path: Path) -> None:
+    """Chromium's renderers are orphans: before .ci/reap.py, bash's `times` never counted their CPU."""
+    proc, cpu = _reap(tmp_path, burn=0.5, sleep=0.2)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "mark").read_text() == "done"   # it ended before reap.py did
+    assert cpu >= 0.5
+
+
+def test_an_orphan_left_running_is_named_and_killed_not_waited_for_forever(tmp_path: Path) -> None:
+    proc, _ = _reap(tmp_path, burn=0.0, sleep=600, REAP_WAIT="1")
+    assert proc.returncode == 0
+    assert "still running after the tests ended" in proc.stderr and "time.sleep(600)" in proc.stderr
+    assert not (tmp_path / "mark").exists()
