@@ -14,6 +14,7 @@ Usage: python .ci/reap.py COMMAND [ARGS...]; exits with COMMAND's status.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -60,10 +61,8 @@ def _kill_left() -> None:
         except (OSError, IndexError, ValueError):   # ended while being read
             continue
         print(f"reap.py: killing pid {pid}, still running after the tests ended: {command[:200]}", file=sys.stderr)
-        try:
+        with contextlib.suppress(ProcessLookupError):   # it ended meanwhile
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 if __name__ == "__main__":
