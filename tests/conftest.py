@@ -21,9 +21,6 @@ import duckdb
 import pytest
 from _pytest import unraisableexception
 
-from lib.core.calls import JudgeRequest, Message
-from lib.jobs._demo import build_demo
-from lib.judging import OfflineJudge
 from tests.support import browser as browser_support
 from tests.support import tool_runs as _tool_paths  # noqa: F401  (reads the paths CI exported before tests clear them)
 from tests.support.browser import (  # noqa: F401  (fixtures: `browser`, `tabs`, `page`)
@@ -52,7 +49,11 @@ def _scan_components_once() -> None:
     manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
-_scan_components_once()
+@pytest.fixture(scope="session", autouse=True)
+def _components_scanned_once() -> None:
+    """In the processes that run tests: xdist's controller imports this file too, and runs none (lib and Streamlit
+    are imported where a fixture or test needs them, not here: 1.6 CPU s of the controller's, 0.35 s left)."""
+    _scan_components_once()
 
 
 @pytest.fixture(autouse=True)
@@ -130,8 +131,15 @@ def _private_copy(source: Path, tmp_path_factory: pytest.TempPathFactory, name: 
     return path
 
 
+def _build_demo(path: Path, **options: int) -> None:
+    from lib.jobs._demo import build_demo
+
+    build_demo(path, **options)
+
+
 def _rejudge_all(path: Path, demo: Path) -> None:
     from lib.diagnosis.rejudge import RejudgeSpec, run_rejudge, trusted_instrument
+    from lib.judging import OfflineJudge
     from lib.store import Store
 
     shutil.copy(demo, path)
@@ -146,7 +154,7 @@ def _rejudge_all(path: Path, demo: Path) -> None:
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The full demo database, built once (built_once) and copied for this session. Read-only: open with Store,
     close after."""
-    return _private_copy(built_once("demo", build_demo), tmp_path_factory, "demo")
+    return _private_copy(built_once("demo", _build_demo), tmp_path_factory, "demo")
 
 
 SMALL_MAX = 6   # the largest small demo a test asks for (test_browser_history); a smaller one is its first runs
@@ -166,7 +174,7 @@ def _first_runs(path: Path, n_runs: int) -> None:
 
 
 def _small_build(n_runs: int) -> Path:
-    return built_once(f"demo-{n_runs}-runs", lambda path: build_demo(path, n_runs=n_runs, workers=1))
+    return built_once(f"demo-{n_runs}-runs", lambda path: _build_demo(path, n_runs=n_runs, workers=1))
 
 
 def small_demo(n_runs: int, dest: Path) -> Path:
@@ -193,7 +201,7 @@ def small_demo_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 def rejudged_demo_db(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the demo with faithfulness re-judged over all 90 runs by its trusted instrument (the fixed,
     projected template), built once like the demo. Read-only: copy it before writing."""
-    source = built_once("rejudged", lambda path: _rejudge_all(path, built_once("demo", build_demo)))
+    source = built_once("rejudged", lambda path: _rejudge_all(path, built_once("demo", _build_demo)))
     return _private_copy(source, tmp_path_factory, "rejudged")
 
 
@@ -205,6 +213,9 @@ def fresh_db(tmp_path: Path) -> Path:
 
 def offline_responder(body: dict) -> str:
     """Answer a chat.completions body the way the offline judge answers the same messages."""
+    from lib.core.calls import JudgeRequest, Message
+    from lib.judging import OfflineJudge
+
     judge = OfflineJudge()
     request = JudgeRequest(
         model=judge.model,

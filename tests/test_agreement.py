@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED, REPLAY
 from lib.core.records import MAIN
@@ -43,6 +42,8 @@ def test_auc_matches_scipy_mann_whitney_with_ties(seed: int) -> None:
     rng = np.random.default_rng(seed)
     labels = rng.random(200) < 0.4
     scores = np.round(rng.random(200) * 0.6 + labels * 0.3, 1)   # rounded: many ties
+    from scipy import stats  # here, not at the top: see tests/test_ppi.py z()
+
     u = stats.mannwhitneyu(scores[labels], scores[~labels]).statistic
     assert st.auc(scores, labels) == pytest.approx(u / (labels.sum() * (~labels).sum()))
 
@@ -133,6 +134,8 @@ def test_agreement_on_halueval_matches_an_independent_computation(fresh_db: Path
     ok = scores[scores["status"] == "ok"]
     truth = np.array([next(r["supported"] for r in records if r["id"] == sid) for sid in ok.index])
     judge = ok["score"].to_numpy(float)
+    from scipy import stats  # here, not at the top: see tests/test_ppi.py z()
+
     u = stats.mannwhitneyu(judge[truth], judge[~truth]).statistic
     assert got.n_samples == len(ok)
     assert got.auc.value == pytest.approx(u / (truth.sum() * (~truth).sum()))

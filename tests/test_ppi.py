@@ -7,15 +7,24 @@ statsmodels, scikit-learn and gdown for two formulas. Coverage is checked by sim
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from lib.diagnosis.agreement._ppi import Corrected, ppi_mean, ppi_mean_arrays, tuned_lambda
 
-Z = float(norm.ppf(0.975))
+
+@functools.cache
+def z() -> float:
+    """scipy's 97.5% normal quantile. scipy is imported here, not at the top: every xdist worker imports every test
+    file when it collects, and scipy.stats costs about 1 CPU s a process that two files use."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.975))
+
+
 PEOPLE = np.array([0.0, 1.0, 1.0, 0.0])
 JUDGE = np.array([1.0, 1.0, 1.0, 0.0])
 REST = np.array([1.0, 0.0])
@@ -27,7 +36,7 @@ def test_plain_ppi_is_the_judges_mean_plus_the_mean_rectifier_by_hand() -> None:
     # 0.5 (judge on the unlabelled) + mean(people - judge) = 0.5 - 0.25
     assert c.value == pytest.approx(0.25)
     se = math.sqrt(0.25 / 2 + 0.1875 / 4)   # var(unlabelled)/N + var(people - judge)/n, population variances
-    assert (c.low, c.high) == pytest.approx((0.25 - Z * se, 0.25 + Z * se))
+    assert (c.low, c.high) == pytest.approx((0.25 - z() * se, 0.25 + z() * se))
     assert c.judge == pytest.approx(4 / 6) and (c.n_labelled, c.n_unlabelled, c.lam) == (4, 2, 1.0)
 
 
@@ -54,7 +63,7 @@ def test_a_useless_judge_gives_the_labels_own_interval() -> None:
     c = ppi_mean(people, judged, np.ones(50))
     assert c is not None and c.lam == 0.0
     se = people.std() / math.sqrt(6)
-    assert (c.value, c.low, c.high) == pytest.approx((4 / 6, 4 / 6 - Z * se, 4 / 6 + Z * se))
+    assert (c.value, c.low, c.high) == pytest.approx((4 / 6, 4 / 6 - z() * se, 4 / 6 + z() * se))
 
 
 @pytest.mark.parametrize(("people", "judged", "rest", "expected"), [

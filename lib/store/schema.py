@@ -314,16 +314,27 @@ def statements(upto: int = SCHEMA_VERSION) -> list[str]:
 def build(cur: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> None:
     """Make the whole schema in an empty database or schema (the shapes a Parquet dataset is read into), with
     every step's statements and Python step, recording nothing."""
-    cur.execute(MIGRATIONS_TABLE)
-    for step in migrations:
-        _take(cur, step)
+    _take(cur, migrations, first=(MIGRATIONS_TABLE,))
 
 
-def _take(cur: duckdb.DuckDBPyConnection, step: Migration, *, lake: bool = False) -> None:
-    for stmt in step.statements:
-        cur.execute(without_keys(stmt) if lake else stmt)
-    if step.run is not None:
-        step.run(cur)
+def _take(cur: duckdb.DuckDBPyConnection, steps: Sequence[Migration], *, lake: bool = False,
+          first: Sequence[str] = ()) -> None:
+    """Run `first`, then each step's statements and Python step, in order. The statements up to a Python step go
+    to DuckDB as one script: a new store's 48 statements one call each took 33 ms of CPU, as one script 25 ms (the
+    Python call, its prepared statement and its result object, each time)."""
+    script = [without_keys(stmt) if lake else stmt for stmt in first]
+    for step in steps:
+        script += [without_keys(stmt) if lake else stmt for stmt in step.statements]
+        if step.run is not None:
+            _run_script(cur, script)
+            script = []
+            step.run(cur)
+    _run_script(cur, script)
+
+
+def _run_script(cur: duckdb.DuckDBPyConnection, script: Sequence[str]) -> None:
+    if script:   # statements from this module only (parameterless DDL), never input
+        cur.execute(";\n".join(script))
 
 
 def applied(cur: duckdb.DuckDBPyConnection) -> dict[str, datetime | None]:
@@ -375,9 +386,7 @@ def migrate(cur: duckdb.DuckDBPyConnection, path: Path | str, migrations: Sequen
         cur.execute(without_keys(MIGRATIONS_TABLE) if lake else MIGRATIONS_TABLE)
         cur.execute("INSERT INTO migrations SELECT unnest(?), NULL", [[m.name for m in migrations[:version]]])
         pending = list(migrations[version:])
-    cur.execute(without_keys(MIGRATIONS_TABLE) if lake else MIGRATIONS_TABLE)
-    for step in pending:
-        _take(cur, step, lake=lake)
+    _take(cur, pending, lake=lake, first=(MIGRATIONS_TABLE,))
     # every step taken is recorded in one statement (one per step cost 0.4 ms each), all in the caller's transaction
     cur.execute("INSERT INTO migrations SELECT unnest(?), ?", [[step.name for step in pending], _now()])
     # kept for an evaldrift from before names, which reads only this number (and refuses a larger one)
