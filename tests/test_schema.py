@@ -263,15 +263,3 @@ def test_without_hard_links_a_new_store_is_migrated_in_place(empty: store_module
         assert is_current(store.cursor())
     assert empty._bytes is not None   # the copy was tried
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first.duckdb", "second.duckdb"]
-
-
-def test_where_the_empty_store_cannot_be_made_each_new_store_is_migrated_in_place(
-        empty: store_module._EmptyStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    def full(*args: object, **kwargs: object) -> None:
-        raise OSError(28, "No space left on device")   # the temporary folder's disk, as a full one answers
-
-    monkeypatch.setattr(store_module.tempfile, "TemporaryDirectory", full)
-    for n in range(3):
-        with Store(tmp_path / f"s{n}.duckdb") as store:
-            assert is_current(store.cursor())
-    assert empty._bytes is None

@@ -188,10 +188,8 @@ class _EmptyStore:
             return False
         with self._lock:
             self._made += 1
-            if self._bytes is None and self._made == self.BUILD_ON:   # once: a failed build is not tried again
-                # no room or no temporary folder: each store is migrated in place
-                with contextlib.suppress(OSError, duckdb.Error):
-                    self._bytes = _empty_store_bytes()
+            if self._bytes is None and self._made >= self.BUILD_ON:
+                self._bytes = _empty_store_bytes()
             data = self._bytes
         if data is None:
             return False
