@@ -10,7 +10,6 @@ results is wholly there or wholly absent.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import threading
@@ -200,11 +199,10 @@ class _EmptyStore:
                 os.fsync(out.fileno())   # as durable as DuckDB's own first checkpoint
             os.link(part, path)   # fails if the file appeared meanwhile: then it is opened as it is
             return True
-        except OSError:   # a folder it cannot write, no hard links: DuckDB makes the file and says what is wrong
+        except OSError:
             return False
         finally:
-            with contextlib.suppress(OSError):
-                part.unlink(missing_ok=True)
+            part.unlink(missing_ok=True)
 
 
 def _empty_store_bytes() -> bytes:
