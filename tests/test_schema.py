@@ -13,7 +13,6 @@ import pytest
 
 from lib.core.errors import StoreError
 from lib.store import MIGRATIONS, SCHEMA_VERSION, Migration, Store
-from lib.store import store as store_module
 from lib.store.schema import applied, build, check_names, is_current, migrate
 
 SCHEMA = Path(__file__).resolve().parents[1] / "lib" / "store" / "schema.py"
@@ -196,70 +195,3 @@ def test_the_archive_check_names_a_column_added_to_one_side_only(con: duckdb.Duc
                                                                   drift: list[str]) -> None:
     build(con, (*MIGRATIONS, Migration("one side only", (step,))))
     assert _archive_drift(con) == drift
-
-
-# -- a new store copied from the process's empty one (lib.store.store._EmptyStore) ---------------------------------
-def _catalog(path: Path) -> tuple[list[tuple], ...]:
-    """Every table's DDL (columns, types, keys, defaults), what meta and migrations hold, by a connection of its
-    own, read-only."""
-    with duckdb.connect(str(path), read_only=True) as c:
-        tables = c.execute("SELECT table_name, sql FROM duckdb_tables() ORDER BY table_name").fetchall()
-        rows = c.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
-        steps = c.execute("SELECT name, applied_at IS NOT NULL FROM migrations ORDER BY name").fetchall()
-    return tables, rows, steps
-
-
-@pytest.fixture
-def empty(monkeypatch: pytest.MonkeyPatch) -> store_module._EmptyStore:
-    """This test's own book of the empty store (the process's may have been built by an earlier test)."""
-    book = store_module._EmptyStore()
-    monkeypatch.setattr(store_module, "_EMPTY", book)
-    return book
-
-
-def test_later_new_stores_are_copies_of_a_migrated_one_and_the_same_as_it(empty: store_module._EmptyStore,
-                                                                          tmp_path: Path) -> None:
-    made = []
-    for n in range(3):
-        path = tmp_path / f"s{n}" / "new.duckdb"
-        with Store(path) as store:
-            store.cursor().execute("INSERT INTO meta VALUES ('written', 'yes')")   # a copy is a store to write
-            made.append(empty._bytes is not None)
-        assert sorted(p.name for p in path.parent.iterdir()) == ["new.duckdb"]   # no part file left beside it
-    assert made == [False, True, True]   # the first migrated in place: a command making one store pays no copy
-    first, *copies = (_catalog(tmp_path / f"s{n}" / "new.duckdb") for n in range(3))
-    assert all(c == first for c in copies)
-    tables, rows, steps = first
-    assert {"meta", "migrations", "runs"} <= {t for t, _ in tables} and steps == [(n, True) for n in sorted(NAMES)]
-    assert rows == [("schema_version", str(SCHEMA_VERSION)), ("written", "yes")]
-
-
-@pytest.mark.parametrize(("beside", "copied"), [
-    (None, True),                     # absent: the copy is linked into place
-    ("new.duckdb", False),            # made meanwhile (another process, another thread): left as it is
-    ("new.duckdb.wal", False),        # a log with no file: DuckDB's to replay, never overwritten by a copy
-])
-def test_a_copy_lands_only_where_nothing_is(empty: store_module._EmptyStore, tmp_path: Path, beside: str | None,
-                                            copied: bool) -> None:
-    empty._bytes = b"the empty store"
-    path = tmp_path / "new.duckdb"
-    if beside:
-        (tmp_path / beside).write_bytes(b"another's")
-    assert empty.put(path) is copied
-    if beside:
-        assert (tmp_path / beside).read_bytes() == b"another's"
-    assert path.exists() is (copied or beside == "new.duckdb")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"new.duckdb"} if copied else {beside})
-
-
-def test_without_hard_links_a_new_store_is_migrated_in_place(empty: store_module._EmptyStore,
-                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    def refused(src: object, dst: object) -> None:
-        raise PermissionError("hard links not permitted")   # as some mounted filesystems answer
-
-    Store(tmp_path / "first.duckdb").close()
-    monkeypatch.setattr(store_module.os, "link", refused)
-    with Store(tmp_path / "second.duckdb") as store:
-        assert is_current(store.cursor())
-    assert empty._bytes is not None   # the copy was tried
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.duckdb", "second.duckdb"]

@@ -10,8 +10,6 @@ results is wholly there or wholly absent.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -64,7 +62,6 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             # An empty file is a new database (lib/app/README.md), but DuckDB refuses a 0-byte file as "not a valid
             # DuckDB database": it is removed so DuckDB creates the file in its place.
             self.path.unlink()
-        copied = not read_only and not existing and _EMPTY.put(self.path)
         try:
             self._con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
@@ -80,7 +77,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             return
         try:
             current = False
-            if existing or copied:   # another application's file is refused before anything is written to it
+            if existing:   # another application's file is refused before anything is written to it
                 with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
                     current = is_current(cur)        # every CHECKPOINT) for the store's life
                     if not current:   # (a current database carries the schema mark refuse_foreign looks for)
@@ -88,7 +85,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             if not current:   # a reopen of a current database, every command's and page's, takes one read
                 with self.transaction() as cur:
                     migrate(cur, self.path)
-            if existing:   # a file made just now (or copied from _EMPTY) holds no staging table
+            if existing:   # a file made just now holds no staging table
                 self._drop_stale_staging()
         except BaseException:
             self._con.close()   # a refused or failed migration must not keep the file locked in this process
@@ -159,65 +156,3 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _EmptyStore:
-    """A new store's file, made once a process and copied for each later new store.
-
-    A new store runs every migration (48 DDL statements) and its first close writes the whole schema to the file:
-    about 53 ms of CPU, where a copy of the same empty store opened as a current one costs about 33 ms (measured
-    6 December 2026, a new store and one write, 40 of each). A process that makes a third new store (the tests
-    make hundreds) copies the bytes of an empty store it made with the same migrations, built on its second; the
-    first is migrated in place, so a command that makes one store pays nothing more. The copy is written beside
-    the target under another name and linked into place, so it never lands on a file another process (or thread)
-    made meanwhile; where it cannot be (no hard links), the store is migrated in place as before.
-    """
-
-    BUILD_ON = 2   # the new store that builds the bytes: the first of a process is migrated in place
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._made = 0
-        self._bytes: bytes | None = None
-
-    def put(self, path: Path) -> bool:
-        """Put a copy of the empty store at `path` (absent, no write-ahead log beside it); False: not done, the
-        store is to be migrated in place."""
-        if path.exists() or Path(f"{path}.wal").exists():
-            return False
-        with self._lock:
-            self._made += 1
-            if self._bytes is None and self._made >= self.BUILD_ON:
-                self._bytes = _empty_store_bytes()
-            data = self._bytes
-        if data is None:
-            return False
-        part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")   # not *.duckdb: no chooser
-        try:
-            with open(part, "wb") as out:
-                out.write(data)
-                os.fsync(out.fileno())   # as durable as DuckDB's own first checkpoint
-            os.link(part, path)   # fails if the file appeared meanwhile: then it is opened as it is
-            return True
-        except OSError:
-            return False
-        finally:
-            part.unlink(missing_ok=True)
-
-
-def _empty_store_bytes() -> bytes:
-    """The file of a new store with every migration taken, as DuckDB writes it on close."""
-    with tempfile.TemporaryDirectory(prefix="evaldrift-empty-") as folder:
-        path = Path(folder) / "empty.duckdb"
-        con = duckdb.connect(str(path))   # not a Store: a Store's constructor comes here
-        try:
-            with con.cursor() as cur:
-                cur.execute("BEGIN TRANSACTION")
-                migrate(cur, path)
-                cur.execute("COMMIT")
-        finally:
-            con.close()
-        return path.read_bytes()
-
-
-_EMPTY = _EmptyStore()
