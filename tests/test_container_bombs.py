@@ -31,18 +31,20 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-path, kind, chars, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-offsets = pa.array([0, chars], pa.int32()).buffers()[1]
-value = pa.StringArray.from_buffers(1, offsets, pa.py_buffer(b"q" * chars))
-if kind != "field":   # every row the same value: the file holds it once, a reader that expands it holds it each row
-    value = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), value)
-if kind == "prefix":     # each row's value written as "all of the row before's": DELTA_BYTE_ARRAY
-    value = value.cast(pa.string())
-table = pa.table({"user_input": value, "response": pa.array(["a"] * rows),
-                  "retrieved_contexts": pa.array([["p"]] * rows), "faithfulness": pa.array([0.5] * rows)})
-pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False,
-               use_dictionary=kind == "dictionary",
-               column_encoding={"user_input": "DELTA_BYTE_ARRAY"} if kind == "prefix" else None)
+for k in range(1, len(sys.argv), 4):   # one file per (path, kind, chars, rows) given
+    path, kind, chars, rows = sys.argv[k], sys.argv[k + 1], int(sys.argv[k + 2]), int(sys.argv[k + 3])
+    offsets = pa.array([0, chars], pa.int32()).buffers()[1]
+    value = pa.StringArray.from_buffers(1, offsets, pa.py_buffer(b"q" * chars))
+    if kind != "field":   # every row the same value: the file holds it once, a reader that expands it, each row
+        value = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), value)
+    if kind == "prefix":     # each row's value written as "all of the row before's": DELTA_BYTE_ARRAY
+        value = value.cast(pa.string())
+    table = pa.table({"user_input": value, "response": pa.array(["a"] * rows),
+                      "retrieved_contexts": pa.array([["p"]] * rows), "faithfulness": pa.array([0.5] * rows)})
+    pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False,
+                   use_dictionary=kind == "dictionary",
+                   column_encoding={"user_input": "DELTA_BYTE_ARRAY"} if kind == "prefix" else None)
+    del value, table
 """
 
 # (name, kind, characters of the value, rows): one question of 300M characters (the issue's 11 kB file), and one
@@ -55,11 +57,11 @@ BOMBS = {"one-field": ("field", 300_000_000, 1), "dictionary": ("dictionary", 30
 @pytest.fixture(scope="module")
 def parquet_bombs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("bombs")
-    out = {}
-    for name, (kind, chars, rows) in BOMBS.items():
-        out[name] = folder / f"{name}.parquet"
-        subprocess.run([sys.executable, "-c", BUILD_PARQUET, out[name], kind, str(chars), str(rows)], check=True,
-                       timeout=120)
+    out = {name: folder / f"{name}.parquet" for name in BOMBS}
+    # one child writes the three (one interpreter and pyarrow import, not three)
+    subprocess.run([sys.executable, "-c", BUILD_PARQUET,
+                    *(str(a) for name, (kind, chars, rows) in BOMBS.items() for a in (out[name], kind, chars, rows))],
+                   check=True, timeout=180)
     return out
 
 

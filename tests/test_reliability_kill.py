@@ -12,15 +12,16 @@ uninterrupted one; here the point is the database after the kill.)
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import queue
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ from lib.core.results import OK, SampleResult
 from lib.core.samples import EvalSample
 from lib.diagnosis.ablation import AblationSpec, plan
 from lib.store import Store
-from tests.support.reliability_support import ROOT, child_env, copy_db, mini_demo, mini_demo_run_ids
+from tests.support import kill_child
+from tests.support.reliability_support import copy_db, mini_demo, mini_demo_run_ids
 
 N_SAMPLES = 20_000
 KILL_ROUNDS_ANYWHERE = 1     # killed at a random moment of the whole child's life
@@ -38,19 +40,33 @@ KILL_ROUNDS_IN_WRITE = 2     # killed at a random moment after it announced the 
 N_SMALLER = 12_000           # the replacing round re-ingests run "whole" from the first 12,000 lines
 
 
+# Children are forked from one fork server per test process that imported lib once (kill_child.PRELOAD): a child
+# is still its own process holding the database, SIGKILLed by its pid, and no longer pays about 1 CPU s of imports.
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["tests.support.kill_child", *kill_child.PRELOAD])
+
+
 class Child:
-    """A kill_child process whose stdout lines are collected by a thread as they come."""
+    """A kill_child process whose progress lines are collected by a thread as they come."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.kill_child", *args], cwd=ROOT,
-                                     env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines, self._conn = _FORKS.Pipe(duplex=False)
+        self.proc = _FORKS.Process(target=kill_child.serve, args=(list(args), self._conn), daemon=True)
+        self.proc.start()
+        self._conn.close()   # the child holds the writing end: the reader sees EOF when the child is gone
         self.lines: queue.Queue[tuple[float, list[str]]] = queue.Queue()
         self.seen: list[list[str]] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self._error = ""
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+    def _read(self, conn: Connection) -> None:
+        while True:
+            try:
+                line = conn.recv()
+            except (EOFError, OSError):
+                return
+            if line.startswith("error "):
+                self._error = line
             self.lines.put((time.monotonic(), line.split()))
 
     def wait_for(self, word: str, timeout: float = 120.0) -> float:
@@ -60,29 +76,31 @@ class Child:
             try:
                 at, words = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"child never said {word!r}; saw {self.seen}; stderr: {self.stderr()}") from None
+                raise AssertionError(f"child never said {word!r}; saw {self.seen}; error: {self.stderr()}") from None
             self.seen.append(words)
             if words and words[0] == word:
                 return at
 
     def kill(self) -> None:
         """SIGKILL this child (by its pid) and reap it."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+        if self.proc.is_alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.join(timeout=30)
+        assert self.proc.exitcode is not None, "the killed child is still running"
+
+    def exit_code(self, timeout: float = 60) -> int | None:
+        self.proc.join(timeout=timeout)
+        return self.proc.exitcode
 
     def said(self, word: str) -> bool:
-        self.proc.wait(timeout=30)
+        self.proc.join(timeout=30)
         time.sleep(0.05)
         while not self.lines.empty():
             self.seen.append(self.lines.get()[1])
         return any(w and w[0] == word for w in self.seen)
 
     def stderr(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()
+        return self._error
 
 
 # -- ingest -----------------------------------------------------------------------------------------
@@ -152,7 +170,7 @@ def test_an_ingest_killed_at_any_moment_is_wholly_there_or_wholly_absent(big_fil
     t_ready = child.wait_for("ready")
     t_writing = child.wait_for("writing")
     t_done = child.wait_for("committed")
-    assert child.proc.wait(timeout=60) == 0, child.stderr()
+    assert child.exit_code() == 0, child.stderr()
     write_time, life = t_done - t_writing, t_done - t_ready
     with Store(db) as store:
         assert _assert_whole_or_absent(store, "whole", N_SAMPLES)
@@ -235,7 +253,7 @@ def test_an_ablation_killed_repeatedly_leaves_a_consistent_database_that_resumes
 
     child = Child("ablate", str(db), json.dumps(spec.to_dict()))
     child.wait_for("finished", timeout=300)
-    assert child.proc.wait(timeout=60) == 0, child.stderr()
+    assert child.exit_code() == 0, child.stderr()
     with Store(db) as store:
         row = store.ablation(spec.ablation_id)
         assert row is not None and row["status"] == "done" and row["done"] == total

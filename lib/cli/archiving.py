@@ -10,11 +10,13 @@ import argparse
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lib.cli.common import EXIT_OK, UsageError, _db_path
 from lib.core.errors import StoreBusyError
-from lib.store import Store
-from lib.store.archive import ArchivedRun
+
+if TYPE_CHECKING:
+    from lib.store.archive import ArchivedRun
 
 
 def _line(a: ArchivedRun) -> str:
@@ -24,6 +26,8 @@ def _line(a: ArchivedRun) -> str:
 
 def say_replaced(db: Path | str, run_id: str, since: datetime) -> None:
     """After a recording in `db`: print what it replaced and where the earlier copy is kept (nothing if new)."""
+    from lib.store import Store
+
     try:
         with Store(db) as store:
             kept = [a for a in store.archived_runs(run_id) if a.archived_at >= since.replace(microsecond=0)
@@ -36,6 +40,8 @@ def say_replaced(db: Path | str, run_id: str, since: datetime) -> None:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
+    from lib.store import Store
+
     db = _db_path(args, must_exist=True)
     with Store(db) as store:
         if args.action == "list":

@@ -13,15 +13,10 @@ from typing import TYPE_CHECKING
 
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _inbox_for, _settings
 from lib.core.errors import InputError
-from lib.diagnosis.ablation import AblationSpec
-from lib.diagnosis.rejudge import RejudgeSpec, runs_between, trusted_instrument
-from lib.intake import inbox
-from lib.judging.build import build_judge
-from lib.store import Store
-from lib.store import batches as bs
 
 if TYPE_CHECKING:
     from lib.diagnosis.batch import BatchJob
+    from lib.store import Store
 
 
 def _client():  # the SDK's client (its import is paid only by this command)
@@ -35,6 +30,8 @@ def _client():  # the SDK's client (its import is paid only by this command)
 
 def _spec(args: argparse.Namespace, store: Store) -> tuple[str, object]:
     from lib.diagnosis import batch as bt
+    from lib.diagnosis.ablation import AblationSpec
+    from lib.diagnosis.rejudge import RejudgeSpec, runs_between, trusted_instrument
 
     endpoint = _settings().endpoint
     model = args.model or _settings().judge_model
@@ -52,6 +49,7 @@ def _spec(args: argparse.Namespace, store: Store) -> tuple[str, object]:
 
 def _finish(store: Store, job: BatchJob) -> BatchJob:
     from lib.diagnosis import batch as bt
+    from lib.judging.build import build_judge
 
     judge = build_judge(job.model, job.endpoint, _settings())
     bt.finish(store, job.batch_id, judge)
@@ -60,6 +58,8 @@ def _finish(store: Store, job: BatchJob) -> BatchJob:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from lib.diagnosis import batch as bt
+    from lib.intake import inbox
+    from lib.store import batches as bs
 
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:

@@ -10,18 +10,18 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from lib.core import settings
 from lib.core.errors import StoreBusyError
-from lib.diagnosis.ablation import recorded_judge
-from lib.intake import inbox
-from lib.judging.base import Judge
-from lib.judging.build import build_judge
-from lib.judging.offline import DEFAULT_MODEL as OFFLINE_MODEL
-from lib.judging.offline import VARIANTS
-from lib.store import Store, lake
-from lib.store.snapshot import snapshot_path, snapshot_time
+
+if TYPE_CHECKING:
+    from lib.judging.base import Judge
+    from lib.store import Store
+
+# The store, the judges and the engines are imported by the functions that use them, not here: every command
+# imports this module, and `--help`, a usage error or a command that needs none of them should not pay for
+# pandas, DuckDB and the engines (tests/test_cli_startup.py).
 
 PROG = "python -m lib"
 OFFLINE = "offline"
@@ -53,6 +53,8 @@ def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path | str:
     A team store's URL (`ducklake:postgres:...`, lib.store.lake) is returned as the text it is (a Path would fold
     a URI's `//`): it names no file to check, and opening it says what is wrong with it.
     """
+    from lib.store import lake
+
     raw = args.db or os.environ.get("EVALDRIFT_DB") or None
     if raw is None:
         raise UsageError(f"{PROG} {args.command}: no database: give --db PATH or set EVALDRIFT_DB")
@@ -67,6 +69,8 @@ def _db_path(args: argparse.Namespace, *, must_exist: bool) -> Path | str:
 
 def _inbox_for(db: Path | str) -> Path:
     """The inbox the dashboard owning `db` drains (as lib.app.ui does)."""
+    from lib.intake import inbox
+
     return inbox.folder_for(db)
 
 
@@ -79,6 +83,10 @@ def open_for_reading(db: Path | str) -> Store:
     Raises:
         StoreBusyError: the file is held and no snapshot of it exists (a dashboard older than snapshots).
     """
+    from lib.intake import inbox
+    from lib.store import Store, lake
+    from lib.store.snapshot import snapshot_path, snapshot_time
+
     if lake.is_lake(db):
         return Store(db)
     db = Path(db)
@@ -97,6 +105,8 @@ def open_for_reading(db: Path | str) -> Store:
 def open_as_of(args: argparse.Namespace) -> Store:
     """The team store that --db (else EVALDRIFT_DB) names, as it stood at --as-of: read-only (DuckLake's time
     travel). A DuckDB file keeps no history by date and is refused."""
+    from lib.store import Store, lake
+
     raw = args.db or os.environ.get("EVALDRIFT_DB") or None
     if raw is None:
         raise UsageError(f"{PROG} {args.command}: no database: give --db URL or set EVALDRIFT_DB")
@@ -182,6 +192,10 @@ def judge_for(kind: str, model: str | None) -> tuple[Judge, str, str]:
     noise. openai: the model from --model or EVALDRIFT_JUDGE_MODEL on the
     OpenAI-compatible server at OPENAI_BASE_URL (the SDK default otherwise).
     """
+    from lib.judging.build import build_judge
+    from lib.judging.offline import DEFAULT_MODEL as OFFLINE_MODEL
+    from lib.judging.offline import VARIANTS
+
     s = _settings()
     if kind == OFFLINE:
         name = model or OFFLINE_MODEL
@@ -203,6 +217,9 @@ def run_judge_for(store: Store, run_id: str, metrics: Sequence[str], kind: str |
     with no server configured that is an error naming the way out, never a
     silent switch to the offline judge.
     """
+    from lib.diagnosis.ablation import recorded_judge
+    from lib.judging.offline import VARIANTS
+
     if kind is None and model is None:
         model = recorded_judge(store, run_id, metrics)
         if model not in VARIANTS and not (_settings().base_url or _settings().api_key):

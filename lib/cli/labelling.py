@@ -7,8 +7,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from lib.cli.common import (
     EXIT_FINDING,
@@ -27,9 +26,9 @@ from lib.cli.common import (
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS, PROJECTED, placeholders
 from lib.core.records import MAIN
-from lib.diagnosis.agreement import Agreement, Estimate, agreement_by_instrument
-from lib.intake import inbox
-from lib.intake.labels import import_labels, labels_from_rows
+
+if TYPE_CHECKING:
+    from lib.diagnosis.agreement import Agreement, Estimate
 
 
 def _est(e: Estimate) -> str:
@@ -52,6 +51,9 @@ def agreement_rows(found: list[Agreement]) -> list[list[str]]:
 
 
 def cmd_labels_import(args: argparse.Namespace) -> int:
+    from lib.intake import inbox
+    from lib.intake.labels import import_labels
+
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         stored = import_labels(store, Path(args.file), labeller=args.labeller)
@@ -64,6 +66,9 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
 def cmd_labels_add(args: argparse.Namespace) -> int:
     if (args.label is None) == (args.score is None):
         raise UsageError("labels add: give exactly one of --label yes|no and --score X")
+    from lib.intake import inbox
+    from lib.intake.labels import labels_from_rows
+
     row = {"sample_id": args.sample, "metric": args.metric, "item": args.item or "", "suite": args.suite,
            "label": args.label or "", "score": "" if args.score is None else args.score, "labeller": args.labeller,
            "run_id": args.run or "", "note": args.note or ""}
@@ -80,6 +85,8 @@ def cmd_labels_add(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_agreement(args: argparse.Namespace) -> int:
+    from lib.diagnosis.agreement import agreement_by_instrument
+
     db = _db_path(args, must_exist=True)
     metrics = [args.metric] if args.metric else list(METRIC_NAMES)
     out = []
@@ -105,6 +112,8 @@ def cmd_labels_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_history(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     db = _db_path(args, must_exist=True)
     with open_for_reading(db) as store:
         history = store.label_history(args.suite, sample_id=args.sample)
@@ -135,6 +144,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         current_contender,
         current_instrument,
     )
+    from lib.intake import inbox
 
     db = _db_path(args, must_exist=True)
     template = _template(args.template)   # a template that is not field names only is refused before anything

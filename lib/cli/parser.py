@@ -4,16 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lib.cli.archiving import add_parser as add_archive_parser
 from lib.cli.batching import add_parser as add_batch_parser
 from lib.cli.common import EXIT_USAGE, OFFLINE, OPENAI, PROG, UsageError, _Parser
-from lib.cli.diagnosing import cmd_ablate, cmd_lint, cmd_report, cmd_split
 from lib.cli.labelling import add_parser as add_labels_parser
-from lib.cli.listing import cmd_runs
-from lib.cli.recording import cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates
 from lib.cli.sentinel import add_parser as add_sentinel_parser
 from lib.cli.storing import add_parser as add_store_parser
 from lib.cli.watching import add_parser as add_watch_parser
@@ -23,7 +21,29 @@ from lib.core.errors import MESSAGE_CHARS, EvaldriftError, bounded
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import BINDINGS
 from lib.core.samples import BLANKABLE
-from lib.diagnosis.ablation import MIN_EFFECT, SWAPPABLE
+
+# lib.diagnosis.ablation's defaults, as `ablate`'s options show them: building the parser imports no engine, so
+# `--help`, a usage error and a command that needs no ablation do not pay for pandas and the engines (about 0.8
+# CPU s a start). tests/test_cli_startup.py checks that each equals the engine's own.
+MIN_EFFECT = 0.02
+SWAPPABLE = ("ground_truth", "question")
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The function `name` of lib.cli.`module`, imported when its command runs (not when the parser is built)."""
+    def run(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(f"lib.cli.{module}"), name)(args))
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+cmd_demo, cmd_import, cmd_ingest, cmd_record, cmd_score, cmd_templates = (
+    _command("recording", name) for name in ("cmd_demo", "cmd_import", "cmd_ingest", "cmd_record", "cmd_score",
+                                             "cmd_templates"))
+cmd_ablate, cmd_lint, cmd_report, cmd_split = (
+    _command("diagnosing", name) for name in ("cmd_ablate", "cmd_lint", "cmd_report", "cmd_split"))
+cmd_runs = _command("listing", "cmd_runs")
 
 
 # -- parser and entry point -------------------------------------------------------------

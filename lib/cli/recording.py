@@ -8,16 +8,18 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from lib.cli.archiving import say_replaced
 from lib.cli.common import EXIT_OK, UsageError, _db_path, _fmt, _inbox_for, _progress, judge_for
 from lib.core.metrics import METRIC_NAMES
 from lib.core.prompts import placeholders
 from lib.core.records import RunRecord
-from lib.intake import inbox
-from lib.jobs import job_log
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lib.intake import inbox
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -86,6 +88,8 @@ def _run_details(run: RunRecord) -> str:
 
 
 def _say_recorded(db: Path | str, run: RunRecord, where: inbox.Handover, since: datetime) -> None:
+    from lib.intake import inbox
+
     if where.where == "database":
         print(f"recorded {_describe_run(run)} in {db}")
         say_replaced(db, run.run_id, since)
@@ -102,6 +106,7 @@ def _say_recorded(db: Path | str, run: RunRecord, where: inbox.Handover, since: 
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from lib.intake import inbox
     from lib.intake.chunked import FileRun
 
     db = _db_path(args, must_exist=False)
@@ -126,6 +131,7 @@ def _describe_stored(run_metrics: pd.DataFrame, run_id: str, n: int) -> str:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from lib.intake import inbox
     from lib.intake.importers.shapes import read_bytes
     from lib.intake.runjson import run_from_json
 
@@ -138,6 +144,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from lib.jobs import job_log
     from lib.judging.scoring import score_file
 
     db = _db_path(args, must_exist=False)
@@ -157,6 +164,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from lib.intake import inbox
     from lib.intake.importers import prepare_import
 
     db = _db_path(args, must_exist=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from lib.cli.common import (
     EXIT_FINDING,
@@ -23,14 +24,22 @@ from lib.cli.common import (
 )
 from lib.core.metrics import METRIC_NAMES
 from lib.core.records import MAIN
-from lib.diagnosis import sentinel
-from lib.diagnosis.agreement import current_instrument
-from lib.intake import inbox
-from lib.jobs import sentinel as sj
+
+if TYPE_CHECKING:
+    from lib.diagnosis import sentinel
+
+# lib.diagnosis.sentinel's defaults, as the parser shows them: building the parser imports no engine (`--help`
+# and the other commands would pay for pandas and the sentinel's engine). tests/test_cli_startup.py checks that
+# each equals the engine's own.
+PROBES, REPEATS = 100, 3
+FROM_RUN, FROM_LABELS = "run", "labels"
+SOURCES = (FROM_RUN, FROM_LABELS)
 
 
 def _guard(model: str, calls: int, what: str, yes: bool) -> None:
     """A paid judge's calls need --yes, unless they fit EVALDRIFT_CALL_BUDGET."""
+    from lib.jobs import sentinel as sj
+
     s = _settings()
     if calls and sj.is_paid(model, s) and not yes and (s.call_budget is None or calls > s.call_budget):
         raise UsageError(f"{what} makes {calls} calls to {model} (EVALDRIFT_CALL_BUDGET "
@@ -54,6 +63,11 @@ def _code(st: sentinel.Status, night: str | None = None) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
+    from lib.diagnosis import sentinel
+    from lib.diagnosis.agreement import current_instrument
+    from lib.intake import inbox
+    from lib.jobs import sentinel as sj
+
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         model = current_instrument(store, args.metric, args.suite).judge_model
@@ -70,6 +84,10 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 
 def cmd_night(args: argparse.Namespace) -> int:
+    from lib.diagnosis import sentinel
+    from lib.intake import inbox
+    from lib.jobs import sentinel as sj
+
     db = _db_path(args, must_exist=True)
     with inbox.open_drained(db, _inbox_for(db)) as store:
         p = sentinel.current_pin(store, args.name)
@@ -89,6 +107,8 @@ def cmd_night(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from lib.diagnosis import sentinel
+
     db = _db_path(args, must_exist=True)
     with open_for_reading(db) as store:
         found = [sentinel.status(store, args.name)] if args.name else sentinel.statuses(store)
@@ -122,13 +142,13 @@ def add_parser(sub: argparse._SubParsersAction, db_arg) -> None:
     q.add_argument("--metric", required=True, choices=METRIC_NAMES, metavar="M")
     q.add_argument("--name", default="sentinel", metavar="NAME", help="the sentinel (pinned again: a new pin)")
     q.add_argument("--suite", default=MAIN, metavar="S")
-    q.add_argument("--from", dest="source", choices=sentinel.SOURCES, default=sentinel.FROM_RUN,
+    q.add_argument("--from", dest="source", choices=SOURCES, default=FROM_RUN,
                    help="run: a seeded sample of the current instrument's run (default); labels: the calibration set")
-    q.add_argument("--probes", type=_positive, default=sentinel.PROBES, metavar="N",
-                   help=f"probes sampled from the run (default {sentinel.PROBES})")
-    q.add_argument("--repeats", type=_positive, default=sentinel.REPEATS, metavar="K",
+    q.add_argument("--probes", type=_positive, default=PROBES, metavar="N",
+                   help=f"probes sampled from the run (default {PROBES})")
+    q.add_argument("--repeats", type=_positive, default=REPEATS, metavar="K",
                    help=f"pin-time repeats that bound the judge's own repeat disagreement (default "
-                        f"{sentinel.REPEATS})")
+                        f"{REPEATS})")
     q.add_argument("--yes", action="store_true", help="make a model judge's calls without asking")
     q.set_defaults(func=cmd_pin)
     q = inner.add_parser("night", help="judge the pinned probes again for tonight and test for drift")

@@ -10,14 +10,16 @@ from __future__ import annotations
 import argparse
 
 from lib.cli.common import EXIT_OK, UsageError
-from lib.store import Store, lake
 
 
 def _name(location: str) -> str:
+    from lib.store import lake
+
     return lake.parse(location).name if lake.is_lake(location) else location
 
 
 def cmd_store(args: argparse.Namespace) -> int:
+    from lib.store import Store, lake
     from lib.store.copy import copy_store, open_any
     from lib.store.parquet import is_dataset
 

@@ -15,10 +15,13 @@ import sys
 import threading
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lib.cli.common import EXIT_FINDING, EXIT_INCONCLUSIVE, EXIT_OK, PROG, UsageError, _db_path, _settings
 from lib.cli.watch_quiet import calls
-from lib.jobs import watch as wj
+
+if TYPE_CHECKING:
+    from lib.jobs import watch as wj
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 
@@ -57,6 +60,8 @@ def _code(result: wj.LookResult) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     if args.budget is not None and not args.ablate:
         raise UsageError("--budget counts the judge calls of --ablate: give --ablate too")
+    from lib.jobs import watch as wj
+
     settings = _settings()
     notifier = wj.notifier_from(settings)
     if args.test:
@@ -93,6 +98,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def _digest(db: Path | str, notifier: wj.AppriseNotifier) -> int:
     from lib.cli.common import open_for_reading
+    from lib.jobs import watch as wj
     from lib.presentation.mdtext import markdown_text
     from lib.presentation.review import default_range, review, review_markdown
 

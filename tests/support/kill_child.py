@@ -1,11 +1,15 @@
-"""A child process for the kill tests: it does one piece of work and says on stdout how far it got.
+"""A child process for the kill tests: it does one piece of work and says how far it got.
 
     python -m tests.support.kill_child ingest DB FILE RUN_ID
     python -m tests.support.kill_child ablate DB SPEC_JSON
 
+or, as tests/test_reliability_kill.py starts it, `serve(argv, conn)` in a process forked from a fork server that
+imported lib once (PRELOAD): each child is still its own process, holding the database and killed by SIGKILL,
+without paying about 1 CPU s of imports each (nine children a run).
+
 DuckDB lets one process hold a database file, so the parent cannot look into
 the database while this child works; it follows the child's progress lines
-(each flushed at once) and SIGKILLs it at a moment of its choosing.
+(on stdout, each flushed at once; or sent on `conn`) and SIGKILLs it at a moment of its choosing.
 
 Lines: "ready" (imports done, database open), then for ingest "writing"
 (the file is validated, the write transaction starts) and "committed"; for
@@ -17,10 +21,21 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
+from multiprocessing.connection import Connection
+
+# what the children import: a fork server imports these once (multiprocessing's set_forkserver_preload)
+PRELOAD = ["lib.intake.ingest", "lib.intake.reading", "lib.store", "lib.diagnosis.ablation", "lib.judging"]
+
+_conn: Connection | None = None   # serve(): lines go to the parent through this pipe, not stdout
 
 
 def say(*words: object) -> None:
-    print(*words, f"{time.monotonic():.4f}", flush=True)
+    line = " ".join(map(str, (*words, f"{time.monotonic():.4f}")))
+    if _conn is not None:
+        _conn.send(line)
+    else:
+        print(line, flush=True)
 
 
 def ingest(db: str, file: str, run_id: str) -> int:
@@ -58,6 +73,20 @@ def main(argv: list[str]) -> int:
         return ablate(*argv[1:])
     print(__doc__, file=sys.stderr)
     return 2
+
+
+def serve(argv: list[str], conn: Connection) -> None:
+    """main(argv) in a forked child, its lines sent on `conn`; a failure is sent as "error" and the traceback,
+    and exits 1 (the process's exit code, as main's)."""
+    global _conn
+    _conn = conn
+    try:
+        code = main(argv)
+    except BaseException:
+        conn.send("error " + traceback.format_exc())
+        code = 1
+    conn.close()
+    sys.exit(code)
 
 
 if __name__ == "__main__":
