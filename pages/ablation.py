@@ -56,7 +56,8 @@ shown_id = lib.app.ui.query_param("ablation")
 shown_row = loaders.ablation_record(ctx.db_path, shown_id, any_copy=True) if shown_id else None
 shown_spec = shown_row["spec"] if shown_row else {}
 newest_first = run_ids[::-1]
-start_run, start_metric = ablation_form.start_at(loaders.incidents(ctx.db_path, ui_history.version(ctx))[0], run_ids)
+start_run, start_metric = ablation_form.start_at(loaders.incident_titles(ctx.db_path, ui_history.version(ctx)),
+                                                  run_ids)
 lib.app.ui.follow_alias("run", "latest", newest_first[0])   # the link table's promise: the newest run
 if lib.app.ui.query_param("run") not in (None, *run_ids):
     st.warning(f"No run {md(lib.app.ui.query_param('run'))} in this database; showing {md(start_run)}.")
@@ -238,7 +239,7 @@ def _next_steps(result: AblationResult, row: dict) -> None:
     steps = ablation_views.next_steps(
         run_id=run_id, metrics=result.spec.metrics, run_day=loaders.run_header(ctx.db_path, version, run_id)
         .started_at.date(), launched=row["created_at"],
-        incidents=loaders.incidents(ctx.db_path, ui_history.version(ctx))[0],
+        incidents=loaders.incident_titles(ctx.db_path, ui_history.version(ctx)),
         latest_week=loaders.review_bounds(ctx.db_path, version))
     with st.container(key="abl_next"):
         for step in steps:

@@ -66,7 +66,7 @@ if len(picked) != 2:
     st.stop()
 start, end = picked
 lib.app.ui.set_query(**{"from": start.isoformat(), "to": end.isoformat()})
-rev = loaders.weekly_review(ctx.db_path, lib.app.ui_history.version(ctx), start, end)
+rev = loaders.weekly_review(ctx.db_path, version, lib.app.ui_history.version(ctx), start, end)
 
 # -- the summary: what to say first ----------------------------------------------------------------------------
 st.header(md(rev.title))

@@ -9,6 +9,7 @@ set by one session must be seen by every other and survive a restart.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from datetime import datetime, timedelta
@@ -162,6 +163,11 @@ def test_the_demo_reads_as_one_leak_episode_and_an_open_system_change(db: Path) 
     assert linted and linted[0].run_id == LEAK and all("ground_truth" in i.title for i in linted)
     opened = incidents.open_first(found)
     assert [i.started_at for i in opened] == sorted(i.started_at for i in opened)
+    # without evidence (the Ablation page's start and next steps): the same incidents, only what they read emptied
+    with Store(db) as store:
+        light, no_series = incidents.load(store, evidence=False)
+    assert light == [dataclasses.replace(i, evidence=(), agreement=(), corrected=()) for i in found]
+    assert no_series == [] and series and any(i.agreement or i.corrected for i in found)
 
     (faithfulness,) = [s for s in standing.standing(store_history(db), found, series) if s.metric == "faithfulness"]
     assert faithfulness.now == pytest.approx(0.65, abs=0.02)

@@ -22,7 +22,8 @@ from lib.core.samples import EvalSample
 from lib.diagnosis import batch, cost, provenance, rejudge, sentinel, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.agreement import Corrected, Withheld
-from lib.diagnosis.incidents import JumpEvidence, Standing, load_jump_evidence, standing
+from lib.diagnosis.incidents import Incident, JumpEvidence, Standing, load_jump_evidence, standing
+from lib.diagnosis.incidents import load as load_incidents
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
 from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
@@ -122,6 +123,13 @@ def incidents(db_path: str, version: str):
 
 
 @st.cache_data(show_spinner=False)
+def incident_titles(db_path: str, version: str) -> list[Incident]:
+    """Every incident with its title, jumps and state but no evidence (incidents.load without it: a fifth of the
+    CPU on the demo): what the Ablation page starts at and names as a verdict's answer; `version` as incidents'."""
+    return load_incidents(open_store(db_path), evidence=False)[0]
+
+
+@st.cache_data(show_spinner=False)
 def metric_cards(db_path: str, version: str, full_version: str = "") -> list[views.MetricCard]:
     """The Overview's card per metric (latest score, change within its instrument, noise, sparkline, and a score
     whose template reads a must-never-receive field marked); `full_version`: ui_history.version (series included)."""
@@ -173,8 +181,12 @@ def data_range(db_path: str, version: str) -> tuple[date, date] | None:
 
 
 @st.cache_data(show_spinner="Assembling the review...")
-def weekly_review(db_path: str, version: str, start: date, end: date) -> review.Review:
-    return review.review(open_store(db_path), start, end)
+def weekly_review(db_path: str, version: str, full_version: str, start: date, end: date) -> review.Review:
+    """The Review of a range, from the history, incidents, canary and lint the other pages have read (cached):
+    after an Overview, the incidents are not loaded again; `full_version` is ui_history.version."""
+    return review.review(open_store(db_path), start, end, history=history(db_path, version, MAIN),
+                         loaded=incidents(db_path, full_version), canary=canary(db_path, version),
+                         lint=lint(db_path, version))
 
 
 # -- ablations (Ablation) -------------------------------------------------------------------------

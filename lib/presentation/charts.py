@@ -84,7 +84,10 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         for rid, g in by_run:
             kinds = list(dict.fromkeys(str(k) for k in g["kind"]))
             when = g["started_at"].iloc[0]
-            fig.add_vline(x=when, line_dash="dot", line_width=1, line_color=CHANGE_COLOURS.get(kinds[0], "#546e7a"))
+            # add_vline's own shape, given whole: add_vline works out the axes of every shape again each call,
+            # most of a chart's build with the demo's dozen changes
+            fig.add_shape(type="line", x0=when, x1=when, xref="x", y0=0, y1=1, yref="y domain",
+                          line=dict(dash="dot", width=1, color=CHANGE_COLOURS.get(kinds[0], "#546e7a")))
             said = "<br>".join(f"{safe(k)}: {safe(t, 160)}" for k, t in zip(g["kind"], g["text"], strict=True))
             for i, kind in enumerate(kinds):   # changes at one run: one marker each, stacked, one hover for all
                 ex.append(when)

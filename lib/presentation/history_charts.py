@@ -26,7 +26,8 @@ def shade_segments(fig: go.Figure, segs: list[Segment], *, y: float) -> go.Figur
     xs, ys, texts, ids = [], [], [], []
     for s in segs:
         if s.index % 2 == 1:
-            fig.add_vrect(x0=s.start, x1=s.end, fillcolor=SEGMENT_FILL, line_width=0, layer="below")
+            fig.add_shape(type="rect", x0=s.start, x1=s.end, xref="x", y0=0, y1=1, yref="y domain",   # add_vrect's
+                          fillcolor=SEGMENT_FILL, line=dict(width=0), layer="below")              # shape, quicker
         xs.append(s.start + (s.end - s.start) / 2)
         ys.append(y)
         texts.append(f"instrument segment {s.index + 1}: {safe(s.label, 200)}<br>{safe(s.first_run)} to "

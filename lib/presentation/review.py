@@ -24,6 +24,7 @@ import pandas as pd
 from lib.core.records import MAIN
 from lib.diagnosis import incidents, trends
 from lib.diagnosis.agreement import corrected_at_steps, trend_agreement
+from lib.diagnosis.rejudge import Series
 from lib.presentation.ablation_views import AblationBrief, ablation_briefs
 from lib.presentation.mdtext import markdown_text as markdown_text  # the plain-text export
 from lib.presentation.mdtext import md_text
@@ -265,19 +266,28 @@ def _side(jump: trends.Jump) -> str:
     return "pipeline" if kind == "pipeline" else "unexplained"
 
 
-def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review:
+def review(store: Store, start: date, end: date, *, suite: str = MAIN, history: pd.DataFrame | None = None,
+           loaded: tuple[list[incidents.Incident], list[Series]] | None = None,
+           canary: trends.CanaryStatus | None = None, lint: pd.DataFrame | None = None) -> Review:
     """Assemble the review of runs started on days start..end (inclusive).
+
+    The last four are what a caller has already read of the store as it is now (the dashboard's cached loaders:
+    the Overview's incidents cost about a CPU second on the demo); each left None is read here.
 
     Args:
         store: the run store.
         start: first day of the range.
         end: last day of the range (inclusive).
         suite: the sample suite whose metrics are reviewed.
+        history: store.metric_history(suite=suite).
+        loaded: incidents.load(store, suite=suite).
+        canary: trends.canary_status(store).
+        lint: trends.lint_status(store).
     """
     if end < start:
         start, end = end, start
     lo, hi = datetime.combine(start, time.min), datetime.combine(end + timedelta(days=1), time.min)
-    history = store.metric_history(suite=suite)
+    history = store.metric_history(suite=suite) if history is None else history
     runs = tuple(r for r, t in history.drop_duplicates("run_id")[["run_id", "started_at"]].itertuples(index=False)
                  if _within(t, lo, hi))
     in_range = set(runs)
@@ -297,7 +307,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                       r.metric if isinstance(r.metric, str) else None, r.text)
                for r in events.itertuples(index=False) if r.run_id in in_range]
 
-    canary = trends.canary_status(store)
+    canary = trends.canary_status(store) if canary is None else canary
     frame = canary.frame[canary.frame["run_id"].isin(in_range)]
     alarms = tuple(CanaryAlarm(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), float(r.score),
                                float(canary.threshold or 0.0))
@@ -309,12 +319,13 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN) -> Review
                       for f in jumps if (f.jump.metric, f.jump.run_id) in said)
     agreement = tuple(f"{c.metric} at {c.run_id} ({c.started_at:%Y-%m-%d}), {c.sentence}" for c in agreed
                       if c.run_id in in_range)
-    found, series = incidents.load(store, suite=suite)
+    found, series = incidents.load(store, suite=suite) if loaded is None else loaded
     still = tuple(f"{i.started_at:%Y-%m-%d} {i.kind}: {i.title}" for i in incidents.open_first(found)
                   if i.started_at < hi)
     rejudged = sorted({s.metric for s in series})
+    lint = trends.lint_status(store) if lint is None else lint
     conclusions = tuple(s.sentence for s in incidents.standing(history, found, series, metrics=rejudged,
-                                                               lint=trends.lint_status(store)) if s.rejudged)
+                                                               lint=lint) if s.rejudged)
     return Review(start, end, runs, tuple(jumps),
                   tuple(c for c in changes if c.kind in INSTRUMENT_KINDS),
                   tuple(c for c in changes if c.kind == "pipeline"),

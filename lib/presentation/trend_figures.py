@@ -32,13 +32,16 @@ def trend_figures(window: pd.DataFrame, events: pd.DataFrame, jumps: pd.DataFram
     past MAX_POINTS.
     """
     out: dict[str, dict] = {}
+    # every shown metric's segments at once (a metric's own are the same read alone): per metric, the segment
+    # index's grouping and sorting of the window were most of the page's chart time
+    segs = trends.segments(window[window["metric"].isin(shown)])
     for m in shown:
         mine = window[window["metric"] == m]
         fig = charts.trend_figure(mine, metric=m, events=views.events_for(events, [m]),
                                   jumps=jumps[jumps["metric"] == m], band=trends.band(noise_sd.get(m, float("nan"))),
                                   height=300 if len(shown) > 1 else 460, legend=len(shown) == 1,
                                   max_points=SMALL_MULTIPLE_POINTS if len(shown) > 1 else MAX_POINTS)
-        history_charts.shade_segments(fig, trends.segments(mine), y=float(mine["score"].min()) - 0.01)
+        history_charts.shade_segments(fig, [s for s in segs if s.metric == m], y=float(mine["score"].min()) - 0.01)
         for s in series:
             if s.metric == m:
                 history_charts.add_series(fig, s, since=pd.Timestamp(since), until=pd.Timestamp(until))
