@@ -65,6 +65,26 @@ def test_a_store_url_names_a_postgres_catalog_and_never_a_password(
     assert (target.catalog, target.data_path, target.name) == (catalog, data_path, url)
 
 
+@pytest.mark.parametrize(("value", "threads", "error"), [
+    (None, None, None),    # unset: DuckDB's default (one a core)
+    ("", None, None),
+    ("1", 1, None),        # a process that records
+    (" 4 ", 4, None),
+    ("0", None, "EVALDRIFT_LAKE_THREADS '0': give DuckDB's threads"),
+    ("-1", None, "a whole number from 1"),
+    ("two", None, "a whole number from 1"),
+    ("1.5", None, "a whole number from 1"),
+])
+def test_the_lakes_threads_come_from_the_operators_environment(value: str | None, threads: int | None,
+                                                               error: str | None) -> None:
+    environ = {} if value is None else {"EVALDRIFT_LAKE_THREADS": value}
+    if error is not None:
+        with pytest.raises(StoreError, match=error):
+            lake.parse("ducklake:" + CATALOG, environ)
+        return
+    assert lake.parse("ducklake:" + CATALOG, environ).threads == threads
+
+
 @pytest.mark.parametrize(("target", "expected"), [
     ("ducklake:postgres:dbname=evals", True),
     ("data/evals.duckdb", False),
@@ -325,8 +345,10 @@ def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     python = _lake_or_skip()
     server = postgres.start()
     try:
+        # one DuckDB thread a process, as a recording process is advised to run (lib/store/README.md): a writer's
+        # run 75-92 -> 55-70 ms of CPU; the test's lakes hold a few runs, no long history to scan in parallel
         env = {**os.environ, "EVALDRIFT_DATA_PATH": str(tmp_path_factory.mktemp("lake-data")),
-               "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python}
+               "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python, "EVALDRIFT_LAKE_THREADS": "1"}
         _child(env, "read", "ducklake:" + server.catalog(TEMPLATE))   # the first open makes the lake and its schema
         yield _lake(server, "evals"), env, server
     finally:
@@ -351,6 +373,48 @@ def _start(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+READER, WRITER = "evaldrift_reader", "evaldrift_writer"
+
+
+@pytest.fixture(scope="module")
+def one_process(team_store: Lake, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The lake work where no second process is the point, done by one lake child in turn (`lake_child.each`), each
+    step on a lake of its own: every write (`writes`), a store copy file -> lake -> file (`roundtrip`), the CLI's
+    session and every page (`cli`), the read-only role's reads and refused write (`roles`), and the reports and
+    pages as of a date (`asof`). One process's start, imports, extensions and Streamlit instead of five (measured:
+    about 1 CPU s each, 2-3 with Streamlit). Per step, what it said (or its traceback, under "error")."""
+    _, env, server = team_store
+    folder = tmp_path_factory.mktemp("one-process")
+    (folder / "asof").mkdir()   # the reports' folder
+    _lake(server, "guarded")   # the operator's role (the server's superuser) made the lake and its schema
+    # the grants lib/store/README.md gives: writers write the catalog's rows (and make DuckLake's small-insert
+    # tables), the dashboard's role only reads, those tables too
+    server.sql("guarded", f"CREATE ROLE {WRITER} LOGIN", f"CREATE ROLE {READER} LOGIN",
+               f"GRANT USAGE, CREATE ON SCHEMA public TO {WRITER}",
+               f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WRITER}",
+               f"GRANT USAGE ON SCHEMA public TO {READER}", f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER}",
+               f"ALTER DEFAULT PRIVILEGES FOR ROLE {WRITER} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}")
+    steps = {
+        "writes": {"argv": ["writes", _lake(server, "written")]},
+        "roundtrip": {"argv": ["roundtrip", _lake(server, "copied"), str(folder / "a.duckdb"),
+                               str(folder / "b.duckdb")]},
+        # watch needs a channel; nothing is sent
+        "cli": {"argv": ["cli", _lake(server, "commands"), str(folder / "lake")],
+                "env": {"EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}},
+        "roles": {"argv": ["roles", server.url("guarded", WRITER), server.url("guarded", READER),
+                           str(folder / "roles")]},
+        "asof": {"argv": ["asof", _lake(server, "asof"), str(folder / "asof")]},
+    }
+    return {**_child(env, "each", json.dumps(steps), timeout=900), "folder": str(folder)}
+
+
+def _step(done: dict, name: str) -> dict:
+    """One step of `one_process`: what it said, or its traceback as the failure."""
+    said = done[name]
+    assert "error" not in said, said.get("error")
+    return json.loads(json.dumps(said))   # the module's copy stays whole
+
+
 def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_as_of_a_date(
         team_store: Lake, tmp_path: Path) -> None:
     url, env, _ = team_store
@@ -364,6 +428,7 @@ def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_
                                         "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
     assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
     assert seen["unsigned_allowed"] is False   # the extensions were loaded with signature checks on
+    assert seen["threads"] == 1   # EVALDRIFT_LAKE_THREADS=1 (the module's environment) was taken
     # the export is the project's Parquet layout: read here, by the project's own duckdb
     assert seen["rows"]["runs"] == len(seen["runs"])
     with ParquetStore(tmp_path / "export") as history:
@@ -430,28 +495,16 @@ def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
     print("without keys:", done.stderr.strip().splitlines()[-1][:300])
 
 
-def _move_clock_back(server: postgres.Postgres, dbname: str) -> None:
-    """Every snapshot of the lake in `dbname` committed 40 days earlier than it did (DuckLake keeps each
-    snapshot's commit time in Postgres): what was recorded so far stands as recorded in October."""
-    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
-    moved = subprocess.run(postgres.as_server_user([
-        postgres.binary("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", postgres.SERVER_USER, "-d", dbname,
-        "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
-    assert moved.returncode == 0 and moved.stdout.startswith("UPDATE "), moved.stderr
-
-
 @pytest.fixture(scope="module")
-def as_of_lake(team_store: Lake, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict]:
-    """One lake read as of a date, for the report and for the pages: asof-a recorded (a nightly of 30 October) and
-    the latest run's report written (then.md); the catalog's clock moved back 40 days (DuckLake keeps each
-    snapshot's commit time in Postgres), so it stands as committed in October; then asof-b recorded (5 November,
-    another judge), `report --as-of 2026-10-31` (asof.md) and the report now (now.md) written, and the pages drawn
-    now and as of a date (`lake_child.pages_as_of`). Its URL, the reports' folder, and what the pages showed."""
-    _, env, server = team_store
-    url, folder = _lake(server, "asof"), tmp_path_factory.mktemp("asof")
-    assert _child(env, "report", url, "then", str(folder)) == {"phase": "then"}
-    _move_clock_back(server, "asof")
-    return url, folder, _child(env, "asof", url, str(folder))
+def as_of_lake(team_store: Lake, one_process: dict) -> tuple[str, Path, dict]:
+    """One lake read as of a date, for the report and for the pages (`one_process`'s `asof` step): asof-a recorded
+    (a nightly of 30 October) and the latest run's report written (then.md); the catalog's clock moved back 40 days
+    (DuckLake keeps each snapshot's commit time in Postgres), so it stands as committed in October; then asof-b
+    recorded (5 November, another judge), `report --as-of 2026-10-31` (asof.md) and the report now (now.md) written,
+    and the pages drawn now and as of a date (`lake_child.pages_as_of`). Its URL, the reports' folder, and what the
+    pages showed."""
+    _, _, server = team_store
+    return server.url("asof", postgres.SERVER_USER), Path(one_process["folder"]) / "asof", _step(one_process, "asof")
 
 
 def test_report_as_of_a_date_says_what_it_said_then_after_later_runs(as_of_lake: tuple[str, Path, dict]) -> None:
@@ -613,10 +666,8 @@ def _label() -> Label:
                  labeller="ana", labelled_at=datetime(2026, 9, 2, 9, 0), source="cli", note=None)
 
 
-def test_a_history_goes_file_to_lake_to_file_unchanged(team_store: Lake, tmp_path: Path) -> None:
-    _, env, server = team_store
-    url = _lake(server, "copied")
-    done = _child(env, "roundtrip", url, str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb"))
+def test_a_history_goes_file_to_lake_to_file_unchanged(one_process: dict) -> None:
+    done = _step(one_process, "roundtrip")
     assert done["file"] == done["lake"] == done["back"]   # rows and checksum of every table at every hop
     assert done["file"]["runs"][0] == 3 and done["file"]["archived_runs"][0] == 1
 
@@ -651,9 +702,8 @@ def test_every_write_on_a_file_keeps_one_row_a_key(tmp_path: Path) -> None:
         _check_writes(json.loads(json.dumps(writes(store), default=str)))
 
 
-def test_every_write_on_a_lake_is_what_it_is_on_a_file(team_store: Lake) -> None:
-    _, env, server = team_store
-    _check_writes(_child(env, "writes", _lake(server, "written")))
+def test_every_write_on_a_lake_is_what_it_is_on_a_file(one_process: dict) -> None:
+    _check_writes(_step(one_process, "writes"))
 
 
 # --- the CLI on a store URL ---------------------------------------------------------------------------------------
@@ -666,18 +716,16 @@ def _check_session(seen: dict) -> None:
     assert seen["ablate verdicts"] == [["ground_truth", "CLEAN", 0.75], ["question+ground_truth", "CLEAN", 0.75]]
 
 
-def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(team_store: Lake, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(
+        one_process: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.support.lake_child import cli_session
 
-    _, env, server = team_store
     monkeypatch.setenv("EVALDRIFT_NOTIFY", "json://127.0.0.1:9/unused")   # watch needs a channel; nothing is sent
     on_file = json.loads(json.dumps(cli_session(str(tmp_path / "f.duckdb"), str(tmp_path / "f"))))
     _check_session(on_file)
-    url = _lake(server, "commands")
-    # the session, then every page of the dashboard drawn on that history (runs, a replaced copy, an ablation, a
-    # label), in one process
-    drawn = _child({**env, "EVALDRIFT_NOTIFY": "json://127.0.0.1:9/unused"}, "cli", url, str(tmp_path / "lake"))
+    # the session on a lake, then every page of the dashboard drawn on that history (runs, a replaced copy, an
+    # ablation, a label), in one process (`one_process`'s `cli` step)
+    drawn = _step(one_process, "cli")
     assert drawn["session"] == on_file
     assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]   # no page showed an error
 
@@ -719,21 +767,10 @@ def test_two_people_labelling_at_once_get_a_number_each(team_store: Lake) -> Non
 
 # --- security: roles, and where a store URL may come from ---------------------------------------------------------
 
-READER, WRITER = "evaldrift_reader", "evaldrift_writer"
-
-
 def test_the_dashboard_reads_with_a_read_only_role_whose_write_is_refused_in_one_line(
-        team_store: Lake, tmp_path: Path) -> None:
-    _, env, server = team_store
-    _lake(server, "guarded")   # the operator's role (the server's superuser) made the lake and its schema
-    # the grants lib/store/README.md gives: writers write the catalog's rows (and make DuckLake's small-insert
-    # tables), the dashboard's role only reads, those tables too
-    server.sql("guarded", f"CREATE ROLE {WRITER} LOGIN", f"CREATE ROLE {READER} LOGIN",
-               f"GRANT USAGE, CREATE ON SCHEMA public TO {WRITER}",
-               f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WRITER}",
-               f"GRANT USAGE ON SCHEMA public TO {READER}", f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER}",
-               f"ALTER DEFAULT PRIVILEGES FOR ROLE {WRITER} IN SCHEMA public GRANT SELECT ON TABLES TO {READER}")
-    done = _child(env, "roles", server.url("guarded", WRITER), server.url("guarded", READER), str(tmp_path))
+        one_process: dict) -> None:
+    """The writer's and the reader's roles, granted as lib/store/README.md says (`one_process`), on one lake."""
+    done = _step(one_process, "roles")
     assert done["read"] == ["by-writer"] and done["shown"] == []   # the reader's dashboard reads the writer's run
     assert done["code"] == 2 and len(done["said"]) == 1           # the refused write: exit 2, one line
     line = done["said"][0]

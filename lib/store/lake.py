@@ -44,6 +44,11 @@ EXTENSIONS = (("postgres_scanner", "duckdb_extension_postgres_scanner"), ("duckl
 # DuckDB's httpfs, for a data path or an export in object storage: loaded only when the operator gave S3 settings
 HTTPFS = ("httpfs", "duckdb_extension_httpfs")
 DATA_PATH_VARIABLE = "EVALDRIFT_DATA_PATH"
+# DuckDB's threads for this process's lake work (`LakeTarget.threads`): a writer's statements are small and wait on the
+# catalog's round trips, where a second thread's hand-offs cost more than they share (measured on Postgres 15 at load
+# 20-28: a run recorded 75-92 -> 55-70 ms of CPU), while a dashboard's reads of a long history scan Parquet in
+# parallel (bench_lake.py at 20,000 runs: the Overview's reads 23 s with DuckDB's default 2 threads, 37 s with 1)
+THREADS_VARIABLE = "EVALDRIFT_LAKE_THREADS"
 # the AWS SDKs' and CLI's own names, so one operator setting serves them and evaldrift alike; the S3-specific
 # endpoint variable wins over the general one, as in the SDKs
 S3_KEY, S3_SECRET, S3_TOKEN = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
@@ -102,11 +107,14 @@ class LakeTarget:
         data_path: the folder or `s3://` location the Parquet files go to (None: the one the catalog recorded when
             it was made).
         s3: the operator's object-storage keys, when given (a lake whose data path is `s3://` needs them).
+        threads: DuckDB's threads for the process's lake work (EVALDRIFT_LAKE_THREADS; None: DuckDB's default, one
+            a core). 1 suits a process that records (a nightly's `record`, a scorer); the dashboard keeps the default.
     """
 
     catalog: str
     data_path: str | None = None
     s3: S3Credentials | None = None
+    threads: int | None = None
 
     @property
     def name(self) -> str:
@@ -127,7 +135,8 @@ def parse(url: str, environ: Mapping[str, str] | None = None) -> LakeTarget:
         environ: where EVALDRIFT_DATA_PATH is read (default: os.environ).
 
     Raises:
-        StoreError: another catalog than Postgres, or a password in the URL.
+        StoreError: another catalog than Postgres, a password in the URL, or EVALDRIFT_LAKE_THREADS not a positive
+            whole number.
     """
     catalog = url[len(PREFIX):].strip()
     if not catalog.startswith(CATALOGS):
@@ -146,7 +155,11 @@ def parse(url: str, environ: Mapping[str, str] | None = None) -> LakeTarget:
         if s3 is None:
             raise StoreError(f"{DATA_PATH_VARIABLE} is in object storage ({data_path}): set {S3_KEY} and "
                              f"{S3_SECRET} in the operator's environment (never in the store URL)")
-    return LakeTarget(catalog=catalog, data_path=data_path, s3=s3)
+    raw = (env.get(THREADS_VARIABLE) or "").strip()
+    if raw and not (raw.isdigit() and int(raw) > 0):
+        raise StoreError(f"{THREADS_VARIABLE} {raw!r}: give DuckDB's threads for the team store as a whole number "
+                         "from 1 (1 suits a process that records; unset: one a core)")
+    return LakeTarget(catalog=catalog, data_path=data_path, s3=s3, threads=int(raw) if raw else None)
 
 
 def s3_credentials(environ: Mapping[str, str] | None = None) -> S3Credentials | None:
@@ -330,6 +343,8 @@ def connect(target: LakeTarget, *, as_of: datetime | None = None) -> tuple[duckd
         extension_file(*HTTPFS)   # absent: said before anything is opened
     con, name = _shared(files)
     try:
+        if target.threads is not None:   # the process's DuckDB: every store this process opens
+            con.execute(f"SET GLOBAL threads = {int(target.threads)}")
         if target.s3 is not None:   # a data path in object storage (this one, or the one the catalog recorded)
             _ready_s3(con, target.s3)
         options = [f"DATA_PATH {_literal(_folder(target.data_path))}"] if target.data_path and as_of is None else []

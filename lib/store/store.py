@@ -126,10 +126,15 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
                                  f"reads ({', '.join(lacking)}): choose a later date")
             return
         try:
+            with self._con.cursor() as cur:   # a current lake (every open but its first): one read, as a file's
+                cur.execute(f"USE {self._lake_name}")   # reopen (an open 250 -> 120 ms of CPU, measured at load 22)
+                current = is_current(cur)
+
             def take_steps() -> None:
                 with self.transaction() as cur:
                     migrate(cur, target.name)
-            lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
+            if not current:
+                lake.retrying(f"migrating {target.name}", take_steps, on_retry=self._conflicted)
         except BaseException:
             self._close_connection()
             raise

@@ -8,7 +8,6 @@
     python -m tests.support.lake_child claim URL FOLDER NAME   a watcher's claim of one message, made to overlap
                                                                another's (`claim`)
     python -m tests.support.lake_child roundtrip URL FILE1 FILE2  FILE1 -> the lake at URL -> FILE2 (store copy)
-    python -m tests.support.lake_child report URL then|later FOLDER  reports on the lake, now and --as-of a date
     python -m tests.support.lake_child watch URL PREFIX N SEC [DRAWS]  reads while others write, until N runs
                                                                PREFIX... are in (drawing the Overview DRAWS times
                                                                as they land), then what a reader sees
@@ -16,12 +15,15 @@
     python -m tests.support.lake_child cli URL FOLDER          the CLI's commands on the store (`cli_session`), then
                                                                each dashboard page drawn on it
     python -m tests.support.lake_child pages URL [PAGE...]      each dashboard page drawn on the store (`draw`)
-    python -m tests.support.lake_child asof URL FOLDER         `report URL later FOLDER`, then the pages now and as of
-                                                               a date (`pages_as_of`)
+    python -m tests.support.lake_child asof URL FOLDER         `report` then, the catalog's clock moved back 40 days
+                                                               (`move_clock_back`), `report` later, then the pages now
+                                                               and as of a date (`pages_as_of`)
     python -m tests.support.lake_child ablate URL ID N         an ablation's progress written N times (`progress`)
     python -m tests.support.lake_child label URL NAME N        N labels by NAME, one a write, and N incident states
     python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
                                                                reads, draws the Overview, and is refused a write
+    python -m tests.support.lake_child each STEPS              several of writes, roundtrip, cli, asof and roles in
+                                                               this one process (STEPS: JSON, `each`)
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -84,10 +86,11 @@ def seen(store: Store) -> dict[str, object]:
             for run_id, (n_samples, n_scores) in counts.items()}
     tables = {t: store.cursor().execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("runs", "samples", "sample_scores", "run_metrics", "prompts", "migrations")}
-    unsigned = store.cursor().execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()[0][0]
+    unsigned, threads = store.cursor().execute("SELECT current_setting('allow_unsigned_extensions'), "
+                                               "current_setting('threads')").fetchall()[0]
     secrets = store.cursor().execute("SELECT name, persistent, storage FROM duckdb_secrets()").fetchall()
     return {"runs": runs, "tables": tables, "prompts": len(store.prompts()), "unsigned_allowed": unsigned,
-            "secrets": secrets}
+            "threads": threads, "secrets": secrets}
 
 
 def record(url: str, prefix: str, n: int, samples: int = SAMPLES_PER_RUN) -> None:
@@ -185,7 +188,7 @@ def hang(url: str, run_id: str) -> None:
         store.record_run(make_run(run_id))
 
 
-def roundtrip(url: str, first: str, back: str) -> None:
+def roundtrip(url: str, first: str, back: str) -> dict[str, object]:
     """A file -> the (empty) lake -> another file, through `python -m lib store copy`; says each hop's checks."""
     from lib.cli.parser import main as cli
     from lib.store.copy import checks
@@ -200,11 +203,11 @@ def roundtrip(url: str, first: str, back: str) -> None:
     for name, where in (("file", first), ("lake", url), ("back", back)):
         with Store(where) as store:
             hops[name] = checks(store.cursor())
-    say(**hops)
+    return hops
 
 
 def report(url: str, phase: str, folder: str) -> None:
-    """Reports on the lake around a run recorded later (the test moves the catalog's clock back between the
+    """Reports on the lake around a run recorded later (`move_clock_back` moves the catalog's clock back between the
     phases). Phase `then`: records asof-a (a nightly of 30 October) and writes the latest run's report as it reads
     now (lib.presentation.report.run_report, what `report` writes) to FOLDER/then.md. Phase `later`: records asof-b
     (5 November, with another judge), then writes `python -m lib report --as-of 2026-10-31` (asof.md) and the
@@ -224,7 +227,25 @@ def report(url: str, phase: str, folder: str) -> None:
     if phase != "then" and cli(["report", "--db", url, "--run", "latest", "--out", f"{folder}/asof.md",
                                 "--as-of", "2026-10-31"]) != 0:
         raise SystemExit("report --as-of failed")
-    say(phase=phase)
+
+
+def move_clock_back(url: str) -> None:
+    """Every snapshot of the lake at `url` committed 40 days earlier than it did (DuckLake keeps each snapshot's
+    commit time in Postgres, here the test's server on loopback, changed with its psql as the server's user): what
+    was recorded so far stands as recorded in October."""
+    import subprocess
+
+    from tests.support import postgres
+
+    libpq = dict(part.split("=", 1) for part in url.split(":", 2)[2].split())
+    back = "UPDATE ducklake_snapshot SET snapshot_time = snapshot_time - interval '40 days'"
+    moved = subprocess.run(postgres.as_server_user([
+        postgres.binary("psql"), "-h", libpq["host"], "-p", libpq["port"], "-U", postgres.SERVER_USER, "-d",
+        libpq["dbname"], "-v", "ON_ERROR_STOP=1", "-c", back]), capture_output=True, text=True, timeout=60)
+    if moved.returncode != 0 or not moved.stdout.startswith("UPDATE "):
+        raise SystemExit(f"moving the clock back failed: {moved.stderr}")
+
+
 def writes(store: Store) -> dict[str, object]:
     """Every write the store makes besides recording, each done twice where a process may do it again (a resumed
     ablation, a cached reply put again, a batch's faults collected twice, a re-judge resumed, a watcher's second
@@ -373,10 +394,13 @@ def draw(url: str, pages: Sequence[str] = PAGES, *, at: object = None) -> tuple[
     from streamlit.testing.v1 import AppTest
 
     os.environ["EVALDRIFT_DB"] = url
-    app = at or AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    app = at
+    if app is None:   # a new app runs once (AppTest switches pages only after a first run), then each page once:
+        # a run before each switch drew the page before it again (9 pages: 18 draws for 9)
+        app = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+        app.run()  # type: ignore[attr-defined]
     shown: dict[str, list[str]] = {}
     for page in pages:
-        app.run()  # type: ignore[attr-defined]
         app.switch_page(page).run()  # type: ignore[attr-defined]
         shown[page] = [str(e.value) for e in (*app.exception, *app.error)]  # type: ignore[attr-defined]
     return shown, app
@@ -516,9 +540,61 @@ def claim(url: str, folder: str, name: str) -> None:
         say(claimed=claimed, conflicts=store.conflicts, outbox=outbox)
 
 
+def one(command: str, url: str, rest: Sequence[str]) -> dict[str, object]:
+    """What one of the commands a single process does (no other process is the point) says: `writes`, `roundtrip`,
+    `cli`, `roles`, `asof`."""
+    if command == "writes":
+        with Store(url) as store:
+            return writes(store)
+    if command == "roundtrip":
+        return roundtrip(url, rest[0], rest[1])
+    if command == "cli":   # the session, then every page drawn on what it left
+        session = cli_session(url, rest[0])
+        shown, _ = draw(url, PAGES)
+        return {"session": session, "shown": shown}
+    if command == "roles":
+        return roles(url, rest[0], rest[1])
+    if command == "asof":   # the reports around a run recorded later, then the pages as of a date
+        report(url, "then", rest[0])
+        move_clock_back(url)
+        report(url, "later", rest[0])
+        return pages_as_of(url)
+    raise SystemExit(f"unknown command {command!r}")
+
+
+def each(steps: dict[str, dict[str, object]]) -> dict[str, object]:
+    """Several `one` commands in this one process, in turn, each on its own lake and with its own settings (`env`,
+    set for it alone): per step what it says, or the traceback it raised (a step's failure is its test's alone).
+    The process's start, imports, the lake's extensions and Streamlit are then paid once, not once a test."""
+    import os
+    import traceback
+
+    out: dict[str, object] = {}
+    for name, step in steps.items():
+        env = dict(step.get("env") or {})  # type: ignore[call-overload]
+        kept = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            argv = list(step["argv"])  # type: ignore[call-overload]
+            out[name] = json.loads(json.dumps(one(argv[0], argv[1], argv[2:]), default=str))
+        except BaseException:
+            out[name] = {"error": traceback.format_exc()[-3000:]}
+        finally:
+            for k, v in kept.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return out
+
+
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
-    if command == "record":
+    if command in ("writes", "roundtrip", "cli", "roles", "asof"):
+        say(**one(command, url, rest))
+    elif command == "each":   # URL: the steps, as JSON
+        say(**each(json.loads(url)))
+    elif command == "record":
         record(url, rest[0], int(rest[1]), *(int(x) for x in rest[2:3]))
     elif command == "read":
         say(**read(url, rest[0] if rest else None))
@@ -526,30 +602,14 @@ def main(argv: list[str]) -> int:
         export(url, rest[0], rest[1] if len(rest) > 1 else None)
     elif command == "watch":
         watch(url, rest[0], int(rest[1]), float(rest[2]), int(rest[3]) if len(rest) > 3 else 0)
-    elif command == "roundtrip":
-        roundtrip(url, rest[0], rest[1])
-    elif command == "report":
-        report(url, rest[0], rest[1])
-    elif command == "writes":
-        with Store(url) as store:
-            say(**writes(store))
-    elif command == "cli":   # the session, then every page drawn on what it left
-        session = cli_session(url, rest[0])
-        shown, _ = draw(url, PAGES)
-        say(session=session, shown=shown)
     elif command == "pages":
         t0 = time.perf_counter()
         shown, _ = draw(url, rest or PAGES)
         say(shown=shown, seconds=round(time.perf_counter() - t0, 1))
-    elif command == "asof":   # the report's later phase, then the pages as of a date
-        report(url, "later", rest[0])
-        say(**pages_as_of(url))
     elif command == "ablate":
         progress(url, rest[0], int(rest[1]))
     elif command == "label":
         label(url, rest[0], int(rest[1]))
-    elif command == "roles":
-        say(**roles(url, rest[0], rest[1]))
     elif command == "claim":
         claim(url, rest[0], rest[1])
     elif command == "hang":
