@@ -167,10 +167,8 @@ def test_a_trends_link_restores_its_date_range_and_moving_it_writes_the_url(serv
     end = thumbs(page, "trends_range")[1]
     assert end > "2026-10-20" and query(page)["to"] == end and query(page)["from"] == "2026-09-10"
 
-
-def test_the_whole_range_on_trends_is_a_short_link(server: StreamlitServer, page: Page) -> None:
-    open_link(page, server, "trends?metric=faithfulness")
-    assert not {"from", "to"} & set(query(page))
+# That a Trends link without a range stays short (no from and to written into it) is checked on the loads of
+# tests/test_e2e.py's test_a_point_on_the_trends_chart_opens_its_run (one metric and every metric).
 
 
 # -- Compare's split -------------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from tests.support.browser import (
     main_text,
     wait_for_app,
 )
-from tests.test_pages_journeys import selected
+from tests.test_pages_journeys import selected, table_cells
 
 pytestmark = pytest.mark.e2e
 
@@ -191,8 +191,15 @@ def settled_box(locator: Locator) -> FloatRect:
     ("trends", "context_recall"),                     # every metric: a panel each in one chart; a lower panel
 ])
 def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str) -> None:
+    """And on the same loads (each a page load saved): the link stays short, Trends on its whole range writing no
+    from and to into it (tests/test_browser_links.py's whole-range test was this check alone); on faithfulness's
+    chart, a jump ring's hover and a binding change's brown (issue 14 items 9, 10, 12: tests/test_pages_journeys.py
+    loaded the same link for them)."""
     open_page(page, dashboard.url(link))
     assert_in_the_menu(page, "Trends")   # the every-page check of Trends (test_every_page_renders_...)
+    assert not {"from", "to"} & set(query(page)), "the whole range is a short link: no from and to in it"
+    if link == "trends?metric=faithfulness":
+        jump_ring_and_changes(page)
     target = page.evaluate(POINT_JS, metric)
     assert target["point"] >= 0, target
     point = page.locator(f"{MAIN} .scatterlayer .trace").nth(target["trace"]).locator(".points path") \
@@ -212,6 +219,36 @@ def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: P
     assert target["run"] in widget_text(page, "run_pick")
     assert metric in widget_text(page, "run_metric")
     assert page.locator("h1").first.inner_text() == "Run"
+
+
+_JUMP_POINT_JS = """(metric) => {
+    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+        g => g.data.some(t => t.name === metric));
+    const k = gd.data.findIndex(t => t.name === 'jump beyond noise');
+    const changes = gd.data.find(t => t.name === 'recorded change');
+    return {trace: k, run: gd.data[k].customdata[0], colours: Array.from(changes.marker.color)};
+}"""
+BINDING_BROWN = "#6d4c41"
+
+
+def jump_ring_and_changes(page: Page) -> None:
+    """Issue 14 items 9, 10 and 12 on Trends of faithfulness: a binding change recorded with a prompt change is drawn
+    brown; hovering the jump ring shows its first suspect; the changes table under the chart names the metrics of a
+    pipeline change, which has none of its own."""
+    found = page.evaluate(_JUMP_POINT_JS, "faithfulness")
+    assert BINDING_BROWN in found["colours"], "a binding change recorded with a prompt change is never drawn brown"
+    ring = page.locator(f"{MAIN} .scatterlayer .trace").nth(found["trace"]).locator(".points path").first
+    ring.scroll_into_view_if_needed()
+    box = ring.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    label = page.locator(f"{MAIN} .hoverlayer .hovertext").first
+    label.wait_for()
+    text = label.text_content() or ""
+    assert "first suspect" in text, f"hovering the jump ring shows: {text!r}"
+    cells = table_cells(page, "kind")
+    assert "all metrics" in cells, cells
+    assert "None" not in cells
 
 
 def test_an_ablation_of_the_leak_run_reads_leak(dashboard: Dashboard, page: Page) -> None:

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
-from tests.support.browser import chromium, free_port, new_page, wait_for_app
+from tests.support.browser import home_port, wait_for_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,9 +35,13 @@ def checkout_copy(dest: Path) -> Path:
     return dest
 
 
-def test_the_first_start_shows_the_demo_being_built_then_the_overview_and_a_clean_log(tmp_path: Path) -> None:
+def test_the_first_start_shows_the_demo_being_built_then_the_overview_and_a_clean_log(tmp_path: Path,
+                                                                                    page: Page) -> None:
+    """In the module's tab of the kept browser context, on the process's home port: the app's scripts are then
+    compiled already when an earlier module served the dashboard there (a new context on a new port compiles
+    them anew)."""
     repo = checkout_copy(tmp_path / "clone")
-    port = free_port()
+    port = home_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_", "PYTHONPATH"))}
     log = tmp_path / "server.log"
     with open(log, "wb") as out:
@@ -45,27 +50,25 @@ def test_the_first_start_shows_the_demo_being_built_then_the_overview_and_a_clea
                                    "--browser.gatherUsageStats", "false"], cwd=repo, env=env, stdout=out,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        with chromium() as browser:
-            page = new_page(browser, timeout=60)
-            t0 = time.monotonic()
-            for _ in range(60):   # the server may still be starting
-                try:
-                    page.goto(f"http://127.0.0.1:{port}/")
-                    break
-                except Exception:
-                    time.sleep(0.5)
-            page.get_by_text("First start:").first.wait_for(timeout=30_000)
-            first_page = time.monotonic() - t0
-            text = page.inner_text("body")
-            # the build under way, counted for real: runs being judged, or all judged and the episode being
-            # re-judged (a faster build may be there by the first page; either is the page before the Overview)
-            assert re.search(r"First start: (building the demo database, \d+ of 90|all 90) nightly runs judged",
-                             text), text
-            page.get_by_text("90 runs").first.wait_for(timeout=300_000)   # the Overview, on the demo, by itself
-            # and its script run to the end: a server stopped mid-run logs the query it interrupted (seen in a
-            # parallel run, the incidents still being read when the server was stopped)
-            wait_for_app(page, timeout=120)
-            assert (repo / "data" / "demo.duckdb").exists()
+        t0 = time.monotonic()
+        for _ in range(60):   # the server may still be starting
+            try:
+                page.goto(f"http://127.0.0.1:{port}/")
+                break
+            except Exception:
+                time.sleep(0.5)
+        page.get_by_text("First start:").first.wait_for(timeout=30_000)
+        first_page = time.monotonic() - t0
+        text = page.inner_text("body")
+        # the build under way, counted for real: runs being judged, or all judged and the episode being
+        # re-judged (a faster build may be there by the first page; either is the page before the Overview)
+        assert re.search(r"First start: (building the demo database, \d+ of 90|all 90) nightly runs judged",
+                         text), text
+        page.get_by_text("90 runs").first.wait_for(timeout=300_000)   # the Overview, on the demo, by itself
+        # and its script run to the end: a server stopped mid-run logs the query it interrupted (seen in a
+        # parallel run, the incidents still being read when the server was stopped)
+        wait_for_app(page, timeout=120)
+        assert (repo / "data" / "demo.duckdb").exists()
         assert first_page < 30, f"first page after {first_page:.1f} s"
     finally:
         os.killpg(server.pid, signal.SIGTERM)

@@ -302,36 +302,8 @@ def test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first(dashbo
 
 
 # -- items 9, 10, 12: the Trends chart's marks and table ------------------------------------------------------
-_JUMP_POINT_JS = """(metric) => {
-    const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
-        g => g.data.some(t => t.name === metric));
-    const k = gd.data.findIndex(t => t.name === 'jump beyond noise');
-    const changes = gd.data.find(t => t.name === 'recorded change');
-    return {trace: k, run: gd.data[k].customdata[0], colours: Array.from(changes.marker.color)};
-}"""
-BINDING_BROWN = "#6d4c41"
-
-
-def test_a_jump_rings_hover_shows_its_suspect_and_a_binding_change_shows_brown(dashboard: Dashboard,
-                                                                            page: Page) -> None:
-    """And the changes table on the same page names all metrics for a pipeline change."""
-    page.goto(dashboard.url("trends?metric=faithfulness"))
-    wait_for_app(page)
-    found = page.evaluate(_JUMP_POINT_JS, "faithfulness")
-    assert BINDING_BROWN in found["colours"], "a binding change recorded with a prompt change is never drawn brown"
-    ring = page.locator(f"{MAIN} .scatterlayer .trace").nth(found["trace"]).locator(".points path").first
-    ring.scroll_into_view_if_needed()
-    box = ring.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    label = page.locator(f"{MAIN} .hoverlayer .hovertext").first
-    label.wait_for()
-    text = label.text_content() or ""
-    assert "first suspect" in text, f"hovering the jump ring shows: {text!r}"
-    # the changes table under the chart names the metrics of a pipeline change, which has none of its own
-    cells = table_cells(page, "kind")
-    assert "all metrics" in cells, cells
-    assert "None" not in cells
+# A jump ring's hover, the brown of a binding change and the changes table's "all metrics" are checked on the load of
+# tests/test_e2e.py's test_a_point_on_the_trends_chart_opens_its_run (the same link, Trends of faithfulness).
 
 
 # -- item 13: five metric chips stay inside their box at 1024 px ------------------------------------------------
