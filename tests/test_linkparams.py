@@ -39,16 +39,23 @@ def _ablation_in_progress_built(tmp_path_factory: pytest.TempPathFactory) -> Pat
     return db
 
 
-@pytest.fixture
-def db_with_ablation_in_progress(_ablation_in_progress_built: Path, tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """One ablation done (with a result), another still running (no result yet): a private copy."""
-    db = Path(shutil.copy(_ablation_in_progress_built, tmp_path / "team.duckdb"))
-    monkeypatch.setenv("EVALDRIFT_DB", str(db))
+@pytest.fixture(scope="module")
+def _ablation_in_progress_copy(_ablation_in_progress_built: Path, tmp_path_factory: pytest.TempPathFactory
+                               ) -> Iterator[Path]:
+    """One copy the module's pages read (none writes: a bad link only gets a message), so they share the pages'
+    cached frames as one dashboard's sessions do; its store closed when the module is done."""
+    db = Path(shutil.copy(_ablation_in_progress_built, tmp_path_factory.mktemp("linkparams-read") / "team.duckdb"))
     yield db
     ui.open_store(str(db)).close()
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture
+def db_with_ablation_in_progress(_ablation_in_progress_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """One ablation done (with a result), another still running (no result yet), named by EVALDRIFT_DB."""
+    monkeypatch.setenv("EVALDRIFT_DB", str(_ablation_in_progress_copy))
+    return _ablation_in_progress_copy
 
 
 def test_briefs_read_an_ablation_without_a_result_beside_one_with(db_with_ablation_in_progress: Path) -> None:
@@ -61,8 +68,7 @@ def test_briefs_read_an_ablation_without_a_result_beside_one_with(db_with_ablati
 
 def open_page(page: str, **params: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    at.query_params.update(params)
+    at.query_params.update(params)   # the link opened as it is (no Overview run first)
     at.switch_page(page).run()
     assert not at.exception, (page, params, [e.value for e in at.exception])
     return at

@@ -49,7 +49,7 @@ def app(demo_db: Path, monkeypatch: pytest.MonkeyPatch, _store_closed_after: Non
 
 
 def open_page(at: AppTest, page: str, **params: str) -> AppTest:
-    at.run()
+    """`page` opened by a link carrying `params` (a deep link: no Overview run first)."""
     at.query_params.clear()
     at.query_params.update(params)
     at.switch_page(page).run()

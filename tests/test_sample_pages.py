@@ -3,6 +3,7 @@ is built, with the same rows, page by page, as the whole table filtered in memor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -24,9 +25,10 @@ def case(i: int, f: Facts) -> EvalSample:
     return EvalSample(f"s{i:02d}", question, answer, (f.fact1, f.filler), f.fact2)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "p.duckdb") as s:
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """The run of N samples, judged and recorded once for the module (0.5-1.3 CPU s each time): the tests only read."""
+    with Store(tmp_path_factory.mktemp("pages") / "p.duckdb") as s:
         record(s, "r", samples(case, N), "faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED)
         yield s
 
@@ -107,8 +109,7 @@ def test_the_run_page_of_a_large_run_shows_a_page_and_finds_a_sample_anywhere_in
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     monkeypatch.setenv("EVALDRIFT_INBOX", str(tmp_path / "inbox"))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
-    at.run()
-    at.query_params.update({"run": "big", "metric": "faithfulness"})
+    at.query_params.update({"run": "big", "metric": "faithfulness"})   # a link to the run (no Overview first)
     at.switch_page("pages/run.py").run()
     assert not at.exception, [e.value for e in at.exception]
     table = next(d for d in at.dataframe if "sample_id" in d.value.columns)
@@ -151,8 +152,7 @@ def test_the_run_page_cuts_a_huge_sample_with_a_note_and_offers_the_whole_as_a_d
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     monkeypatch.setenv("EVALDRIFT_INBOX", str(tmp_path / "inbox"))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
-    at.run()
-    at.query_params.update({"run": "huge", "metric": "faithfulness", "view": "big"})
+    at.query_params.update({"run": "huge", "metric": "faithfulness", "view": "big"})   # a link to the sample
     at.switch_page("pages/run.py").run()
     assert not at.exception, [e.value for e in at.exception]
     texts = [t.value for t in at.text]

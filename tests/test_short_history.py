@@ -229,9 +229,9 @@ def app(db: Path, monkeypatch: pytest.MonkeyPatch, page: str | None = None):
 
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    if page is not None:   # opened by its link: no Overview run first
+        at.switch_page(page)
     at.run()
-    if page is not None:
-        at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at, st
 

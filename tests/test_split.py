@@ -117,8 +117,7 @@ def compare_page(db: Path, monkeypatch: pytest.MonkeyPatch, **environ: str):  # 
     for k, v in environ.items():
         monkeypatch.setenv(k, v)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.query_params.update({"run": "b", "run_b": "a", "metric": "faithfulness"})
+    at.query_params.update({"run": "b", "run_b": "a", "metric": "faithfulness"})   # the link: no Overview first
     at.switch_page("pages/compare.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -12,7 +12,6 @@ apart, and credentials in OPENAI_BASE_URL are shown nowhere.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,11 +23,11 @@ from lib.core.endpoints import normalise, redact
 from lib.core.errors import InputError, TrustError
 from lib.core.settings import load
 from lib.diagnosis.ablation import AblationSpec, run_ablation
-from lib.diagnosis.trends import find_jumps
 from lib.jobs import JobRunner
+from lib.jobs._demo import run_plans
 from lib.judging.openai_judge import OpenAIJudge
 from lib.store import Store
-from tests.conftest import offline_responder
+from tests.conftest import offline_responder, small_demo
 from tests.support.cli import run_cli
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.polling import wait_for
@@ -39,6 +38,7 @@ MODEL = "evaldrift-test-model"
 MARKER = "sk-MARKER-trust"
 SECRET = "s3cr3t-in-url"
 WAIT = 60.0
+NIGHTS = 2
 
 
 @pytest.fixture
@@ -54,19 +54,16 @@ def server_b() -> Iterator[OpenAIServer]:
 
 
 @pytest.fixture
-def db(demo_db: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "team.duckdb"
-    shutil.copy(demo_db, path)
-    if Path(f"{demo_db}.wal").exists():
-        shutil.copy(f"{demo_db}.wal", f"{path}.wal")
-    return path
+def db(tmp_path: Path) -> Path:
+    """A private copy of the demo's first nights (small_demo): where a call goes does not depend on the history's
+    length, and the Ablation page's first run on them costs a third of its first run on the whole demo."""
+    return small_demo(NIGHTS, tmp_path / "team.duckdb")
 
 
 @pytest.fixture(scope="module")
-def leak_run(demo_db: Path) -> str:
-    """The demo's first faithfulness jump (the same run in every test's copy `db`), found once for the module."""
-    with Store(demo_db) as store:
-        return next(j.run_id for j in find_jumps(store) if j.metric == "faithfulness")
+def night() -> str:
+    """The run every test ablates: the last of the demo's first nights (the same in every test's copy `db`)."""
+    return run_plans(NIGHTS)[-1].run_id
 
 
 @pytest.fixture
@@ -174,8 +171,8 @@ def test_a_stored_spec_runs_as_recorded_moves_after_confirmation_or_is_refused(
 
 
 def test_a_scorer_not_on_the_allow_list_is_refused_by_the_runner_and_never_called(
-        db: Path, leak_run: str, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=1, limit=20,
+        db: Path, night: str, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = AblationSpec(night, ("faithfulness",), ("ground_truth",), repeats=1, limit=20,
                         scorer="builtins:print")
     with Store(db) as store:
         runner = JobRunner(store, lambda s: trust.server_judge(s, load(environ={})))
@@ -190,8 +187,8 @@ def test_a_scorer_not_on_the_allow_list_is_refused_by_the_runner_and_never_calle
 # -- the page: Resume, Retry, a crafted database, a crafted URL ------------------------------------------------
 @pytest.mark.parametrize("how", ["resume", "retry", "crafted database", "crafted url"])
 def test_the_key_never_reaches_an_endpoint_the_operator_did_not_configure(
-        served_by_a: Path, leak_run: str, server_a: OpenAIServer, server_b: OpenAIServer, how: str) -> None:
-    spec = b_spec(leak_run, server_b)
+        served_by_a: Path, night: str, server_a: OpenAIServer, server_b: OpenAIServer, how: str) -> None:
+    spec = b_spec(night, server_b)
     params: dict[str, str] = {}
     if how == "crafted database":   # a row written by hand: an id of its own, credentials and junk in the spec
         raw = {**spec.to_dict(), "endpoint": server_b.base_url.replace("://", "://mallory:pw@")}
@@ -219,8 +216,8 @@ def test_the_key_never_reaches_an_endpoint_the_operator_did_not_configure(
 
 
 def test_resume_on_the_configured_endpoint_needs_no_confirmation(
-        served_by_a: Path, leak_run: str, server_a: OpenAIServer) -> None:
-    spec = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
+        served_by_a: Path, night: str, server_a: OpenAIServer) -> None:
+    spec = AblationSpec(night, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
                         endpoint=server_a.base_url)
     aid = leave(served_by_a, spec, "running")
     at = open_ablation(ablation=aid)
@@ -230,8 +227,8 @@ def test_resume_on_the_configured_endpoint_needs_no_confirmation(
 
 
 def test_the_page_refuses_a_stored_scorer_not_on_the_allow_list(
-        served_by_a: Path, leak_run: str, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, scorer="builtins:print")
+        served_by_a: Path, night: str, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = AblationSpec(night, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, scorer="builtins:print")
     aid = leave(served_by_a, spec, "running")
     at = open_ablation(ablation=aid, scorer="builtins:print")
     assert not {"abl_resume", "abl_resume_here"} & buttons(at)
@@ -240,12 +237,12 @@ def test_the_page_refuses_a_stored_scorer_not_on_the_allow_list(
 
 
 # -- item 10: the cache and the ablation id know the endpoint ----------------------------------------------------
-def test_a_cache_hit_never_crosses_endpoints(db: Path, leak_run: str, server_a: OpenAIServer,
+def test_a_cache_hit_never_crosses_endpoints(db: Path, night: str, server_a: OpenAIServer,
                                              server_b: OpenAIServer) -> None:
     server_b.fail_always(Fault("500"))
-    on_a = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
+    on_a = AblationSpec(night, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
                         endpoint=server_a.base_url)
-    on_b = AblationSpec(leak_run, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
+    on_b = AblationSpec(night, ("faithfulness",), ("ground_truth",), repeats=1, limit=20, judge=MODEL,
                         endpoint=server_b.base_url)
     assert on_a.ablation_id != on_b.ablation_id
     with Store(db) as store:
@@ -274,10 +271,10 @@ def with_credentials(url: str) -> str:
 
 
 def test_credentials_in_the_base_url_are_refused_and_shown_nowhere_in_cli_output_the_store_or_the_pages(
-        db: Path, leak_run: str, server_a: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        db: Path, night: str, server_a: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "EVALDRIFT_"))}
     env.update(OPENAI_BASE_URL=with_credentials(server_a.base_url), OPENAI_API_KEY=MARKER)
-    proc = run_cli("ablate", "--db", db, "--run", leak_run, "--metric", "faithfulness", "--blank", "ground_truth",
+    proc = run_cli("ablate", "--db", db, "--run", night, "--metric", "faithfulness", "--blank", "ground_truth",
                    "--judge", "openai", "--model", MODEL, "--repeats", "1", "--limit", "20", "--yes", env=env)
     assert proc.returncode == 2 and "must not carry credentials" in proc.stderr, proc.stderr
     assert server_a.n_calls == 0                    # refused before any call: never sent as Basic auth

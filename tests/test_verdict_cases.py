@@ -463,7 +463,6 @@ def page(db: Path, path: str, monkeypatch: pytest.MonkeyPatch, **params: str) ->
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     try:
-        at.run()
         at.query_params.update(params)
         at.switch_page(path).run()
         assert not at.exception, [e.value for e in at.exception]
