@@ -9,8 +9,10 @@ sees what the dashboard holds within a few seconds of its commit.
 
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
+import weakref
 
 import duckdb
 
@@ -18,6 +20,10 @@ from lib.store import Store
 from lib.store.snapshot import write_snapshot
 
 SNAPSHOT_SECONDS = 2.0
+# The keepers running in this process, stopped when it exits: a keeper is a daemon thread, and one still inside a
+# DuckDB call while the interpreter shuts down is unwound by Python when it asks for the interpreter's lock back;
+# DuckDB's C++ frames catch that unwinding and the process aborts ("FATAL: exception not rethrown", exit 134).
+_RUNNING: weakref.WeakSet[SnapshotKeeper] = weakref.WeakSet()
 
 
 class SnapshotKeeper:
@@ -30,6 +36,7 @@ class SnapshotKeeper:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="evaldrift-snapshot", daemon=True)
         store.on_close(self.stop)   # closing the store waits for a copy in flight instead of failing under it
+        _RUNNING.add(self)
         self._thread.start()
 
     def _run(self) -> None:
@@ -50,3 +57,10 @@ class SnapshotKeeper:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+        _RUNNING.discard(self)
+
+
+@atexit.register   # atexit runs before daemon threads are cut off: each keeper finishes its look and returns
+def _stop_all() -> None:
+    for keeper in list(_RUNNING):
+        keeper.stop()
