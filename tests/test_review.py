@@ -51,10 +51,17 @@ def demo_store(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield store
 
 
-def test_a_range_covering_the_leak_lists_the_faithfulness_jump_with_the_prompt_suspect_and_the_canary_alarm(
-        demo_store: Store) -> None:
+@pytest.fixture(scope="module")
+def leak_week(demo_store: Store) -> review.Review:
+    """The review of the week around the leak run, made once: three tests read it (no test writes demo_store)."""
     day = _day("harness refactor")
-    rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+    return review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+
+
+def test_a_range_covering_the_leak_lists_the_faithfulness_jump_with_the_prompt_suspect_and_the_canary_alarm(
+        leak_week: review.Review) -> None:
+    day = _day("harness refactor")
+    rev = leak_week
 
     assert len(rev.runs) == 7
     faith = [f for f in rev.jumps if f.jump.metric == "faithfulness"]
@@ -109,9 +116,8 @@ def test_the_retriever_regression_is_listed_as_a_pipeline_change(demo_store: Sto
     assert {f.side for f in rev.jumps} == {"pipeline"}
 
 
-def test_markdown_has_every_heading_and_the_ablation_verdict(demo_store: Store) -> None:
-    day = _day("harness refactor")
-    text = review.review_markdown(review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3)))
+def test_markdown_has_every_heading_and_the_ablation_verdict(leak_week: review.Review) -> None:
+    text = review.review_markdown(leak_week)
 
     assert text.startswith("# evaldrift review: ")
     for heading in HEADINGS:
@@ -272,13 +278,13 @@ def test_a_range_lists_an_ablation_of_its_runs_or_launched_before_the_next_run(
 
 
 # -- the verdict in one sentence, the caveats once (issue 46 item 2) ----------------------------------------------
-def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_once(demo_store: Store) -> None:
+def test_the_review_and_the_overview_lead_with_one_sentence_and_say_the_caveats_once(
+        demo_store: Store, leak_week: review.Review) -> None:
     from lib.diagnosis.ablation._lead import sentences
     from lib.diagnosis.incidents import _incidents as incidents
     from lib.presentation.mdtext import md_text
 
-    day = _day("harness refactor")
-    rev = review.review(demo_store, day - timedelta(days=3), day + timedelta(days=3))
+    rev = leak_week
     brief = next(a for a in rev.ablations if a.summary)
     leak = next(c for c in brief.cells if c[2] == "LEAK")
     cell = next(s for k, s in brief.verdicts if k == "LEAK" and "when ground_truth is blanked" in s)

@@ -433,19 +433,26 @@ def test_a_stored_score_on_a_sample_with_no_passages_is_a_lint_finding(fresh_db:
             in proc.stdout)
 
 
+@pytest.fixture(scope="module")
+def whitespace_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """One store for the blanks below, a run each (a new store costs more than the check)."""
+    with Store(tmp_path_factory.mktemp("blanks") / "blanks.duckdb") as store:
+        yield store
+
+
 @pytest.mark.parametrize("blank", [" ", "   \n\t ", "\r\n", "\x0b\x0c", "\u00a0", "\u3000\u2009", "\x1c\x85", ""],
                          ids=["space", "spaces tab newline", "crlf", "vtab formfeed", "nbsp", "ideographic thin",
                               "separators nel", "empty"])
-def test_a_passage_of_any_whitespace_is_no_passage_in_python_and_in_sql(fresh_db: Path, blank: str) -> None:
+def test_a_passage_of_any_whitespace_is_no_passage_in_python_and_in_sql(whitespace_store: Store, blank: str) -> None:
     [f, g] = syn.facts(2)
     items = [EvalSample("s1", f.question, f.fact1, (blank, blank), f.fact1),
              EvalSample("s2", g.question, g.fact1, (g.fact1,), g.fact1)]
-    run = RunRecord("imported-1", datetime(2026, 10, 1), {}, {MAIN: items},
+    run_id = f"imported-{blank.encode('unicode_escape').decode()}"
+    run = RunRecord(run_id, datetime(2026, 10, 1), {}, {MAIN: items},
                     [MetricRecord("faithfulness", [SampleResult("s1", OK, 1.0), SampleResult("s2", OK, 1.0)],
                                   "acme-judge-1", FAITH, PROJECTED)])
-    with Store(fresh_db) as store:
-        store.record_run(run)
-        frame = store.chance_scores()
+    whitespace_store.record_run(run)
+    frame = whitespace_store.chance_scores(run_id)
     assert frame["sample_id"].tolist() == ["s1"]          # the lint's SQL
     sample = items[0]
     result = score_sample(sample, Instrument("faithfulness", FAITH, PROJECTED), NoCallJudge())

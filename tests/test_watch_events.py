@@ -217,11 +217,22 @@ CASES = [
 ]
 
 
+# each case's decision, as the test below made it: the tests after it read the same look's messages again
+# rather than record and look again (each alone makes its own)
+_DECIDED: dict[str, Decision] = {}
+
+
+def _decided(case: Case, built: tuple[Path, frozenset[str]], tmp_path: Path) -> Decision:
+    if case.__name__ not in _DECIDED:
+        _DECIDED[case.__name__] = case(*_store_for(case, built, tmp_path))
+    return _DECIDED[case.__name__]
+
+
 @pytest.mark.parametrize(("case", "kinds", "words"), CASES, ids=[c[0].__name__.strip("_") for c in CASES])
 def test_one_look_sends_what_is_new_with_the_cause_first(case: Case, kinds: list[str], words: list[str],
                                                         _flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
     store, seen = _store_for(case, _flat_built, tmp_path)
-    decision = case(store, seen)
+    decision = _DECIDED[case.__name__] = case(store, seen)
     assert [e.kind for e in decision.events] == kinds, [e.headline for e in decision.events]
     if words:
         first_line = decision.events[0].text().splitlines()[0]
@@ -235,8 +246,7 @@ def test_one_look_sends_what_is_new_with_the_cause_first(case: Case, kinds: list
 
 def test_the_leak_message_tells_the_lint_finding_and_the_instrument_change_inside_it(
         _flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
-    decision = _leak(*_store_for(_leak, _flat_built, tmp_path))
-    (e,) = decision.events
+    (e,) = _decided(_leak, _flat_built, tmp_path).events
     kinds = {k.split(":")[0] for k, _ in e.facts}
     assert kinds == {"incident", "instrument"}   # the jump and the lint finding (incidents), the prompt change
     assert any("lint finding: faithfulness prompt" in line for line in e.evidence)
@@ -245,7 +255,7 @@ def test_the_leak_message_tells_the_lint_finding_and_the_instrument_change_insid
 
 
 def test_a_message_links_to_its_run_and_carries_its_key(_flat_built: tuple[Path, frozenset[str]], tmp_path: Path):
-    (e,) = _pipeline_jump(*_store_for(_pipeline_jump, _flat_built, tmp_path)).events
+    (e,) = _decided(_pipeline_jump, _flat_built, tmp_path).events
     text = e.text("https://evaldrift.example/")
     assert "Open: https://evaldrift.example/run?run=night-012&metric=faithfulness" in text
     assert text.splitlines()[-1] == f"evaldrift-key: {e.key}"

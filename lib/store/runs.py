@@ -342,7 +342,9 @@ class RunsMixin(StoreBase):
         self.flush_cache()
         tables = ("runs", "prompts", "run_metrics", "samples", "sample_scores", "judge_cache", "ablations",
                   "ablation_results")
-        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in tables}
+        # one statement, not one a table: 1.0 against 3-6 CPU ms on the demo (the fuzz tests ask twice an example)
+        rows = self._rows(" UNION ALL ".join(f"SELECT {i}, count(*) FROM {t}" for i, t in enumerate(tables)))
+        return {tables[i]: n for i, n in sorted(rows)}
 
     def supported_evidence(self, metric: str, suite: str = MAIN, run_id: str | None = None,
                            sample_ids: Sequence[str] | None = None) -> pd.DataFrame:

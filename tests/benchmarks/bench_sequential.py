@@ -63,7 +63,7 @@ def _arm(labels: np.ndarray, lengths: np.ndarray, ids: list[str]) -> ArmResults:
     mask = np.arange(labels.shape[2])[None, :] < lengths[:, None]
     score = ((labels & mask[:, None, :]).sum(axis=2) / lengths[:, None]).tolist()
     scores = {sid: score[i] for i, sid in enumerate(ids)}
-    per = {sid: [labels[i, r, :lengths[i]].tolist() for r in range(reps)] for i, sid in enumerate(ids)}
+    per = {sid: labels[i, :, :lengths[i]].tolist() for i, sid in enumerate(ids)}   # [repeat][claim], one call a sample
     rows = {sid: [(OK, "")] * reps for sid in ids}
     return ArmResults(scores, per, 0, 0, len(ids) * reps, Counter(), rows)  # type: ignore[arg-type]
 

@@ -42,20 +42,52 @@ REPLAY_MIN = 100   # the baseline is judged on at least this many samples (or al
 
 
 def _per_sample(arm: ArmResults, order: Sequence[str]) -> dict[str, np.ndarray]:
-    """An arm's per-sample figures in the order: scored, mean, repeat variance, judgings, failed, excluded."""
-    scored = np.array([s in arm.scores for s in order])
-    mean = np.full(len(order), np.nan)
-    var = np.full(len(order), np.nan)
+    """An arm's per-sample figures in the order: scored, mean, repeat variance, judgings, failed, excluded.
+
+    Samples with the same number of repeats (below eight) get their means and variances a column at a time:
+    the same additions in the same order as `sample_mean` and `sample_variance`, so bit for bit theirs, without a
+    Python call per sample (a look reads every sample of two arms, and a running ablation looks once a chunk).
+    """
+    n = len(order)
+    mean = np.full(n, np.nan)
+    var = np.full(n, np.nan)
+    got: list[list[float]] = []
+    scored = np.zeros(n, dtype=bool)
+    by_length: dict[int, list[int]] = {}
     for i, s in enumerate(order):
         x = arm.scores.get(s)
+        scored[i] = x is not None
+        got.append(x or [])
         if x:
-            mean[i] = sample_mean(x)
-            if len(x) >= 2:
-                var[i] = sample_variance(x)
-    rows = [arm.rows.get(s, []) for s in order]
-    units = np.array([len(r) for r in rows])
-    failed = np.array([sum(st == FAILED for st, _ in r) for r in rows])
-    excluded = np.array([sum(st == EXCLUDED for st, _ in r) for r in rows])
+            by_length.setdefault(len(x), []).append(i)
+    for length, where in by_length.items():
+        if length >= 8:   # numpy sums pairwise from eight on: its own mean and variance
+            for i in where:
+                mean[i] = sample_mean(got[i])
+                var[i] = sample_variance(got[i])
+            continue
+        block = np.array([got[i] for i in where], dtype=float)   # [sample, repeat]
+        m = block[:, 0].copy()
+        for j in range(1, length):
+            m += block[:, j]
+        m /= length
+        mean[where] = m
+        if length >= 2:
+            d = block - m[:, None]
+            acc = d[:, 0] * d[:, 0]
+            for j in range(1, length):
+                acc += d[:, j] * d[:, j]
+            var[where] = acc / (length - 1)
+    rows = [arm.rows.get(s, ()) for s in order]
+    units = np.array([len(r) for r in rows], dtype=int)
+    failed = np.zeros(n, dtype=int)
+    excluded = np.zeros(n, dtype=int)
+    for i, r in enumerate(rows):
+        for st, _ in r:
+            if st == FAILED:
+                failed[i] += 1
+            elif st == EXCLUDED:
+                excluded[i] += 1
     return {"scored": scored, "mean": mean, "var": var, "units": units, "failed": failed, "excluded": excluded}
 
 
