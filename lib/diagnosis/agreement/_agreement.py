@@ -36,6 +36,7 @@ from lib.diagnosis.agreement._design import SampleDraw, Withheld, choose, draws_
 from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import NONE, Estimate
 from lib.store import Store
+from lib.store import history as hs
 
 
 def instrument_text(judge_model: object, prompt_hash: object, binding: object, scorer: object = None) -> str:
@@ -413,8 +414,8 @@ def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, vers
     paired = pairs.samples.drop_duplicates("sample_id")
     if len(paired) < MIN_LABELS:
         return None
-    scores = store.sample_scores(run_id, suite, metric)
-    ok = scores[(scores["status"] == OK) & scores["score"].notna()]
+    # the run's scored samples only (status ok, a score): not its reasons and verdicts' JSON, a third of the read
+    ok = hs.mean_sample_scores(store, [run_id], suite, metric)
     rest = ok[~ok["sample_id"].isin(set(paired["sample_id"]))]
     return corrected_mean(paired["sample_id"].astype(str).tolist(), paired["people"].to_numpy(float),
                           paired["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws, tune=tune)
