@@ -274,7 +274,7 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
     si = index(samples["sample_id"].to_numpy(str))
     bias = fast(st.bias(diff, np.zeros(len(diff))), st.boot_mean(diff, draws, si), len(diff))
     mean_error = fast(st.mean_error(diff, np.zeros(len(diff))), st.boot_mean(np.abs(diff), draws, si), len(diff))
-    runs = set(items["run_id"]) | set(samples["run_id"])
+    runs = set(items["run_id"].unique()) | set(samples["run_id"].unique())   # not a Python loop over every pair
     return Agreement(metric=metric, instrument=instrument, version=version, n_samples=len(all_ids),
                      n_runs=len(runs), n_items=len(items), accuracy=accuracy, kappa=kappa, auc=auc, bias=bias,
                      mean_error=mean_error)
