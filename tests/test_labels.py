@@ -42,6 +42,7 @@ def _label(store: Store, sid: str, value: float, *, who: str = "ana", item: int 
 
 
 def test_a_new_label_by_the_same_person_supersedes_visibly_and_history_stays(store: Store) -> None:
+    assert store.labelled_metrics(MAIN) == set()
     store.add_labels([_label(store, "s00", 1.0), _label(store, "s00", 1.0, who="bo")])
     store.add_labels([_label(store, "s00", 0.0)])   # ana changes her mind
     current = store.labels(MAIN)
@@ -49,6 +50,8 @@ def test_a_new_label_by_the_same_person_supersedes_visibly_and_history_stays(sto
     history = store.label_history(MAIN)
     assert list(history["seq"]) == [1, 2, 3]
     assert list(history["superseded_by"].fillna(0).astype(int)) == [3, 0, 0]   # ana's first, by her second
+    # the metrics the calibration set labels (what the agreement reads instead of a labels read a metric)
+    assert store.labelled_metrics(MAIN) == {"faithfulness"} and store.labelled_metrics("other") == set()
 
 
 def test_the_calibration_set_is_frozen_by_version(store: Store) -> None:

@@ -36,6 +36,7 @@ from lib.diagnosis.agreement._design import SampleDraw, Withheld, choose, draws_
 from lib.diagnosis.agreement._ppi import MIN_LABELS, Corrected, ppi_mean
 from lib.diagnosis.agreement._stats import NONE, Estimate
 from lib.store import Store
+from lib.store import history as hs
 
 
 def instrument_text(judge_model: object, prompt_hash: object, binding: object, scorer: object = None) -> str:
@@ -273,7 +274,7 @@ def agreement(pairs: Pairs, *, metric: str, instrument: str, version: int, seed:
     si = index(samples["sample_id"].to_numpy(str))
     bias = fast(st.bias(diff, np.zeros(len(diff))), st.boot_mean(diff, draws, si), len(diff))
     mean_error = fast(st.mean_error(diff, np.zeros(len(diff))), st.boot_mean(np.abs(diff), draws, si), len(diff))
-    runs = set(items["run_id"]) | set(samples["run_id"])
+    runs = set(items["run_id"].unique()) | set(samples["run_id"].unique())   # not a Python loop over every pair
     return Agreement(metric=metric, instrument=instrument, version=version, n_samples=len(all_ids),
                      n_runs=len(runs), n_items=len(items), accuracy=accuracy, kappa=kappa, auc=auc, bias=bias,
                      mean_error=mean_error)
@@ -413,8 +414,8 @@ def corrected_of_run(store: Store, suite: str, metric: str, run_id: str, *, vers
     paired = pairs.samples.drop_duplicates("sample_id")
     if len(paired) < MIN_LABELS:
         return None
-    scores = store.sample_scores(run_id, suite, metric)
-    ok = scores[(scores["status"] == OK) & scores["score"].notna()]
+    # the run's scored samples only (status ok, a score): not its reasons and verdicts' JSON, a third of the read
+    ok = hs.mean_sample_scores(store, [run_id], suite, metric)
     rest = ok[~ok["sample_id"].isin(set(paired["sample_id"]))]
     return corrected_mean(paired["sample_id"].astype(str).tolist(), paired["people"].to_numpy(float),
                           paired["judge"].to_numpy(float), rest["score"].to_numpy(float), pairs.draws, tune=tune)
@@ -451,7 +452,7 @@ def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str,
         before: 0.79 by the judge; 0.80 [0.78, 0.82] corrected)"; steps with fewer than two labelled samples
         scored are left out.
     """
-    labelled = {m for m in {s[0] for s in steps} if not store.labels(suite, metric=m).empty}
+    labelled = {s[0] for s in steps} & store.labelled_metrics(suite)
     pairs_of = {m: labelled_pairs(store, suite, m)[0] for m in labelled}   # every run's, as the trend read them
     out: dict[tuple[str, str], str] = {}
     for metric, run_id, before_id in steps:

@@ -95,8 +95,9 @@ def _trend_agreement(store: Store, history: pd.DataFrame, suite: str, seed: int
                      ) -> tuple[list[SegmentAgreement], list[ChangeAgreement]]:
     segs: list[SegmentAgreement] = []
     changes: list[ChangeAgreement] = []
+    labelled = store.labelled_metrics(suite)   # one read, not one a metric
     for metric in sorted(history["metric"].unique()) if not history.empty else []:
-        if store.labels(suite, metric=metric).empty:
+        if metric not in labelled:
             continue
         pairs, version = labelled_pairs(store, suite, metric)
         h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
@@ -170,8 +171,9 @@ def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MA
         history: store.metric_history(suite=suite) (all runs: a segment is cut where its instrument changes).
     """
     out: list[SegmentCorrected] = []
+    labelled = store.labelled_metrics(suite)   # one read, not one a metric
     for metric in sorted(history["metric"].unique()) if not history.empty else []:
-        if store.labels(suite, metric=metric).empty:
+        if metric not in labelled:
             continue
         h = history[history["metric"] == metric].dropna(subset=["score"]).sort_values(["started_at", "run_id"])
         h = h.assign(_seg=segment_index(h).loc[h.index])
