@@ -316,7 +316,8 @@ VEGA_WARNING = "Infinite extent"
 def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Page) -> None:
     """Each page not checked above, in menu order: the first (the Overview) by its URL, each next by its menu link (a
     page switch in one session costs Chromium about half a page load), which opens the page's own URL. On the
-    Overview, before leaving it, the newcomer's checks of it (issue 28)."""
+    Overview, before leaving it, the newcomer's checks of it (issue 28); on the Review, the newcomer's checks of its
+    exports (issue 28)."""
     first, *rest = OTHER_PAGES
     assert first.default   # the Overview
     logged: list[str] = []
@@ -338,6 +339,9 @@ def test_every_page_renders_without_an_exception(dashboard: Dashboard, page: Pag
         assert_healthy(page)
         assert urlsplit(page.url).path == f"/{app_page.path}", (app_page.name, page.url)
         assert_in_the_menu(page, app_page.title)
+        if app_page.name == "review":   # the newcomer's Review checks, on this load (issue 28)
+            review_export_carries_the_rejudged_finding_and_every_incidents_state_above_the_tables(page)
+    assert "review" in [p.name for p in rest]   # the Review checks above cannot drop out of the walk
 
 
 def overview_sparklines_and_name_box(page: Page, logged: list[str]) -> None:
@@ -381,11 +385,10 @@ def download(page: Page, label: str) -> str:
     return Path(info.value.path()).read_text(encoding="utf-8")
 
 
-def test_the_review_export_carries_the_rejudged_finding_and_every_incidents_state_above_the_tables(
-        dashboard: Dashboard, page: Page) -> None:
-    """And the plain-text download of the same Review has no Markdown (one page load for both: a download changes
-    nothing on the page)."""
-    open_page(page, dashboard.url("review"))
+def review_export_carries_the_rejudged_finding_and_every_incidents_state_above_the_tables(page: Page) -> None:
+    """On the Review the sidebar opens (the latest week; test_every_page_renders_without_an_exception walks to it: this
+    was a test of its own, with a page load of its own), the Markdown export carries the meeting's conclusions; and
+    the plain-text download of the same Review has no Markdown (a download changes nothing on the page)."""
     shown = main_text(page)
     assert shown.index("says the system lost 0.145 on 2026-10-31") < shown.index("What moved beyond noise")
     assert NOTE in shown

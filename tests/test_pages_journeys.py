@@ -289,16 +289,8 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
 
 
 # -- item 8: the Review's week buttons stop at the data --------------------------------------------------------
-def test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first(dashboard: Dashboard, page: Page) -> None:
-    page.goto(dashboard.url("review"))   # the sidebar's link
-    wait_for_app(page)
-    assert exceptions_shown(page) == []
-    assert page.locator(".st-key-rev_next button").first.is_disabled(), "Next week walks past the latest run"
-    assert page.locator(".st-key-rev_prev button").first.is_enabled()
-    page.goto(dashboard.url("review?from=2026-09-01&to=2026-09-07"))
-    wait_for_app(page)
-    assert page.locator(".st-key-rev_prev button").first.is_disabled(), "Previous week walks before the first run"
-    assert page.locator(".st-key-rev_next button").first.is_enabled()
+# Checked in test_the_reviews_and_trends_tables_fit_a_1024_px_screen below, on the loads that test makes anyway (the
+# sidebar's Review link for the latest week, a pasted link for the first): two page loads fewer.
 
 
 # -- items 9, 10, 12: the Trends chart's marks and table ------------------------------------------------------
@@ -348,8 +340,10 @@ _CLIPPED = """() => {
 }"""
 
 
-def test_the_reviews_and_trends_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page) -> None:
-    """Item 18; and item 12 on the same Review: its canary table shows rounded scores and dates."""
+def test_the_reviews_and_trends_tables_fit_a_1024_px_screen_and_the_week_buttons_stop_at_the_data(
+        dashboard: Dashboard, page: Page) -> None:
+    """Item 18; item 12 on the same Review: its canary table shows rounded scores and dates; item 8 on the sidebar's
+    Review and the first week: the week buttons stop at the data."""
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(dashboard.url("review?from=2026-09-30&to=2026-10-06"))
     wait_for_app(page)
@@ -364,8 +358,8 @@ def test_the_reviews_and_trends_tables_fit_a_1024_px_screen(dashboard: Dashboard
     assert all(not re.fullmatch(r"\d\.\d{4,}", c) for c in cells), cells
     assert any(re.fullmatch(r"\d\.\d{3}", c) for c in cells), cells
     assert any(re.fullmatch(r"2026-10-0\d \d\d:\d\d", c) for c in cells), cells
-    page.goto(dashboard.url("trends"))   # every metric: the widest names and suspects
-    wait_for_app(page)
+    # the sidebar's Trends (no metric: every metric, the widest names and suspects): a click, not a second page load
+    open_from_sidebar(page, "Trends")
     tables = page.evaluate(_TABLES)   # short: static tables, which wrap (a long one would be a grid)
     jumps = next(t for t in tables if "first suspect" in t["headers"])
     events = next(t for t in tables if "kind" in t["headers"])
@@ -375,6 +369,17 @@ def test_the_reviews_and_trends_tables_fit_a_1024_px_screen(dashboard: Dashboard
     # a static table clips what does not fit: every cell ends inside the main column, its text inside it
     clipped = page.evaluate(_CLIPPED)
     assert clipped and max(clipped) <= 1, max(clipped or [0])
+
+    # item 8 (was test_next_week_stops_at_the_latest_run_and_previous_week_at_the_first): the sidebar's Review shows
+    # the latest week, whose Later button is off; a pasted link to the first week turns Earlier off
+    open_from_sidebar(page, "Review")
+    assert page.locator(".st-key-rev_next button").first.is_disabled(), "Next week walks past the latest run"
+    assert page.locator(".st-key-rev_prev button").first.is_enabled()
+    page.goto(dashboard.url("review?from=2026-09-01&to=2026-09-07"))
+    wait_for_app(page)
+    assert exceptions_shown(page) == []
+    assert page.locator(".st-key-rev_prev button").first.is_disabled(), "Previous week walks before the first run"
+    assert page.locator(".st-key-rev_next button").first.is_enabled()
 
 
 # -- item 18: the Run and Compare pages' tables read at 1024 px without scrolling sideways ----------------------
@@ -396,8 +401,10 @@ def tables_with(page: Page, *headers: str) -> dict:
     return found[0]
 
 
-def test_the_run_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sample(dashboard: Dashboard,
-                                                                                   page: Page) -> None:
+def test_the_run_and_compare_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sample(
+        dashboard: Dashboard, page: Page) -> None:
+    """Item 18 on the Run page, then on the Compare page its "Compare with" link opens (the same run, the run before
+    it, faithfulness: the link test_the_compare_pages_tables_fit_a_1024_px_screen pasted): one page load, not two."""
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(dashboard.url(f"run?run={dashboard.leak_run}&metric=faithfulness"))
     wait_for_app(page)
@@ -415,12 +422,12 @@ def test_the_run_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sam
     page.mouse.click(box["x"] + 18, box["y"] + header + 2 * row_height + row_height / 2)   # the third row
     wait_for_app(page)
     assert selected(page, "run_sample") == "doc-0002" and query(page)["view"] == "doc-0002"
-
-
-def test_the_compare_pages_tables_fit_a_1024_px_screen(dashboard: Dashboard, page: Page) -> None:
-    page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(dashboard.url(f"compare?run={dashboard.leak_run}&run_b={dashboard.before}&metric=faithfulness"))
+    # the Compare page, by the Run page's in-page link (was test_the_compare_pages_tables_fit_a_1024_px_screen)
+    page.locator(f"{MAIN} a").filter(has_text="Compare with").first.click()
     wait_for_app(page)
+    assert exceptions_shown(page) == []
+    shown = query(page)
+    assert (shown["run"], shown["run_b"], shown["metric"]) == (dashboard.leak_run, dashboard.before, "faithfulness")
     sides = tables_with(page, "metric", "baseline", "run", "delta", "judge model", "prompt hash", "binding")
     moves = tables_with(page, "sample_id", "baseline", "run", "delta")
     flips = tables_with(page, "sample_id", "flip", "item", "evidence")
