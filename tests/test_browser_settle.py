@@ -7,6 +7,7 @@ tested frame by frame on Streamlit's own messages, then on a small app in the re
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -221,3 +222,18 @@ def test_a_module_hands_the_next_the_kept_tab_with_no_site_data_and_its_home_por
             assert next_one.port == home
     finally:
         app_server.start()
+
+
+def test_a_test_process_leaves_no_server_log_folder_behind(tmp_path) -> None:
+    """A server given no log folder writes its logs to a temporary one, which is gone when the test process ends
+    (before, every run left one folder a server under /tmp: 97 of them here after a day's runs)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from tests.support.browser import StreamlitServer; "
+            "print(StreamlitServer(Path(sys.argv[1])).log_dir)")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "evals.duckdb")], capture_output=True,
+                          text=True, timeout=60, cwd=browser_support.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    folder = proc.stdout.strip()
+    assert "evaldrift-e2e-" in folder and not os.path.exists(folder)

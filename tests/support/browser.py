@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -169,7 +170,10 @@ class StreamlitServer:
         self.script = str(script)
         self.port = port or home_port()
         _TAKEN.add(self.port)
-        self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
+        if log_dir is None:   # a folder of its own, removed when the test process ends (its failures quote the logs)
+            log_dir = Path(tempfile.mkdtemp(prefix="evaldrift-e2e-"))
+            atexit.register(shutil.rmtree, log_dir, ignore_errors=True)
+        self.log_dir = Path(log_dir)
         self.stdout_path = self.log_dir / "streamlit.stdout.log"
         self.stderr_path = self.log_dir / "streamlit.stderr.log"
         self.env = server_env(self.db, env)
