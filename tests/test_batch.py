@@ -27,6 +27,7 @@ from lib.store import Store
 from lib.store import batches as bs
 from lib.store import history as hs
 from tests.conftest import offline_responder
+from tests.support.cli import run_cli
 from tests.support.openai_server import OpenAIServer
 from tests.support.synthetic_runs import LEAKY_FAITHFULNESS, REPLAY, record, samples
 
@@ -142,8 +143,9 @@ def test_a_restarted_process_polls_the_same_batch_and_shows_its_progress(db: Pat
         job = bt.submit(store, bt.client_for(server.base_url, "sk-test"), kind=bt.ABLATION, spec=spec)
         assert job is not None
     env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"}
-    status = subprocess.run([sys.executable, "-m", "lib", "batch", "status", "--db", str(db)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    # what the batch is is read from the database alone: the status here (in this process, tests/support/cli.py),
+    # the poll that finishes the job by a new process that never saw the submission
+    status = run_cli("batch", "status", "--db", db, env=env)
     assert status.returncode == 0, status.stderr
     assert job.batch_id in status.stdout and "in_progress" in status.stdout and f"of {job.total}" in status.stdout
     server.batch_api.gate.set()

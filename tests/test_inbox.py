@@ -18,6 +18,7 @@ from lib.app import ui
 from lib.intake import inbox
 from lib.intake.runjson import run_to_json
 from lib.store import Store
+from tests.support.cli import run_cli
 from tests.test_validate import good_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +69,8 @@ def test_a_poisoned_inbox_file_leaves_every_page_working_and_later_files_recorde
 
 # -- item 5: every command that writes drains first ---------------------------------------------
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """A real `python -m lib` process: where this test process holds the database, a second process is the point
+    (in one process DuckDB would share the open file rather than find it held)."""
     return subprocess.run([sys.executable, "-m", "lib", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env=dict(os.environ))
 
@@ -82,11 +85,12 @@ def test_a_run_handed_over_between_two_cli_writers_is_recorded_by_the_next_comma
         assert proc.returncode == 0 and "through the inbox" in proc.stdout, proc.stderr
         busy = cli("runs", "--db", db)   # a reading command that cannot open it says what waits
         assert busy.returncode == 2 and "1 run(s) wait in the inbox" in busy.stderr, busy.stderr
-    proc = cli("runs", "--db", db, "--json")  # the next command to open the database drains first
+    # free again: the next command to open the database drains first (in this process, tests/support/cli.py)
+    proc = run_cli("runs", "--db", db, "--json")
     assert proc.returncode == 0, proc.stderr
     assert [r["run_id"] for r in json.loads(proc.stdout)] == ["second"]
     assert inbox.waiting(db.parent / "inbox") == 0
-    proc = cli("record", "--db", db, first)
+    proc = run_cli("record", "--db", db, first)
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
         assert sorted(store.run_ids()) == ["first", "second"]

@@ -22,6 +22,7 @@ from lib.intake.importers import prepare_import
 from lib.intake.importers.inspect import ZSTD, _member
 from lib.store import Store
 from tests.support.tool_runs import BY_QUESTION, INSPECT_PYTHON, ROWS, tool_env
+from tests.support.warm_python import WarmPython
 from tests.test_cli import assert_usage_error, cli
 
 
@@ -198,14 +199,18 @@ def test_inspects_own_reader_gives_the_same_run_and_reads_an_unfinished_log(fres
     half = unfinished(log, tmp_path)
     with pytest.raises(InputError, match="unfinished log has no header yet: EVALDRIFT_INSPECT_PYTHON"):
         prepare_import(half, run_id="half")
-    monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(python))
-    theirs = prepare_import(log, run_id="ours")
-    assert (theirs.grader, theirs.version, theirs.notes["repeats"]) == (ours.grader, ours.version, 2)
-    assert theirs.run.samples == ours.run.samples
-    assert [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in theirs.run.metrics] == \
-        [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in ours.run.metrics]
-    proc = imported(fresh_db, half, "half")                 # the CLI, through Inspect's reader
-    assert "grader openai-api/loop/grader-strict" in proc.stdout
+    # Inspect's Python with Inspect imported once for the two reads (tests/support/warm_python.py: each read still
+    # runs the reader in that interpreter, forked); Inspect started cold, as a user's, is test_blank_reach's and
+    # test_inspect_options'
+    with WarmPython(python, ("inspect_ai", "inspect_ai.log"), flags=("-I",)) as warm:
+        monkeypatch.setenv("EVALDRIFT_INSPECT_PYTHON", str(warm.path))
+        theirs = prepare_import(log, run_id="ours")
+        assert (theirs.grader, theirs.version, theirs.notes["repeats"]) == (ours.grader, ours.version, 2)
+        assert theirs.run.samples == ours.run.samples
+        assert [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in theirs.run.metrics] == \
+            [(m.metric, [r.score for r in m.results], m.prompt_hash) for m in ours.run.metrics]
+        proc = imported(fresh_db, half, "half")                 # the CLI, through Inspect's reader
+        assert "grader openai-api/loop/grader-strict" in proc.stdout
     with Store(fresh_db) as store:
         assert len(store.samples("half")) == len(ROWS)
 

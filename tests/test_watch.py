@@ -5,6 +5,7 @@ kill -9 mid-send, a receiver that fails and recovers, and the dashboard owning t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from lib.store import watch as ws
 from lib.store.parquet import TABLES
 from lib.store.snapshot import write_snapshot
 from tests.support.cli import ROOT, run_cli
-from tests.support.receivers import HttpReceiver, http_receiver, smtp_receiver
+from tests.support.receivers import http_receiver, smtp_receiver
 from tests.support.watch_history import history, night
 
 KEY = "evaldrift-key: "
@@ -29,15 +30,25 @@ FLAT = [0.70] * 12
 START = datetime.now().replace(microsecond=0) - timedelta(days=13)
 
 
-def _watched_db(tmp_path: Path, rec: HttpReceiver) -> Path:
-    """Twelve quiet nights, looked at once (nothing to say), then a night whose retriever change moved the score."""
-    db = tmp_path / "runs.duckdb"
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve quiet nights, looked at once (nothing to say), then a night whose retriever change moved the score:
+    built once a module (0.6 CPU s a build), each test given a copy (`_watched_db`)."""
+    db = tmp_path_factory.mktemp("watched") / "runs.duckdb"
     with Store(db) as store:
         history(store, FLAT, start=START)
-    assert wj.look(db, wj.AppriseNotifier([rec.json_url()]), now=START + timedelta(days=11.5)).claimed == ()
+    with http_receiver() as rec:
+        assert wj.look(db, wj.AppriseNotifier([rec.json_url()]), now=START + timedelta(days=11.5)).claimed == ()
+        assert rec.posts == []
     with Store(db) as store:
         night(store, 12, 0.45, pipeline={"retriever": "<b>v2</b>"}, start=START)
+    assert not db.with_name(f"{db.name}.wal").exists() and not wj.side_path(db).exists()   # closed whole: one file
     return db
+
+
+def _watched_db(tmp_path: Path, watched: Path) -> Path:
+    """A copy of the module's watched database for one test (which sends its messages and records them)."""
+    return Path(shutil.copy(watched, tmp_path / "runs.duckdb"))
 
 
 def _keys(texts: list[str]) -> list[str]:
@@ -64,9 +75,9 @@ def test_a_message_is_claimed_once():
     assert ws.seen_keys(store) == {"incident:x"}
 
 
-def test_json_slack_and_email_receive_the_cause_first(tmp_path: Path):
+def test_json_slack_and_email_receive_the_cause_first(tmp_path: Path, watched: Path):
     with http_receiver() as rec, smtp_receiver() as mail:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         rec.posts.clear()
         env = {"EVALDRIFT_NOTIFY": f"{rec.json_url()}, {rec.slack_url()} {mail.url()}",
                "EVALDRIFT_PUBLIC_URL": "https://evaldrift.example"}
@@ -96,9 +107,9 @@ def test_json_slack_and_email_receive_the_cause_first(tmp_path: Path):
         assert len(rec.posts) == 2 and len(mail.messages) == 1
 
 
-def test_a_failed_delivery_stays_pending_and_goes_out_next_look_with_its_key(tmp_path: Path):
+def test_a_failed_delivery_stays_pending_and_goes_out_next_look_with_its_key(tmp_path: Path, watched: Path):
     with http_receiver(fail_first=3) as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         notifier = wj.AppriseNotifier([rec.json_url()])
         waits: list[float] = []
         failed = wj.look(db, notifier, now=START + timedelta(days=12.5), backoff=0.5, sleep=waits.append)
@@ -112,19 +123,19 @@ def test_a_failed_delivery_stays_pending_and_goes_out_next_look_with_its_key(tmp
         assert _keys(rec.texts()) == ["incident:jump:faithfulness:night-012"]
 
 
-def test_the_cli_exits_3_while_a_channel_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_the_cli_exits_3_while_a_channel_fails(tmp_path: Path, watched: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(wj, "BACKOFF", 0.01)
     with http_receiver(fail_first=100) as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         done = run_cli("watch", "--db", db, env={"EVALDRIFT_NOTIFY": rec.json_url()})
         assert done.returncode == 3, done.stderr
         assert "pending: incident:jump:faithfulness:night-012 to json://127.0.0.1" in done.stderr
         assert rec.refused == 3
 
 
-def test_a_watcher_killed_mid_send_resends_once_with_the_same_key(tmp_path: Path):
+def test_a_watcher_killed_mid_send_resends_once_with_the_same_key(tmp_path: Path, watched: Path):
     with http_receiver(hold=30) as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         rec.arrived.clear()
         child = subprocess.Popen([sys.executable, "-m", "lib", "watch", "--db", str(db)], env=_env(rec.json_url()),
                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -144,9 +155,9 @@ def test_a_watcher_killed_mid_send_resends_once_with_the_same_key(tmp_path: Path
         assert _keys(rec.texts()) == ["incident:jump:faithfulness:night-012"] * 2   # once more, same key
 
 
-def test_two_watchers_at_once_send_each_message_once(tmp_path: Path):
+def test_two_watchers_at_once_send_each_message_once(tmp_path: Path, watched: Path):
     with http_receiver() as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         with Store(db) as store:
             night(store, 13, 0.45, pipeline={"retriever": "<b>v2</b>"}, judge_model="gpt-judge-2",
                   start=START, hours=23)   # a second event, before the watchers look
@@ -161,9 +172,9 @@ def test_two_watchers_at_once_send_each_message_once(tmp_path: Path):
         assert sorted(keys) == ["incident:jump:faithfulness:night-012", "instrument:night-013:faithfulness:judge model"]
 
 
-def test_while_the_dashboard_owns_the_database_the_watcher_reads_its_snapshot(tmp_path: Path):
+def test_while_the_dashboard_owns_the_database_the_watcher_reads_its_snapshot(tmp_path: Path, watched: Path):
     with http_receiver() as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         owner = Store(db)   # the dashboard: holds the file; its snapshot is what other processes read
         try:
             write_snapshot(owner)
@@ -185,9 +196,9 @@ def test_while_the_dashboard_owns_the_database_the_watcher_reads_its_snapshot(tm
         assert len(rec.posts) == 1
 
 
-def test_test_and_digest_send_to_every_channel(tmp_path: Path):
+def test_test_and_digest_send_to_every_channel(tmp_path: Path, watched: Path):
     with http_receiver() as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         env = {"EVALDRIFT_NOTIFY": rec.json_url()}
         done = run_cli("watch", "--test", env=env)
         assert done.returncode == 0 and "test message sent to 1 of 1 channel(s)" in done.stdout
@@ -227,9 +238,9 @@ def _record(db: Path, day: int, **kw: object) -> None:
     raise AssertionError("the database stayed busy")
 
 
-def test_every_sends_a_run_recorded_meanwhile_within_one_interval(tmp_path: Path):
+def test_every_sends_a_run_recorded_meanwhile_within_one_interval(tmp_path: Path, watched: Path):
     with http_receiver() as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         child = subprocess.Popen([sys.executable, "-m", "lib", "watch", "--db", str(db), "--every", "2s"],
                                  env=_env(rec.json_url()), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
@@ -269,7 +280,7 @@ def test_alerts_frame_newest_first_with_pending_errors():
     assert announced(rows) == {"a"}   # a pending message has announced nothing yet
 
 
-def test_the_overview_shows_what_was_sent_and_marks_the_incident_announced(tmp_path: Path,
+def test_the_overview_shows_what_was_sent_and_marks_the_incident_announced(tmp_path: Path, watched: Path,
                                                                              monkeypatch: pytest.MonkeyPatch):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
@@ -277,7 +288,7 @@ def test_the_overview_shows_what_was_sent_and_marks_the_incident_announced(tmp_p
     from lib.app import ui
 
     with http_receiver() as rec:
-        db = _watched_db(tmp_path, rec)
+        db = _watched_db(tmp_path, watched)
         assert wj.look(db, wj.AppriseNotifier([rec.json_url()]), now=START + timedelta(days=12.5)).delivered == 1
     monkeypatch.setenv("EVALDRIFT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
