@@ -15,6 +15,7 @@ from lib.core.records import MAIN
 from lib.core.samples import EvalSample
 from lib.intake.labels import import_labels
 from lib.store import Store
+from lib.store import history as hs
 from lib.store.parquet import ParquetStore, export_parquet
 from tests.support.synthetic_runs import facts, record
 
@@ -42,7 +43,7 @@ def _label(store: Store, sid: str, value: float, *, who: str = "ana", item: int 
 
 
 def test_a_new_label_by_the_same_person_supersedes_visibly_and_history_stays(store: Store) -> None:
-    assert store.labelled_metrics(MAIN) == set()
+    assert hs.labelled_metrics(store, MAIN) == set()
     store.add_labels([_label(store, "s00", 1.0), _label(store, "s00", 1.0, who="bo")])
     store.add_labels([_label(store, "s00", 0.0)])   # ana changes her mind
     current = store.labels(MAIN)
@@ -51,7 +52,7 @@ def test_a_new_label_by_the_same_person_supersedes_visibly_and_history_stays(sto
     assert list(history["seq"]) == [1, 2, 3]
     assert list(history["superseded_by"].fillna(0).astype(int)) == [3, 0, 0]   # ana's first, by her second
     # the metrics the calibration set labels (what the agreement reads instead of a labels read a metric)
-    assert store.labelled_metrics(MAIN) == {"faithfulness"} and store.labelled_metrics("other") == set()
+    assert hs.labelled_metrics(store, MAIN) == {"faithfulness"} and hs.labelled_metrics(store, "other") == set()
 
 
 def test_the_calibration_set_is_frozen_by_version(store: Store) -> None:

@@ -207,3 +207,8 @@ def mean_sample_scores(store: Store, run_ids: Sequence[str], suite: str, metric:
                          WHERE list_contains(?, run_id) AND suite = ? AND metric = ? AND status = 'ok'
                                AND score IS NOT NULL
                          GROUP BY sample_id ORDER BY sample_id""", [list(run_ids), suite, metric])
+
+
+def labelled_metrics(store: Store, suite: str) -> set[str]:
+    """The metrics a suite's current labels label (a label is superseded, never removed: any row counts)."""
+    return {r[0] for r in _rows(store, "SELECT DISTINCT metric FROM labels WHERE suite = ?", [suite])}

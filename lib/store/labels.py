@@ -65,10 +65,6 @@ class LabelsMixin(StoreBase):
         """The version of a suite's calibration set: its highest label seq (0: no labels)."""
         return int(self._rows("SELECT coalesce(max(seq), 0) FROM labels WHERE suite = ?", [suite])[0][0])
 
-    def labelled_metrics(self, suite: str) -> set[str]:
-        """The metrics a suite's current labels label (a label is superseded, never removed: any row counts)."""
-        return {r[0] for r in self._rows("SELECT DISTINCT metric FROM labels WHERE suite = ?", [suite])}
-
     def labels(self, suite: str, *, metric: str | None = None, version: int | None = None,
                sample_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """The current labels of a suite (each person's newest per sample, metric and item), oldest first.

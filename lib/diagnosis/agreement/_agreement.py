@@ -452,7 +452,7 @@ def corrected_at_steps(store: Store, suite: str, steps: Sequence[tuple[str, str,
         before: 0.79 by the judge; 0.80 [0.78, 0.82] corrected)"; steps with fewer than two labelled samples
         scored are left out.
     """
-    labelled = {s[0] for s in steps} & store.labelled_metrics(suite)
+    labelled = {s[0] for s in steps} & hs.labelled_metrics(store, suite)
     pairs_of = {m: labelled_pairs(store, suite, m)[0] for m in labelled}   # every run's, as the trend read them
     out: dict[tuple[str, str], str] = {}
     for metric, run_id, before_id in steps:

@@ -95,7 +95,7 @@ def _trend_agreement(store: Store, history: pd.DataFrame, suite: str, seed: int
                      ) -> tuple[list[SegmentAgreement], list[ChangeAgreement]]:
     segs: list[SegmentAgreement] = []
     changes: list[ChangeAgreement] = []
-    labelled = store.labelled_metrics(suite)   # one read, not one a metric
+    labelled = hs.labelled_metrics(store, suite)   # one read, not one a metric
     for metric in sorted(history["metric"].unique()) if not history.empty else []:
         if metric not in labelled:
             continue
@@ -171,7 +171,7 @@ def corrected_by_segment(store: Store, history: pd.DataFrame, *, suite: str = MA
         history: store.metric_history(suite=suite) (all runs: a segment is cut where its instrument changes).
     """
     out: list[SegmentCorrected] = []
-    labelled = store.labelled_metrics(suite)   # one read, not one a metric
+    labelled = hs.labelled_metrics(store, suite)   # one read, not one a metric
     for metric in sorted(history["metric"].unique()) if not history.empty else []:
         if metric not in labelled:
             continue
