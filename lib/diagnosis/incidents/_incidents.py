@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import pandas as pd
@@ -300,7 +300,7 @@ def load(store: Store, *, suite: str = MAIN, evidence: bool = True) -> tuple[lis
                   if evidence else None,
                   drift=drifts(store, suite))
     if not evidence:   # the jumps' own lines (suspects, tests) are evidence too: the same fields empty throughout
-        found = [Incident(**{**i.__dict__, "evidence": ()}) for i in found]
+        found = [replace(i, evidence=()) for i in found]
     return found, series
 
 
