@@ -16,7 +16,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from tests.support import browser as browser_support
-from tests.support.browser import ScriptRuns, StreamlitServer, chromium, main_text, wait_for_app, watch
+from tests.support.browser import ScriptRuns, StreamlitServer, chromium, follow, main_text, wait_for_app, watch
 
 EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
 
@@ -147,6 +147,7 @@ import streamlit as st
 
 time.sleep(1.0)
 st.write("the other page")
+st.write(f"asked for {st.query_params.get('q')}, run {st.session_state.get('n')}")
 '''
 
 
@@ -184,6 +185,19 @@ def test_wait_for_app_returns_after_the_run_a_rerun_a_click_or_a_page_switch_ask
         page.get_by_role("button", name="Switch").click()
         wait_for_app(page)
         assert "the other page" in main_text(page)
+        assert runs.idle
+
+        # follow(): as the dashboard's own links, no page load (the window keeps what it held), the same session
+        # (its count goes on), the query given, and back only once the slow page has drawn
+        page.goto(app_server.url)
+        wait_for_app(page)
+        page.evaluate("() => { window.kept = 1 }")
+        started = time.monotonic()
+        follow(page, app_server.url.rstrip("/") + "/other?q=seven")
+        assert "asked for seven, run 2" in main_text(page)        # a new session would have no run yet (None)
+        assert page.evaluate("() => window.kept") == 1 and time.monotonic() - started >= 1.0
+        follow(page, app_server.url)
+        assert "run 3" in main_text(page) and page.evaluate("() => window.kept") == 1   # a new session: run 2
         assert runs.idle
 
 
