@@ -45,8 +45,9 @@ if default is None:
 url_range, url_problem = linkparams.date_range(lib.app.ui.query_param("from"), lib.app.ui.query_param("to"))
 if url_problem:
     st.warning(f"{md(url_problem)} Showing the latest week.")
-if RANGE_KEY not in st.session_state or len(st.session_state[RANGE_KEY]) != 2:
-    st.session_state[RANGE_KEY] = url_range or default
+if len(st.session_state.get(RANGE_KEY, ())) != 2:   # half picked (one day) when the user left: as if unset
+    st.session_state.pop(RANGE_KEY, None)
+lib.app.ui.seed_value(RANGE_KEY, ("from", "to"), url_range, default)   # a link to another week is followed
 
 c1, c2, c3, c4 = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
 picked = c1.date_input("Runs started between", key=RANGE_KEY, format="YYYY-MM-DD",

@@ -227,6 +227,20 @@ def test_review_page_defaults_to_the_last_week_and_steps_back_a_week(demo: Path)
     assert at.query_params["from"] == str(start - timedelta(days=7))
 
 
+def test_a_link_to_another_week_opened_in_the_same_session_shows_that_week(demo: Path) -> None:
+    """The Review already showing a week follows a link to another (one of the dashboard's own, in the same
+    session), as Trends and Run follow theirs: before, it kept the week it had and wrote it back to the address."""
+    at = open_page("pages/review.py")
+    start, end = at.date_input(key="rev_range").value
+    week = (start - timedelta(days=14), end - timedelta(days=14))
+    at.query_params.update({"from": str(week[0]), "to": str(week[1])})
+    at.run()
+    assert at.date_input(key="rev_range").value == week
+    assert (at.query_params["from"], at.query_params["to"]) == (str(week[0]), str(week[1]))
+    at.button(key="rev_next").click().run()   # then the user's own step is kept, not undone by the link
+    assert at.date_input(key="rev_range").value == (week[0] + timedelta(days=7), week[1] + timedelta(days=7))
+
+
 def test_review_of_a_range_without_runs_says_so(demo: Path) -> None:
     at = open_page("pages/review.py", **{"from": "2020-01-01", "to": "2020-01-07"})
     assert not at.exception
