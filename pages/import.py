@@ -62,6 +62,9 @@ read_as = TABLE
 if uploaded is not None:
     detected = detect_upload(uploaded.name, uploaded.getvalue())
     choices = [detected, *(k for k in READ_AS if k != detected)]
+    if st.session_state.get("_imp_format_for") != uploaded.file_id:   # each new file: read as what it is detected
+        st.session_state["imp_format"] = detected                    # as, not as the last file was, until the
+        st.session_state["_imp_format_for"] = uploaded.file_id       # user picks another
     read_as = st.selectbox("Read it as", choices, format_func=lambda k: READ_AS[k], key="imp_format",
                            help="Detected from the file's name and first bytes, as `python -m lib import` does.")
     st.caption(f"Detected: {READ_AS[detected]}.")

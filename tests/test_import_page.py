@@ -102,6 +102,11 @@ def upload(page, name: str, data: bytes) -> None:
     wait_for_app(page)
 
 
+def read_as(page: Page) -> str:
+    """What the page reads the file as: the "Read it as" choice it shows."""
+    return page.locator(".st-key-imp_format input[role=combobox]").first.input_value().strip()
+
+
 def upload_fix_record_score_and_find_the_run_on_trends(page: Page, server: StreamlitServer) -> None:
     """First: a misspelt column and a file without scores are said before recording."""
     page.goto(f"{server.url}/import")
@@ -202,10 +207,10 @@ def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServ
     wait_for_app(page)
     assert "Recorded run insp-page: 4 samples; answer_correctness." in main_text(page)
 
-    page.goto(f"{server.url}/import")
-    wait_for_app(page)
+    # the next file dropped on the same page, in the same session: read as what it is, not as the last file was
     upload(page, "results.json", promptfoo_results["pf-two"].read_bytes())
     assert "Detected: a promptfoo results.json." in main_text(page)
+    assert read_as(page) == "a promptfoo results.json"
     choose(page, "imp_provider", "openai:answerer-bad")
     fill(page, "imp_run_id", "pf-page")
     text = main_text(page)
@@ -214,9 +219,8 @@ def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServ
     wait_for_app(page)
     assert "Recorded run pf-page: 4 samples" in main_text(page)
 
-    page.goto(f"{server.url}/import")
-    wait_for_app(page)
     upload(page, "ragas.csv", ragas_results["ragas-good"].read_bytes())  # every row refused before
+    assert read_as(page).startswith("a Ragas result")
     text = main_text(page)
     assert "Detected: a Ragas result" in text and "grader is not recorded" in text
     assert "ragas version is not recorded" in text
