@@ -20,6 +20,7 @@ from tests.support.browser import (
     StreamlitServer,
     copy_db,
     exceptions_shown,
+    follow,
     main_text,
     wait_for_app,
 )
@@ -127,6 +128,7 @@ def test_a_run_link_restores_the_search_score_range_verdict_and_evidence_locatio
 # -- the Run page's page of a large run -----------------------------------------------------------------------------
 def test_a_run_link_with_a_page_number_opens_that_page_and_turning_the_page_writes_it(big_server: StreamlitServer,
                                                                                      page: Page) -> None:
+    """And then a linked page past the last shows the last and says so."""
     open_link(page, big_server, "run?run=big&metric=faithfulness&page=3")
     assert page.locator(".st-key-run_page input").input_value() == "3"
     assert f"page 3 of {BIG_PAGES}" in main_text(page)
@@ -145,10 +147,10 @@ def test_a_run_link_with_a_page_number_opens_that_page_and_turning_the_page_writ
     box.press("Enter")
     wait_for_app(page)
     assert "page" not in query(page)   # the first page is the default: not in the link
-
-
-def test_a_linked_page_past_the_last_shows_the_last_and_says_so(big_server: StreamlitServer, page: Page) -> None:
-    open_link(page, big_server, "run?run=big&metric=faithfulness&page=99")
+    # a linked page past the last shows the last and says so (it was a test of its own, with a page load of its own):
+    # a link in this session, as the dashboard's own are followed
+    follow(page, f"{big_server.url}/run?run=big&metric=faithfulness&page=99")
+    assert exceptions_shown(page) == []
     assert "link's page 99 is past the last page" in warnings(page), warnings(page)
     assert f"page {BIG_PAGES} of {BIG_PAGES}" in main_text(page)
     assert query(page)["page"] == str(BIG_PAGES)
@@ -187,9 +189,16 @@ def test_a_compare_link_with_split_shows_the_split_and_another_run_drops_it(serv
 # The bad values of score, found, verdict and Trends' from are AppTest cases (tests/test_linkparams.py BAD_LINKS, where
 # the browser cases that repeated them went); a bad page number is checked here, in one browser session.
 def test_a_bad_value_in_a_link_gets_a_warning_naming_its_parameter(server: StreamlitServer, page: Page) -> None:
-    for path, param in (("run?metric=faithfulness&page=two", "page"), ("run?metric=faithfulness&page=0", "page"),
-                        ("trends?metric=faithfulness&from=2031-01-01&to=2031-01-31", "from")):
-        open_link(page, server, path)
+    """The first link pasted (a new session), the next ones followed in that session as the dashboard's own links
+    are (no page load): a link that changes a parameter is read as a pasted one is (ui.seed_value)."""
+    for n, (path, param) in enumerate((("run?metric=faithfulness&page=two", "page"),
+                                       ("run?metric=faithfulness&page=0", "page"),
+                                       ("trends?metric=faithfulness&from=2031-01-01&to=2031-01-31", "from"))):
+        if n == 0:
+            open_link(page, server, path)
+        else:
+            follow(page, f"{server.url}/{path}")
+            assert exceptions_shown(page) == [], path
         assert f"link's {param}" in warnings(page), (path, warnings(page))
         if path.startswith("run?"):   # a Run link without filters: their defaults stay out of the link
             assert not {"q", "score", "verdict", "found"} & set(query(page)), page.url

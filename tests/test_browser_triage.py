@@ -26,6 +26,7 @@ from tests.support.browser import (
     main_text,
     wait_for_app,
 )
+from tests.support.browser import follow as in_session
 
 pytestmark = pytest.mark.e2e
 SMALL = {"width": 1024, "height": 768}
@@ -66,6 +67,13 @@ def follow(page: Page, name: str | re.Pattern[str], *, within: str = MAIN) -> st
     wait_for_app(page, timeout=120)
     assert exceptions_shown(page) == [], page.url
     return page.url
+
+
+def show(page: Page, url: str) -> None:
+    """Open `url` of the dashboard shown in `page` as its own links and the sidebar do (tests/support/browser.py's
+    follow(): the same session, no page load)."""
+    in_session(page, url, timeout=120)
+    assert exceptions_shown(page) == [], page.url
 
 
 def click(page: Page, name: str | re.Pattern[str]) -> None:
@@ -151,6 +159,10 @@ def test_the_readme_story_walks_by_links_from_the_overview_to_the_review_export(
     assert "nightly-20261003" in markdown
     assert "says the system lost 0.145 on 2026-10-31" in markdown   # the re-judge's answer
     measured("demo walk", began, cpu)
+    # then, in the same session at the same 1024 px, Compare of a run with a label (it was a test of its own, with a
+    # page load of its own): a link from here, as the sidebar's Compare and a pick are
+    show(page, f"{demo.url}/compare?run=nightly-20261117")
+    compares_run_pickers_show_their_whole_labels_and_its_histograms_toolbar_leaves_the_title_clear(page)
 
 
 def test_a_users_own_four_nights_walk_by_links_from_the_overview_to_the_review_export(own: StreamlitServer,
@@ -172,13 +184,12 @@ CUT_INPUTS_JS = """(main) => Array.from(
     .filter(i => i.scrollWidth > i.clientWidth + 1).map(i => i.value)"""
 
 
-def test_compares_run_pickers_show_their_whole_labels_and_its_histograms_toolbar_leaves_the_title_clear_at_1024_px(
-        demo: StreamlitServer, page: Page) -> None:
-    """Two defects of one Compare page at 1024 px (one load): the run pickers' labels cut, and the per-sample
-    histogram's toolbar over its title."""
-    page.set_viewport_size(SMALL)
-    page.goto(f"{demo.url}/compare?run=nightly-20261117")   # a run with a label: the longest picker text
-    wait_for_app(page, timeout=120)
+def compares_run_pickers_show_their_whole_labels_and_its_histograms_toolbar_leaves_the_title_clear(
+        page: Page) -> None:
+    """Two defects of one Compare page at 1024 px (the demo's Compare of nightly-20261117, a run with a label: the
+    longest picker text; test_the_readme_story_walks_... opens it after its walk): the run pickers' labels cut, and
+    the per-sample histogram's toolbar over its title."""
+    assert page.viewport_size == SMALL
     assert page.evaluate(CUT_INPUTS_JS, MAIN) == []   # was "nightly-20261117 (2026" in 156 of 232 px
 
     chart = page.locator(f"{MAIN} .st-key-compare_hist [data-testid='stPlotlyChart'], "

@@ -37,6 +37,7 @@ from tests.support.browser import (
     StreamlitServer,
     copy_db,
     exceptions_shown,
+    follow,
     main_text,
     wait_for_app,
 )
@@ -186,16 +187,33 @@ def settled_box(locator: Locator) -> FloatRect:
     return box
 
 
-@pytest.mark.parametrize(("link", "metric"), [
+POINT_LINKS = [
     ("trends?metric=faithfulness", "faithfulness"),   # one metric: its own chart
     ("trends", "context_recall"),                     # every metric: a panel each in one chart; a lower panel
-])
-def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str) -> None:
-    """And on the same loads (each a page load saved): the link stays short, Trends on its whole range writing no
-    from and to into it (tests/test_browser_links.py's whole-range test was this check alone); on faithfulness's
-    chart, a jump ring's hover and a binding change's brown (issue 14 items 9, 10, 12: tests/test_pages_journeys.py
-    loaded the same link for them)."""
-    open_page(page, dashboard.url(link))
+]
+
+
+def test_a_point_on_the_trends_chart_opens_its_run(dashboard: Dashboard, page: Page) -> None:
+    """Each of POINT_LINKS in turn, in one session: the first pasted, the next one opened from the Run page the click
+    opened, as the sidebar's Trends is (it was a parametrized row of its own, with a page load of its own); each
+    failure names its link. And on the same pages (each a page load saved): the link stays short, Trends on its
+    whole range writing no from and to into it (tests/test_browser_links.py's whole-range test was this check alone);
+    on faithfulness's chart, a jump ring's hover and a binding change's brown (issue 14 items 9, 10, 12:
+    tests/test_pages_journeys.py loaded the same link for them)."""
+    for n, (link, metric) in enumerate(POINT_LINKS):
+        try:
+            point_opens_its_run(dashboard, page, link, metric, pasted=n == 0)
+        except Exception as e:   # an assertion or a wait that timed out: say which link's row it was
+            e.add_note(f"on Trends by the link {link!r}, a point of {metric}")
+            raise
+
+
+def point_opens_its_run(dashboard: Dashboard, page: Page, link: str, metric: str, *, pasted: bool) -> None:
+    if pasted:
+        open_page(page, dashboard.url(link))
+    else:
+        follow(page, dashboard.url(link))
+        assert_healthy(page)
     assert_in_the_menu(page, "Trends")   # the every-page check of Trends (test_every_page_renders_...)
     assert not {"from", "to"} & set(query(page)), "the whole range is a short link: no from and to in it"
     if link == "trends?metric=faithfulness":
@@ -407,15 +425,17 @@ def review_export_carries_the_rejudged_finding_and_every_incidents_state_above_t
     assert NOTE in text
 
 
-def test_ablation_run_latest_opens_the_latest_run(dashboard: Dashboard, page: Page) -> None:
+def test_ablation_run_latest_opens_the_latest_run_whose_pipeline_config_keeps_each_line_whole_at_1024_px(
+        dashboard: Dashboard, page: Page) -> None:
+    """A pasted /ablation?run=latest; then that run's Run page, a link in the same session (no page load; it was a
+    test of its own, test_the_pipeline_config_keeps_each_line_whole_at_1024_px, with a load of its own)."""
+    page.set_viewport_size({"width": 1024, "height": 900})
     open_page(page, dashboard.url("ablation?run=latest"))
     assert selected(page, "abl_run") == "nightly-20261201"   # the demo's last night (it opened 10-28, an incident's)
     assert "No run" not in main_text(page)
 
-
-def test_the_pipeline_config_keeps_each_line_whole_at_1024_px(dashboard: Dashboard, page: Page) -> None:
-    page.set_viewport_size({"width": 1024, "height": 900})
-    open_page(page, dashboard.url("run?run=nightly-20261201"))
+    follow(page, dashboard.url("run?run=nightly-20261201"))
+    assert_healthy(page)
     code = page.locator(MAIN).locator('[data-testid="stCode"]').filter(has_text="embedding_model").first
     lines = code.inner_text().splitlines()
     assert '    "embedding_model": "e5-small-v2-int8",' in lines, lines

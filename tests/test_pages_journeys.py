@@ -28,6 +28,7 @@ from tests.support.browser import (
     StreamlitServer,
     copy_db,
     exceptions_shown,
+    follow,
     main_text,
     wait_for_app,
 )
@@ -281,9 +282,9 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
     assert re.search(r"also blanks (contexts\+ground_truth|ground_truth\+contexts) together", main_text(page))
     assert query(page)["blank"] in ("ground_truth,contexts", "contexts,ground_truth")
 
+    # the Review of the run's day, in the same session (as the Ablation page's link to its Review week): no page load
     day = datetime.strptime(run.split("-")[1], "%Y%m%d").date()
-    page.goto(dashboard.url(f"review?from={day}&to={day}"))
-    wait_for_app(page)
+    follow(page, dashboard.url(f"review?from={day}&to={day}"))
     assert ablation_id in main_text(page)
     on_review = [m.groups() for m in COUNTS.finditer(main_text(page))]
     assert on_result.groups() in on_review, on_review
@@ -303,13 +304,12 @@ def test_after_the_four_readings_the_form_shows_their_spec(dashboard: Dashboard,
 FIVE = "faithfulness,answer_relevance,context_precision,context_recall,answer_correctness"
 
 
-def test_five_metric_chips_fit_their_box_and_the_whole_matrix_toggle_reads_whole_on_a_small_screen(
-        dashboard: Dashboard, page: Page) -> None:
-    """Item 13, and item 11 (truncated text) on the same page: at 1024 px the toggle's label read 'Whole m...' in its
-    narrow column."""
-    page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(dashboard.url(f"ablation?run={dashboard.leak_run}&metric={FIVE}&blank=ground_truth"))
-    wait_for_app(page)
+def five_metric_chips_fit_their_box_and_the_whole_matrix_toggle_reads_whole(page: Page) -> None:
+    """Item 13, and item 11 (truncated text) on the same page, at 1024 px (the toggle's label read 'Whole m...' in
+    its narrow column): on the Ablation page of five metrics that
+    test_the_run_and_compare_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sample opens last (this was
+    a test of its own, with a page load of its own)."""
+    assert exceptions_shown(page) == []
     box = page.locator(".st-key-abl_metrics .react-aria-ComboBox").first.bounding_box()
     chips = page.locator('.st-key-abl_metrics .react-aria-ComboBox [aria-label="Selected values"] [data-tag]')
     assert chips.count() == 5
@@ -405,7 +405,8 @@ def tables_with(page: Page, *headers: str) -> dict:
 def test_the_run_and_compare_pages_tables_fit_a_1024_px_screen_and_a_row_still_opens_its_sample(
         dashboard: Dashboard, page: Page) -> None:
     """Item 18 on the Run page, then on the Compare page its "Compare with" link opens (the same run, the run before
-    it, faithfulness: the link test_the_compare_pages_tables_fit_a_1024_px_screen pasted): one page load, not two."""
+    it, faithfulness: the link test_the_compare_pages_tables_fit_a_1024_px_screen pasted); then items 13 and 11 on an
+    Ablation page at the same size: one page load, not three."""
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(dashboard.url(f"run?run={dashboard.leak_run}&metric=faithfulness"))
     wait_for_app(page)
@@ -439,3 +440,6 @@ def test_the_run_and_compare_pages_tables_fit_a_1024_px_screen_and_a_row_still_o
         assert table["overflow"] <= 1, table
     assert sides["kind"] == "stTable"
     assert "unsupported → supported" in table_cells(page, "flip")
+    # item 13 and item 11: the leak run's ablation of five metrics, a link in the same session at the same 1024 px
+    follow(page, dashboard.url(f"ablation?run={dashboard.leak_run}&metric={FIVE}&blank=ground_truth"))
+    five_metric_chips_fit_their_box_and_the_whole_matrix_toggle_reads_whole(page)
