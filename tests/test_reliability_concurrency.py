@@ -29,7 +29,7 @@ from lib.intake.runjson import run_to_json
 from lib.judging import OfflineJudge
 from lib.judging.harness import Instrument, score_samples
 from lib.store import Store
-from tests.support.browser import StreamlitServer, exceptions_shown, follow, wait_for_app
+from tests.support.browser import StreamlitServer, exceptions_shown, wait_for_app
 from tests.support.reliability_support import LOCK_WORDS, ROOT, child_env, copy_db, mini_demo
 
 RECORDED = "nightly-recorded-by-cron"
@@ -114,13 +114,12 @@ def test_a_recorder_hands_runs_over_while_the_dashboard_serves_sessions_and_an_a
         recorders = [_recorder("record", "--db", str(db), str(run_file), env=env),
                      _recorder("ingest", "--db", str(db), "--run-id", INGESTED, "--started-at",
                                (latest + timedelta(days=1)).isoformat(), str(jsonl), env=env)]
-        # Sessions 2 and 3 keep running their pages while the recorders and the ablation work, as a user following
-        # the sidebar's link to the page shown does (`follow`: each run reads the store and drains the inbox, as a
-        # load's does, without the page load's Chromium CPU): two rounds at most (on a loaded machine the
-        # recorders' start took many rounds more). The refresh below loads the pages again.
+        # Sessions 2 and 3 keep loading pages while the recorders and the ablation work: two rounds at most (each
+        # reload costs Chromium about 1.5 CPU s; on a loaded machine the recorders' start took many rounds more).
         for _ in range(2):
             for tab, name in ((run_page, "run"), (overview, "overview")):
-                follow(tab, tab.url)
+                tab.reload()
+                wait_for_app(tab)
                 _check_page(tab, name, texts)
             if all(r.poll() is not None for r in recorders):
                 break

@@ -188,7 +188,7 @@ def test_cli_says_what_it_replaced_and_lists_restores_and_purges_the_copy(tmp_pa
 # -- the Import page in a real browser ----------------------------------------------------------------------
 @pytest.mark.e2e
 def test_the_import_page_says_what_it_would_replace_asks_keeps_and_restores(tmp_path: Path, page: Page) -> None:
-    from tests.support.browser import StreamlitServer, exceptions_shown, follow, main_text, wait_for_app
+    from tests.support.browser import StreamlitServer, exceptions_shown, main_text, wait_for_app
 
     db = tmp_path / "e.duckdb"
     with Store(db) as store:
@@ -219,7 +219,8 @@ def test_the_import_page_says_what_it_would_replace_asks_keeps_and_restores(tmp_
         wait_for_app(page)
         assert "Recorded run nightly-20261130: 1 samples; faithfulness. The copy it replaced is kept" \
             in main_text(page)
-        follow(page, f"{server.url}/import")   # the sidebar's Import: the page drawn anew, same session
+        page.goto(f"{server.url}/import")
+        wait_for_app(page)
         page.get_by_text("Replaced runs (1 kept)").click()
         wait_for_app(page)
         assert "nightly-20261130, replaced" in main_text(page)
