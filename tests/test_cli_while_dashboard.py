@@ -9,12 +9,12 @@ from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
-from playwright.sync_api import BrowserContext
+from playwright.sync_api import Page
 
 from lib.intake.runjson import run_to_json
 from lib.store.snapshot import snapshot_path
 from tests.conftest import small_demo
-from tests.support.browser import StreamlitServer, wait_for_app
+from tests.support.browser import ReusedTab, StreamlitServer, wait_for_app
 from tests.support.polling import wait_for
 from tests.test_cli import cli
 from tests.test_validate import good_run
@@ -25,24 +25,24 @@ RUNS = 3
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory, tabs: BrowserContext) -> Iterator[StreamlitServer]:
+def running(tmp_path_factory: pytest.TempPathFactory, _module_tab: ReusedTab) -> Iterator[StreamlitServer]:
     work = tmp_path_factory.mktemp("held")
     db = work / "evals.duckdb"
     small_demo(RUNS, db)
     with StreamlitServer(db, log_dir=work / "logs") as server:
-        visit(tabs, server)   # a session opens the store: from now on the dashboard holds the file
+        page = _module_tab.take()   # the module's tab (tests/support/browser.py), before any test takes it
+        try:
+            visit(page, server)     # a session opens the store: from now on the dashboard holds the file
+        finally:
+            _module_tab.hand_back()
         yield server
 
 
-def visit(tabs: BrowserContext, server: StreamlitServer) -> None:
-    """A page load of the dashboard in a tab of the module's browser context (its caches spare the load the
-    compiling a new context pays, about 2.5 CPU s of Chromium), closed after."""
-    page = tabs.new_page()
-    try:
-        page.goto(server.url)
-        wait_for_app(page, timeout=120)
-    finally:
-        page.close()
+def visit(page: Page, server: StreamlitServer) -> None:
+    """A page load of the dashboard in the module's tab: a session of its own, ended when the tab is handed back.
+    The reused tab keeps its renderer: a load in a new tab costs Chromium more (tests/support/browser.py, `page`)."""
+    page.goto(server.url)
+    wait_for_app(page, timeout=120)
 
 
 def test_runs_lint_and_report_read_while_the_dashboard_holds_the_file(running: StreamlitServer,
@@ -63,12 +63,12 @@ def test_runs_lint_and_report_read_while_the_dashboard_holds_the_file(running: S
 
 
 def test_a_run_handed_over_through_the_inbox_shows_in_runs_once_the_dashboard_drained_it(
-        running: StreamlitServer, tabs: BrowserContext, tmp_path: Path) -> None:
+        running: StreamlitServer, page: Page, tmp_path: Path) -> None:
     handed = cli("record", "--db", running.db, _handover(tmp_path, "handed-over"))
     assert handed.returncode == 0 and "inbox" in handed.stdout + handed.stderr, handed.stderr
     before = cli("runs", "--db", running.db)
     assert before.returncode == 0, before.stderr
-    visit(tabs, running)   # a page run drains the inbox into the file
+    visit(page, running)   # a page run drains the inbox into the file
 
     def handed_over() -> CompletedProcess | None:
         runs = cli("runs", "--db", running.db)

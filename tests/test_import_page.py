@@ -30,6 +30,7 @@ from tests.support.browser import (
     ROOT,
     StreamlitServer,
     exceptions_shown,
+    follow,
     main_text,
     wait_for_app,
 )
@@ -124,8 +125,8 @@ def upload_fix_record_score_and_find_the_run_on_trends(page: Page, server: Strea
     assert page.locator(".st-key-imp_record button").is_disabled()
     assert exceptions_shown(page) == []
 
-    page.goto(f"{server.url}/import")
-    wait_for_app(page)
+    # the sidebar's Import again (same session, no page load: the next file seeds its own scoring default)
+    follow(page, f"{server.url}/import")
     upload(page, "mine.jsonl", jsonl(bad_rows()))
     text = main_text(page)
     assert "2 problem(s) in mine.jsonl" in text
@@ -142,8 +143,7 @@ def upload_fix_record_score_and_find_the_run_on_trends(page: Page, server: Strea
     page.get_by_text("Recorded run from-the-page: 6 samples; faithfulness, ").wait_for(timeout=180_000)
     assert exceptions_shown(page) == []
 
-    page.goto(f"{server.url}/trends?metric=faithfulness")
-    wait_for_app(page)
+    follow(page, f"{server.url}/trends?metric=faithfulness")   # the message's "See it on Trends", one metric
     runs = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
         .flatMap(g => g.data.filter(t => t.name === 'faithfulness').flatMap(t => Array.from(t.customdata)))""")
     assert "from-the-page" in runs and "nightly-1" in runs
@@ -192,9 +192,9 @@ def fill(page, key: str, text: str) -> None:
 
 def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServer, inspect_logs, promptfoo_results,
                                                ragas_results) -> None:
-    """Other tools' files, as the real tools wrote them: detected, their facts shown, recorded."""
-    page.goto(f"{server.url}/import")
-    wait_for_app(page)
+    """Other tools' files, as the real tools wrote them: detected, their facts shown, recorded. Opened from the
+    sidebar's Import after Trends (`follow`: same session, no page load)."""
+    follow(page, f"{server.url}/import")
 
     upload(page, "insp-1.eval", inspect_logs["insp-1"].read_bytes())      # refused before: ".eval not allowed"
     text = main_text(page)

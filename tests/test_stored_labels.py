@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
 from lib.core.prompts import DEFAULT_TEMPLATES, PROJECTED
 from lib.core.samples import EvalSample
 from lib.presentation.report import WORD_JOINER
 from lib.store import Store
-from tests.support.browser import MAIN, StreamlitServer, chromium, exceptions_shown, new_page, wait_for_app
+from tests.support.browser import MAIN, StreamlitServer, exceptions_shown, wait_for_app
 from tests.support.synthetic_runs import facts, record
 
 EVIL = "evil-judge [pwn](https://evil.example/judge)"
@@ -23,15 +24,14 @@ def shown(text: str) -> str:
 
 
 @pytest.mark.e2e
-def test_a_markdown_link_in_a_stored_judge_name_is_shown_as_text_not_a_link(tmp_path: Path) -> None:
+def test_a_markdown_link_in_a_stored_judge_name_is_shown_as_text_not_a_link(tmp_path: Path, page: Page) -> None:
     db = tmp_path / "e.duckdb"
     items = [EvalSample(f"s{i}", f"q {f.fact1}?", f"{f.fact1}.", (f"{f.fact1}.",), f"{f.fact1}.")
              for i, f in enumerate(facts(6))]
     with Store(db) as store:
         record(store, "evil-run", items, "faithfulness", DEFAULT_TEMPLATES["faithfulness"], PROJECTED,
                judge_model=EVIL)
-    with StreamlitServer(db, log_dir=tmp_path / "server") as server, chromium() as browser:
-        page = new_page(browser)
+    with StreamlitServer(db, log_dir=tmp_path / "server") as server:
         page.goto(f"{server.url}/ablation?run=evil-run&metric=faithfulness&blank=ground_truth")
         wait_for_app(page)
         judge = page.locator(".st-key-abl_judge")
