@@ -168,5 +168,8 @@ d2.download_button("Download as plain text", mdtext.markdown_text(markdown), key
                    file_name=f"evaldrift-review-{start}-{end}.txt", mime="text/plain", on_click="ignore",
                    icon=":material/notes:", help="For a chat or a ticket that shows text as typed: the same review "
                                                  "without Markdown: no heading marks, table pipes, bold or escapes.")
-with st.expander("Preview the Markdown"):
-    st.code(markdown, language="markdown")
+# drawn when opened (a rerun): a code block makes the browser load and run its syntax highlighter (1.5 MB of
+# JavaScript), about a fifth of the page's load in Chromium (1.15 against 0.91 CPU s) for a preview seldom opened
+preview = st.expander("Preview the Markdown", key="rev_preview", on_change="rerun")
+if preview.open:
+    preview.code(markdown, language="markdown")

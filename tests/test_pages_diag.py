@@ -211,7 +211,9 @@ def test_review_page_shows_the_leak_jump_and_exports_markdown(demo: Path, leak_r
     assert any("canary alarmed" in t for t in texts(at.error))
     assert at.download_button(key="rev_download").label == "Download the review as Markdown"
     assert at.download_button(key="rev_download_text").label == "Download as plain text"
-    assert at.code[-1].value.strip() == expected.strip()   # st.code drops the final newline
+    assert not at.code   # the preview, closed, is not drawn: no syntax highlighter for the browser to load
+    at.session_state["rev_preview"] = True   # the user opens it (on_change="rerun")
+    assert at.run().code[-1].value.strip() == expected.strip()   # st.code drops the final newline
     assert "## What moved beyond noise" in expected
 
 
