@@ -170,14 +170,15 @@ def test_the_demo_reads_as_one_leak_episode_and_an_open_system_change(db: Path) 
     assert light == [dataclasses.replace(i, evidence=(), agreement=(), corrected=()) for i in found]
     assert no_series == [] and series and any(i.agreement or i.corrected for i in found)
 
-    (faithfulness,) = [s for s in standing.standing(store_history(db), found, series) if s.metric == "faithfulness"]
+    standings = standing.standing(store_history(db), found, series)   # read once for both checks below
+    (faithfulness,) = [s for s in standings if s.metric == "faithfulness"]
+    by_metric = {s.metric: s for s in standings}
     assert faithfulness.now == pytest.approx(0.65, abs=0.02)
     assert faithfulness.baseline == pytest.approx(0.785, abs=0.01)
     assert f"before the {PLANS[30].started_at:%Y-%m-%d} instrument change" in faithfulness.sentence
     assert "lost 0.14" in faithfulness.sentence and f"on {PLANS[58].started_at:%Y-%m-%d}" in faithfulness.sentence
     assert faithfulness.same_instrument is not None and faithfulness.same_instrument[0] == PLANS[-2].run_id
     # a metric moved by the pipeline says so; one that moved with nothing recorded is not called a change
-    by_metric = {s.metric: s for s in standing.standing(store_history(db), found, series)}
     assert f"before the {PLANS[58].started_at:%Y-%m-%d} pipeline change" in by_metric["context_precision"].sentence
     # judge noise at 1.02x the spread-only threshold, within its paired interval: no incident, no standing
     assert "answer_relevance" not in by_metric
