@@ -318,15 +318,12 @@ def test_a_refused_write_is_told_by_postgres_line_alone(error: BaseException, sa
 
 # --- the lake itself, on the machine's Postgres -------------------------------------------------------------------
 
-def _lake_or_skip() -> str:
+def _lake_or_skip(why: str | None = None) -> str:
+    """The lake environment's python, or the test skipped (failed on CI) with why the lake cannot run here: no
+    environment, no Postgres, or `why` (what the first lake child said: the extensions missing)."""
     python = Path(LAKE_PYTHON)
-    why = None
     if not python.exists():
         why = f"no lake environment at {python} (python -m venv; pip install -r lib/store/requirements-lake.txt)"
-    else:
-        probe = subprocess.run([str(python), "-c", "from lib.store import lake; print(lake.available() or '')"],
-                               cwd=ROOT, capture_output=True, text=True, timeout=120)
-        why = probe.stdout.strip() or (probe.stderr.strip().splitlines() or [""])[-1] or None
     why = why or postgres.missing()
     if why and os.environ.get("CI") == "true":   # .ci/run builds the lake environment: a green run ran these
         pytest.fail(why)
@@ -349,7 +346,9 @@ def team_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
         # run 75-92 -> 55-70 ms of CPU; the test's lakes hold a few runs, no long history to scan in parallel
         env = {**os.environ, "EVALDRIFT_DATA_PATH": str(tmp_path_factory.mktemp("lake-data")),
                "PYTHONPATH": str(ROOT), "EVALDRIFT_LAKE_PYTHON": python, "EVALDRIFT_LAKE_THREADS": "1"}
-        _child(env, "read", "ducklake:" + server.catalog(TEMPLATE))   # the first open makes the lake and its schema
+        # the first open makes the lake and its schema; the same child first says whether the lake's extensions
+        # are there (one process, not a probe before it)
+        _lake_or_skip(_child(env, "first", "ducklake:" + server.catalog(TEMPLATE)).get("unavailable"))
         yield _lake(server, "evals"), env, server
     finally:
         server.stop()
@@ -409,36 +408,11 @@ def one_process(team_store: Lake, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 def _step(done: dict, name: str) -> dict:
-    """One step of `one_process`: what it said, or its traceback as the failure."""
+    """One step of a `lake_child.each` (`one_process`, `written_then_read`, `two_processes`): what it said, or its
+    traceback as the failure."""
     said = done[name]
     assert "error" not in said, said.get("error")
     return json.loads(json.dumps(said))   # the module's copy stays whole
-
-
-def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_as_of_a_date(
-        team_store: Lake, tmp_path: Path) -> None:
-    url, env, _ = team_store
-    recorded = _child(env, "record", url, "solo", "2")
-    assert recorded["recorded"] == 2
-    # another process reads the lake, exports it, and reads it as it stood once solo-0 had committed and solo-1 had
-    # not (read-only there)
-    seen = _child(env, "export", url, str(tmp_path / "export"), recorded["committed"][0])
-    for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
-        assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
-                                        "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
-    assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
-    assert seen["unsigned_allowed"] is False   # the extensions were loaded with signature checks on
-    assert seen["threads"] == 1   # EVALDRIFT_LAKE_THREADS=1 (the module's environment) was taken
-    # the export is the project's Parquet layout: read here, by the project's own duckdb
-    assert seen["rows"]["runs"] == len(seen["runs"])
-    with ParquetStore(tmp_path / "export") as history:
-        assert set(history.run_ids()) == set(seen["runs"])
-        assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
-    then = seen["then"]
-    assert "solo-0" in then["runs"] and "solo-1" not in then["runs"]
-    assert then["runs"]["solo-0"]["samples"] == 6
-    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
-    print("a write as of a date:", then["refused"])
 
 
 @pytest.fixture(scope="module")
@@ -460,23 +434,70 @@ def _pg_dump(server: postgres.Postgres, dbname: str) -> str:
     return done.stdout
 
 
-def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
-        team_store: Lake, s3_server: s3.S3Server) -> None:
-    """EVALDRIFT_DATA_PATH=s3://...: the runs' Parquet files go to the bucket (moto's server on loopback), another
-    process reads them back with the keys and the catalog's recorded path alone, and neither the catalog nor the
-    store URL holds a key. The Parquet export goes to the bucket too, and reads back from there."""
-    _, env, server = team_store
-    url = "ducklake:" + server.catalog("ons3")
+@pytest.fixture(scope="module")
+def written_then_read(team_store: Lake, s3_server: s3.S3Server, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Runs recorded by one process and read back by another, on two lakes: `solo` (the module's data path) and
+    `ons3` (EVALDRIFT_DATA_PATH=s3://, moto's server on loopback). The writer records 2 runs in each; the reader,
+    another process, first reads the lake on S3 without the keys, then exports the solo lake and reads it as of
+    solo-0's commit, then exports the S3 lake to the bucket with the keys (a reader elsewhere: no data path, the
+    catalog recorded the bucket). Each child does its steps in turn (`lake_child.each`: two processes, not five;
+    keyless first, so nothing of the keys' is loaded in that process yet). Per step what it said."""
+    url, env, server = team_store
+    on_s3 = "ducklake:" + server.catalog("ons3")
     bucket = s3_server.bucket("team-lake")
     keys = s3_server.environ()
-    writer = {**env, **keys, "EVALDRIFT_DATA_PATH": f"{bucket}/data"}
-    # 12 samples a run: DuckLake keeps a write of up to 10 rows a table in the catalog itself (data inlining)
-    assert _child(writer, "record", url, "s3run", "2", "12")["recorded"] == 2
+    # 12 samples a run on S3: DuckLake keeps a write of up to 10 rows a table in the catalog itself (data inlining)
+    written = _child(env, "each", json.dumps({
+        "solo": {"argv": ["record", url, "solo", "2"]},
+        "ons3": {"argv": ["record", on_s3, "s3run", "2", "12"],
+                 "env": {**keys, "EVALDRIFT_DATA_PATH": f"{bucket}/data"}}}))
+    solo = _step(written, "solo")
+    export = tmp_path_factory.mktemp("export")
+    read = _child(env, "each", json.dumps({
+        "keyless": {"argv": ["read", on_s3], "env": {"EVALDRIFT_DATA_PATH": None}},
+        "solo": {"argv": ["export", url, str(export), solo["committed"][0]]},
+        "ons3": {"argv": ["export", on_s3, f"{bucket}/export"], "env": {**keys, "EVALDRIFT_DATA_PATH": None}}}))
+    return {"export": export, "bucket": bucket, "written": written, "read": read}
+
+
+def test_a_team_store_records_runs_that_another_process_reads_exports_and_reads_as_of_a_date(
+        written_then_read: dict) -> None:
+    recorded = _step(written_then_read["written"], "solo")
+    assert recorded["recorded"] == 2
+    # another process reads the lake, exports it, and reads it as it stood once solo-0 had committed and solo-1 had
+    # not (read-only there)
+    seen = _step(written_then_read["read"], "solo")
+    for run_id in ("solo-0", "solo-1"):   # 6 samples scored 1.0, 0.5, ...: the mean is 0.75
+        assert seen["runs"][run_id] == {"samples": 6, "scores": 6,
+                                        "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 6}]}
+    assert seen["tables"]["migrations"] == len(MIGRATIONS)   # the same named steps as a file's
+    assert seen["unsigned_allowed"] is False   # the extensions were loaded with signature checks on
+    assert seen["threads"] == 1   # EVALDRIFT_LAKE_THREADS=1 (the module's environment) was taken
+    # the export is the project's Parquet layout: read here, by the project's own duckdb
+    assert seen["rows"]["runs"] == len(seen["runs"])
+    with ParquetStore(written_then_read["export"]) as history:
+        assert set(history.run_ids()) == set(seen["runs"])
+        assert history.run_metrics("solo-1")["score"].tolist() == [0.75]
+    then = seen["then"]
+    assert "solo-0" in then["runs"] and "solo-1" not in then["runs"]
+    assert then["runs"]["solo-0"]["samples"] == 6
+    assert then["refused"] is not None and "written-into-the-past" not in then["runs"]
+    print("a write as of a date:", then["refused"])
+
+
+def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
+        team_store: Lake, s3_server: s3.S3Server, written_then_read: dict) -> None:
+    """EVALDRIFT_DATA_PATH=s3://...: the runs' Parquet files go to the bucket (moto's server on loopback), another
+    process reads them back with the keys and the catalog's recorded path alone, and neither the catalog nor the
+    store URL holds a key. The Parquet export goes to the bucket too, and reads back from there (`written_then_read`:
+    its `ons3` steps)."""
+    _, _, server = team_store
+    bucket = written_then_read["bucket"]
+    assert _step(written_then_read["written"], "ons3")["recorded"] == 2
     written = s3_server.keys("team-lake", "data/")
     assert written and all(k.endswith(".parquet") for k in written), written   # the runs' rows, in the bucket
     # a reader elsewhere: the keys, no data path (the catalog recorded the bucket); then the export, to the bucket
-    reader = {**{k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}, **keys}
-    seen = _child(reader, "export", url, f"{bucket}/export")
+    seen = _step(written_then_read["read"], "ons3")
     assert {r: v for r, v in seen["runs"].items()} == {
         r: {"samples": 12, "scores": 12, "metrics": [{"metric": "faithfulness", "score": 0.75, "n": 12}]}
         for r in ("s3run-0", "s3run-1")}
@@ -486,13 +507,11 @@ def test_a_lake_keeps_its_data_in_object_storage_with_the_operators_keys_only(
     catalog = _pg_dump(server, "ons3")
     assert f"{bucket}/data/" in catalog   # the place the data went, recorded where every reader finds it
     assert s3.SECRET not in catalog and s3.KEY_ID not in catalog
-    # without the keys the lake's data cannot be read, and nothing is downloaded to try: said, in one line
-    keyless = {k: v for k, v in env.items() if k != "EVALDRIFT_DATA_PATH"}
-    done = subprocess.run([env["EVALDRIFT_LAKE_PYTHON"], "-m", "tests.support.lake_child", "read", url], cwd=ROOT,
-                          env=keyless, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0 and "keeps its data in object storage: set AWS_ACCESS_KEY_ID" in done.stderr, (
-        done.stderr[-2000:])
-    print("without keys:", done.stderr.strip().splitlines()[-1][:300])
+    # without the keys the lake's data cannot be read, and nothing is downloaded to try: said, in one line (the
+    # reader's first step, before its keys were ever set)
+    refused = written_then_read["read"]["keyless"]
+    assert "keeps its data in object storage: set AWS_ACCESS_KEY_ID" in refused.get("error", ""), refused
+    print("without keys:", refused["error"].strip().splitlines()[-1][:300])
 
 
 @pytest.fixture(scope="module")
@@ -583,19 +602,47 @@ def test_eight_writers_record_200_runs_while_the_dashboard_reads_and_a_killed_wr
           "seconds:", [r["seconds"] for r in reports], "page draws:", watched["draws"], "polls:", watched["polls"])
 
 
-def test_two_watchers_claiming_one_message_on_a_team_store_send_it_once(team_store: Lake, tmp_path: Path) -> None:
+LABELS, BATCHES = 5, 6   # `two_processes`: labels a person, batches of results a job
+
+
+@pytest.fixture(scope="module")
+def two_processes(team_store: Lake, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The races where a second process is the point, run by the same two lake children (`lake_child.each`), each
+    race on a lake of its own and both children's steps started together (`meet`): two watchers claiming one
+    message (`claim`), two ablation jobs writing progress (`ablate`), two people labelling (`label`). Two processes'
+    start, imports and extensions instead of six (measured: about 1.1 CPU s each). Per child, per race, what it
+    said (or its traceback, under "error")."""
+    _, env, server = team_store
+    folder = tmp_path_factory.mktemp("two-processes")
+    claims, jobs, labelled = _lake(server, "claims"), _lake(server, "jobs"), _lake(server, "labelled")
+    procs = []
+    for me, other, who in (("a", "b", "ana"), ("b", "a", "bo")):
+        def meet(race: str, me: str = me, other: str = other) -> list[str]:
+            return [str(folder / f"{race}-{me}"), str(folder / f"{race}-{other}")]
+
+        steps = {"claim": {"argv": ["claim", claims, str(folder), me]},   # `claim` holds both at its insert itself
+                 "ablate": {"argv": ["ablate", jobs, f"job-{me}", str(BATCHES)], "meet": meet("ablate")},
+                 "label": {"argv": ["label", labelled, who, str(LABELS)], "meet": meet("label")}}
+        procs.append(_start(env, "each", json.dumps(steps)))
+    said = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        assert p.returncode == 0, err[-2000:]
+        said.append(json.loads(out.strip().splitlines()[-1]))
+    return said
+
+
+def _race(done: list[dict], name: str) -> list[dict]:
+    """What each of `two_processes`' children said in one race, or its traceback as the failure."""
+    return [_step(child, name) for child in done]
+
+
+def test_two_watchers_claiming_one_message_on_a_team_store_send_it_once(two_processes: list[dict]) -> None:
     """Issue 43's exactly once, on the team store `watch --every` serves: two watchers have both read a fact as
     unclaimed (the child holds each at its first insert until the other is there too); one claims the message,
     the other finds it taken. On a file the watchers' lock serves; DuckLake commits two inserts at once, so a
     claim also takes the store's numbering row and the second conflicts and runs again."""
-    _, env, server = team_store
-    url = _lake(server, "claims")   # the lake and its tables, made already
-    procs = [_start(env, "claim", url, str(tmp_path), name) for name in ("a", "b")]
-    said = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-2000:]
-        said.append(json.loads(out.strip().splitlines()[-1]))
+    said = _race(two_processes, "claim")
     assert sorted(s["claimed"] for s in said) == [False, True], said
     assert max(s["outbox"] for s in said) == 1, said   # one message owed, not two
 
@@ -730,38 +777,22 @@ def test_every_command_and_page_on_a_team_store_does_what_it_does_on_a_file(
     assert drawn["shown"] == {page: [] for page in PAGES}, drawn["shown"]   # no page showed an error
 
 
-def test_two_ablation_jobs_writing_progress_at_once_both_finish(team_store: Lake) -> None:
+def test_two_ablation_jobs_writing_progress_at_once_both_finish(two_processes: list[dict]) -> None:
     """Each batch of results advances the job's row (an UPDATE of `ablations`): on a lake two such commits at once
     conflict (measured: the second fails, even for another row), so every write is retried as a run is."""
-    _, env, server = team_store
-    url = _lake(server, "jobs")   # made already: the jobs race on writes, not on making the lake
-    batches = 6
-    procs = [_start(env, "ablate", url, f"job-{j}", str(batches)) for j in range(2)]
-    done = []
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-2000:]
-        done.append(json.loads(out.strip().splitlines()[-1]))
-    assert [(d["status"], d["done"], d["results"]) for d in done] == [("done", 6 * batches, 6 * batches)] * 2
+    done = _race(two_processes, "ablate")
+    assert [(d["status"], d["done"], d["results"]) for d in done] == [("done", 6 * BATCHES, 6 * BATCHES)] * 2
     print("conflicts retried:", [d["conflicts"] for d in done])
 
 
-def test_two_people_labelling_at_once_get_a_number_each(team_store: Lake) -> None:
+def test_two_people_labelling_at_once_get_a_number_each(two_processes: list[dict]) -> None:
     """A label's seq (the calibration set's version) and an incident state's seq are the next number after the
     store's highest: on a lake, where two inserts both commit, two writers at once would take the same number
     unless their writes conflict (each takes the store's numbering row) and one is retried."""
-    _, env, server = team_store
-    url = _lake(server, "labelled")
-    n = 5
-    procs = [_start(env, "label", url, who, str(n)) for who in ("ana", "bo")]
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-2000:]
-        outs.append(json.loads(out.strip().splitlines()[-1]))
+    outs = _race(two_processes, "label")
     last = max(outs, key=lambda o: len(o["seqs"]))
-    assert last["seqs"] == list(range(1, 2 * n + 1))     # every label its own number
-    assert last["states"] == list(range(1, 2 * n + 1))   # every state of the incident its own place
+    assert last["seqs"] == list(range(1, 2 * LABELS + 1))     # every label its own number
+    assert last["states"] == list(range(1, 2 * LABELS + 1))   # every state of the incident its own place
     print("conflicts retried:", [o["conflicts"] for o in outs])
 
 

@@ -22,8 +22,10 @@
     python -m tests.support.lake_child label URL NAME N        N labels by NAME, one a write, and N incident states
     python -m tests.support.lake_child roles WRITER_URL READER_URL FOLDER   a writer's role records, a reader's
                                                                reads, draws the Overview, and is refused a write
-    python -m tests.support.lake_child each STEPS              several of writes, roundtrip, cli, asof and roles in
-                                                               this one process (STEPS: JSON, `each`)
+    python -m tests.support.lake_child each STEPS              several commands in this one process, in turn (STEPS:
+                                                               JSON, `each`)
+    python -m tests.support.lake_child first URL               why the lake cannot be used here (`unavailable`), or
+                                                               `read` (the first open makes the lake)
 
 The lake's extensions are built for duckdb 1.5.5 (lib/store/README.md, "A team store"), so the tests, which run
 on the project's duckdb, drive it through this child in the lake's own environment. It prints one JSON object a
@@ -32,7 +34,9 @@ line, each flushed at once (the kill test reacts to "inside").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import sys
 import time
@@ -328,8 +332,6 @@ SCORED = [{"sample_id": f"q-{i}", "question": f"How long are logs of unit {i} ke
 def cli_session(db: str, folder: str) -> dict[str, object]:
     """The CLI's commands on one store, in one process (`python -m lib ...` as lib.cli.parser.main runs them): each
     command's exit code and what it printed that a user reads. The same session runs on a file and on a lake."""
-    import contextlib
-    import io
     from pathlib import Path
 
     from lib.cli.parser import main as cli
@@ -443,8 +445,6 @@ def roles(writer: str, reader: str, folder: str) -> dict[str, object]:
     """A writer's role records a run; the dashboard's read-only role reads it and draws the Overview, and its
     write (`python -m lib record`, as a user would try one) is refused: the exit code and the lines on stderr,
     and what the store holds after."""
-    import contextlib
-    import io
     from pathlib import Path
 
     from lib.cli.parser import main as cli
@@ -540,6 +540,9 @@ def claim(url: str, folder: str, name: str) -> None:
         say(claimed=claimed, conflicts=store.conflicts, outbox=outbox)
 
 
+ONE = ("writes", "roundtrip", "cli", "roles", "asof")   # the commands `one` does
+
+
 def one(command: str, url: str, rest: Sequence[str]) -> dict[str, object]:
     """What one of the commands a single process does (no other process is the point) says: `writes`, `roundtrip`,
     `cli`, `roles`, `asof`."""
@@ -563,20 +566,40 @@ def one(command: str, url: str, rest: Sequence[str]) -> dict[str, object]:
 
 
 def each(steps: dict[str, dict[str, object]]) -> dict[str, object]:
-    """Several `one` commands in this one process, in turn, each on its own lake and with its own settings (`env`,
-    set for it alone): per step what it says, or the traceback it raised (a step's failure is its test's alone).
-    The process's start, imports, the lake's extensions and Streamlit are then paid once, not once a test."""
+    """Several commands in this one process, in turn, each with its own settings (`env`, set for it alone; a value
+    of None unsets the variable): per step what it says, or the traceback it raised (a step's failure is its test's
+    alone). The process's start, imports, the lake's extensions and Streamlit are then paid once, not once a test.
+    A step's `meet` ([here, other]: two paths) holds it until another process's step has reached the same point
+    (it touches `here`, waits up to 60 s for `other`): two processes' steps then start together, as two racing
+    processes started together would."""
     import os
     import traceback
+    from pathlib import Path
 
     out: dict[str, object] = {}
     for name, step in steps.items():
         env = dict(step.get("env") or {})  # type: ignore[call-overload]
         kept = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         try:
-            argv = list(step["argv"])  # type: ignore[call-overload]
-            out[name] = json.loads(json.dumps(one(argv[0], argv[1], argv[2:]), default=str))
+            if step.get("meet"):
+                here, other = (Path(p) for p in step["meet"])  # type: ignore[attr-defined]
+                here.touch()
+                deadline = time.monotonic() + 60
+                while not other.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            argv = [str(a) for a in step["argv"]]  # type: ignore[attr-defined]
+            if argv[0] in ONE:
+                out[name] = json.loads(json.dumps(one(argv[0], argv[1], argv[2:]), default=str))
+            else:   # a command that says its result: the last line it said
+                said = io.StringIO()
+                with contextlib.redirect_stdout(said):
+                    main(argv)
+                out[name] = json.loads(said.getvalue().strip().splitlines()[-1])
         except BaseException:
             out[name] = {"error": traceback.format_exc()[-3000:]}
         finally:
@@ -590,7 +613,7 @@ def each(steps: dict[str, dict[str, object]]) -> dict[str, object]:
 
 def main(argv: list[str]) -> int:
     command, url, *rest = argv
-    if command in ("writes", "roundtrip", "cli", "roles", "asof"):
+    if command in ONE:
         say(**one(command, url, rest))
     elif command == "each":   # URL: the steps, as JSON
         say(**each(json.loads(url)))
@@ -598,6 +621,11 @@ def main(argv: list[str]) -> int:
         record(url, rest[0], int(rest[1]), *(int(x) for x in rest[2:3]))
     elif command == "read":
         say(**read(url, rest[0] if rest else None))
+    elif command == "first":   # the extensions missing: said, not raised (the tests skip, or fail on CI, with it)
+        from lib.store import lake
+
+        why = lake.available()
+        say(**({"unavailable": why} if why else read(url)))
     elif command == "export":
         export(url, rest[0], rest[1] if len(rest) > 1 else None)
     elif command == "watch":
