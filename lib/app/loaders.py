@@ -22,7 +22,8 @@ from lib.core.samples import EvalSample
 from lib.diagnosis import batch, cost, provenance, rejudge, sentinel, trends
 from lib.diagnosis.ablation import AblationSpec, per_sample_deltas, recorded_judge
 from lib.diagnosis.agreement import Corrected, Withheld
-from lib.diagnosis.incidents import Incident, JumpEvidence, Standing, load_jump_evidence, standing
+from lib.diagnosis.incidents import Incident, JumpEvidence, Standing, standing
+from lib.diagnosis.incidents import jump_evidence as jump_evidence_of
 from lib.diagnosis.incidents import load as load_incidents
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
@@ -54,9 +55,16 @@ def jumps(db_path: str, version: str) -> list[Jump]:
 
 
 @st.cache_data(show_spinner=False)
+def recorded_changes(db_path: str, version: str) -> pd.DataFrame:
+    """The recorded changes between consecutive runs, oldest first (trends.change_events): Trends' markers and the
+    Review's changes, read once for both."""
+    return trends.change_events(history(db_path, version, MAIN))
+
+
+@st.cache_data(show_spinner=False)
 def events(db_path: str, version: str) -> pd.DataFrame:
     """The recorded changes and the judge sentinels' drift nights (kind 'judge drift'), oldest first."""
-    return sentinel.with_drift(trends.change_events(history(db_path, version, MAIN)), open_store(db_path))
+    return sentinel.with_drift(recorded_changes(db_path, version), open_store(db_path))
 
 
 @st.cache_data(show_spinner=False)
@@ -149,8 +157,12 @@ def standings(db_path: str, version: str, full_version: str) -> list[Standing]:
 @st.cache_data(show_spinner=False)
 def jump_evidence(db_path: str, version: str, full_version: str) -> dict[tuple[str, str], JumpEvidence]:
     """Each jump's evidence besides its size (lint, LEAK, re-judged), keyed by (metric, run id): the Overview reads
-    a jump from it (incidents.reading); `full_version` is ui_history.version (re-judged series included)."""
-    return load_jump_evidence(open_store(db_path), jumps(db_path, version))
+    a jump from it (incidents.reading); `full_version` is ui_history.version (re-judged series included). Built
+    from the history, lint and finished series the Overview's cards have cached (what load_jump_evidence would
+    read again: the series alone are a re-read of every stored re-judge)."""
+    return jump_evidence_of(jumps(db_path, version), history=history(db_path, version, MAIN),
+                            lint=lint(db_path, version), ablations=open_store(db_path).ablations(),
+                            series=series(db_path, full_version))
 
 
 # -- the standing checks (Overview, Canary) ------------------------------------------------------
@@ -182,11 +194,11 @@ def data_range(db_path: str, version: str) -> tuple[date, date] | None:
 
 @st.cache_data(show_spinner="Assembling the review...")
 def weekly_review(db_path: str, version: str, full_version: str, start: date, end: date) -> review.Review:
-    """The Review of a range, from the history, incidents, canary and lint the other pages have read (cached):
+    """The Review of a range, from the history, incidents, canary, lint and changes the other pages have read (cached):
     after an Overview, the incidents are not loaded again; `full_version` is ui_history.version."""
     return review.review(open_store(db_path), start, end, history=history(db_path, version, MAIN),
                          loaded=incidents(db_path, full_version), canary=canary(db_path, version),
-                         lint=lint(db_path, version))
+                         lint=lint(db_path, version), events=recorded_changes(db_path, version))
 
 
 # -- ablations (Ablation) -------------------------------------------------------------------------

@@ -268,11 +268,13 @@ def _side(jump: trends.Jump) -> str:
 
 def review(store: Store, start: date, end: date, *, suite: str = MAIN, history: pd.DataFrame | None = None,
            loaded: tuple[list[incidents.Incident], list[Series]] | None = None,
-           canary: trends.CanaryStatus | None = None, lint: pd.DataFrame | None = None) -> Review:
+           canary: trends.CanaryStatus | None = None, lint: pd.DataFrame | None = None,
+           events: pd.DataFrame | None = None) -> Review:
     """Assemble the review of runs started on days start..end (inclusive).
 
-    The last four are what a caller has already read of the store as it is now (the dashboard's cached loaders:
-    the Overview's incidents cost about a CPU second on the demo); each left None is read here.
+    The last five are what a caller has already read of the store as it is now (the dashboard's cached loaders:
+    the Overview's incidents cost about a CPU second on the demo, the Trends' recorded changes a fifth); each left
+    None is read here.
 
     Args:
         store: the run store.
@@ -283,6 +285,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN, history: 
         loaded: incidents.load(store, suite=suite).
         canary: trends.canary_status(store).
         lint: trends.lint_status(store).
+        events: trends.change_events(history).
     """
     if end < start:
         start, end = end, start
@@ -302,7 +305,7 @@ def review(store: Store, start: date, end: date, *, suite: str = MAIN, history: 
             tested = tuple(b for b in briefs if b.run_id == j.run_id and b.tests(j.metric))
             jumps.append(JumpFinding(j, _side(j), tested))
 
-    events = trends.change_events(history)
+    events = trends.change_events(history) if events is None else events
     changes = [Change(r.run_id, pd.Timestamp(r.started_at).to_pydatetime(), r.kind,
                       r.metric if isinstance(r.metric, str) else None, r.text)
                for r in events.itertuples(index=False) if r.run_id in in_range]
