@@ -169,6 +169,10 @@ def test_untrusted_text_is_shown_as_text_and_the_api_key_never_leaves_the_judge_
                 page.locator('[data-testid="stSidebarNavLink"]').filter(
                     has_text=re.compile(f"^{(name or 'overview').title()}$")).click()
                 wait_for_app(page)
+            if name == "review":   # its Markdown export (a code block of the run's hostile texts), drawn once opened
+                page.get_by_text("Preview the Markdown").click()
+                wait_for_app(page)
+                assert page.locator('[data-testid="stCode"]').count() >= 1, "the review's preview did not open"
             _assert_no_script_ran(page, name or "overview")
             texts[name or "overview"] = page.inner_text("body").replace("\u2060", "")   # URLs are kept unlinked
             assert "Page not found" not in texts[name or "overview"]
