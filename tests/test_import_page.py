@@ -32,6 +32,7 @@ from tests.support.browser import (
     exceptions_shown,
     follow,
     main_text,
+    selected,
     wait_for_app,
 )
 from tests.support.cli import run_cli
@@ -101,11 +102,6 @@ def upload(page, name: str, data: bytes) -> None:
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         files=[{"name": name, "mimeType": "application/octet-stream", "buffer": data}])
     wait_for_app(page)
-
-
-def read_as(page: Page) -> str:
-    """What the page reads the file as: the "Read it as" choice it shows."""
-    return page.locator(".st-key-imp_format input[role=combobox]").first.input_value().strip()
 
 
 def upload_fix_record_score_and_find_the_run_on_trends(page: Page, server: StreamlitServer) -> None:
@@ -210,7 +206,7 @@ def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServ
     # the next file dropped on the same page, in the same session: read as what it is, not as the last file was
     upload(page, "results.json", promptfoo_results["pf-two"].read_bytes())
     assert "Detected: a promptfoo results.json." in main_text(page)
-    assert read_as(page) == "a promptfoo results.json"
+    assert selected(page, "imp_format") == "a promptfoo results.json"
     choose(page, "imp_provider", "openai:answerer-bad")
     fill(page, "imp_run_id", "pf-page")
     text = main_text(page)
@@ -220,7 +216,7 @@ def tool_files_are_detected_shown_and_recorded(page: Page, server: StreamlitServ
     assert "Recorded run pf-page: 4 samples" in main_text(page)
 
     upload(page, "ragas.csv", ragas_results["ragas-good"].read_bytes())  # every row refused before
-    assert read_as(page).startswith("a Ragas result")
+    assert selected(page, "imp_format").startswith("a Ragas result")
     text = main_text(page)
     assert "Detected: a Ragas result" in text and "grader is not recorded" in text
     assert "ragas version is not recorded" in text

@@ -30,6 +30,7 @@ from tests.support.browser import (
     exceptions_shown,
     follow,
     main_text,
+    selected,
     wait_for_app,
 )
 from tests.support.polling import wait_for
@@ -64,11 +65,6 @@ def dashboard(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 # -- reading and driving widgets ------------------------------------------------------------------------------
-def selected(page: Page, key: str) -> str:
-    """The value a keyed selectbox shows (its visible text, not its label)."""
-    return page.locator(f".st-key-{key} input[role=combobox]").first.input_value().strip()
-
-
 def open_list(page: Page, key: str, *, timeout: float = 10.0) -> list[tuple[float, str]]:
     """Open the keyed selectbox and wait until its list stops moving; its rows as (top, text), top to bottom.
 

@@ -668,6 +668,11 @@ def follow(page: Page, url: str, *, timeout: float = WAIT_S) -> None:
     wait_for_app(page, timeout=timeout)
 
 
+def selected(page: Page, key: str) -> str:
+    """The value a keyed selectbox shows (its visible text, not its label)."""
+    return page.locator(f".st-key-{key} input[role=combobox]").first.input_value().strip()
+
+
 def exceptions_shown(page: Page) -> list[str]:
     """The texts of the exception boxes Streamlit shows when a script raises."""
     return [e.inner_text() for e in page.locator(EXCEPTION).all()]
