@@ -33,7 +33,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -311,10 +311,11 @@ def build_demo(path: str | Path, *, n_runs: int = N_RUNS, seed: int = 7, workers
                rejudge_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
     """Build the demo database at `path`, judging runs on every core.
 
-    The runs are judged, checked and laid out in worker processes (spawned by
-    default, so this is safe from a threaded server; "fork" from a process of
-    one thread skips each worker's imports), each taking a block of consecutive
-    runs, and written by this process WRITE_EVERY runs a transaction; the file
+    The runs are judged, checked and laid out in `workers` processes (default:
+    one a core, up to 4), each taking a block of consecutive runs: this one,
+    and worker processes (spawned by default, so this is safe from a threaded
+    server; "fork" from a process of one thread skips each worker's imports).
+    This process writes them WRITE_EVERY runs a transaction; the file
     appears whole or not at all. `progress(done, total)` is called once before
     any run is judged and after each run is judged (the last after every run is
     written).
@@ -367,27 +368,39 @@ def _blocks(plans: list[RunPlan], width: int) -> list[list[RunPlan]]:
 
 @contextmanager
 def _judging(plans: list[RunPlan], seed: int, width: int, start_method: str) -> Iterator[Iterator[PreparedRun]]:
-    """The runs, judged and laid out (prepare_run), as they finish: in this process (`width` 1), else in `width`
-    worker processes, each taking a block of consecutive runs in order.
+    """The runs, judged and laid out (prepare_run), as they finish: `width` blocks of consecutive runs, the last
+    judged in this process and each other in a worker process of its own (`width` 1: all in this process).
 
-    Consecutive runs share their judge, templates and retrieval, so a worker's caches (rendered prompts, the
+    Consecutive runs share their judge, templates and retrieval, so a process's caches (rendered prompts, the
     offline judge's decisions, parsed replies) serve its whole block; runs dealt to whichever worker was free
-    had both workers judge nearly every distinct prompt of the history, cold. The pools start before the caller
-    opens its file: a forked worker holds no copy of the connection.
+    had both workers judge nearly every distinct prompt of the history, cold. This process takes the last block
+    rather than waiting on its workers: one worker fewer to start, and the re-judge that follows (the trusted
+    instrument is the last runs' template, by the last runs' judge) finds its prompts and decisions made. The
+    pools start before the caller opens its file: a forked worker holds no copy of the connection.
     """
-    if width <= 1:
-        yield (_prepare_plan((p, seed)) for p in plans)
-        return
-    ctx = multiprocessing.get_context(start_method)
     blocks = _blocks(plans, width)
-    pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in blocks]
+    *theirs, ours = blocks
+    ctx = multiprocessing.get_context(start_method)
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in theirs]
     try:
-        futures = [pool.submit(_prepare_plan, (p, seed)) for pool, block in zip(pools, blocks, strict=True)
+        futures = [pool.submit(_prepare_plan, (p, seed)) for pool, block in zip(pools, theirs, strict=True)
                    for p in block]
-        yield (f.result() for f in as_completed(futures))
+        yield _ours_then_theirs(ours, seed, futures)
     finally:
         for pool in pools:
             pool.shutdown(cancel_futures=True)
+
+
+def _ours_then_theirs(ours: list[RunPlan], seed: int, futures: list[Future[PreparedRun]]) -> Iterator[PreparedRun]:
+    """This process's runs as it judges them, each followed by the workers' runs finished meanwhile; then the
+    workers' others as they finish."""
+    pending = set(futures)
+    for plan in ours:
+        yield _prepare_plan((plan, seed))
+        finished = [f for f in futures if f in pending and f.done()]
+        pending.difference_update(finished)
+        yield from (f.result() for f in finished)
+    yield from (f.result() for f in as_completed(pending))
 
 
 def _build(path: Path, *, n_runs: int, seed: int, workers: int | None, progress: Callable[[int, int], None] | None,
@@ -398,7 +411,7 @@ def _build(path: Path, *, n_runs: int, seed: int, workers: int | None, progress:
     judged = n_runs * (len(METRIC_NAMES) * len(main) + len(canary))
     tmp = Path(f"{path}.building")
     tmp.unlink(missing_ok=True)
-    width = min(workers if workers is not None else min(4, os.cpu_count() or 1), len(plans))
+    width = max(1, min(workers if workers is not None else min(4, os.cpu_count() or 1), len(plans)))
     if progress:
         progress(0, len(plans))
     with _judging(plans, seed, width, start_method) as runs, Store(tmp) as store:

@@ -130,21 +130,22 @@ class OfflineJudge:
         self._relevance_share = VARIANTS[model]["relevance_share"]
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
-        contents = tuple(m.content for m in request.messages)
-        decision = _decide_cached(contents, getattr(request, "template", None), self._support_share,
-                                  self._relevance_share, self.heed)
-        flips = _flips(request.seed, decision, self.noise) if self.noise else ()
-        if not any(flips):
+        decision = _decide_cached(tuple(m.content for m in request.messages), getattr(request, "template", None),
+                                  self._support_share, self._relevance_share, self.heed)
+        flipped = _flipped(request.seed, decision, self.noise) if self.noise else ()
+        if not flipped:
             return JudgeReply(text=decision.text, usage=decision.usage, fingerprint=self.model)
-        out = []
-        for flip, (n, _item, label, evidence, positive, negative) in zip(flips, decision.verdicts, strict=True):
-            if flip:
-                label = not label
-                evidence = "" if not label else evidence
-            out.append({"item": n, "verdict": positive if label else negative, "evidence": evidence})
-        text = json.dumps({"verdicts": out}, ensure_ascii=False)
+        out = list(decision.plain)
+        for k in flipped:
+            out[k] = decision.flipped[k]
+        text = _REPLY_HEAD + ", ".join(out) + _REPLY_TAIL
         usage = Usage(decision.usage.prompt_tokens, len(text.split()))
         return JudgeReply(text=text, usage=usage, fingerprint=self.model)
+
+
+# json.dumps({"verdicts": [v1, v2]}) is exactly this head, each verdict's own json.dumps joined by ", ", and this
+# tail: a reply with flipped verdicts is assembled from each verdict's text, made once a prompt.
+_REPLY_HEAD, _REPLY_TAIL = '{"verdicts": [', "]}"
 
 
 @dataclass(frozen=True)
@@ -155,23 +156,41 @@ class _Decision:
     text: str
     usage: Usage
     salt: str   # a hash of the whole prompt: any change to the prompt redraws the noise
+    plain: tuple[str, ...]     # each verdict as the reply writes it (json.dumps of its object)
+    flipped: tuple[str, ...]   # each verdict flipped: the other word, and no evidence
+    tails: tuple[bytes, ...]   # each item's end of the text its noise draw hashes
 
 
-def _flips(seed: object, decision: _Decision, noise: float) -> tuple[bool, ...]:
-    """Which verdicts flip at this seed: _unit(seed, salt, item, str(n)) < noise, with the hash of the shared
-    head of the hashed text computed once per call (the same bytes _unit hashes, so the same draws)."""
+def _flipped(seed: object, decision: _Decision, noise: float) -> list[int]:
+    """The positions of the verdicts that flip at this seed: those with _unit(seed, salt, item, str(n)) < noise,
+    with the hash of the shared head of the hashed text computed once per call (the same bytes _unit hashes, so
+    the same draws), and each draw's 8 bytes compared with the first that do not fall below `noise`."""
     head = hashlib.blake2b(f"({seed!r}, ({decision.salt!r}, ".encode(), digest_size=8)
+    below = _below(noise)
     out = []
-    for n, item, *_ in decision.verdicts:
+    for k, tail in enumerate(decision.tails):
         h = head.copy()
-        h.update(_tail(item, n))
-        out.append(int.from_bytes(h.digest(), "big") / 2**64 < noise)
-    return tuple(out)
+        h.update(tail)
+        if h.digest() < below:
+            out.append(k)
+    return out
 
 
-@lru_cache(maxsize=100_000)
-def _tail(item: str, n: int) -> bytes:
-    return f"{item!r}, {str(n)!r}))".encode()
+@lru_cache(maxsize=64)
+def _below(noise: float) -> bytes:
+    """The big-endian bytes b such that a draw's digest d has int(d) / 2**64 < noise exactly when d < b.
+
+    int(d) / 2**64 rounds, so the least x whose quotient is not below `noise` is searched for, not computed
+    from noise * 2**64 (the two differ by one rounding at the edge). Nine bytes when every draw is below.
+    """
+    lo, hi = 0, 2**64   # the least x with x / 2**64 >= noise is in [lo, hi] (hi: none of the draws is)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mid / 2**64 >= noise:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo.to_bytes(8, "big") if lo < 2**64 else b"\xff" * 8 + b"\x00"
 
 
 @lru_cache(maxsize=100_000)
@@ -237,7 +256,11 @@ def _decide_cached(contents: tuple[str, ...], template: str | None, support_shar
         if best is not None and best.names & ignored and _unit("heed", item) < heed:
             label = False
         decided.append((n, item, label, best.text if label and best else "", positive, negative))
-    text = json.dumps({"verdicts": [{"item": n, "verdict": pos if label else neg, "evidence": evidence}
-                                    for n, _item, label, evidence, pos, neg in decided]}, ensure_ascii=False)
+    plain = tuple(json.dumps({"item": n, "verdict": pos if label else neg, "evidence": evidence}, ensure_ascii=False)
+                  for n, _item, label, evidence, pos, neg in decided)
+    flipped = tuple(json.dumps({"item": n, "verdict": neg if label else pos, "evidence": ""}, ensure_ascii=False)
+                    for n, _item, label, _evidence, pos, neg in decided)
+    text = _REPLY_HEAD + ", ".join(plain) + _REPLY_TAIL
     return _Decision(tuple(decided), text, Usage(len(prompt.split()), len(text.split())),
-                     hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest())
+                     hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest(), plain, flipped,
+                     tuple(f"{item!r}, {str(n)!r}))".encode() for n, item, *_ in decided))
