@@ -179,6 +179,25 @@ def test_the_demo_stores_the_numbers_it_always_has(demo_db: Path) -> None:
     assert digest == PINNED_DIGEST
 
 
+# Read from a build before the demo's own process judged a block of runs and the offline judge assembled its
+# flipped replies from each verdict's text (6 December 2026); the digest above reads neither of these tables.
+PINNED_REJUDGED_AND_LABELS = "7190450996622ede4eb907cd40b86355d99e430cba236e0b505a72e590003c3f"
+
+
+def test_the_demo_stores_the_rejudged_episode_and_the_labels_it_always_has(demo_db: Path) -> None:
+    # the Overview's re-judged series (per run and per sample) and the people's labels shipped with the demo
+    digest = hashlib.sha256()
+    with Store(demo_db) as store:
+        cur = store.cursor()
+        for sql in ("SELECT run_id, score, n, n_failed, n_excluded, calls, cached FROM rejudge_runs ORDER BY run_id",
+                    "SELECT run_id, sample_id, status, score, reason, verdicts, calls, cached FROM rejudge_scores "
+                    "ORDER BY run_id, sample_id",
+                    "SELECT seq, sample_id, item, value, content FROM labels ORDER BY seq"):
+            for row in cur.execute(sql).fetchall():
+                digest.update(repr(row).encode())
+    assert digest.hexdigest() == PINNED_REJUDGED_AND_LABELS
+
+
 def test_the_build_reports_progress_from_the_start_and_run_by_run(tmp_path: Path) -> None:
     # Issue 28 item 1: the first-start bar sat at 0 while spawned workers imported and judged chunks of four runs.
     seen: list[tuple[int, int]] = []
