@@ -176,7 +176,9 @@ def main() -> None:
     path, modules = sys.argv[1], sys.argv[2].split(",")
     for name in filter(None, modules):
         importlib.import_module(name)
-    if threading.active_count() > 1:   # a forked child would not have that thread: its module would misbehave
+    # a forked child has none of this process's threads: a worker a module needs would be missing there (a daemon
+    # helper, such as the flush loop importing Ragas starts, is left behind as it was before this check)
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         raise SystemExit(f"warm python: importing {modules} started a thread; this process cannot fork for it")
     gc.freeze()   # the imported heap is every child's too: its collections need not walk it (1.6 CPU s a Ragas file)
     sys.stdout.flush()
