@@ -44,8 +44,7 @@ def server(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def server_cpu(server: StreamlitServer) -> float:
     """CPU seconds the dashboard's process has used so far (all its threads: every session's script runs)."""
-    assert server.proc is not None
-    fields = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
 
 

@@ -3,7 +3,9 @@
 - `StreamlitServer(db)`: a context manager that starts the dashboard on a copy
   of a database (the server process owns and writes that file), captures its
   stdout and stderr to files, waits for /_stcore/health, and ends its whole
-  process group on exit.
+  process group on exit. In the test session (`WARM_SERVERS`) the same command runs
+  in a child forked from a warm interpreter (`warm_python`) that imported Streamlit,
+  pandas, DuckDB and the rest once for the test process.
 - `chromium()`: Playwright's sync API driving /usr/bin/chromium, headless; in
   the test session one Chromium a test process, kept from module to module
   (`_Kept`), and each dashboard on the process's home port (`home_port`).
@@ -41,6 +43,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+from tests.support.warm_python import WarmPython
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Request, WebSocket
@@ -136,6 +140,55 @@ def copy_db(src: Path, dest: Path) -> Path:
     return dest
 
 
+# The dashboard's third-party imports up to its first pages (what `python -X importtime` listed for the Overview and
+# Trends of the demo), done once a test process in a warm interpreter: never evaldrift's own lib, app or pages, which
+# import in each server after its environment and folder are set, as in a real `streamlit run`. Streamlit reads its
+# configuration (.streamlit/config.toml of the folder, --server.* options, STREAMLIT_* variables) in `streamlit run`
+# itself, after the fork, and seeds nothing at import.
+SERVER_MODULES = (
+    "streamlit", "streamlit.web.cli", "streamlit.web.bootstrap", "streamlit.web.server.app_discovery",
+    "streamlit.web.server.starlette.starlette_agent_routes", "streamlit.web.skills",
+    "streamlit.components.v2.manifest_scanner", "streamlit.dataframe.lazy_df_adapters",
+    "streamlit.runtime.scriptrunner.magic_funcs", "streamlit.watcher.polling_path_watcher",
+    "uvicorn", "uvicorn.protocols.http.h11_impl", "starlette.applications", "starlette.middleware.sessions",
+    "starlette.staticfiles", "anyio._core._sockets", "anyio._core._synchronization", "anyio._core._streams",
+    "websockets", "websockets.server", "websockets.datastructures", "websockets.extensions.permessage_deflate",
+    "numpy", "pandas", "pyarrow", "pyarrow.parquet", "pyarrow.pandas_compat", "pyarrow.vendored.version", "duckdb",
+    "pydantic", "pydantic.fields", "plotly.graph_objects", "plotly.io", "plotly.offline",
+    "narwhals._pandas_like.namespace", "narwhals._pandas_like.dataframe",
+)
+WARM_SERVERS = False                  # tests/conftest.py: the test session's servers start warm; a benchmark's do not
+_WARM: WarmPython | None = None       # this process's warm interpreter for its servers, started by the first
+
+
+def warm_python() -> Path:
+    """The client of this process's warm interpreter for dashboards (tests/support/warm_python.py), started the
+    first time; `end_warm_python` (at the session's end, or the process's) ends it."""
+    global _WARM
+    if _WARM is None:
+        warm = WarmPython(sys.executable, SERVER_MODULES, env={"PYTHONUNBUFFERED": "1"})
+        warm.__enter__()
+        _WARM = warm
+        atexit.register(end_warm_python)
+    return _WARM.path
+
+
+def end_warm_python() -> None:
+    """End this process's warm interpreter, if any (the servers forked from it and still running too)."""
+    global _WARM
+    warm, _WARM = _WARM, None
+    if warm is not None:
+        warm.__exit__(None, None, None)
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie its parent has yet to reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def server_env(db: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The server's environment: ours without OPENAI_*/EVALDRIFT_*, then EVALDRIFT_DB=db and `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED_ENV)}
@@ -161,11 +214,16 @@ class StreamlitServer:
         script: the script to serve (app.py; the page benchmark serves a one-line floor page too).
         args: more `streamlit run` options (e.g. --secrets.files PATH for a test's login settings).
         cwd: the checkout to serve from (this one; the page benchmark serves an older revision's too).
+        warm: run `command` in a child of this process's warm interpreter (`warm_python`): the same `python -m
+            streamlit run ...`, its imports of Streamlit, pandas, DuckDB... done already, 1.2 CPU s less a server.
+            `proc` is then the client, whose process group `stop` signals as ever; `pid` is the serving child.
+            None: `WARM_SERVERS` (the test session's).
     """
 
     def __init__(self, db: Path, *, env: Mapping[str, str] | None = None, log_dir: Path | None = None,
                  port: int | None = None, timeout: float = WAIT_S, script: str | Path = APP,
-                 args: tuple[str, ...] = (), cwd: Path = ROOT) -> None:
+                 args: tuple[str, ...] = (), cwd: Path = ROOT, warm: bool | None = None) -> None:
+        self.warm = WARM_SERVERS if warm is None else warm
         self.db = Path(db)
         self.cwd = Path(cwd)
         self.args = tuple(args)
@@ -178,6 +236,7 @@ class StreamlitServer:
         self.log_dir = Path(log_dir)
         self.stdout_path = self.log_dir / "streamlit.stdout.log"
         self.stderr_path = self.log_dir / "streamlit.stderr.log"
+        self.pid_path = self.log_dir / "streamlit.pid"   # the warm client writes its child's pid there
         self.env = server_env(self.db, env)
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
@@ -192,11 +251,28 @@ class StreamlitServer:
                 "--server.address", "127.0.0.1", "--server.headless", "true",
                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *self.args]
 
+    @property
+    def pid(self) -> int:
+        """The process serving the dashboard: `proc`'s, or when warm the child the warm interpreter forked for it."""
+        assert self.proc is not None
+        if not self.warm:
+            return self.proc.pid
+        deadline = time.monotonic() + 10
+        while not self.pid_path.exists():   # written as soon as the child is forked, long before it answers
+            assert time.monotonic() < deadline and self.proc.poll() is None, f"no server pid:\n{self.output()}"
+            time.sleep(0.05)
+        return int(self.pid_path.read_text())
+
     def start(self) -> StreamlitServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         _TAKEN.add(self.port)
+        command, env = self.command, self.env
+        if self.warm:
+            self.pid_path.unlink(missing_ok=True)
+            command = [str(warm_python()), *command[1:]]
+            env = {**env, "WARM_PYTHON_PID_FILE": str(self.pid_path)}
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=err,
+            self.proc = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=out, stderr=err,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             self._wait_healthy()
@@ -229,10 +305,16 @@ class StreamlitServer:
             time.sleep(0.25)
 
     def stop(self) -> None:
-        """Terminate the server's process group; kill it if it is still there after 10 s."""
+        """Terminate the server's process group; kill it if it is still there after 10 s. When warm, the client
+        passes the SIGTERM on to its child's group and exits with the child's status; a SIGKILLed client gets its
+        child SIGKILLed by the warm interpreter: this waits for that child to be gone too (its port free)."""
+        child = self.pid if self.warm and self.proc is not None and self.pid_path.exists() else None
         proc, self.proc = self.proc, None
         try:
             self._end(proc)
+            deadline = time.monotonic() + 10
+            while child is not None and not _gone(child) and time.monotonic() < deadline:
+                time.sleep(0.02)
         finally:
             _TAKEN.discard(self.port)
 

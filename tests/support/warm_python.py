@@ -1,10 +1,14 @@
-"""A stand-in interpreter path for another tool's Python with its heavy imports done once per test session.
+"""A stand-in interpreter path for a Python with its heavy imports done once per test session.
 
 The Ragas adapter starts `EVALDRIFT_RAGAS_PYTHON ragas_worker.py ...` for every call, and importing Ragas costs
-about 5 s of CPU each time; an ablation calls it once per arm. `WarmPython(python, modules)` starts
+about 5 s of CPU each time; an ablation calls it once per arm. The dashboards the browser tests start each spent
+about 1.2 CPU s importing Streamlit, pandas, DuckDB and the rest. `WarmPython(python, modules)` starts
 tests/support/tools/warm_python.py in that Python (the modules imported once) and writes `path`, an executable
-that runs a script the way `python script args` does, in a child forked from the warm process: the same
-interpreter, the same Ragas, the same worker script, fed the caller's stdin, environment and folder.
+that runs a command the way `python script args` or `python -m module args` does, in a child forked from the warm
+process: the same interpreter, fed the caller's stdin, stdout, stderr, environment and folder. The child is in a
+session of its own: a signal to the client (`path`'s process) goes on to the child's process group, the client
+SIGKILLed gets it SIGKILLed, and the client exits with the child's status. With WARM_PYTHON_PID_FILE in its
+environment (taken out of the command's), the client writes the child's pid there (the process that does the work).
 """
 
 from __future__ import annotations
@@ -19,14 +23,34 @@ from types import TracebackType
 
 SERVER = Path(__file__).with_name("tools") / "warm_python.py"
 CLIENT = """#!{python} -S
-import json, os, socket, sys
+import json, os, signal, socket, sys
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect({socket!r})
+pid_file = os.environ.pop("WARM_PYTHON_PID_FILE", None)
 body = json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
-socket.send_fds(conn, [body], [0, 1, 2])
-conn.shutdown(socket.SHUT_WR)
-code = conn.recv(16)
-sys.exit(int(code) if code else 70)
+request = len(body).to_bytes(8, "big") + body
+conn.sendall(request[socket.send_fds(conn, [request], [0, 1, 2]):])
+def pass_on(number, _):   # a signal to this process goes on to the child's process group
+    try:
+        conn.send(bytes([number]))
+    except OSError:
+        pass
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(sig, pass_on)
+replies = conn.makefile("rb")
+pid = replies.readline().strip()
+if pid and pid_file:
+    with open(pid_file + ".part", "w") as out:
+        out.write(pid.decode())
+    os.replace(pid_file + ".part", pid_file)
+code = replies.readline().strip()
+if not code:
+    sys.exit(70)   # the warm process went away
+if int(code) < 0:   # the child died of a signal: so does its client
+    if -int(code) not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(-int(code), signal.SIG_DFL)
+    os.kill(os.getpid(), -int(code))
+sys.exit(int(code))
 """
 
 
@@ -53,7 +77,7 @@ class WarmPython:
 
     def __enter__(self) -> WarmPython:
         self.proc = subprocess.Popen([self.python, *self.flags, str(SERVER), str(self.socket), ",".join(self.modules)],
-                                     env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+                                     env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
@@ -66,6 +90,8 @@ class WarmPython:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self.proc is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()   # the warm process ends when its stdin closes (when this process ends, too)
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=10)

@@ -2,10 +2,14 @@
 
     PYTHON warm_python.py SOCKET MODULE[,MODULE...]
 
-Runs inside another tool's environment (the Ragas one): imports the modules once, then listens on the UNIX
-socket SOCKET. Each connection (from `warm_client`, written by tests/support/warm_python.py) hands over its
-stdin, stdout and stderr and sends its argv, environment and working folder; a forked child runs the script
-argv[0] as __main__ on those, exactly as `PYTHON script args...` would, and its exit code goes back.
+Runs inside another tool's environment (the Ragas one) or the tests' own (the dashboards' servers): imports the
+modules once, then listens on the UNIX socket SOCKET. Each connection (from the client tests/support/warm_python.py
+writes) hands over its stdin, stdout and stderr and sends its argv, environment and working folder; a forked child,
+in a session of its own (as `start_new_session`), runs `script args...` or `-m module args...` on those as
+`PYTHON script args...` or `PYTHON -m module args...` would, and its exit status goes back to the client (a
+negative one for a signal, which the client then dies of). A signal the client gets (SIGTERM, SIGINT, ...) is sent
+on to the child's process group; a client gone (SIGKILLed) gets its child's group SIGKILLed. The warm process
+ends when its stdin closes (the test process is gone) or on SIGTERM, and kills the children it still has.
 Imports only the standard library itself: it never imports evaldrift.
 """
 
@@ -16,88 +20,177 @@ import importlib
 import json
 import os
 import runpy
+import select
+import signal
 import socket
 import sys
-import traceback
+import threading
+from contextlib import suppress
 
 # the interpreter options a command may pass, and the sys.flags attribute each sets
 FLAGS = {"-I": "isolated", "-E": "ignore_environment", "-s": "no_user_site", "-S": "no_site",
          "-B": "dont_write_bytecode"}
+HEAD = 8   # a request is its length in HEAD bytes (big-endian), then that much JSON; then signal numbers, a byte each
 
 
 class _Refused(Exception):
     """An interpreter option this warm process was not started with."""
 
 
-def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
+class _Child:
+    """A command running in a forked child: its client's connection and the child's pidfd."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.heard = True   # the client's connection is open: its signals are read
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the child's process group (its session's), as a signal to the client's group would."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.pid, sig)
+
+
+def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    chunks = [msg]
-    while chunk := conn.recv(65536):
-        chunks.append(chunk)
-    request = json.loads(b"".join(chunks))
-    if os.fork():
+    data = bytearray(msg)
+    while len(data) < HEAD or len(data) < HEAD + int.from_bytes(data[:HEAD], "big"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionError("the client left before its request was in")
+        data += chunk
+    size = int.from_bytes(data[:HEAD], "big")
+    return json.loads(bytes(data[HEAD:HEAD + size])), fds
+
+
+def _run(request: dict) -> int:
+    """In the child: run the command as `python [options] script|-m module args` would; its exit code."""
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    argv = list(request["argv"])
+    while argv and argv[0].startswith("-") and argv[0] != "-m":   # only an option this interpreter runs with
+        option = argv.pop(0)
+        if not getattr(sys.flags, FLAGS.get(option, "-"), False):
+            print(f"warm python: {option} needs a warm interpreter started with it", file=sys.stderr)
+            return 2   # python's own exit for an option it does not take
+    if argv == ["-m"]:
+        print("Argument expected for the -m option", file=sys.stderr)
+        return 2
+    if argv[:1] == ["-m"]:
+        sys.argv = argv[1:]                   # runpy puts the module's file in sys.argv[0]
+        sys.path[0] = os.getcwd()              # `python -m` puts the working folder first
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    return 0
+
+
+def _fork(conn: socket.socket, request: dict, fds: list[int], sockets: list[socket.socket],
+          pidfds: list[int]) -> int | None:
+    """Fork the command's child: None in the child (which has run the command: sys.exit follows), its pid here."""
+    pid = os.fork()
+    if pid:
         for fd in fds:
             os.close(fd)
-        conn.close()
-        return
-    listener.close()
-    code = 1
+        return pid
+    os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sock in (*sockets, conn):   # the listener, the clients' connections and the pidfds: the child holds none
+        sock.close()
+    for pidfd in pidfds:
+        os.close(pidfd)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    request["code"] = _run(request)
+    return None
+
+
+def _serve(listener: socket.socket) -> dict | None:
+    """Serve until stdin closes or SIGTERM; in a forked child, return its request (with its "code") instead."""
+    children: dict[int, _Child] = {}       # by the client connection's fd
+    by_pidfd: dict[int, _Child] = {}
+    poll = select.poll()
+    poll.register(listener, select.POLLIN)
+    poll.register(0, select.POLLIN)
     try:
-        for target, fd in zip((0, 1, 2), fds, strict=True):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        argv = list(request["argv"])
-        try:
-            while argv and argv[0].startswith("-"):   # an interpreter option: only one this interpreter runs with
-                option = argv.pop(0)
-                if not getattr(sys.flags, FLAGS.get(option, "-"), False):
-                    raise _Refused(f"warm python: {option} needs a warm interpreter started with it")
-            sys.argv = argv
-            sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
-            runpy.run_path(sys.argv[0], run_name="__main__")
-            code = 0
-        except _Refused as exc:
-            print(exc, file=sys.stderr)
-            code = 2   # python's own exit for an option it does not take
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            if isinstance(exc.code, str):
-                print(exc.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        conn.sendall(str(code).encode())
+        while True:
+            for fd, _ in poll.poll():
+                if fd == 0:                 # the test process is gone (its pipe closed)
+                    return None
+                if fd == listener.fileno():
+                    conn, _ = listener.accept()
+                    try:
+                        request, fds = _read_request(conn)
+                    except (OSError, ValueError):
+                        conn.close()
+                        continue
+                    pid = _fork(conn, request, fds, [listener, *(c.conn for c in children.values())],
+                                list(by_pidfd))
+                    if pid is None:
+                        return request
+                    child = _Child(conn, pid)
+                    conn.sendall(f"{pid}\n".encode())
+                    children[conn.fileno()] = child
+                    by_pidfd[child.pidfd] = child
+                    poll.register(conn, select.POLLIN)
+                    poll.register(child.pidfd, select.POLLIN)
+                elif fd in by_pidfd:        # a child ended: its exit status to its client
+                    child = by_pidfd.pop(fd)
+                    _, status = os.waitpid(child.pid, 0)
+                    poll.unregister(child.pidfd)
+                    if child.heard:
+                        poll.unregister(child.conn)
+                    children.pop(child.conn.fileno())
+                    os.close(child.pidfd)
+                    with suppress(OSError):   # a client gone
+                        child.conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                    child.conn.close()
+                else:                        # a client's signals, or the client gone
+                    child = children[fd]
+                    try:
+                        got = child.conn.recv(64)
+                    except OSError:
+                        got = b""
+                    if not got:
+                        poll.unregister(fd)
+                        child.heard = False
+                        child.signal(signal.SIGKILL)
+                    for sig in got:
+                        child.signal(sig)
     finally:
-        os._exit(0)
+        if os.getpid() == _SERVER_PID:
+            for child in children.values():   # commands still running when the warm process ends
+                child.signal(signal.SIGKILL)
+
+
+_SERVER_PID = os.getpid()
 
 
 def main() -> None:
     path, modules = sys.argv[1], sys.argv[2].split(",")
-    for name in modules:
+    for name in filter(None, modules):
         importlib.import_module(name)
+    # a forked child has none of this process's threads: a worker a module needs would be missing there (a daemon
+    # helper, such as the flush loop importing Ragas starts, is left behind as it was before this check)
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        raise SystemExit(f"warm python: importing {modules} started a thread; this process cannot fork for it")
     gc.freeze()   # the imported heap is every child's too: its collections need not walk it (1.6 CPU s a Ragas file)
     sys.stdout.flush()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    listener.listen(16)
+    listener.listen(64)
     print("ready", flush=True)
-    while True:
-        conn, _ = listener.accept()
-        try:
-            _serve_one(conn, listener)
-        finally:
-            conn.close()
-        while True:   # reap finished children
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+    request = _serve(listener)
+    if request is None:
+        return
+    sys.exit(request["code"])   # in a child: the interpreter's own exit (atexit, threads joined, streams flushed)
 
 
 if __name__ == "__main__":
