@@ -42,6 +42,10 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+if __name__ == "__main__":   # run as a script (the tests' warm python runs it so): the project's folder, not this
+    sys.path[0] = str(Path(__file__).resolve().parents[2])   # one, is where imports look first
 
 import pandas as pd
 
