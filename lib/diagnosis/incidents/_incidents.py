@@ -290,11 +290,13 @@ def load(store: Store, *, suite: str = MAIN, evidence: bool = True, history: pd.
     from lib.diagnosis.trends import canary_status, lint_status, steps_beyond
 
     history = store.metric_history(suite=suite) if history is None else history
+    if evidence and ablations is None:
+        ablations = store.ablations()
     series = finished_series(store) if evidence else []
     jumps, lapsed = steps_beyond(store, history=history)
     _, changes = trend_agreement(store, history, suite=suite) if evidence else ([], [])
     found = build(jumps, canary=canary_status(store), lint=lint_status(store),
-                  history=history, ablations=(store.ablations() if ablations is None else ablations) if evidence else None,
+                  history=history, ablations=ablations if evidence else None,
                   series={s.series_id: (s.frame, s.threshold) for s in series},
                   series_labels={s.series_id: f"{s.name}, {s.covers}" for s in series},
                   states=hs.incident_states(store),
