@@ -10,6 +10,7 @@ sample and so reads all four. Literal braces are written `{{` and `}}`.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import string
 from dataclasses import dataclass
@@ -47,11 +48,11 @@ def placeholders(template: str, *, source: str | None = None) -> list[str]:
         InputError: one line naming the template and the placeholder that is not a known field name, or the
             brace that is not closed (literal braces are written `{{` and `}}`).
     """
-    where = source or f"template {prompt_hash(template)}"
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:   # "Single '}' encountered in format string" and the like
-        raise InputError(f"{exc}: write a literal brace as {{{{ or }}}}", field="template", source=where) from None
+        raise InputError(f"{exc}: write a literal brace as {{{{ or }}}}", field="template",
+                         source=source or f"template {prompt_hash(template)}") from None
     seen: list[str] = []
     for _, name, spec, conversion in parsed:
         if name is None:
@@ -61,10 +62,17 @@ def placeholders(template: str, *, source: str | None = None) -> list[str]:
             what = (f"unknown placeholder {shown}" if not spec and not conversion and name.isidentifier() else
                     f"placeholder {shown} is not a bare field name (no format spec, conversion, index or attribute)")
             raise InputError(f"{what}; a template takes field names only; known: {', '.join(PLACEHOLDERS)}",
-                             field="template", source=where)
+                             field="template", source=source or f"template {prompt_hash(template)}")
         if name not in seen:
             seen.append(name)
     return seen
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered_names(template: str) -> tuple[str, ...]:
+    """`placeholders` of a template, parsed once: `render` fills one template for every sample and repeat of a
+    run or an ablation (a template that raises is not kept, and raises again as it did)."""
+    return tuple(placeholders(template))
 
 
 def _cut(text: str, limit: int = 80) -> str:
@@ -151,7 +159,7 @@ def render(template: str, spec: MetricSpec, source: object, items: list[str]) ->
     resolves, exactly as the historical harness that used the template did.
     """
     values: dict[str, str] = {ITEMS: "\n".join(f"ITEM {i}: {t}" for i, t in enumerate(items, start=1))}
-    for name in placeholders(template):
+    for name in _rendered_names(template):
         if name == ITEMS:
             continue
         if name == WHOLE_SAMPLE:

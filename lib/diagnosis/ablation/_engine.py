@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -172,19 +173,37 @@ def _run_scorer(store: Store, plan: Plan, scorer: Scorer, done: set, progress, s
         if progress:
             progress(count, plan.total)
         return False
+    # The scorer gets 50 samples a call; their results are stored BATCH at a time, several groups in one commit
+    # (as the judge's are: a commit costs more than a fast scorer's 50 scores), or after a second, and what was
+    # scored before a stop or a scorer's error is stored too. Progress is told after each commit.
     chunk = 50
-    for m in spec.metrics:
-        for arm in plan.measured_arms(m):   # the floor arm too (lib.diagnosis.ablation_floor)
-            for rep in range(spec.repeats):
-                todo = [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
-                for i in range(0, len(todo), chunk):
-                    if should_stop and should_stop():
-                        return True
-                    results = score_group(scorer, m, arm, todo[i:i + chunk], plan.pairs)
-                    store.add_ablation_results(spec.ablation_id, m, arm, rep, results)
-                    count += len(results)
-                    if progress:
-                        progress(count, plan.total)
+    held: dict[tuple[str, str, int], list] = {}
+    last = time.monotonic()
+
+    def store_held() -> None:
+        nonlocal count, last
+        if held:
+            store.add_ablation_batches(spec.ablation_id, held)
+            count += sum(map(len, held.values()))
+            held.clear()
+            if progress:
+                progress(count, plan.total)
+        last = time.monotonic()
+
+    try:
+        for m in spec.metrics:
+            for arm in plan.measured_arms(m):   # the floor arm too (lib.diagnosis.ablation_floor)
+                for rep in range(spec.repeats):
+                    todo = [s for s in plan.samples if (m, arm, rep, s.sample_id) not in done]
+                    for i in range(0, len(todo), chunk):
+                        if should_stop and should_stop():
+                            return True
+                        held.setdefault((m, arm, rep), []).extend(
+                            score_group(scorer, m, arm, todo[i:i + chunk], plan.pairs))
+                        if sum(map(len, held.values())) >= BATCH or time.monotonic() - last > 1.0:
+                            store_held()
+    finally:
+        store_held()
     return False
 
 

@@ -275,23 +275,28 @@ def build(jumps: Sequence[Jump], *, canary: CanaryStatus | None = None, lint: pd
     return sorted(out, key=lambda i: (i.started_at, i.kind, i.metric))
 
 
-def load(store: Store, *, suite: str = MAIN, evidence: bool = True) -> tuple[list[Incident], list[Series]]:
+def load(store: Store, *, suite: str = MAIN, evidence: bool = True, history: pd.DataFrame | None = None,
+         ablations: pd.DataFrame | None = None) -> tuple[list[Incident], list[Series]]:
     """Every incident of a store (with their states), and its finished re-judged series.
 
     `evidence` False: the same incidents (kinds, runs, titles, states, jumps) without what the evidence reads from
     people's labels, re-judged series and ablations (their `evidence`, `agreement` and `corrected` left empty),
     and no series: the labels' agreement and corrections are most of a load (about 1 of 1.3 CPU s on the demo),
     which the Ablation page's starting run and next steps do not read.
+    `history` and `ablations`: the suite's `store.metric_history(suite=suite)` and `store.ablations()`, when the
+    caller read them already (a watch's look reads both for itself too), else read here.
     """
     from lib.diagnosis.agreement import corrected_at_steps, trend_agreement
     from lib.diagnosis.trends import canary_status, lint_status, steps_beyond
 
-    history = store.metric_history(suite=suite)
+    history = store.metric_history(suite=suite) if history is None else history
+    if evidence and ablations is None:
+        ablations = store.ablations()
     series = finished_series(store) if evidence else []
     jumps, lapsed = steps_beyond(store, history=history)
     _, changes = trend_agreement(store, history, suite=suite) if evidence else ([], [])
     found = build(jumps, canary=canary_status(store), lint=lint_status(store),
-                  history=history, ablations=store.ablations() if evidence else None,
+                  history=history, ablations=ablations if evidence else None,
                   series={s.series_id: (s.frame, s.threshold) for s in series},
                   series_labels={s.series_id: f"{s.name}, {s.covers}" for s in series},
                   states=hs.incident_states(store),

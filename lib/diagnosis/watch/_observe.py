@@ -217,10 +217,11 @@ def observe(store: Store, now: datetime, *, recent: Sequence[tuple[str, datetime
     times (lib.store.watch.run_times), read here when not given."""
     from lib.diagnosis.incidents import load
 
-    found, series = load(store, suite=suite)
     history = store.metric_history(suite=suite)
+    ablations = store.ablations()
+    found, series = load(store, suite=suite, history=history, ablations=ablations)   # one read of each, not two
     return Observation(now=now, incidents=tuple(found), series=tuple(series),
-                       instrument_changes=instrument_changes(history), verdicts=verdicts(store.ablations()),
+                       instrument_changes=instrument_changes(history), verdicts=verdicts(ablations),
                        failures=failure_shares(history) if not history.empty else (),
                        run_times=times(recent if recent is not None else ws.run_times(store)),
                        agreement=agreement_changes(store, history, suite=suite))
