@@ -70,8 +70,10 @@ def test_any_value_renders_as_itself_in_a_paragraph_a_list_item_and_a_table_cell
     assert re.search(r"<td>(.*?)</td>\s*<td>x</td>", table).group(1) == want   # type: ignore[union-attr]
 
 
+# st.text()'s own alphabet (all but the surrogates) named by category: the default's check against the UTF-8 codec
+# encodes every code point once a process (3.5 -> 2.4 CPU s for this file with no Hypothesis folder, as in a clone)
 @settings(max_examples=300, deadline=None)
-@given(st.text(min_size=0, max_size=40))
+@given(st.text(st.characters(exclude_categories=("Cs",)), min_size=0, max_size=40))
 def test_plain_text_gives_back_the_value(value: str) -> None:
     assert plain_text(md_text(value)) == _flat(value)
 
