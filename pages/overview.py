@@ -154,12 +154,9 @@ with right:
         for r in found.itertuples(index=False):   # sentences: in this narrow column a table cuts the finding
             st.caption(f"**{ui.md_literal(r.metric)}** `{r.prompt_hash}`: {ui.md_literal(r.findings)} "
                        f"({r.runs} run(s), last {ui.md_literal(r.last_run)})")
-        # drawn when opened (a rerun), like the wiring table below: a data grid, even collapsed, makes a browser
-        # session load and run the grid's code (see tests/README.md for the figures)
-        as_table = st.expander("As a table", key="overview_lint_open", on_change="rerun")
-        if as_table.open:
-            as_table.dataframe(found[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
-                               hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
+        with st.expander("As a table"):
+            st.dataframe(found[["metric", "prompt_hash", "findings", "runs", "last_run", "in_latest_run"]],
+                         hide_index=True, column_config=COLUMN_CONFIG, key="overview_lint")
 
     st.markdown("**Attribution**")
     if unattributed.empty:
@@ -177,6 +174,5 @@ with right:
         st.dataframe(alerts.alerts_frame(sent), hide_index=True, key="overview_alerts",
                      column_config={"time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
-    wiring = st.expander("What each metric may see", key="overview_wiring_open", on_change="rerun")
-    if wiring.open:
-        wiring.dataframe(pd.DataFrame(wiring_table()), hide_index=True, key="overview_wiring")
+    with st.expander("What each metric may see"):
+        st.dataframe(pd.DataFrame(wiring_table()), hide_index=True, key="overview_wiring")

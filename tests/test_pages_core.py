@@ -99,9 +99,7 @@ def test_overview_reports_canary_lint_and_attribution(app: AppTest) -> None:
     app.run()
     assert any("Canary faithfulness" in t for t in texts(app))
     assert any("2 of 8 stored templates have lint findings" in t for t in texts(app))
-    assert not [d for d in app.dataframe if "prompt_hash" in d.value.columns]   # "As a table", closed: not drawn
-    app.session_state["overview_lint_open"] = True   # the user opens it (on_change="rerun")
-    lint = table(app.run(), "prompt_hash", "findings", "in_latest_run")
+    lint = table(app, "prompt_hash", "findings", "in_latest_run")
     assert set(lint["prompt_hash"]) == {prompt_hash(LEAKY_FAITHFULNESS), prompt_hash(INSTRUCTED_FAITHFULNESS)}
     assert not lint["in_latest_run"].any()
     assert any("Every stored score records" in t for t in texts(app))
