@@ -64,13 +64,16 @@ for spell in spells:
         st.page_link("pages/ablation.py", label=f"Test {md(spell.first_run)} for a ground_truth leak",
                      query_params={"run": spell.first_run, "metric": "faithfulness", "blank": "ground_truth"},
                      icon=":material/science:")
-with st.expander(f"Every alarm run ({len(status.alarm_runs)})"):
+# drawn when opened (a rerun): 45 rows of a collapsed table were a third of the page's elements in the browser
+every_alarm = st.expander(f"Every alarm run ({len(status.alarm_runs)})", key="canary_alarms_open", on_change="rerun")
+if every_alarm.open:
     # static (run ids, times and scores are our own records): the page draws no data grid, whose code a fresh
-    # browser session would load and run for a table it shows collapsed
+    # browser session would load and run
     alarms = frame[frame["alarm"]][["run_id", "started_at", "score"]]
-    st.table(static_tables.styled(alarms.assign(started_at=alarms["started_at"].dt.strftime("%Y-%m-%d %H:%M"))
-                                  .rename(columns={"started_at": "started", "score": "canary faithfulness"}),
-                                  formats={"canary faithfulness": "{:.3f}"}))
+    every_alarm.table(static_tables.styled(
+        alarms.assign(started_at=alarms["started_at"].dt.strftime("%Y-%m-%d %H:%M"))
+        .rename(columns={"started_at": "started", "score": "canary faithfulness"}),
+        formats={"canary faithfulness": "{:.3f}"}))
 
 st.subheader("What the canary set is")
 st.markdown("Each canary answer has one claim the passages state and several correct claims that **only the "

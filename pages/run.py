@@ -77,24 +77,23 @@ for line in loaders.chance(ctx.db_path, ctx.version, run_id):
     st.warning(ui.md_literal(line[0].upper() + line[1:]) + ". Such a sample should have been excluded.",
                icon=":material/block:")
 
-left, right = st.columns([2, 3], gap="large")
-with left:
-    st.subheader("Pipeline config")
-    # as code, not st.json: at 1024 px st.json broke a value mid-word; code keeps each line whole and scrolls
-    st.code(json.dumps(header.pipeline, indent=2, sort_keys=True, ensure_ascii=False), language="json")
-with right:
-    st.subheader("What changed since the run before")
-    if changes.prev_run_id is None:
-        st.info("This is the first run: nothing to compare with.")
+st.subheader("Pipeline config")
+# plain text, its indentation kept, across the page, where each line fits whole at 1024 px (st.json broke a value
+# mid-word there). Not st.code: a code block makes the browser load and run its syntax highlighter (1.5 MB of
+# JavaScript) on every Run page, about a sixth of the page's drawing in Chromium (tests/README.md).
+st.text(json.dumps(header.pipeline, indent=2, sort_keys=True, ensure_ascii=False))
+st.subheader("What changed since the run before")
+if changes.prev_run_id is None:
+    st.info("This is the first run: nothing to compare with.")
+else:
+    st.page_link(views.PAGE_COMPARE, label=f"Compare with {ui.md_literal(changes.prev_run_id)}",
+                 icon=":material/compare_arrows:",
+                 query_params={"run": run_id, "run_b": changes.prev_run_id, "metric": metric or ""})
+    if changes.is_empty:
+        st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
+                   "prompts, bindings and pipeline config.")
     else:
-        st.page_link(views.PAGE_COMPARE, label=f"Compare with {ui.md_literal(changes.prev_run_id)}",
-                     icon=":material/compare_arrows:",
-                     query_params={"run": run_id, "run_b": changes.prev_run_id, "metric": metric or ""})
-        if changes.is_empty:
-            st.success(f"Nothing recorded changed since {ui.md_literal(changes.prev_run_id)}: same judge models, "
-                       "prompts, bindings and pipeline config.")
-        else:
-            ui.show_run_changes(changes)
+        ui.show_run_changes(changes)
 
 if not metric:
     st.stop()

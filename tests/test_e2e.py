@@ -425,6 +425,17 @@ def review_export_carries_the_rejudged_finding_and_every_incidents_state_above_t
     assert NOTE in text
 
 
+DRAWN_LINES_JS = """(e) => {
+    // the line boxes the element's text is drawn in: the distinct tops of its text nodes' rectangles
+    const tops = new Set(), walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), range = document.createRange();
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        range.selectNodeContents(n);
+        for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
+    }
+    return tops.size;
+}"""
+
+
 def test_ablation_run_latest_opens_the_latest_run_whose_pipeline_config_keeps_each_line_whole_at_1024_px(
         dashboard: Dashboard, page: Page) -> None:
     """A pasted /ablation?run=latest; then that run's Run page, a link in the same session (no page load; it was a
@@ -436,9 +447,11 @@ def test_ablation_run_latest_opens_the_latest_run_whose_pipeline_config_keeps_ea
 
     follow(page, dashboard.url("run?run=nightly-20261201"))
     assert_healthy(page)
-    code = page.locator(MAIN).locator('[data-testid="stCode"]').filter(has_text="embedding_model").first
-    lines = code.inner_text().splitlines()
+    config = page.locator(MAIN).locator('[data-testid="stText"]').filter(has_text="embedding_model").first
+    lines = config.inner_text().splitlines()
     assert '    "embedding_model": "e5-small-v2-int8",' in lines, lines
+    # and drawn so: as many lines on the screen as in the text (a line broken at 1024 px would draw two)
+    assert config.evaluate(DRAWN_LINES_JS) == len(lines), lines
 
 
 def test_the_server_logged_no_traceback(dashboard: Dashboard) -> None:

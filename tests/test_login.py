@@ -27,6 +27,7 @@ from tests.support.browser import (
     SIDEBAR_NAV,
     StreamlitServer,
     copy_db,
+    follow,
     free_port,
     home_port,
     wait_for_app,
@@ -133,6 +134,20 @@ def signed_in(page: Page, server: StreamlitServer, who: str) -> Page:
     return page
 
 
+def open_as(page: Page, server: StreamlitServer, who: str, path: str) -> Page:
+    """`server`'s `path` in a session of `who`'s (`signed_in`). A sign-in made here leaves the tab on the Overview it
+    landed on, in `who`'s session: the page is opened from there as the dashboard's own links do (`follow`: no
+    second page load). Otherwise the tab opens the link, and its new session reads `who`'s cookie."""
+    if who not in server.sessions:
+        sign_in(page, server, who)
+        follow(page, server.url + path)
+        return page
+    signed_in(page, server, who)
+    page.goto(server.url + path)
+    wait_for_app(page)
+    return page
+
+
 def use_cookies(context: BrowserContext, cookies: list) -> None:
     """The context's cookies become exactly `cookies` (a user's, from `sign_in`; none: nobody signed in)."""
     context.clear_cookies()
@@ -215,9 +230,7 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
     server, judge, _ = paid_dashboard
     if may_launch:   # before the job: signing in waits for a page that settles
         signed_in(page, server, VIEWER)
-    page = signed_in(page, server, who)
-    page.goto(server.url + "/ablation")
-    wait_for_app(page)
+    page = open_as(page, server, who, "/ablation")
     launch = page.get_by_role("button", name="Launch ablation")
     assert launch.is_enabled()                        # the run's own judge is offline: open to everyone
     page.get_by_text("(from the sidebar)").click()    # the paid judge
@@ -236,9 +249,7 @@ def test_only_the_listed_users_may_launch_an_ablation_with_the_paid_judge(
 @pytest.mark.parametrize(("who", "may_score"), [(ALLOWED, True), (VIEWER, False)])
 def test_only_the_listed_users_may_score_an_upload_with_the_paid_judge(
         dashboard: StreamlitServer, page: Page, who: str, may_score: bool) -> None:
-    page = signed_in(page, dashboard, who)
-    page.goto(dashboard.url + "/import")
-    wait_for_app(page)
+    page = open_as(page, dashboard, who, "/import")
     row = {"id": "q1", "question": "When?", "answer": "At nine.", "contexts": ["It opens at nine."],
            "ground_truth": "At nine."}
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
@@ -311,9 +322,7 @@ def paid_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S
 def test_the_four_readings_of_a_paid_ablation_are_launched_only_by_a_listed_user(
         paid_dashboard: tuple, page: Page, who: str, may_launch: bool) -> None:
     server, judge, ablation_id = paid_dashboard
-    page = signed_in(page, server, who)
-    page.goto(f"{server.url}/ablation?ablation={ablation_id}")
-    wait_for_app(page)
+    page = open_as(page, server, who, f"/ablation?ablation={ablation_id}")
     four = page.get_by_role("button", name="Launch the four readings on this run")
     assert four.count() == 1, body_text(page, MAIN)
     calls = len(judge.requests)
