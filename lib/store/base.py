@@ -46,6 +46,7 @@ class StoreBase:
     _known_prompts: frozenset[str] = frozenset()   # prompt hashes this store committed (recording.py), never deleted
     _con: duckdb.DuckDBPyConnection
     _lake_name: str = ""   # a team store's name in this process's DuckDB (lib.store.lake.connect)
+    _db_name: str = ""   # the store's database in its DuckDB instance (a file's: lib.store.files; a team store's)
     _write_lock: threading.RLock
 
     # The call cache's (CallCacheMixin): the other parts write the replies it holds in their own commits.
@@ -64,8 +65,8 @@ class StoreBase:
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for one use (one per thread, fetched before reuse)."""
         cur = self._con.cursor()
-        if self.lake:   # a cursor is a connection of its own, whose default database is the in-memory one
-            cur.execute(f"USE {self._lake_name}")
+        if self._db_name:   # a cursor is a connection of its own, whose default database is the in-memory one
+            cur.execute(f"USE {self._db_name}")
         return cur
 
     def _df(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:

@@ -18,12 +18,16 @@ import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
 from lib.core.settings import Settings
+from lib.store import files
 
 SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
-_ANY_TABLE = ("SELECT (SELECT count(*) FROM duckdb_tables() WHERE NOT internal) "   # a table or view: another's data
-              "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal)")
+# The connection's current database only: a store's file is attached beside its instance's in-memory database
+# (lib.store.files)
+_ANY_TABLE = ("SELECT (SELECT count(*) FROM duckdb_tables() WHERE NOT internal "   # a table or view: another's data
+              "AND database_name = current_database()) "
+              "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name = current_database())")
 _HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' "
-             "AND table_schema = 'main'")
+             "AND table_schema = 'main' AND table_catalog = current_database()")
 
 
 class ForeignDatabaseError(StoreError):
@@ -74,11 +78,10 @@ def check_evaldrift(path: str | Path) -> None:
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:   # absent, empty, or a folder (DuckDB says it cannot open it)
         return
+    con = files.shared(path)   # this process has the file open (lib.store.files): only read it there
     try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.ConnectionException:
-        # This process already has the file open read-write: share that instance and only read.
-        con = duckdb.connect(str(path))
+        if con is None:
+            con = duckdb.connect(str(path), read_only=True)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise StoreBusyError(str(path)) from None

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
-from lib.store import lake
+from lib.store import files, lake
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
@@ -63,13 +63,14 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             # DuckDB database": it is removed so DuckDB creates the file in its place.
             self.path.unlink()
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
+            self._con = files.attach(self.path, read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
             if existing:
                 raise ForeignDatabaseError(self.path, "not a DuckDB file") from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
+        self._db_name = files.NAME
         self._write_lock = threading.RLock()
         self._on_close: list[Callable[[], None]] = []
         self._hold_replies()
@@ -78,8 +79,8 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         try:
             current = False
             if existing:   # another application's file is refused before anything is written to it
-                with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
-                    current = is_current(cur)        # every CHECKPOINT) for the store's life
+                with self.cursor() as cur:   # closed: a result left open would hold a transaction (and block
+                    current = is_current(cur)   # every CHECKPOINT) for the store's life
                     if not current:   # (a current database carries the schema mark refuse_foreign looks for)
                         refuse_foreign(cur, self.path)
             if not current:   # a reopen of a current database, every command's and page's, takes one read
@@ -88,7 +89,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             if existing:   # a file made just now holds no staging table
                 self._drop_stale_staging()
         except BaseException:
-            self._con.close()   # a refused or failed migration must not keep the file locked in this process
+            self._close_connection()   # a refused or failed migration must not keep the file locked in this process
             raise
 
     def _empty_file(self) -> bool:
@@ -109,6 +110,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         self.read_only = as_of is not None
         self.path = Path(target.name)
         self._con, self._lake_name = lake.connect(target, as_of=as_of)
+        self._db_name = self._lake_name
         self._write_lock = threading.RLock()
         self._on_close = []
         self._hold_replies()
@@ -154,7 +156,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
             lake.detach(self._con, self._lake_name)
         else:
-            self._con.close()
+            files.release(self.path, self._con)
 
     def __enter__(self) -> Store:
         return self
