@@ -53,6 +53,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         self.lake = False
         self.path = Path(path)
         self.read_only = read_only
+        memory = str(path) == ":memory:"
         existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,14 +64,15 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             # DuckDB database": it is removed so DuckDB creates the file in its place.
             self.path.unlink()
         try:
-            self._con = files.attach(self.path, read_only=read_only)
+            # ":memory:" (a store for one process's use, e.g. a test's) is a DuckDB of its own, as duckdb.connect made
+            self._con = duckdb.connect(":memory:") if memory else files.attach(self.path, read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
             if existing:
                 raise ForeignDatabaseError(self.path, "not a DuckDB file") from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        self._db_name = files.NAME
+        self._db_name = "" if memory else files.NAME
         self._write_lock = threading.RLock()
         self._on_close: list[Callable[[], None]] = []
         self._hold_replies()
@@ -155,8 +157,10 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     def _close_connection(self) -> None:
         if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
             lake.detach(self._con, self._lake_name)
-        else:
+        elif self._db_name:
             files.release(self.path, self._con)
+        else:
+            self._con.close()
 
     def __enter__(self) -> Store:
         return self
