@@ -7,7 +7,7 @@ evaldrift database is refused before anything is written to it
 (`refuse_foreign`, on the store's own connection: DuckDB writes nothing to a
 file a connection only reads; a file with a pending write-ahead log, which a
 read-write open would replay into it, is looked at read-only first,
-`check_evaldrift`), so another application's file is never written.
+lib.store.files.attach's `look`), so another application's file is never written.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from lib.core.errors import StoreBusyError, StoreError
+from lib.core.errors import StoreError
 from lib.core.settings import Settings
-from lib.store import files
 
 SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
 # The connection's current database only: a store's file is attached beside its instance's in-memory database
@@ -63,33 +62,6 @@ def is_evaldrift(con: duckdb.DuckDBPyConnection) -> bool:
         return con.execute(SCHEMA_MARK).fetchone() is not None
     except duckdb.Error:  # a 'meta' table of another shape
         return False
-
-
-def check_evaldrift(path: str | Path) -> None:
-    """Refuse an existing file that is not an evaldrift database, without writing to it.
-
-    An absent or empty file, or a DuckDB database with no table in it, is fine (evaldrift creates its schema
-    there); a folder is left to DuckDB's own "cannot open" error.
-
-    Raises:
-        ForeignDatabaseError: the file is no DuckDB database, or one without evaldrift's schema.
-        StoreBusyError: another process holds the file.
-    """
-    path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0:   # absent, empty, or a folder (DuckDB says it cannot open it)
-        return
-    con = files.shared(path)   # this process has the file open (lib.store.files): only read it there
-    try:
-        if con is None:
-            con = duckdb.connect(str(path), read_only=True)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise StoreBusyError(str(path)) from None
-        raise ForeignDatabaseError(path, "not a DuckDB file") from None
-    try:
-        refuse_foreign(con, path)
-    finally:
-        con.close()
 
 
 def refuse_foreign(con: duckdb.DuckDBPyConnection, path: Path) -> None:

@@ -22,7 +22,7 @@ from lib.store import files, lake
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
-from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_foreign
+from lib.store.databases import ForeignDatabaseError, refuse_foreign
 from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
@@ -57,22 +57,20 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        if existing and Path(f"{self.path}.wal").exists():
-            check_evaldrift(self.path)   # a read-write open would replay another application's log into its file
         if not read_only and self._empty_file():
             # An empty file is a new database (lib/app/README.md), but DuckDB refuses a 0-byte file as "not a valid
             # DuckDB database": it is removed so DuckDB creates the file in its place.
             self.path.unlink()
         try:
             # ":memory:" (a store for one process's use, e.g. a test's) is a DuckDB of its own, as duckdb.connect made
-            self._con = duckdb.connect(":memory:") if memory else files.attach(self.path, read_only=read_only)
+            self._con, self._db_name = (duckdb.connect(":memory:"), "") if memory else files.attach(
+                self.path, read_only=read_only, look=self._foreign_refused if existing else None)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
             if existing:
                 raise ForeignDatabaseError(self.path, "not a DuckDB file") from None
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        self._db_name = "" if memory else files.NAME
         self._write_lock = threading.RLock()
         self._on_close: list[Callable[[], None]] = []
         self._hold_replies()
@@ -93,6 +91,9 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         except BaseException:
             self._close_connection()   # a refused or failed migration must not keep the file locked in this process
             raise
+
+    def _foreign_refused(self, cur: duckdb.DuckDBPyConnection) -> None:
+        refuse_foreign(cur, self.path)
 
     def _empty_file(self) -> bool:
         """A regular file of 0 bytes with no write-ahead log beside it (a log would be another database's)."""
@@ -157,7 +158,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     def _close_connection(self) -> None:
         if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
             lake.detach(self._con, self._lake_name)
-        elif self._db_name:
+        elif self._db_name:   # attached to a kept instance (lib.store.files): detached at the file's last close
             files.release(self.path, self._con)
         else:
             self._con.close()
