@@ -161,6 +161,30 @@ def test_a_closed_store_leaves_its_file_checkpointed_and_free_for_another_proces
         assert store._rows("SELECT count(*) FROM meta") == [(seen,)]
 
 
+def test_a_store_closed_twice_leaves_the_other_store_of_its_file_open(tmp_path: Path) -> None:
+    path = tmp_path / "twice.duckdb"
+    first, second = Store(path), Store(path)
+    first.close()
+    first.close()   # as duckdb.connect's close, a second one does nothing: the file stays attached for `second`
+    second.record_run(good_run("r1"))
+    assert second.run_ids() == ["r1"]
+    second.close()
+    assert _another_process_writes(path) > 0
+
+
+def test_a_store_opened_by_a_relative_path_is_freed_after_the_working_directory_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close finds its file by its connection, not by the path resolved again (another file, now)."""
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    store = Store("relative.duckdb")
+    store.record_run(good_run("r1"))
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    store.close()
+    assert files._open == {}
+    assert _another_process_writes(tmp_path / "relative.duckdb") > 0
+
+
 def test_a_closed_store_s_cursors_fail_and_never_reach_the_next_file_its_instance_holds(tmp_path: Path) -> None:
     """An instance a store left is the next open's: a cursor the closed store handed out must fail (as on a closed
     duckdb.connect), not read the other file now attached under the same name."""

@@ -42,7 +42,7 @@ MIXED = "Can't open a connection to same database file with a different configur
 class _Held:
     root: duckdb.DuckDBPyConnection   # the instance's own connection (never `USE`s the file)
     read_only: bool
-    users: int
+    users: list[duckdb.DuckDBPyConnection]   # the connections handed out and not yet released
 
 
 _lock = threading.Lock()
@@ -81,8 +81,9 @@ def attach(path: Path, *, read_only: bool,
         if held is not None:   # this process's own file, its log its own
             if held.read_only != read_only:
                 raise duckdb.ConnectionException(f"Connection Error: {MIXED}")
-            held.users += 1
-            return held.root.cursor(), NAME
+            con = held.root.cursor()
+            held.users.append(con)
+            return con, NAME
         root = _new_or_idle(key + ".tmp")
         try:
             if look is not None and not read_only and Path(f"{key}.wal").exists():
@@ -94,8 +95,9 @@ def attach(path: Path, *, read_only: bool,
         except BaseException:
             _keep(root)
             raise
-        _open[key] = _Held(root=root, read_only=read_only, users=1)
-        return root.cursor(), NAME
+        con = root.cursor()
+        _open[key] = _Held(root=root, read_only=read_only, users=[con])
+        return con, NAME
 
 
 def _look(root: duckdb.DuckDBPyConnection, key: str, look: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
@@ -133,16 +135,17 @@ def _new_or_idle(temp: str) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(":memory:", config={"temp_directory": temp})
 
 
-def release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    """Close `attach`'s connection and every cursor made from it; the file's last one detaches the file."""
+def release(con: duckdb.DuckDBPyConnection) -> None:
+    """Close `attach`'s connection and every cursor made from it; the file's last one detaches the file (found by
+    the connection: the file may have been renamed or its folder replaced since)."""
     con.close()
-    key = _key(path)
     with _lock:
-        held = _open.get(key)
-        if held is None:
+        found = [(key, held) for key, held in _open.items() if any(user is con for user in held.users)]
+        if not found:   # released before: a store closed twice
             return
-        held.users -= 1
-        if held.users > 0:
+        [(key, held)] = found
+        held.users = [user for user in held.users if user is not con]
+        if held.users:
             return
         del _open[key]
         try:

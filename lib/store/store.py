@@ -159,7 +159,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
             lake.detach(self._con, self._lake_name)
         elif self._db_name:   # attached to a kept instance (lib.store.files): detached at the file's last close
-            files.release(self.path, self._con)
+            files.release(self._con)
         else:
             self._con.close()
 
