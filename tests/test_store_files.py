@@ -41,6 +41,11 @@ def _another_process_writes(path: Path) -> int:
     return int(out.stdout)
 
 
+def _attached(path: Path) -> bool:
+    """`path` is attached to one of this process's kept instances (other tests' stores may be open beside it)."""
+    return str(path.resolve()) in files._open
+
+
 def _digest(path: Path) -> tuple[str, ...]:
     return tuple(hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "absent"
                  for p in (path, Path(f"{path}.wal")))
@@ -88,7 +93,7 @@ def test_a_foreign_file_with_a_log_is_looked_at_read_only_in_a_kept_instance_and
     before = _digest(other)
     with pytest.raises(ForeignDatabaseError, match="no evaldrift schema"):
         Store(other)
-    assert _digest(other) == before and files._open == {}
+    assert _digest(other) == before and not _attached(other)
     with Store(tmp_path / "ours.duckdb") as ours:
         assert "orders" not in _tables(ours)
 
@@ -134,8 +139,8 @@ def _duckdb_own_refusal(path: Path, *, first_read_only: bool) -> str:
 
 @pytest.mark.parametrize("first_read_only", [False, True])
 def test_read_only_and_read_write_of_one_file_never_mix_in_a_process(tmp_path: Path, first_read_only: bool) -> None:
-    """DESIGN.md section 5: the same refusal, word for word, as two duckdb.connect calls gave; the open store goes
-    on, and once it is closed the other kind opens."""
+    """One process never mixes the two (lib/store/README.md): the same refusal, word for word, as two
+    duckdb.connect calls gave; the open store goes on, and once it is closed the other kind opens."""
     path = tmp_path / "mixed.duckdb"
     with Store(path) as store:
         store.record_run(good_run("r1"))
@@ -181,7 +186,7 @@ def test_a_store_opened_by_a_relative_path_is_freed_after_the_working_directory_
     store.record_run(good_run("r1"))
     monkeypatch.chdir(tmp_path / "elsewhere")
     store.close()
-    assert files._open == {}
+    assert not _attached(tmp_path / "relative.duckdb")
     assert _another_process_writes(tmp_path / "relative.duckdb") > 0
 
 
@@ -348,8 +353,8 @@ def test_memory_stores_are_each_their_own_and_write_no_file(tmp_path: Path, monk
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_files_module_holds_nothing_once_every_store_is_closed(tmp_path: Path) -> None:
+def test_the_files_module_holds_a_file_only_while_a_store_has_it_open(tmp_path: Path) -> None:
     with Store(tmp_path / "a.duckdb"), Store(tmp_path / "a.duckdb"), Store(tmp_path / "b.duckdb"):
-        assert len(files._open) == 2
-    assert files._open == {}
+        assert _attached(tmp_path / "a.duckdb") and _attached(tmp_path / "b.duckdb")
+    assert not _attached(tmp_path / "a.duckdb") and not _attached(tmp_path / "b.duckdb")
     assert len(files._idle) <= files.IDLE_MAX
