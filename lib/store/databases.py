@@ -7,7 +7,7 @@ evaldrift database is refused before anything is written to it
 (`refuse_foreign`, on the store's own connection: DuckDB writes nothing to a
 file a connection only reads; a file with a pending write-ahead log, which a
 read-write open would replay into it, is looked at read-only first,
-`check_evaldrift`), so another application's file is never written.
+lib.store.files.attach's `look`), so another application's file is never written.
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ from pathlib import Path
 
 import duckdb
 
-from lib.core.errors import StoreBusyError, StoreError
+from lib.core.errors import StoreError
 from lib.core.settings import Settings
 
 SCHEMA_MARK = "SELECT value FROM meta WHERE key = 'schema_version'"
-_ANY_TABLE = ("SELECT (SELECT count(*) FROM duckdb_tables() WHERE NOT internal) "   # a table or view: another's data
-              "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal)")
+# The connection's current database only: a store's file is attached beside its instance's in-memory database
+# (lib.store.files)
+_ANY_TABLE = ("SELECT (SELECT count(*) FROM duckdb_tables() WHERE NOT internal "   # a table or view: another's data
+              "AND database_name = current_database()) "
+              "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name = current_database())")
 _HAS_META = ("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta' "
-             "AND table_schema = 'main'")
+             "AND table_schema = 'main' AND table_catalog = current_database()")
 
 
 class ForeignDatabaseError(StoreError):
@@ -59,34 +62,6 @@ def is_evaldrift(con: duckdb.DuckDBPyConnection) -> bool:
         return con.execute(SCHEMA_MARK).fetchone() is not None
     except duckdb.Error:  # a 'meta' table of another shape
         return False
-
-
-def check_evaldrift(path: str | Path) -> None:
-    """Refuse an existing file that is not an evaldrift database, without writing to it.
-
-    An absent or empty file, or a DuckDB database with no table in it, is fine (evaldrift creates its schema
-    there); a folder is left to DuckDB's own "cannot open" error.
-
-    Raises:
-        ForeignDatabaseError: the file is no DuckDB database, or one without evaldrift's schema.
-        StoreBusyError: another process holds the file.
-    """
-    path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0:   # absent, empty, or a folder (DuckDB says it cannot open it)
-        return
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.ConnectionException:
-        # This process already has the file open read-write: share that instance and only read.
-        con = duckdb.connect(str(path))
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise StoreBusyError(str(path)) from None
-        raise ForeignDatabaseError(path, "not a DuckDB file") from None
-    try:
-        refuse_foreign(con, path)
-    finally:
-        con.close()
 
 
 def refuse_foreign(con: duckdb.DuckDBPyConnection, path: Path) -> None:

@@ -25,11 +25,11 @@ from lib.store.base import _now, merge, retried, values
 
 
 def _df(store: Store, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
-    return store.cursor().execute(sql, list(params)).df()
+    return store._df(sql, params)
 
 
 def _rows(store: Store, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-    return store.cursor().execute(sql, list(params)).fetchall()
+    return store._rows(sql, params)
 
 
 # -- re-judged series ---------------------------------------------------------------------

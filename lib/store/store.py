@@ -18,11 +18,11 @@ from pathlib import Path
 import duckdb
 
 from lib.core.errors import StoreBusyError, StoreError
-from lib.store import lake
+from lib.store import files, lake
 from lib.store.ablations import AblationsMixin
 from lib.store.base import CACHE_BATCH, STATUSES
 from lib.store.calls import CallCacheMixin
-from lib.store.databases import ForeignDatabaseError, check_evaldrift, refuse_foreign
+from lib.store.databases import ForeignDatabaseError, refuse_foreign
 from lib.store.labels import LabelsMixin
 from lib.store.recording import PreparedRun, RecordingMixin, RunBatch, prepare_run
 from lib.store.runs import RunsMixin
@@ -53,17 +53,18 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         self.lake = False
         self.path = Path(path)
         self.read_only = read_only
+        memory = str(path) == ":memory:"
         existing = not read_only and self.path.is_file() and self.path.stat().st_size > 0
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        if existing and Path(f"{self.path}.wal").exists():
-            check_evaldrift(self.path)   # a read-write open would replay another application's log into its file
         if not read_only and self._empty_file():
             # An empty file is a new database (lib/app/README.md), but DuckDB refuses a 0-byte file as "not a valid
             # DuckDB database": it is removed so DuckDB creates the file in its place.
             self.path.unlink()
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
+            # ":memory:" (a store for one process's use, e.g. a test's) is a DuckDB of its own, as duckdb.connect made
+            self._con, self._db_name = (duckdb.connect(":memory:"), "") if memory else files.attach(
+                self.path, read_only=read_only, look=self._foreign_refused if existing else None)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(str(self.path)) from None
@@ -78,8 +79,8 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         try:
             current = False
             if existing:   # another application's file is refused before anything is written to it
-                with self._con.cursor() as cur:   # closed: a result left open would hold a transaction (and block
-                    current = is_current(cur)        # every CHECKPOINT) for the store's life
+                with self.cursor() as cur:   # closed: a result left open would hold a transaction (and block
+                    current = is_current(cur)   # every CHECKPOINT) for the store's life
                     if not current:   # (a current database carries the schema mark refuse_foreign looks for)
                         refuse_foreign(cur, self.path)
             if not current:   # a reopen of a current database, every command's and page's, takes one read
@@ -88,8 +89,11 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
             if existing:   # a file made just now holds no staging table
                 self._drop_stale_staging()
         except BaseException:
-            self._con.close()   # a refused or failed migration must not keep the file locked in this process
+            self._close_connection()   # a refused or failed migration must not keep the file locked in this process
             raise
+
+    def _foreign_refused(self, cur: duckdb.DuckDBPyConnection) -> None:
+        refuse_foreign(cur, self.path)
 
     def _empty_file(self) -> bool:
         """A regular file of 0 bytes with no write-ahead log beside it (a log would be another database's)."""
@@ -109,6 +113,7 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
         self.read_only = as_of is not None
         self.path = Path(target.name)
         self._con, self._lake_name = lake.connect(target, as_of=as_of)
+        self._db_name = self._lake_name
         self._write_lock = threading.RLock()
         self._on_close = []
         self._hold_replies()
@@ -153,6 +158,8 @@ class Store(RunsMixin, RecordingMixin, CallCacheMixin, AblationsMixin, LabelsMix
     def _close_connection(self) -> None:
         if self.lake:   # the lake detached; the process's DuckDB keeps the extensions for the next open
             lake.detach(self._con, self._lake_name)
+        elif self._db_name:   # attached to a kept instance (lib.store.files): detached at the file's last close
+            files.release(self._con)
         else:
             self._con.close()
 
