@@ -41,6 +41,17 @@ def foreign_duckdb(path: Path) -> Path:
     return path
 
 
+def foreign_duckdb_with_log(path: Path) -> Path:
+    """Another application's DuckDB file whose last insert is still in its write-ahead log, as after a crash."""
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE orders (id INTEGER, item VARCHAR)")
+    con.execute("CHECKPOINT")
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")   # the insert stays in the log
+    con.execute("INSERT INTO orders VALUES (1, 'tea')")
+    con.close()
+    return path
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -87,13 +98,7 @@ def test_a_foreign_duckdb_file_is_refused_read_only_and_never_written(tmp_path: 
 
 def test_a_foreign_file_with_a_pending_log_is_refused_and_neither_it_nor_its_log_is_written(tmp_path: Path) -> None:
     """A read-write open replays a write-ahead log into its file, so a file that has one is looked at read-only."""
-    other = tmp_path / "other.duckdb"
-    con = duckdb.connect(str(other))
-    con.execute("CREATE TABLE orders (id INTEGER, item VARCHAR)")
-    con.execute("CHECKPOINT")
-    con.execute("PRAGMA disable_checkpoint_on_shutdown")   # the insert stays in the log, as after a crash
-    con.execute("INSERT INTO orders VALUES (1, 'tea')")
-    con.close()
+    other = foreign_duckdb_with_log(tmp_path / "other.duckdb")
     wal = Path(f"{other}.wal")
     before = digest(other), digest(wal)
     with pytest.raises(ForeignDatabaseError, match=r"other\.duckdb is not an evaldrift database"):

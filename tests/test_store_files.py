@@ -17,6 +17,7 @@ import pytest
 from lib.store import Store, files
 from lib.store.databases import ForeignDatabaseError
 from lib.store.snapshot import snapshot_path, write_snapshot
+from tests.test_databases import foreign_duckdb_with_log
 from tests.test_validate import good_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,13 +84,7 @@ def test_a_foreign_file_with_a_log_is_looked_at_read_only_in_a_kept_instance_and
     through duckdb.connect's files); the next store opens in the instance the look used."""
     with Store(tmp_path / "idle.duckdb"):
         pass
-    other = tmp_path / "other.duckdb"
-    con = duckdb.connect(str(other))
-    con.execute("CREATE TABLE orders (id INTEGER)")
-    con.execute("CHECKPOINT")
-    con.execute("PRAGMA disable_checkpoint_on_shutdown")   # the insert stays in the log, as after a crash
-    con.execute("INSERT INTO orders VALUES (1)")
-    con.close()
+    other = foreign_duckdb_with_log(tmp_path / "other.duckdb")
     before = _digest(other)
     with pytest.raises(ForeignDatabaseError, match="no evaldrift schema"):
         Store(other)
