@@ -79,15 +79,11 @@ jumps = views.in_range(views.jumps_frame(loaders.jumps(ctx.db_path, ctx.version)
 caption = st.empty()   # said above the chart, once the figure (and so what it draws) is known
 ui_history.rejudge_panel(ctx, shown, window.drop_duplicates("run_id")["run_id"].tolist())
 series_version = ui_history.version(ctx)
-if len(shown) == 1:
-    figure = loaders.trend_figures(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)[shown[0]]
-    trace_metrics = shown * len(figure["data"])
-else:   # one figure, a panel per metric on one time axis: faster to draw than a chart each, and changes line up
-    figure, trace_metrics = loaders.trend_panels(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)
+figure, trace_metrics = loaders.trend_chart(ctx.db_path, ctx.version, series_version, tuple(shown), first, last)
 caption.caption(trend_figures.caption(figure),   # the marks this figure draws, and only those
                 help=glossary.help_for("run-to-run spread", "jump threshold", "instrument", "comparable segment",
                                        "binding"))
-event = st.plotly_chart(figure, on_select="rerun", selection_mode="points", key="trend_chart")
+event = st.plotly_chart(charts.drawn(figure), on_select="rerun", selection_mode="points", key="trend_chart")
 picked = charts.point_from_selection(event, trace_metrics)
 if picked:
     run_id, picked_metric = picked

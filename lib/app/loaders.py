@@ -27,7 +27,7 @@ from lib.diagnosis.incidents import jump_evidence as jump_evidence_of
 from lib.diagnosis.incidents import load as load_incidents
 from lib.diagnosis.trends import CanaryStatus, Jump
 from lib.jobs import job_log
-from lib.presentation import ablation_views, judging_counts, review, sample_pages, trend_stack, views
+from lib.presentation import ablation_views, charts, judging_counts, review, sample_pages, trend_stack, views
 from lib.presentation import trend_figures as trend_page
 from lib.store.lake import is_lake
 from lib.store.watch import OutboxRow
@@ -91,10 +91,17 @@ def trend_figures(db_path: str, version: str, series_version: str, shown: tuple[
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def trend_panels(db_path: str, version: str, series_version: str, shown: tuple[str, ...], first: date,
-                 last: date) -> tuple[dict, list[str]]:
-    """Trends' charts of several metrics as one figure, a panel each, and the metric of each trace (cached)."""
-    return trend_stack.stack(trend_figures(db_path, version, series_version, shown, first, last))
+def trend_chart(db_path: str, version: str, series_version: str, shown: tuple[str, ...], first: date,
+                last: date) -> tuple[dict, list[str]]:
+    """The Trends chart of the metrics `shown` and the metric of each trace (cached): one metric's figure, or
+    several as one figure, a panel each (lib.presentation.trend_stack). Validated here, once
+    (charts.validated): st.plotly_chart validated the cached dict again on every run of the page."""
+    if len(shown) == 1:
+        figure = trend_figures(db_path, version, series_version, shown, first, last)[shown[0]]
+        metrics = list(shown) * len(figure["data"])
+    else:   # one figure, a panel per metric on one time axis: faster to draw than a chart each, and changes line up
+        figure, metrics = trend_stack.stack(trend_figures(db_path, version, series_version, shown, first, last))
+    return charts.validated(figure), metrics
 
 
 @st.cache_data(show_spinner=False)

@@ -40,7 +40,7 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                  legend: bool = True, max_points: int = MAX_POINTS) -> go.Figure:
     """One metric over runs: the score, its noise band, recorded changes, and the flagged jumps.
 
-    Over 60 lines on purpose: one figure, built trace by trace in drawing order (band, score, changes, jumps).
+    Over 60 lines on purpose: one figure, its traces listed in drawing order (band, score, changes, jumps).
     A series longer than lib.presentation.thin.MAX_POINTS runs is thinned for drawing, and the title says so.
 
     Every point carries its run id in `customdata` (see run_from_selection), so a
@@ -60,23 +60,26 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
     drawn = thin(series, keep=keep, max_points=max_points)   # past it: bucket extremes, every jump and change
     s = drawn.series
     x, y, ids = s["started_at"], s["score"].astype(float), s["run_id"].astype(str).tolist()
-    fig = go.Figure()
+    # the traces and shapes as plain dicts, validated once by the one go.Figure at the end: go.Scatter then
+    # add_trace validated each trace twice, and each add_shape the whole shape tuple again (half a chart's build)
+    traces: list[dict] = []
+    shapes: list[dict] = []
     if band is not None and band == band and len(s):
         # one closed outline (along the top, back along the bottom): a trace fewer per chart than two filled lines
-        fig.add_trace(go.Scatter(x=pd.concat([x, x[::-1]], ignore_index=True),
-                                 y=pd.concat([(y + band).clip(upper=SCORE_RANGE[1]),
-                                              (y - band).clip(lower=SCORE_RANGE[0])[::-1]], ignore_index=True),
-                                 mode="lines",
-                                 line=dict(width=0), fill="toself", fillcolor="rgba(96,125,139,0.18)",
-                                 hoverinfo="skip", hoveron="points",   # a click inside the band is the score's
-                                 name=f"band ±{band:.3f} (2 × run-to-run spread)"))
+        traces.append(dict(type="scatter", x=pd.concat([x, x[::-1]], ignore_index=True),
+                           y=pd.concat([(y + band).clip(upper=SCORE_RANGE[1]),
+                                        (y - band).clip(lower=SCORE_RANGE[0])[::-1]], ignore_index=True),
+                           mode="lines",
+                           line=dict(width=0), fill="toself", fillcolor="rgba(96,125,139,0.18)",
+                           hoverinfo="skip", hoveron="points",   # a click inside the band is the score's
+                           name=f"band ±{band:.3f} (2 × run-to-run spread)"))
     jtext = _jump_texts(jumps)
     # a jump's ring sits on its score point, and the hover picks one of the two: both say the jump and its suspect
     hover = [f"{safe(r.run_id)}<br>judge {safe(r.judge_model)} · prompt {safe(r.prompt_hash)}"
              + (f"<br><b>{jtext[r.run_id]}</b>" if r.run_id in jtext else "") for r in s.itertuples(index=False)]
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=metric, customdata=ids, text=hover,
-                             line=dict(color=SCORE_COLOUR, width=1.5), marker=dict(size=5, color=SCORE_COLOUR),
-                             hovertemplate="%{text}<br>%{x|%Y-%m-%d %H:%M}<br>score %{y:.3f}<extra></extra>"))
+    traces.append(dict(type="scatter", x=x, y=y, mode="lines+markers", name=metric, customdata=ids, text=hover,
+                       line=dict(color=SCORE_COLOUR, width=1.5), marker=dict(size=5, color=SCORE_COLOUR),
+                       hovertemplate="%{text}<br>%{x|%Y-%m-%d %H:%M}<br>score %{y:.3f}<extra></extra>"))
     top = min(float((y + (band if band and band == band else 0)).max()), SCORE_RANGE[1]) + 0.02 if len(s) else 1.0
     if events is not None and not events.empty:
         by_run = events.groupby("run_id", sort=False)
@@ -84,10 +87,9 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
         for rid, g in by_run:
             kinds = list(dict.fromkeys(str(k) for k in g["kind"]))
             when = g["started_at"].iloc[0]
-            # add_vline's own shape, given whole: add_vline works out the axes of every shape again each call,
-            # most of a chart's build with the demo's dozen changes
-            fig.add_shape(type="line", x0=when, x1=when, xref="x", y0=0, y1=1, yref="y domain",
-                          line=dict(dash="dot", width=1, color=CHANGE_COLOURS.get(kinds[0], "#546e7a")))
+            # add_vline's own shape, given whole: add_vline works out the axes of every shape again each call
+            shapes.append(dict(type="line", x0=when, x1=when, xref="x", y0=0, y1=1, yref="y domain",
+                               line=dict(dash="dot", width=1, color=CHANGE_COLOURS.get(kinds[0], "#546e7a"))))
             said = "<br>".join(f"{safe(k)}: {safe(t, 160)}" for k, t in zip(g["kind"], g["text"], strict=True))
             for i, kind in enumerate(kinds):   # changes at one run: one marker each, stacked, one hover for all
                 ex.append(when)
@@ -95,19 +97,19 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                 eid.append(str(rid))
                 ecolour.append(CHANGE_COLOURS.get(kind, "#546e7a"))
                 etext.append(said)
-        fig.add_trace(go.Scatter(x=ex, y=ey, mode="markers", name="recorded change", customdata=eid, text=etext,
-                                 marker=dict(symbol="triangle-down", size=11, color=ecolour),
-                                 hovertemplate="%{text}<extra>change</extra>", showlegend=False))
+        traces.append(dict(type="scatter", x=ex, y=ey, mode="markers", name="recorded change", customdata=eid,
+                           text=etext, marker=dict(symbol="triangle-down", size=11, color=ecolour),
+                           hovertemplate="%{text}<extra>change</extra>", showlegend=False))
         for kind in dict.fromkeys(events["kind"]) if legend else ():   # the legend's key: one entry per kind
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{kind} change", hoverinfo="skip",
-                                     marker=dict(symbol="triangle-down", size=10,
-                                                 color=CHANGE_COLOURS.get(str(kind), "#546e7a"))))
+            traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=f"{kind} change",
+                               hoverinfo="skip", marker=dict(symbol="triangle-down", size=10,
+                                                             color=CHANGE_COLOURS.get(str(kind), "#546e7a"))))
     if jumps is not None and not jumps.empty:
-        fig.add_trace(go.Scatter(x=jumps["started_at"], y=jumps["after"], mode="markers", name="jump beyond noise",
-                                 customdata=jumps["run_id"].astype(str).tolist(),
-                                 text=[jtext[str(r)] for r in jumps["run_id"]],
-                                 marker=dict(symbol="circle-open", size=15, color=JUMP_COLOUR, line=dict(width=2.5)),
-                                 hovertemplate="%{text}<extra></extra>"))
+        traces.append(dict(type="scatter", x=jumps["started_at"], y=jumps["after"], mode="markers",
+                           name="jump beyond noise", customdata=jumps["run_id"].astype(str).tolist(),
+                           text=[jtext[str(r)] for r in jumps["run_id"]],
+                           marker=dict(symbol="circle-open", size=15, color=JUMP_COLOUR, line=dict(width=2.5)),
+                           hovertemplate="%{text}<extra></extra>"))
     title = safe(metric) + (f"  <span style='font-size:12px;color:#78909c'>band ±{band:.3f} = 2 × run-to-run "
                             f"spread</span>"
                             if band is not None and band == band else "")
@@ -116,12 +118,25 @@ def trend_figure(series: pd.DataFrame, *, metric: str, events: pd.DataFrame | No
                   f"{drawn.bucket} runs by their lowest and highest score; every jump and change drawn</span>")
     # the legend goes under the axis: above it, on a narrow screen, it wraps over the title
     below = 90 if legend else 0
+    fig = go.Figure(data=traces, layout=dict(shapes=shapes) if shapes else None)
     fig.update_layout(height=height + below, margin=dict(l=10, r=10, t=40, b=10 + below),
                       hovermode="closest", title=dict(text=title, font=dict(size=15)), clickmode="event+select",
                       showlegend=legend, legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left",
                                                      font=dict(size=11)),
                       xaxis=dict(type="date"), yaxis=dict(title="score"))
     return fig
+
+
+def validated(figure: dict) -> dict:
+    """`figure` as st.plotly_chart's own validation makes it (a validated go.Figure's dict), for a cache to keep
+    and `drawn` to hand to st.plotly_chart without its validating the whole property tree again each run."""
+    return go.Figure(figure).to_dict()
+
+
+def drawn(figure: dict) -> go.Figure:
+    """A figure dict from `validated`, as a go.Figure taken as it is (plotly's `_validate=False`): st.plotly_chart
+    reads a go.Figure's dict as it stands, where a dict is validated again first (a fifth of a warm Trends run)."""
+    return go.Figure(figure, _validate=False)
 
 
 def _jump_texts(jumps: pd.DataFrame | None) -> dict[str, str]:

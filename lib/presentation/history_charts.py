@@ -24,18 +24,22 @@ def shade_segments(fig: go.Figure, segs: list[Segment], *, y: float) -> go.Figur
     if len(segs) < 2:
         return fig
     xs, ys, texts, ids = [], [], [], []
+    rects = []
     for s in segs:
         if s.index % 2 == 1:
-            fig.add_shape(type="rect", x0=s.start, x1=s.end, xref="x", y0=0, y1=1, yref="y domain",   # add_vrect's
-                          fillcolor=SEGMENT_FILL, line=dict(width=0), layer="below")              # shape, quicker
+            rects.append(dict(type="rect", x0=s.start, x1=s.end, xref="x", y0=0, y1=1, yref="y domain",  # add_vrect's
+                              fillcolor=SEGMENT_FILL, line=dict(width=0), layer="below"))              # shape, quicker
         xs.append(s.start + (s.end - s.start) / 2)
         ys.append(y)
         texts.append(f"instrument segment {s.index + 1}: {safe(s.label, 200)}<br>{safe(s.first_run)} to "
                      f"{safe(s.last_run)} ({s.n_runs} runs, median {s.level:.3f})")
         ids.append(s.first_run)
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="instrument segments", text=texts, customdata=ids,
-                             marker=dict(symbol="square", size=7, color="rgba(121,134,203,0.6)"),
-                             hovertemplate="%{text}<extra></extra>", showlegend=False))
+    # the shapes at once and the trace as a dict: each add_shape validated every shape again, go.Scatter then
+    # add_trace the trace twice
+    fig.layout.shapes += tuple(rects)
+    fig.add_trace(dict(type="scatter", x=xs, y=ys, mode="markers", name="instrument segments", text=texts,
+                       customdata=ids, marker=dict(symbol="square", size=7, color="rgba(121,134,203,0.6)"),
+                       hovertemplate="%{text}<extra></extra>", showlegend=False))
     return fig
 
 
@@ -58,22 +62,24 @@ def add_series(fig: go.Figure, series: Series, *, since: pd.Timestamp | None = N
     steps = s["score"].astype(float).diff()
     text = [said.get(str(r), f"change {d:+.3f} from the re-judged run before" if d == d else "first re-judged run")
             for r, d in zip(s["run_id"], steps, strict=True)]
-    fig.add_trace(go.Scatter(x=s["started_at"], y=s["score"].astype(float), mode="lines+markers", name=name,
-                             customdata=s["run_id"].astype(str).tolist(), text=text,
-                             line=dict(color=REJUDGED_COLOUR, width=1.5, dash="dash"),
-                             marker=dict(size=4, color=REJUDGED_COLOUR),
-                             hovertemplate=f"{name}<br>%{{customdata}}<br>%{{x|%Y-%m-%d}}<br>score %{{y:.3f}}: "
-                                           "%{text}<extra>re-judged</extra>"))
+    fig.add_trace(dict(type="scatter", x=s["started_at"], y=s["score"].astype(float), mode="lines+markers",
+                       name=name, customdata=s["run_id"].astype(str).tolist(), text=text,
+                       line=dict(color=REJUDGED_COLOUR, width=1.5, dash="dash"),
+                       marker=dict(size=4, color=REJUDGED_COLOUR),
+                       hovertemplate=f"{name}<br>%{{customdata}}<br>%{{x|%Y-%m-%d}}<br>score %{{y:.3f}}: "
+                                     "%{text}<extra>re-judged</extra>"))
     if shown:
-        fig.add_trace(go.Scatter(
-            x=[j.started_at for j in shown], y=[j.after for j in shown], mode="markers",
+        fig.add_trace(dict(
+            type="scatter", x=[j.started_at for j in shown], y=[j.after for j in shown], mode="markers",
             name="re-judged jump", customdata=[j.run_id for j in shown], text=[said[j.run_id] for j in shown],
             marker=dict(symbol="diamond-open", size=15, color=REJUDGED_COLOUR, line=dict(width=2.5)),
             hovertemplate="%{text}<extra></extra>"))
-        for j in shown:   # the change in words on the chart, read without hovering
-            fig.add_annotation(x=j.started_at, y=j.after, text=f"re-judged {j.delta:+.3f}", showarrow=True,
-                               arrowhead=0, ax=0, ay=28 if j.delta < 0 else -28, bgcolor="rgba(255,255,255,0.8)",
-                               font=dict(size=11, color=REJUDGED_COLOUR))
+        # the change in words on the chart, read without hovering (at once: add_annotation validates every one again)
+        fig.layout.annotations += tuple(
+            dict(x=j.started_at, y=j.after, text=f"re-judged {j.delta:+.3f}", showarrow=True, arrowhead=0, ax=0,
+                 ay=28 if j.delta < 0 else -28, bgcolor="rgba(255,255,255,0.8)",
+                 font=dict(size=11, color=REJUDGED_COLOUR))
+            for j in shown)
     return fig
 
 
