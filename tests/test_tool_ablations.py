@@ -28,8 +28,15 @@ INSPECT_SCORER = "lib.judging.scorers.inspect_scorer:rescore@{}"
 @pytest.fixture(scope="module")
 def warm_inspect() -> Iterator[Path]:
     """Inspect's Python with Inspect imported once for the module (tests/support/warm_python.py): the reader and
-    the re-scorer still run in that interpreter, each call in a forked child, without 1.5 CPU s of imports."""
-    with WarmPython(tool_env(*INSPECT_PYTHON), ("inspect_ai", "inspect_ai.log", "inspect_ai._eval.score"),
+    the re-scorer still run in that interpreter, each call in a forked child, without 1.5 CPU s of imports. The
+    model API the re-scorer's grader reaches (openai-api/loop: Inspect's OpenAI providers, the openai SDK's
+    types, aiohttp, numpy, markdown-it) is imported too: each re-scorer child imported 869 modules of it."""
+    with WarmPython(tool_env(*INSPECT_PYTHON), ("inspect_ai", "inspect_ai.log", "inspect_ai._eval.score",
+                                                "inspect_ai.model._providers.openai",
+                                                "inspect_ai.model._providers.openai_compatible",
+                                                "inspect_ai.model._openai_responses", "inspect_ai.hooks",
+                                                "openai", "openai.types.responses", "openai.resources.chat",
+                                                "aiohttp", "numpy", "markdown_it", "rich.markdown", "truststore"),
                     flags=("-I",)) as warm:
         yield warm.path
 

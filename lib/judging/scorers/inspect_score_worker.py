@@ -188,6 +188,10 @@ async def _serve(path: str, name: str | None) -> None:
 
 def main() -> None:
     asyncio.run(_serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None))
+    # every answer is flushed and the caller has closed our stdin: end without tearing the interpreter down (Inspect,
+    # its model providers and the openai SDK make that a large heap to collect, for nothing)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
